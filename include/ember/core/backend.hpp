@@ -1,0 +1,86 @@
+// The backend interface: one virtual per op family. The front end validates shapes and dtypes,
+// allocates outputs (through allocate) and calls these; a backend only computes.
+//
+// Conventions every kernel can rely on:
+//  - `out` (and other outputs) are contiguous, freshly allocated or uniquely owned.
+//  - Elementwise inputs are already broadcast to out's shape (stride 0 where broadcast) and have
+//    the compute dtype the front end chose; strides may be anything, including negative.
+//  - Outputs and inputs never overlap unless the op says it works in place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "ember/core/raw_tensor.hpp"
+#include "ember/core/scalar.hpp"
+#include "ember/tensor/ops/registry.hpp"
+
+namespace ember {
+
+struct RandomParams {
+  double a = 0.0, b = 1.0;  // uniform/randint: [a, b); normal: mean a, std b; bernoulli: p = a
+  uint64_t seed = 0;        // Philox key
+  uint64_t offset = 0;      // Philox counter where this draw starts
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  /// Whether this backend has a kernel for `family` on `dtype`; the front end checks before use.
+  virtual bool supports(OpFamily family, DType dtype) const = 0;
+
+  // Memory.
+  virtual std::shared_ptr<Storage> allocate(size_t nbytes, Device device) = 0;
+  /// dst = src (cast to dst's dtype). Same shape; any strides on both sides.
+  virtual void copy(const RawTensor& src, const RawTensor& dst) = 0;
+  virtual void write_from_host(const void* host, const RawTensor& dst) = 0;
+  virtual void read_to_host(const RawTensor& src, void* host) = 0;
+  virtual void fill(const RawTensor& dst, const Scalar& value) = 0;
+  /// dst[i] = start + i * step over the flattened (contiguous) dst.
+  virtual void iota(const RawTensor& dst, double start, double step) = 0;
+  virtual void random(RandomOp op, const RandomParams& params, const RawTensor& dst) = 0;
+
+  // Elementwise.
+  virtual void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
+                     const RawTensor& out) = 0;
+  virtual void binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
+                      const RawTensor& out) = 0;
+  /// out = cond ? a : b; cond is Bool.
+  virtual void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+                     const RawTensor& out) = 0;
+
+  // Reductions. `dims_mask` has bit d set for each reduced dim of x; out has x's rank with those
+  // dims of size 1 (keepdim layout).
+  virtual void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
+                      const RawTensor& out) = 0;
+  /// Index (i64) of the max/min along `dim`, and its value; first occurrence wins; NaN wins.
+  virtual void arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
+                          const RawTensor& indices) = 0;
+  virtual void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) = 0;
+  /// Stable sort along `dim`; NaN sorts as the largest value, as in PyTorch.
+  virtual void sort(const RawTensor& x, int dim, bool descending, const RawTensor& values,
+                    const RawTensor& indices) = 0;
+  /// The k largest (or smallest) along `dim`, sorted.
+  virtual void topk(const RawTensor& x, int64_t k, int dim, bool largest,
+                    const RawTensor& values, const RawTensor& indices) = 0;
+
+  // Linear algebra: a [B, M, K] x b [B, K, N] -> out [B, M, N]; a and b may be strided
+  // (transposed, batch-broadcast with stride 0).
+  virtual void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) = 0;
+
+  // Indexing. Index tensors are i64 and already range-checked by the front end.
+  virtual void gather(const RawTensor& x, int dim, const RawTensor& index,
+                      const RawTensor& out) = 0;
+  /// dst[..index[i]..] (=|+=) src[i] along `dim`; dst is written in place.
+  virtual void scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
+                       const RawTensor& index, const RawTensor& src) = 0;
+  virtual void index_select(const RawTensor& x, int dim, const RawTensor& index,
+                            const RawTensor& out) = 0;
+  /// Coordinates of the non-zero elements, [count, rank] i64, row-major order.
+  virtual RawTensor nonzero(const RawTensor& x) = 0;
+};
+
+}  // namespace ember

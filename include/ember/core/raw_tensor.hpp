@@ -1,0 +1,41 @@
+// RawTensor: what a backend sees of a tensor — shared storage, shape, strides, offset and dtype.
+// No autodiff, no rank in the type; the front end (tensor/) builds everything else on top.
+#pragma once
+
+#include <memory>
+
+#include "ember/core/dtype.hpp"
+#include "ember/core/shape.hpp"
+#include "ember/core/storage.hpp"
+
+namespace ember {
+
+struct RawTensor {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Strides strides;     // in elements; may be 0 (broadcast) and, inside kernels, negative (flip)
+  int64_t offset = 0;  // in elements from storage->data()
+  DType dtype = DType::f32;
+
+  bool defined() const { return storage != nullptr; }
+  Device device() const { return storage->device(); }
+  int rank() const { return shape.rank(); }
+  int64_t numel() const { return shape.numel(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  bool is_contiguous() const;
+
+  void* data() const {
+    return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(dtype_size(dtype));
+  }
+  template <class T>
+  T* data_as() const {
+    return static_cast<T*>(data());
+  }
+
+  /// A view of the same storage with another shape/strides/offset.
+  RawTensor view(const Shape& new_shape, const Strides& new_strides, int64_t new_offset) const {
+    return RawTensor{storage, new_shape, new_strides, new_offset, dtype};
+  }
+};
+
+}  // namespace ember

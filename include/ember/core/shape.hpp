@@ -1,0 +1,69 @@
+// Shape: the sizes (or strides) of a tensor, stored inline so handles copy without allocating.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+/// Largest rank Ember handles; an op asked for more fails with a clear error.
+inline constexpr int kMaxRank = 12;
+
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  explicit Shape(std::span<const int64_t> dims);
+  explicit Shape(const std::vector<int64_t>& dims) : Shape(std::span<const int64_t>(dims)) {}
+  /// A shape of `rank` dims, each `fill`.
+  static Shape filled(int rank, int64_t fill);
+
+  int rank() const { return rank_; }
+  bool empty_rank() const { return rank_ == 0; }
+  int64_t operator[](int i) const { return dims_[i]; }
+  int64_t& operator[](int i) { return dims_[i]; }
+  /// Dimension with Python-style negative index; fails on out of range.
+  int64_t at(int i) const;
+
+  const int64_t* begin() const { return dims_; }
+  const int64_t* end() const { return dims_ + rank_; }
+  int64_t* begin() { return dims_; }
+  int64_t* end() { return dims_ + rank_; }
+  const int64_t* data() const { return dims_; }
+  std::span<const int64_t> span() const { return {dims_, static_cast<size_t>(rank_)}; }
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
+
+  /// Number of elements (1 for rank 0).
+  int64_t numel() const;
+
+  void push_back(int64_t d);
+  void insert(int pos, int64_t d);
+  void erase(int pos);
+  void resize(int rank, int64_t fill = 0);
+
+  friend bool operator==(const Shape& a, const Shape& b);
+
+ private:
+  int64_t dims_[kMaxRank] = {};
+  int32_t rank_ = 0;
+};
+
+using Strides = Shape;
+
+/// "[2, 3]" as PyTorch users expect in error messages.
+std::string to_string(const Shape& s);
+void append(std::string& out, const Shape& s);
+
+/// Row-major (C-contiguous) strides of a shape, in elements.
+Strides contiguous_strides(const Shape& shape);
+
+/// Wraps a possibly negative dim into [0, rank); `op` names the caller in the error.
+int wrap_dim(int64_t dim, int rank, const char* op);
+
+/// NumPy broadcast of two shapes; fails naming `op` and both shapes when they cannot broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+}  // namespace ember

@@ -1,0 +1,10 @@
+// The one header users include: tensors, ops, devices, printing.
+#pragma once
+
+#include "ember/backends/cpu/cpu.hpp"
+#include "ember/core/device.hpp"
+#include "ember/core/dtype.hpp"
+#include "ember/core/error.hpp"
+#include "ember/tensor/generator.hpp"
+#include "ember/tensor/print.hpp"
+#include "ember/tensor/tensor.hpp"

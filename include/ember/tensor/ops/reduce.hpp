@@ -1,0 +1,50 @@
+// Reductions, scans and sorting on the rank-erased tensor. `dims` empty = reduce every dim.
+#pragma once
+
+#include <vector>
+
+#include "ember/tensor/dyn_tensor.hpp"
+#include "ember/tensor/ops/registry.hpp"
+
+namespace ember {
+
+using Dims = std::vector<int64_t>;
+
+DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim);
+DynTensor sum(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+DynTensor mean(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+DynTensor prod(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+DynTensor amax(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+DynTensor amin(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+DynTensor all(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+DynTensor any(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
+/// Variance with `correction` (1 = unbiased, Bessel's; 0 = population).
+DynTensor var(const DynTensor& x, const Dims& dims = {}, int64_t correction = 1,
+              bool keepdim = false);
+DynTensor std(const DynTensor& x, const Dims& dims = {}, int64_t correction = 1,
+              bool keepdim = false);
+/// p-norm (p = 2 default; inf and -inf give max/min of |x|).
+DynTensor norm(const DynTensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
+DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim = false);
+
+/// Values and indices of an arg-reduction or sort.
+struct ValuesIndices {
+  DynTensor values;
+  DynTensor indices;
+};
+ValuesIndices max(const DynTensor& x, int64_t dim, bool keepdim = false);
+ValuesIndices min(const DynTensor& x, int64_t dim, bool keepdim = false);
+DynTensor max(const DynTensor& x);  // over all elements (0-d)
+DynTensor min(const DynTensor& x);
+DynTensor argmax(const DynTensor& x, int64_t dim, bool keepdim = false);
+DynTensor argmin(const DynTensor& x, int64_t dim, bool keepdim = false);
+DynTensor argmax(const DynTensor& x);  // index into the flattened tensor
+DynTensor argmin(const DynTensor& x);
+
+DynTensor cumsum(const DynTensor& x, int64_t dim);
+DynTensor cumprod(const DynTensor& x, int64_t dim);
+ValuesIndices sort(const DynTensor& x, int64_t dim = -1, bool descending = false);
+DynTensor argsort(const DynTensor& x, int64_t dim = -1, bool descending = false);
+ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim = -1, bool largest = true);
+
+}  // namespace ember

@@ -1,0 +1,135 @@
+#include "allocator.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "ember/backends/cpu/cpu.hpp"
+#include "ember/core/error.hpp"
+#include "os.hpp"
+#include "sync.hpp"
+
+namespace ember::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;                 // a cache line; every vector load is aligned
+constexpr size_t kHuge = size_t{2} << 20;     // 2 MiB: huge-page size and alignment
+constexpr size_t kSmallStep = 64;             // classes 64 B apart up to 1 KiB
+constexpr size_t kSmallMax = 1024;
+constexpr int kNumClasses = 16 + 4 * 64;
+
+// Size class index and its rounded byte size.
+int size_class(size_t n, size_t* rounded) {
+  if (n <= kSmallMax) {
+    const size_t c = (n + kSmallStep - 1) / kSmallStep;
+    *rounded = std::max<size_t>(c, 1) * kSmallStep;
+    return static_cast<int>(std::max<size_t>(c, 1)) - 1;
+  }
+  // Quarter octaves: 1024 * 2^(k/4) rounded up to a multiple of 64.
+  const int lg = 63 - __builtin_clzll(n - 1);  // floor(log2(n - 1))
+  const size_t base = size_t{1} << lg;
+  const size_t quarter = base / 4;
+  const size_t q = (n - base + quarter - 1) / quarter;  // 1..4
+  *rounded = base + q * quarter;
+  return 16 + (lg - 10) * 4 + static_cast<int>(q) - 1;
+}
+
+class CachingAllocator {
+ public:
+  ~CachingAllocator() { release_all(); }
+
+  void* take(size_t nbytes, size_t* rounded) {
+    const int c = size_class(nbytes, rounded);
+    {
+      LockGuard lock(mutex_);
+      ++stats_.allocations;
+      stats_.allocated_bytes += *rounded;
+      stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+      auto& list = free_[c];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        stats_.cached_bytes -= *rounded;
+        ++stats_.cache_hits;
+        return p;
+      }
+      ++stats_.system_allocations;
+    }
+    const bool huge = *rounded >= kHuge;
+    void* p = os::allocate(*rounded, huge ? kHuge : kAlign);
+    if (!p) {
+      LockGuard lock(mutex_);
+      stats_.allocated_bytes -= *rounded;
+      EMBER_FAIL("[cpu allocator] out of memory allocating ", nbytes, " bytes (",
+                 stats_.allocated_bytes, " in use, ", stats_.cached_bytes, " cached)");
+    }
+    if (huge) os::advise_huge_pages(p, *rounded);
+    return p;
+  }
+
+  void give(void* p, size_t rounded) {
+    size_t r = 0;
+    const int c = size_class(rounded, &r);
+    LockGuard lock(mutex_);
+    stats_.allocated_bytes -= rounded;
+    if (stats_.cached_bytes + rounded > cache_limit()) {
+      os::release(p, rounded);
+      return;
+    }
+    free_[c].push_back(p);
+    stats_.cached_bytes += rounded;
+  }
+
+  void release_all() {
+    LockGuard lock(mutex_);
+    for (int c = 0; c < kNumClasses; ++c) {
+      for (void* p : free_[c]) os::release(p, 0);
+      free_[c].clear();
+    }
+    stats_.cached_bytes = 0;
+  }
+
+  AllocatorStats stats() {
+    LockGuard lock(mutex_);
+    return stats_;
+  }
+  void reset_peak() {
+    LockGuard lock(mutex_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  }
+
+ private:
+  static size_t cache_limit() {
+    static const size_t limit =
+        static_cast<size_t>(os::env_int("EMBER_CPU_CACHE_MB", 4096)) << 20;
+    return limit;
+  }
+
+  Mutex mutex_;
+  std::vector<void*> free_[kNumClasses];
+  AllocatorStats stats_;
+};
+
+CachingAllocator& allocator() {
+  static auto* a = new CachingAllocator();  // never destroyed: storages may outlive statics
+  return *a;
+}
+
+void release_storage(void* context, void* data, size_t nbytes) {
+  static_cast<CachingAllocator*>(context)->give(data, nbytes);
+}
+
+}  // namespace
+
+std::shared_ptr<Storage> allocate_storage(size_t nbytes) {
+  size_t rounded = 0;
+  CachingAllocator& a = allocator();
+  void* p = a.take(nbytes, &rounded);
+  // Storage records the rounded size so the buffer goes back to its class.
+  return std::make_shared<Storage>(p, rounded, Device::cpu(), release_storage, &a);
+}
+
+AllocatorStats allocator_stats() { return allocator().stats(); }
+void reset_peak_allocated() { allocator().reset_peak(); }
+void empty_cache() { allocator().release_all(); }
+
+}  // namespace ember::cpu

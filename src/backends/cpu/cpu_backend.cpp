@@ -1,0 +1,71 @@
+#include "cpu_backend.hpp"
+
+#include "allocator.hpp"
+#include "ember/backends/cpu/cpu.hpp"
+#include "ember/core/error.hpp"
+#include "os.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace ember::cpu {
+namespace {
+
+int initial_threads() {
+#if defined(EMBER_NO_THREADS)
+  return 1;
+#else
+  const long env = os::env_int("EMBER_NUM_THREADS", 0);
+  return env > 0 ? static_cast<int>(env) : os::core_count();
+#endif
+}
+
+int g_threads = 0;
+
+}  // namespace
+
+Backend& backend() {
+  static CpuBackend cpu;
+  return cpu;
+}
+
+int num_threads() {
+  if (g_threads == 0) set_num_threads(initial_threads());
+  return g_threads;
+}
+
+void set_num_threads(int n) {
+  EMBER_CHECK(n >= 1, "[set_num_threads] thread count must be at least 1, got ", n);
+#if defined(EMBER_NO_THREADS)
+  g_threads = 1;
+#else
+  g_threads = n;
+#if defined(_OPENMP)
+  omp_set_num_threads(n);  // the GEMM library (oneDNN) reads the OpenMP setting
+#endif
+#endif
+}
+
+bool CpuBackend::supports(OpFamily family, DType dtype) const {
+  switch (family) {
+    case OpFamily::Matmul: return dtype != DType::boolean;
+    default: return true;
+  }
+}
+
+std::shared_ptr<Storage> CpuBackend::allocate(size_t nbytes, Device device) {
+  EMBER_CHECK(device.is_cpu(), "[cpu] cannot allocate on ", device);
+  return allocate_storage(nbytes);
+}
+
+RawTensor empty_raw(const Shape& shape, DType dtype) {
+  RawTensor t;
+  t.storage = allocate_storage(static_cast<size_t>(shape.numel()) * dtype_size(dtype));
+  t.shape = shape;
+  t.strides = contiguous_strides(shape);
+  t.dtype = dtype;
+  return t;
+}
+
+}  // namespace ember::cpu

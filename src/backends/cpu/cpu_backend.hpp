@@ -1,0 +1,50 @@
+// The Cpu backend: one method per op family, each defined in the family's own file
+// (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, index.cpp, random.cpp).
+#pragma once
+
+#include "ember/core/backend.hpp"
+
+namespace ember::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  bool supports(OpFamily family, DType dtype) const override;
+
+  std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
+  void copy(const RawTensor& src, const RawTensor& dst) override;
+  void write_from_host(const void* host, const RawTensor& dst) override;
+  void read_to_host(const RawTensor& src, void* host) override;
+  void fill(const RawTensor& dst, const Scalar& value) override;
+  void iota(const RawTensor& dst, double start, double step) override;
+  void random(RandomOp op, const RandomParams& params, const RawTensor& dst) override;
+
+  void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
+             const RawTensor& out) override;
+  void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+             const RawTensor& out) override;
+
+  void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out) override;
+  void arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
+                  const RawTensor& indices) override;
+  void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) override;
+  void sort(const RawTensor& x, int dim, bool descending, const RawTensor& values,
+            const RawTensor& indices) override;
+  void topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
+            const RawTensor& indices) override;
+
+  void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+
+  void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) override;
+  void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
+               const RawTensor& src) override;
+  void index_select(const RawTensor& x, int dim, const RawTensor& index,
+                    const RawTensor& out) override;
+  RawTensor nonzero(const RawTensor& x) override;
+};
+
+/// A fresh contiguous tensor on the Cpu.
+RawTensor empty_raw(const Shape& shape, DType dtype);
+
+}  // namespace ember::cpu

@@ -1,0 +1,200 @@
+// Indexing kernels: gather, scatter (assign and add), index_select and nonzero. Index tensors are
+// i64, already range-checked and wrapped to non-negative by the front end, and may be strided.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "convert.hpp"
+#include "cpu_backend.hpp"
+#include "ember/core/error.hpp"
+#include "loops.hpp"
+
+namespace ember::cpu {
+namespace {
+
+// Calls f(U{}) with U the unsigned integer of `size` bytes: copies need only the element size.
+template <class F>
+void visit_size(size_t size, F&& f) {
+  switch (size) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    default: return f(uint64_t{});
+  }
+}
+
+// x seen with `shape` and stride 0 at `dim`: a loop over it walks x's other dims, and the kernel
+// adds index * x.strides[dim] itself.
+RawTensor without_dim(const RawTensor& x, const Shape& shape, int dim) {
+  Strides strides = x.strides;
+  if (x.rank() > 0) strides[dim] = 0;
+  return x.view(shape, strides, x.offset);
+}
+
+int64_t dim_stride(const RawTensor& x, int dim) { return x.rank() > 0 ? x.strides[dim] : 0; }
+
+// out[i] = x_view[i] shifted by index[i] along dim; out, index and x_view share out's shape.
+template <class U>
+void gather_kernel(const RawTensor& out, const RawTensor& index, const RawTensor& x_view,
+                   int64_t x_dim_stride) {
+  StridedLoop<3> loop(out.shape, {&out, &index, &x_view});
+  const int64_t step = x_dim_stride * static_cast<int64_t>(sizeof(U));
+  loop.run([step](char** p, const int64_t* st, int64_t n) {
+    if (st[1] == 0 && dense(st[0], sizeof(U)) && dense(st[2], sizeof(U))) {
+      // One index for the whole run (index_select, an expanded index): a row copy.
+      const int64_t j = *reinterpret_cast<const int64_t*>(p[1]);
+      std::memcpy(p[0], p[2] + j * step, static_cast<size_t>(n) * sizeof(U));
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t j = *reinterpret_cast<const int64_t*>(p[1] + i * st[1]);
+      *reinterpret_cast<U*>(p[0] + i * st[0]) =
+          *reinterpret_cast<const U*>(p[2] + i * st[2] + j * step);
+    }
+  });
+}
+
+template <class T>
+T add(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a || b;
+  } else if constexpr (std::is_integral_v<T>) {
+    // Wrap-around as in PyTorch; computed unsigned to avoid signed-overflow UB.
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return T(static_cast<Compute<T>>(a) + static_cast<Compute<T>>(b));
+  }
+}
+
+// The loop runs over index's shape with dim innermost, so a row (fixed other dims) is a run of
+// `len` consecutive positions. Rows write disjoint dst elements and run in parallel; inside a
+// row updates go in index order, so the result is the serial row-major one (last write wins).
+template <class T, bool kAdd>
+void scatter_kernel(const StridedLoop<3>& loop, int64_t len, int64_t dst_dim_stride) {
+  const int64_t step = dst_dim_stride * static_cast<int64_t>(sizeof(T));
+  const int64_t rows = loop.numel() / len;
+  parallel_for(0, rows, std::max<int64_t>(1, kGrain / len), [&](int64_t begin, int64_t end) {
+    loop.run_range(begin * len, end * len, [step](char** p, const int64_t* st, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t j = *reinterpret_cast<const int64_t*>(p[1] + i * st[1]);
+        T& d = *reinterpret_cast<T*>(p[0] + i * st[0] + j * step);
+        const T v = *reinterpret_cast<const T*>(p[2] + i * st[2]);
+        if constexpr (kAdd) {
+          d = add(d, v);
+        } else {
+          d = v;
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void CpuBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
+                        const RawTensor& out) {
+  if (out.numel() == 0) return;
+  const RawTensor x_view = without_dim(x, index.shape, dim);
+  visit_size(dtype_size(x.dtype), [&](auto tag) {
+    gather_kernel<decltype(tag)>(out, index, x_view, dim_stride(x, dim));
+  });
+}
+
+void CpuBackend::index_select(const RawTensor& x, int dim, const RawTensor& index,
+                              const RawTensor& out) {
+  if (out.numel() == 0) return;
+  // index_select is a gather whose index is the 1-D index expanded along the other dims.
+  Strides index_strides = Shape::filled(out.rank(), 0);
+  if (out.rank() > 0) index_strides[dim] = index.rank() > 0 ? index.strides[0] : 0;
+  const RawTensor index_view = index.view(out.shape, index_strides, index.offset);
+  const RawTensor x_view = without_dim(x, out.shape, dim);
+  visit_size(dtype_size(x.dtype), [&](auto tag) {
+    gather_kernel<decltype(tag)>(out, index_view, x_view, dim_stride(x, dim));
+  });
+}
+
+void CpuBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
+                         const RawTensor& index, const RawTensor& src) {
+  if (index.numel() == 0) return;
+  // dst, index and src over index's shape with dim moved last (dst's dim stride zeroed: the
+  // kernel adds index * stride itself).
+  Shape shape;
+  Strides dst_st, index_st, src_st;
+  const auto keep = [&](int d) {
+    shape.push_back(index.shape[d]);
+    dst_st.push_back(d == dim ? 0 : dst.strides[d]);
+    index_st.push_back(index.strides[d]);
+    src_st.push_back(src.strides[d]);
+  };
+  for (int d = 0; d < index.rank(); ++d) {
+    if (d != dim) keep(d);
+  }
+  if (index.rank() > 0) keep(dim);
+  const RawTensor dst_view = dst.view(shape, dst_st, dst.offset);
+  const RawTensor index_view = index.view(shape, index_st, index.offset);
+  const RawTensor src_view = src.view(shape, src_st, src.offset);
+  const StridedLoop<3> loop(shape, {&dst_view, &index_view, &src_view});
+  const int64_t len = index.rank() > 0 ? index.shape[dim] : 1;
+  visit_dtype(dst.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (reduce == ScatterReduce::Add) {
+      scatter_kernel<T, true>(loop, len, dim_stride(dst, dim));
+    } else {
+      scatter_kernel<T, false>(loop, len, dim_stride(dst, dim));
+    }
+  });
+}
+
+RawTensor CpuBackend::nonzero(const RawTensor& x) {
+  // Two passes over fixed chunks of the row-major order: count each chunk's non-zeros, then
+  // write each chunk's coordinates from its prefix-sum position. Same result for any threads.
+  const int64_t numel = x.numel();
+  const int rank = x.rank();
+  const int64_t chunks = (numel + kGrain - 1) / kGrain;
+  std::vector<int64_t> start(static_cast<size_t>(chunks) + 1, 0);
+  const StridedLoop<1> loop(x.shape, {&x});
+  RawTensor result;
+  visit_dtype(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    // Calls f(flat) for each non-zero of chunk c, in order. NaN is non-zero.
+    const auto for_nonzero = [&](int64_t c, const auto& f) {
+      int64_t flat = c * kGrain;
+      const auto run = [&](char** p, const int64_t* st, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) {
+          const C v = static_cast<C>(*reinterpret_cast<const T*>(p[0] + i * st[0]));
+          if (v != C(0)) f(flat + i);
+        }
+        flat += n;
+      };
+      loop.run_range(flat, std::min(numel, flat + kGrain), run);
+    };
+    parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        int64_t count = 0;
+        for_nonzero(c, [&](int64_t) { ++count; });
+        start[c + 1] = count;
+      }
+    });
+    for (int64_t c = 0; c < chunks; ++c) start[c + 1] += start[c];
+    result = empty_raw(Shape{start[chunks], int64_t{rank}}, DType::i64);
+    int64_t* coords = result.data_as<int64_t>();
+    parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        int64_t* row = coords + start[c] * rank;
+        for_nonzero(c, [&](int64_t flat) {
+          for (int d = rank - 1; d >= 0; --d) {
+            row[d] = flat % x.shape[d];
+            flat /= x.shape[d];
+          }
+          row += rank;
+        });
+      }
+    });
+  });
+  return result;
+}
+
+}  // namespace ember::cpu

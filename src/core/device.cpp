@@ -1,0 +1,53 @@
+#include "ember/core/device.hpp"
+
+#include <cstdlib>
+
+#include "ember/core/error.hpp"
+#include "ember/core/raw_tensor.hpp"
+
+namespace ember {
+
+std::string to_string(Device d) {
+  switch (d.type) {
+    case DeviceType::Cpu: return "cpu";
+    case DeviceType::Cuda: return "cuda:" + std::to_string(d.index);
+    case DeviceType::Vulkan: return "vulkan:" + std::to_string(d.index);
+  }
+  return "?";
+}
+
+void append(std::string& out, Device d) { out.append(to_string(d)); }
+
+Device Device::parse(const std::string& text) {
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  int index = 0;
+  if (colon != std::string::npos) {
+    const std::string num = text.substr(colon + 1);
+    char* end = nullptr;
+    const long v = std::strtol(num.c_str(), &end, 10);
+    EMBER_CHECK(!num.empty() && end && *end == '\0' && v >= 0 && v < 1024,
+                "[device] cannot parse device index in '", text, "'");
+    index = static_cast<int>(v);
+  }
+  if (name == "cpu") {
+    EMBER_CHECK(index == 0, "[device] the cpu device has index 0, got '", text, "'");
+    return cpu();
+  }
+  if (name == "cuda") return cuda(index);
+  if (name == "vulkan") return vulkan(index);
+  EMBER_FAIL("[device] unknown device '", text, "' (expected cpu, cuda[:N] or vulkan[:N])");
+}
+
+bool RawTensor::is_contiguous() const {
+  if (shape.numel() == 0) return true;
+  int64_t expected = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+}  // namespace ember

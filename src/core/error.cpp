@@ -1,0 +1,53 @@
+#include "ember/core/error.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ember {
+namespace {
+
+void default_panic(const char* message) {
+  std::fputs("ember: ", stderr);
+  std::fputs(message, stderr);
+  std::fputs("\n", stderr);
+  std::abort();
+}
+
+PanicHook g_panic_hook = default_panic;
+
+}  // namespace
+
+void set_panic_hook(PanicHook hook) { g_panic_hook = hook ? hook : default_panic; }
+
+void raise_error(std::string message) {
+#if EMBER_HAS_EXCEPTIONS
+  throw Error(std::move(message));
+#else
+  g_panic_hook(message.c_str());
+  std::abort();  // a hook that returns is a bug; never continue past a failed check
+#endif
+}
+
+namespace detail {
+
+void append(std::string& out, long long v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld", v);
+  out.append(buf);
+}
+
+void append(std::string& out, unsigned long long v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llu", v);
+  out.append(buf);
+}
+
+void append(std::string& out, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  out.append(buf);
+}
+
+}  // namespace detail
+}  // namespace ember

@@ -1,0 +1,108 @@
+#include "ember/core/shape.hpp"
+
+#include <algorithm>
+
+#include "ember/core/error.hpp"
+
+namespace ember {
+
+Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims)) {}
+
+Shape::Shape(std::span<const int64_t> dims) {
+  EMBER_CHECK(dims.size() <= static_cast<size_t>(kMaxRank), "[shape] rank ", dims.size(),
+              " exceeds Ember's maximum rank ", kMaxRank);
+  rank_ = static_cast<int32_t>(dims.size());
+  std::copy(dims.begin(), dims.end(), dims_);
+}
+
+Shape Shape::filled(int rank, int64_t fill) {
+  Shape s;
+  s.resize(rank, fill);
+  return s;
+}
+
+int64_t Shape::at(int i) const { return dims_[wrap_dim(i, rank_, "size")]; }
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  return n;
+}
+
+void Shape::push_back(int64_t d) {
+  EMBER_CHECK(rank_ < kMaxRank, "[shape] rank ", rank_ + 1, " exceeds Ember's maximum rank ",
+              kMaxRank);
+  dims_[rank_++] = d;
+}
+
+void Shape::insert(int pos, int64_t d) {
+  EMBER_CHECK(rank_ < kMaxRank, "[shape] rank ", rank_ + 1, " exceeds Ember's maximum rank ",
+              kMaxRank);
+  for (int i = rank_; i > pos; --i) dims_[i] = dims_[i - 1];
+  dims_[pos] = d;
+  ++rank_;
+}
+
+void Shape::erase(int pos) {
+  for (int i = pos; i + 1 < rank_; ++i) dims_[i] = dims_[i + 1];
+  --rank_;
+}
+
+void Shape::resize(int rank, int64_t fill) {
+  EMBER_CHECK(rank >= 0 && rank <= kMaxRank, "[shape] rank ", rank,
+              " exceeds Ember's maximum rank ", kMaxRank);
+  for (int i = rank_; i < rank; ++i) dims_[i] = fill;
+  rank_ = rank;
+}
+
+bool operator==(const Shape& a, const Shape& b) {
+  return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
+}
+
+void append(std::string& out, const Shape& s) {
+  out.push_back('[');
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i) out.append(", ");
+    detail::append(out, static_cast<long long>(s[i]));
+  }
+  out.push_back(']');
+}
+
+std::string to_string(const Shape& s) {
+  std::string out;
+  append(out, s);
+  return out;
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides st = Shape::filled(shape.rank(), 1);
+  int64_t acc = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return st;
+}
+
+int wrap_dim(int64_t dim, int rank, const char* op) {
+  const int64_t lo = rank == 0 ? -1 : -rank;
+  const int64_t hi = rank == 0 ? 0 : rank - 1;
+  EMBER_CHECK(dim >= lo && dim <= hi, "[", op, "] dimension ", dim,
+              " out of range for a tensor of rank ", rank, " (expected ", lo, " to ", hi, ")");
+  return static_cast<int>(dim < 0 ? dim + (rank == 0 ? 1 : rank) : dim);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const int rank = std::max(a.rank(), b.rank());
+  Shape out = Shape::filled(rank, 1);
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    EMBER_CHECK(da == db || da == 1 || db == 1, "[", op, "] shapes cannot be broadcast: ", a,
+                " and ", b, " (dimension ", i, ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,72 @@
+// Run-time backend selection: the device names the backend. Backends that were not built fail
+// with a message that says how to build them.
+#include "ember/backends/cpu/cpu.hpp"
+#include "ember/core/device.hpp"
+#include "internal.hpp"
+
+namespace ember {
+
+Device Device::cuda(int index) {
+  EMBER_FAIL("[device] cuda:", index,
+             " is not available: this Ember was built without the Cuda backend");
+}
+
+Device Device::vulkan(int index) {
+  EMBER_FAIL("[device] vulkan:", index,
+             " is not available: this Ember was built without the Vulkan backend");
+}
+
+namespace detail {
+
+Backend& backend_for(Device device) {
+  switch (device.type) {
+    case DeviceType::Cpu: return cpu::backend();
+    default: break;
+  }
+  EMBER_FAIL("[device] no backend for ", device, " in this build");
+}
+
+DynTensor make_empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape) {
+    EMBER_CHECK(d >= 0, "[empty] negative dimension in shape ", shape);
+  }
+  RawTensor t;
+  t.storage = backend_for(device).allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype),
+                                           device);
+  t.shape = shape;
+  t.strides = contiguous_strides(shape);
+  t.dtype = dtype;
+  return DynTensor(std::move(t));
+}
+
+void check_defined(const DynTensor& t, const char* op, const char* what) {
+  EMBER_CHECK(t.defined(), "[", op, "] ", what, " is an undefined (default-constructed) tensor");
+}
+
+void check_same_device(const DynTensor& a, const DynTensor& b, const char* op) {
+  check_defined(a, op);
+  check_defined(b, op);
+  EMBER_CHECK(a.device() == b.device(), "[", op, "] tensors are on different devices: ",
+              a.device(), " and ", b.device());
+}
+
+void check_supported(const DynTensor& t, OpFamily family, DType dtype, const char* op) {
+  Backend& be = backend_of(t);
+  EMBER_CHECK(be.supports(family, dtype), "[", op, "] the ", be.name(),
+              " backend does not support ", dtype);
+}
+
+uint32_t dims_mask(const std::vector<int64_t>& dims, int rank, const char* op) {
+  if (dims.empty()) return rank == 0 ? 0u : (rank >= 32 ? ~0u : ((1u << rank) - 1u));
+  uint32_t mask = 0;
+  for (int64_t d : dims) {
+    const int w = wrap_dim(d, rank, op);
+    if (rank == 0) continue;
+    EMBER_CHECK(!(mask & (1u << w)), "[", op, "] dimension ", d, " appears more than once");
+    mask |= 1u << w;
+  }
+  return mask;
+}
+
+}  // namespace detail
+}  // namespace ember

@@ -1,0 +1,190 @@
+// Creation ops: constants, ranges, random draws, host data, copies and casts.
+#include <cmath>
+
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "internal.hpp"
+
+namespace ember {
+
+using detail::backend_for;
+using detail::backend_of;
+using detail::make_empty;
+
+Generator& default_generator() {
+  static Generator gen;
+  return gen;
+}
+
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+DynTensor empty(const Shape& shape, DType dtype, Device device) {
+  return make_empty(shape, dtype, device);
+}
+
+DynTensor full(const Shape& shape, const Scalar& value, DType dtype, Device device) {
+  DynTensor t = make_empty(shape, dtype, device);
+  backend_of(t).fill(t.raw(), value);
+  return t;
+}
+
+DynTensor zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0, dtype, device);
+}
+
+DynTensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1, dtype, device);
+}
+
+DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype,
+                 Device device) {
+  const bool integral = start.kind() != KindId::Float && end.kind() != KindId::Float &&
+                        step.kind() != KindId::Float;
+  int64_t n = 0;
+  if (integral) {
+    const int64_t s = start.to_int(), e = end.to_int(), st = step.to_int();
+    EMBER_CHECK(st != 0, "[arange] step must be nonzero");
+    EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "[arange] the range [", s, ", ", e,
+                ") is inconsistent with step ", st);
+    n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / (-st);
+  } else {
+    const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+    EMBER_CHECK(st != 0.0, "[arange] step must be nonzero");
+    EMBER_CHECK(std::isfinite(s) && std::isfinite(e), "[arange] bounds must be finite, got ", s,
+                " and ", e);
+    EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "[arange] the range [", s, ", ", e,
+                ") is inconsistent with step ", st);
+    n = static_cast<int64_t>(std::ceil((e - s) / st));
+  }
+  DynTensor t = make_empty(Shape{n}, dtype, device);
+  backend_of(t).iota(t.raw(), start.to_double(), step.to_double());
+  return t;
+}
+
+DynTensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
+  EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
+  // Computed from both ends, as PyTorch does, so the last value is exactly `end`.
+  std::vector<double> v(static_cast<size_t>(steps));
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  for (int64_t i = 0; i < steps; ++i) {
+    v[static_cast<size_t>(i)] =
+        i < steps / 2 ? start + step * static_cast<double>(i)
+                      : end - step * static_cast<double>(steps - 1 - i);
+  }
+  return cast(from_data(TensorData::from(v, Shape{steps}), device), dtype);
+}
+
+DynTensor eye(int64_t n, int64_t m, DType dtype, Device device) {
+  if (m < 0) m = n;
+  EMBER_CHECK(n >= 0, "[eye] n must be non-negative, got ", n);
+  DynTensor t = zeros(Shape{n, m}, dtype, device);
+  const int64_t diag = std::min(n, m);
+  if (diag > 0) {
+    backend_of(t).fill(t.raw().view(Shape{diag}, Strides{m + 1}, t.raw().offset), 1);
+  }
+  return t;
+}
+
+namespace {
+
+DynTensor draw(RandomOp op, double a, double b, const Shape& shape, DType dtype, Device device,
+               Generator* gen) {
+  DynTensor t = make_empty(shape, dtype, device);
+  Generator& g = gen ? *gen : default_generator();
+  RandomParams p;
+  p.a = a;
+  p.b = b;
+  p.seed = g.seed();
+  p.offset = g.reserve(static_cast<uint64_t>(t.numel()));
+  backend_of(t).random(op, p, t.raw());
+  return t;
+}
+
+void check_float(DType dtype, const char* op) {
+  EMBER_CHECK(is_floating(dtype), "[", op, "] needs a floating dtype, got ", dtype);
+}
+
+}  // namespace
+
+DynTensor rand(const Shape& shape, DType dtype, Device device, Generator* gen, double low,
+               double high) {
+  check_float(dtype, "rand");
+  EMBER_CHECK(low <= high, "[rand] low must not exceed high, got [", low, ", ", high, ")");
+  return draw(RandomOp::Uniform, low, high, shape, dtype, device, gen);
+}
+
+DynTensor randn(const Shape& shape, DType dtype, Device device, Generator* gen, double mean,
+                double std) {
+  check_float(dtype, "randn");
+  EMBER_CHECK(std >= 0.0, "[randn] std must be non-negative, got ", std);
+  return draw(RandomOp::Normal, mean, std, shape, dtype, device, gen);
+}
+
+DynTensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device,
+                  Generator* gen) {
+  EMBER_CHECK(low < high, "[randint] low must be less than high, got [", low, ", ", high, ")");
+  EMBER_CHECK(dtype != DType::boolean, "[randint] cannot draw into ", dtype);
+  return draw(RandomOp::RandInt, static_cast<double>(low), static_cast<double>(high), shape,
+              dtype, device, gen);
+}
+
+DynTensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "[bernoulli] p must be in [0, 1], got ", p);
+  return draw(RandomOp::Bernoulli, p, 0.0, shape, dtype, device, gen);
+}
+
+DynTensor bernoulli(const DynTensor& probs, Generator* gen) {
+  detail::check_defined(probs, "bernoulli");
+  check_float(probs.dtype(), "bernoulli");
+  const DynTensor u = rand(probs.shape(), probs.dtype(), probs.device(), gen);
+  return cast(lt(u, probs), probs.dtype());
+}
+
+DynTensor empty_like(const DynTensor& x) { return empty(x.shape(), x.dtype(), x.device()); }
+DynTensor zeros_like(const DynTensor& x) { return zeros(x.shape(), x.dtype(), x.device()); }
+DynTensor ones_like(const DynTensor& x) { return ones(x.shape(), x.dtype(), x.device()); }
+DynTensor full_like(const DynTensor& x, const Scalar& value) {
+  return full(x.shape(), value, x.dtype(), x.device());
+}
+DynTensor rand_like(const DynTensor& x, Generator* gen) {
+  return rand(x.shape(), x.dtype(), x.device(), gen);
+}
+DynTensor randn_like(const DynTensor& x, Generator* gen) {
+  return randn(x.shape(), x.dtype(), x.device(), gen);
+}
+
+DynTensor from_data(const TensorData& data, Device device) {
+  const size_t expected = static_cast<size_t>(data.shape.numel()) * dtype_size(data.dtype);
+  EMBER_CHECK(data.bytes.size() == expected, "[from_data] shape ", data.shape, " of ", data.dtype,
+              " needs ", expected, " bytes, got ", data.bytes.size());
+  DynTensor t = make_empty(data.shape, data.dtype, device);
+  backend_of(t).write_from_host(data.bytes.data(), t.raw());
+  return t;
+}
+
+DynTensor clone(const DynTensor& x) {
+  detail::check_defined(x, "clone");
+  DynTensor t = make_empty(x.shape(), x.dtype(), x.device());
+  backend_of(t).copy(x.raw(), t.raw());
+  return t;
+}
+
+DynTensor cast(const DynTensor& x, DType dtype) {
+  detail::check_defined(x, "cast");
+  if (x.dtype() == dtype) return x;
+  DynTensor t = make_empty(x.shape(), dtype, x.device());
+  backend_of(t).copy(x.raw(), t.raw());
+  return t;
+}
+
+DynTensor to_device(const DynTensor& x, Device device) {
+  detail::check_defined(x, "to");
+  if (x.device() == device) return x;
+  Backend& dst_backend = backend_for(device);  // fails clearly if not built
+  const TensorData host = x.to_data();
+  DynTensor t = make_empty(x.shape(), x.dtype(), device);
+  dst_backend.write_from_host(host.bytes.data(), t.raw());
+  return t;
+}
+
+}  // namespace ember

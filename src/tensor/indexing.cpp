@@ -1,0 +1,190 @@
+// Indexing front end: shapes and index ranges are checked here so kernels can trust them.
+#include "ember/tensor/ops/indexing.hpp"
+
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
+#include "internal.hpp"
+
+namespace ember {
+namespace {
+
+// Fails unless `index` is an Int tensor whose values all lie in [0, size).
+void check_index(const DynTensor& index, int64_t size, int dim, const char* op) {
+  EMBER_CHECK(is_integral(index.dtype()), "[", op, "] index must be an Int tensor, got ",
+              index.dtype());
+  if (index.numel() == 0) return;
+  const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
+  EMBER_CHECK(lo >= 0 && hi < size, "[", op, "] index ", lo < 0 ? lo : hi,
+              " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+DynTensor as_i64(const DynTensor& index) { return cast(index, DType::i64); }
+
+// gather/scatter: index has x's rank and is no larger than `other` outside `dim`.
+int check_gather_shapes(const DynTensor& x, int64_t dim, const DynTensor& index,
+                        const DynTensor* src, const char* op) {
+  detail::check_same_device(x, index, op);
+  const int d = wrap_dim(dim, x.rank(), op);
+  EMBER_CHECK(index.rank() == x.rank() || (x.rank() == 0 && index.rank() <= 1), "[", op,
+              "] index must have the input's rank: input ", x.shape(), ", index ", index.shape());
+  for (int i = 0; i < index.rank() && x.rank() > 0; ++i) {
+    EMBER_CHECK(i == d || index.size(i) <= x.size(i), "[", op, "] index shape ", index.shape(),
+                " is larger than input shape ", x.shape(), " outside dimension ", d);
+    if (src) {
+      EMBER_CHECK(index.size(i) <= src->size(i), "[", op, "] index shape ", index.shape(),
+                  " is larger than src shape ", src->shape());
+    }
+  }
+  check_index(index, x.rank() == 0 ? 1 : x.size(d), d, op);
+  return d;
+}
+
+DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
+                       const DynTensor& index, const DynTensor& src, const char* op) {
+  detail::check_same_device(x, src, op);
+  EMBER_CHECK(src.rank() == x.rank(), "[", op, "] src must have the input's rank: input ",
+              x.shape(), ", src ", src.shape());
+  const int d = check_gather_shapes(x, dim, index, &src, op);
+  DynTensor out = clone(x);
+  if (index.numel() == 0) return out;
+  detail::backend_of(out).scatter(reduce, out.raw(), d, as_i64(index).raw(),
+                                  cast(src, x.dtype()).raw());
+  return out;
+}
+
+}  // namespace
+
+DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
+  const int d = check_gather_shapes(x, dim, index, nullptr, "gather");
+  DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
+  return out;
+}
+
+DynTensor scatter(const DynTensor& x, int64_t dim, const DynTensor& index, const DynTensor& src) {
+  return scatter_impl(ScatterReduce::None, x, dim, index, src, "scatter");
+}
+
+DynTensor scatter(const DynTensor& x, int64_t dim, const DynTensor& index, const Scalar& value) {
+  detail::check_defined(x, "scatter");
+  detail::check_defined(index, "scatter", "index");
+  const DynTensor src = expand(full(Shape{}, value, x.dtype(), x.device()), index.shape());
+  return scatter_impl(ScatterReduce::None, x, dim, index, src, "scatter");
+}
+
+DynTensor scatter_add(const DynTensor& x, int64_t dim, const DynTensor& index,
+                      const DynTensor& src) {
+  return scatter_impl(ScatterReduce::Add, x, dim, index, src, "scatter_add");
+}
+
+DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) {
+  detail::check_same_device(x, index, "index_select");
+  EMBER_CHECK(index.rank() <= 1, "[index_select] index must be 0-d or 1-D, got shape ",
+              index.shape());
+  const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
+  const int d = wrap_dim(dim, xr.rank(), "index_select");
+  check_index(index, xr.size(d), d, "index_select");
+  Shape shape = xr.shape();
+  shape[d] = index.numel();
+  DynTensor out = detail::make_empty(shape, x.dtype(), x.device());
+  if (out.numel() > 0) {
+    detail::backend_of(x).index_select(xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(),
+                                       out.raw());
+  }
+  return x.rank() == 0 ? reshape(out, Shape{}) : out;
+}
+
+DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, const DynTensor& src,
+                    const Scalar& alpha) {
+  detail::check_same_device(x, index, "index_add");
+  detail::check_same_device(x, src, "index_add");
+  EMBER_CHECK(index.rank() <= 1, "[index_add] index must be 0-d or 1-D, got shape ", index.shape());
+  const int d = wrap_dim(dim, x.rank(), "index_add");
+  Shape expect = x.shape();
+  if (x.rank() > 0) expect[d] = index.numel();
+  EMBER_CHECK(src.shape() == expect, "[index_add] src shape ", src.shape(), " should be ", expect,
+              " for input ", x.shape(), " and ", index.numel(), " indices");
+  check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
+  DynTensor out = clone(x);
+  if (src.numel() == 0 || x.rank() == 0) {
+    return x.rank() == 0 && src.numel() ? add(out, mul(src, alpha)) : out;
+  }
+  // index_add is scatter_add with the index broadcast along every other dim.
+  const DynTensor idx = as_i64(reshape(index, Shape{index.numel()}));
+  Strides st = Shape::filled(x.rank(), 0);
+  st[d] = idx.strides()[0];
+  const DynTensor idx_full = detail::make_view(idx, src.shape(), st, idx.raw().offset);
+  const DynTensor scaled = cast(mul(src, alpha), x.dtype());
+  detail::backend_of(out).scatter(ScatterReduce::Add, out.raw(), d, idx_full.raw(), scaled.raw());
+  return out;
+}
+
+DynTensor masked_fill(const DynTensor& x, const DynTensor& mask, const Scalar& value) {
+  detail::check_same_device(x, mask, "masked_fill");
+  EMBER_CHECK(mask.dtype() == DType::boolean, "[masked_fill] mask must be bool, got ",
+              mask.dtype());
+  const Shape b = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  EMBER_CHECK(b == x.shape(), "[masked_fill] mask shape ", mask.shape(),
+              " must broadcast to the input shape ", x.shape());
+  return where(mask, full(Shape{}, value, x.dtype(), x.device()), x);
+}
+
+DynTensor masked_select(const DynTensor& x, const DynTensor& mask) {
+  detail::check_same_device(x, mask, "masked_select");
+  EMBER_CHECK(mask.dtype() == DType::boolean, "[masked_select] mask must be bool, got ",
+              mask.dtype());
+  const Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
+  const DynTensor flat_x = reshape(expand(x, shape), Shape{shape.numel()});
+  const DynTensor flat_m = reshape(expand(mask, shape), Shape{shape.numel()});
+  const DynTensor idx = nonzero(flat_m);  // [count, 1]
+  return index_select(flat_x, 0, reshape(idx, Shape{idx.size(0)}));
+}
+
+DynTensor nonzero(const DynTensor& x) {
+  detail::check_defined(x, "nonzero");
+  return DynTensor(detail::backend_of(x).nonzero(x.raw()));
+}
+
+DynTensor one_hot(const DynTensor& x, int64_t num_classes) {
+  detail::check_defined(x, "one_hot");
+  EMBER_CHECK(is_integral(x.dtype()), "[one_hot] expects an Int tensor, got ", x.dtype());
+  if (num_classes < 0) {
+    EMBER_CHECK(x.numel() > 0, "[one_hot] cannot infer the number of classes of an empty tensor");
+    num_classes = amax(x).item<int64_t>() + 1;
+  }
+  if (x.numel() > 0) {
+    const int64_t lo = amin(x).item<int64_t>(), hi = amax(x).item<int64_t>();
+    EMBER_CHECK(lo >= 0 && hi < num_classes, "[one_hot] class values must be in [0, ",
+                num_classes, "), got ", lo < 0 ? lo : hi);
+  }
+  const DynTensor classes = arange(0, num_classes, 1, DType::i64, x.device());
+  return cast(eq(unsqueeze(cast(x, DType::i64), -1), classes), DType::i64);
+}
+
+DynTensor slice(const DynTensor& x, const std::vector<Slice>& slices) {
+  detail::check_defined(x, "slice");
+  EMBER_CHECK(static_cast<int>(slices.size()) <= x.rank(), "[slice] ", slices.size(),
+              " slices given for a tensor of shape ", x.shape());
+  DynTensor out = x;
+  for (size_t d = 0; d < slices.size(); ++d) {
+    out = slice(out, static_cast<int64_t>(d), slices[d].start, slices[d].end, slices[d].step);
+  }
+  return out;
+}
+
+DynTensor slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
+                       const DynTensor& value) {
+  detail::check_same_device(x, value, "slice_assign");
+  DynTensor out = clone(x);
+  const DynTensor region = slice(out, slices);
+  const Shape b = broadcast_shapes(region.shape(), value.shape(), "slice_assign");
+  EMBER_CHECK(b == region.shape(), "[slice_assign] value shape ", value.shape(),
+              " does not broadcast to the region's shape ", region.shape());
+  detail::backend_of(out).copy(expand(value, region.shape()).raw(), region.raw());
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,31 @@
+// Shared helpers of the tensor layer's .cpp files (not installed).
+#pragma once
+
+#include "ember/core/backend.hpp"
+#include "ember/core/error.hpp"
+#include "ember/tensor/dyn_tensor.hpp"
+
+namespace ember::detail {
+
+/// The backend that owns `device`; a clear error when it was not built.
+Backend& backend_for(Device device);
+inline Backend& backend_of(const DynTensor& t) { return backend_for(t.device()); }
+
+/// A fresh contiguous tensor.
+DynTensor make_empty(const Shape& shape, DType dtype, Device device);
+/// A view of `x`'s storage with new geometry.
+inline DynTensor make_view(const DynTensor& x, const Shape& shape, const Strides& strides,
+                           int64_t offset) {
+  return DynTensor(x.raw().view(shape, strides, offset));
+}
+
+/// Fails unless `t` is defined; `op` and `what` name it in the message.
+void check_defined(const DynTensor& t, const char* op, const char* what = "input");
+void check_same_device(const DynTensor& a, const DynTensor& b, const char* op);
+/// Fails unless the backend of `t` supports `family` on `dtype`.
+void check_supported(const DynTensor& t, OpFamily family, DType dtype, const char* op);
+
+/// Bit mask of the dims to reduce (all when `dims` is empty); fails on duplicates.
+uint32_t dims_mask(const std::vector<int64_t>& dims, int rank, const char* op);
+
+}  // namespace ember::detail

@@ -1,0 +1,77 @@
+// matmul with PyTorch's 1-D and batch-broadcast rules, dot, outer, and the softmax family.
+#include "ember/tensor/ops/linalg.hpp"
+
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
+#include "internal.hpp"
+
+namespace ember {
+
+DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
+  detail::check_same_device(a_in, b_in, "matmul");
+  EMBER_CHECK(a_in.rank() >= 1 && b_in.rank() >= 1,
+              "[matmul] both operands need at least one dimension: lhs ", a_in.shape(), ", rhs ",
+              b_in.shape());
+  EMBER_CHECK(a_in.dtype() != DType::boolean && b_in.dtype() != DType::boolean,
+              "[matmul] bool tensors are not supported");
+  const DType dtype = promote_types(a_in.dtype(), b_in.dtype());
+  // 1-D operands become matrices ([K] -> [1, K] on the left, [K, 1] on the right), squeezed after.
+  const DynTensor a = a_in.rank() == 1 ? unsqueeze(a_in, 0) : a_in;
+  const DynTensor b = b_in.rank() == 1 ? unsqueeze(b_in, 1) : b_in;
+  const int64_t m = a.size(-2), k = a.size(-1), k2 = b.size(-2), n = b.size(-1);
+  EMBER_CHECK(k == k2, "[matmul] inner dimensions differ: lhs ", a_in.shape(), ", rhs ",
+              b_in.shape());
+  Shape ab(std::span<const int64_t>(a.shape().data(), static_cast<size_t>(a.rank() - 2)));
+  Shape bb(std::span<const int64_t>(b.shape().data(), static_cast<size_t>(b.rank() - 2)));
+  const Shape batch = broadcast_shapes(ab, bb, "matmul");
+  const int64_t nb = batch.numel();
+  detail::check_supported(a, OpFamily::Matmul, dtype, "matmul");
+
+  // Flatten the broadcast batch into one dim; views when the strides allow it.
+  auto as3 = [&](const DynTensor& t, int64_t r, int64_t c) {
+    Shape s = batch;
+    s.push_back(r);
+    s.push_back(c);
+    return reshape(expand(cast(t, dtype), s), Shape{nb, r, c});
+  };
+  const DynTensor a3 = as3(a, m, k), b3 = as3(b, k, n);
+  DynTensor out = detail::make_empty(Shape{nb, m, n}, dtype, a.device());
+  detail::backend_of(out).matmul(a3.raw(), b3.raw(), out.raw());
+
+  Shape shape = batch;
+  if (a_in.rank() > 1) shape.push_back(m);
+  if (b_in.rank() > 1) shape.push_back(n);
+  return reshape(out, shape);
+}
+
+DynTensor dot(const DynTensor& a, const DynTensor& b) {
+  detail::check_same_device(a, b, "dot");
+  EMBER_CHECK(a.rank() == 1 && b.rank() == 1 && a.size(0) == b.size(0),
+              "[dot] expects two 1-D tensors of equal size, got ", a.shape(), " and ", b.shape());
+  return matmul(a, b);
+}
+
+DynTensor outer(const DynTensor& a, const DynTensor& b) {
+  detail::check_same_device(a, b, "outer");
+  EMBER_CHECK(a.rank() == 1 && b.rank() == 1, "[outer] expects two 1-D tensors, got ", a.shape(),
+              " and ", b.shape());
+  return mul(unsqueeze(a, 1), unsqueeze(b, 0));
+}
+
+DynTensor softmax(const DynTensor& x, int64_t dim) {
+  detail::check_defined(x, "softmax");
+  EMBER_CHECK(is_floating(x.dtype()), "[softmax] needs a floating tensor, got ", x.dtype());
+  const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
+  return div(e, sum(e, {dim}, true));
+}
+
+DynTensor log_softmax(const DynTensor& x, int64_t dim) {
+  detail::check_defined(x, "log_softmax");
+  EMBER_CHECK(is_floating(x.dtype()), "[log_softmax] needs a floating tensor, got ", x.dtype());
+  const DynTensor shifted = sub(x, amax(x, {dim}, true));
+  return sub(shifted, log(sum(exp(shifted), {dim}, true)));
+}
+
+}  // namespace ember

@@ -1,0 +1,444 @@
+// Shape and layout ops. Views only rewrite shape, strides and offset; the rest copy through the
+// backend's strided copy.
+#include "ember/tensor/ops/movement.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
+#include "internal.hpp"
+
+namespace ember {
+namespace {
+
+using detail::make_view;
+
+// Strides that let `shape` view memory laid out as (old_shape, old_strides), if any exist
+// (the algorithm of ATen's computeStride).
+std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_strides,
+                                    const Shape& shape) {
+  if (old_shape.numel() == 0 || old_shape.rank() == 0) return contiguous_strides(shape);
+  Strides st = Shape::filled(shape.rank(), 1);
+  int view_d = shape.rank() - 1;
+  int64_t chunk_base = old_strides[old_shape.rank() - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int d = old_shape.rank() - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        st[view_d] = view_numel * chunk_base;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return st;
+}
+
+// Resolves one -1 and checks the element count.
+Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
+  Shape out = shape;
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape[i] == -1) {
+      EMBER_CHECK(infer < 0, "[", op, "] only one dimension can be -1, got shape ", shape);
+      infer = i;
+    } else {
+      EMBER_CHECK(shape[i] >= 0, "[", op, "] invalid dimension ", shape[i], " in shape ", shape);
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    EMBER_CHECK(known != 0 && numel % known == 0, "[", op, "] shape ", shape,
+                " is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  }
+  EMBER_CHECK(out.numel() == numel, "[", op, "] shape ", shape, " is invalid for input of size ",
+              numel);
+  return out;
+}
+
+}  // namespace
+
+DynTensor contiguous(const DynTensor& x) {
+  detail::check_defined(x, "contiguous");
+  return x.is_contiguous() ? x : clone(x);
+}
+
+DynTensor reshape(const DynTensor& x, const Shape& shape) {
+  detail::check_defined(x, "reshape");
+  const Shape s = infer_shape(shape, x.numel(), "reshape");
+  if (auto st = view_strides(x.shape(), x.strides(), s)) {
+    return make_view(x, s, *st, x.raw().offset);
+  }
+  const DynTensor c = clone(x);
+  return make_view(c, s, contiguous_strides(s), c.raw().offset);
+}
+
+DynTensor view(const DynTensor& x, const Shape& shape) {
+  detail::check_defined(x, "view");
+  const Shape s = infer_shape(shape, x.numel(), "view");
+  auto st = view_strides(x.shape(), x.strides(), s);
+  EMBER_CHECK(st.has_value(), "[view] shape ", shape, " is not compatible with the input's shape ",
+              x.shape(), " and strides ", x.strides(), "; use reshape, which copies");
+  return make_view(x, s, *st, x.raw().offset);
+}
+
+DynTensor flatten(const DynTensor& x, int64_t start_dim, int64_t end_dim) {
+  detail::check_defined(x, "flatten");
+  if (x.rank() == 0) return reshape(x, Shape{1});
+  const int s = wrap_dim(start_dim, x.rank(), "flatten");
+  const int e = wrap_dim(end_dim, x.rank(), "flatten");
+  EMBER_CHECK(s <= e, "[flatten] start_dim ", start_dim, " comes after end_dim ", end_dim);
+  Shape shape;
+  for (int i = 0; i < s; ++i) shape.push_back(x.size(i));
+  int64_t n = 1;
+  for (int i = s; i <= e; ++i) n *= x.size(i);
+  shape.push_back(n);
+  for (int i = e + 1; i < x.rank(); ++i) shape.push_back(x.size(i));
+  return reshape(x, shape);
+}
+
+DynTensor squeeze(const DynTensor& x) {
+  detail::check_defined(x, "squeeze");
+  Shape shape;
+  Strides st;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (x.size(i) == 1) continue;
+    shape.push_back(x.size(i));
+    st.push_back(x.strides()[i]);
+  }
+  return make_view(x, shape, st, x.raw().offset);
+}
+
+DynTensor squeeze(const DynTensor& x, int64_t dim) {
+  detail::check_defined(x, "squeeze");
+  const int d = wrap_dim(dim, x.rank(), "squeeze");
+  if (x.rank() == 0 || x.size(d) != 1) return x;
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  shape.erase(d);
+  st.erase(d);
+  return make_view(x, shape, st, x.raw().offset);
+}
+
+DynTensor unsqueeze(const DynTensor& x, int64_t dim) {
+  detail::check_defined(x, "unsqueeze");
+  const int d = wrap_dim(dim, x.rank() + 1, "unsqueeze");
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  const int64_t stride = d < x.rank() ? x.size(d) * x.strides()[d] : 1;
+  shape.insert(d, 1);
+  st.insert(d, stride);
+  return make_view(x, shape, st, x.raw().offset);
+}
+
+DynTensor transpose(const DynTensor& x, int64_t dim0, int64_t dim1) {
+  detail::check_defined(x, "transpose");
+  if (x.rank() == 0) {
+    wrap_dim(dim0, 0, "transpose");
+    wrap_dim(dim1, 0, "transpose");
+    return x;
+  }
+  const int a = wrap_dim(dim0, x.rank(), "transpose");
+  const int b = wrap_dim(dim1, x.rank(), "transpose");
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  std::swap(shape[a], shape[b]);
+  std::swap(st[a], st[b]);
+  return make_view(x, shape, st, x.raw().offset);
+}
+
+DynTensor permute(const DynTensor& x, const std::vector<int64_t>& dims) {
+  detail::check_defined(x, "permute");
+  EMBER_CHECK(static_cast<int>(dims.size()) == x.rank(), "[permute] expected ", x.rank(),
+              " dims for a tensor of shape ", x.shape(), ", got ", dims.size());
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  uint32_t seen = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int d = wrap_dim(dims[i], x.rank(), "permute");
+    EMBER_CHECK(!(seen & (1u << d)), "[permute] dimension ", dims[i], " repeats in the permutation");
+    seen |= 1u << d;
+    shape[static_cast<int>(i)] = x.size(d);
+    st[static_cast<int>(i)] = x.strides()[d];
+  }
+  return make_view(x, shape, st, x.raw().offset);
+}
+
+DynTensor expand(const DynTensor& x, const Shape& shape) {
+  detail::check_defined(x, "expand");
+  EMBER_CHECK(shape.rank() >= x.rank(), "[expand] cannot expand shape ", x.shape(), " to ", shape,
+              ": fewer dimensions");
+  const int lead = shape.rank() - x.rank();
+  Shape out = shape;
+  Strides st = Shape::filled(shape.rank(), 0);
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (i < lead) {
+      EMBER_CHECK(shape[i] >= 0, "[expand] cannot expand shape ", x.shape(), " to ", shape);
+      continue;
+    }
+    const int64_t have = x.size(i - lead);
+    if (shape[i] == -1 || shape[i] == have) {
+      out[i] = have;
+      st[i] = x.strides()[i - lead];
+    } else {
+      EMBER_CHECK(have == 1 && shape[i] >= 0, "[expand] cannot expand shape ", x.shape(), " to ",
+                  shape, " (dimension ", i, ": ", have, " vs ", shape[i], ")");
+    }
+  }
+  return make_view(x, out, st, x.raw().offset);
+}
+
+DynTensor broadcast_to(const DynTensor& x, const Shape& shape) { return expand(x, shape); }
+
+DynTensor slice(const DynTensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  detail::check_defined(x, "slice");
+  EMBER_CHECK(x.rank() > 0, "[slice] cannot slice a 0-d tensor");
+  const int d = wrap_dim(dim, x.rank(), "slice");
+  EMBER_CHECK(step > 0, "[slice] step must be positive, got ", step);
+  const int64_t n = x.size(d);
+  // Python semantics: negative ends count from the back, out-of-range ends are clamped.
+  auto clampi = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  const int64_t s = clampi(start), e = std::max(clampi(end), clampi(start));
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  shape[d] = (e - s + step - 1) / step;
+  st[d] = x.strides()[d] * step;
+  return make_view(x, shape, st, x.raw().offset + s * x.strides()[d]);
+}
+
+DynTensor narrow(const DynTensor& x, int64_t dim, int64_t start, int64_t length) {
+  detail::check_defined(x, "narrow");
+  EMBER_CHECK(x.rank() > 0, "[narrow] cannot narrow a 0-d tensor");
+  const int d = wrap_dim(dim, x.rank(), "narrow");
+  const int64_t n = x.size(d);
+  const int64_t s = start < 0 ? start + n : start;
+  EMBER_CHECK(s >= 0 && length >= 0 && s + length <= n, "[narrow] start ", start, " and length ",
+              length, " are out of range for dimension ", dim, " of size ", n, " (shape ",
+              x.shape(), ")");
+  return slice(x, d, s, s + length, 1);
+}
+
+DynTensor select(const DynTensor& x, int64_t dim, int64_t index) {
+  detail::check_defined(x, "select");
+  EMBER_CHECK(x.rank() > 0, "[select] cannot select from a 0-d tensor");
+  const int d = wrap_dim(dim, x.rank(), "select");
+  const int64_t n = x.size(d);
+  EMBER_CHECK(index >= -n && index < n, "[select] index ", index,
+              " is out of range for dimension ", dim, " of size ", n, " (shape ", x.shape(), ")");
+  const int64_t i = index < 0 ? index + n : index;
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  const int64_t offset = x.raw().offset + i * st[d];
+  shape.erase(d);
+  st.erase(d);
+  return make_view(x, shape, st, offset);
+}
+
+DynTensor flip(const DynTensor& x, const std::vector<int64_t>& dims) {
+  detail::check_defined(x, "flip");
+  const uint32_t mask = dims.empty() ? 0u : detail::dims_mask(dims, x.rank(), "flip");
+  // A negative-stride view exists only inside this function: it is copied at once, so users
+  // (and BLAS) never see negative strides.
+  Strides st = x.strides();
+  int64_t offset = x.raw().offset;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (!(mask & (1u << d)) || x.size(d) == 0) continue;
+    offset += (x.size(d) - 1) * st[d];
+    st[d] = -st[d];
+  }
+  return clone(make_view(x, x.shape(), st, offset));
+}
+
+DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
+  detail::check_defined(x, "repeat");
+  const int r = static_cast<int>(repeats.size());
+  EMBER_CHECK(r >= x.rank(), "[repeat] needs at least ", x.rank(),
+              " repeat counts for a tensor of shape ", x.shape(), ", got ", r);
+  EMBER_CHECK(2 * r <= kMaxRank, "[repeat] rank ", r, " is too large to repeat");
+  const DynTensor xx = reshape(x, [&] {
+    Shape s = Shape::filled(r - x.rank(), 1);
+    for (int64_t d : x.shape()) s.push_back(d);
+    return s;
+  }());
+  // View as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims, then copy.
+  Shape shape, st, out_shape;
+  for (int i = 0; i < r; ++i) {
+    EMBER_CHECK(repeats[i] >= 0, "[repeat] repeat counts must be non-negative, got ",
+                repeats[i]);
+    shape.push_back(repeats[i]);
+    st.push_back(0);
+    shape.push_back(xx.size(i));
+    st.push_back(xx.strides()[i]);
+    out_shape.push_back(repeats[i] * xx.size(i));
+  }
+  const DynTensor expanded = clone(make_view(xx, shape, st, xx.raw().offset));
+  return reshape(expanded, out_shape);
+}
+
+DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
+  EMBER_CHECK(!xs.empty(), "[cat] expects a non-empty list of tensors");
+  // Legacy PyTorch behaviour: 1-D empty tensors are skipped whatever the others' shape.
+  std::vector<const DynTensor*> parts;
+  for (const DynTensor& x : xs) {
+    detail::check_defined(x, "cat");
+    if (!(x.rank() == 1 && x.numel() == 0)) parts.push_back(&x);
+  }
+  if (parts.empty()) return xs[0];
+  const DynTensor& first = *parts[0];
+  EMBER_CHECK(first.rank() > 0, "[cat] zero-dimensional tensors cannot be concatenated");
+  const int d = wrap_dim(dim, first.rank(), "cat");
+  DType dtype = first.dtype();
+  int64_t total = 0;
+  for (const DynTensor* p : parts) {
+    detail::check_same_device(first, *p, "cat");
+    EMBER_CHECK(p->rank() == first.rank(), "[cat] tensors must have the same rank: ",
+                first.shape(), " and ", p->shape());
+    for (int i = 0; i < first.rank(); ++i) {
+      EMBER_CHECK(i == d || p->size(i) == first.size(i), "[cat] sizes must match except in dimension ",
+                  d, ": ", first.shape(), " and ", p->shape());
+    }
+    dtype = promote_types(dtype, p->dtype());
+    total += p->size(d);
+  }
+  Shape shape = first.shape();
+  shape[d] = total;
+  DynTensor out = detail::make_empty(shape, dtype, first.device());
+  int64_t at = 0;
+  for (const DynTensor* p : parts) {
+    const DynTensor dst = narrow(out, d, at, p->size(d));
+    detail::backend_of(out).copy(p->raw(), dst.raw());
+    at += p->size(d);
+  }
+  return out;
+}
+
+DynTensor stack(const std::vector<DynTensor>& xs, int64_t dim) {
+  EMBER_CHECK(!xs.empty(), "[stack] expects a non-empty list of tensors");
+  const int d = wrap_dim(dim, xs[0].rank() + 1, "stack");
+  std::vector<DynTensor> parts;
+  parts.reserve(xs.size());
+  for (const DynTensor& x : xs) {
+    detail::check_defined(x, "stack");
+    EMBER_CHECK(x.shape() == xs[0].shape(), "[stack] expects tensors of equal shape, got ",
+                xs[0].shape(), " and ", x.shape());
+    parts.push_back(unsqueeze(x, d));
+  }
+  return cat(parts, d);
+}
+
+std::vector<DynTensor> split(const DynTensor& x, int64_t split_size, int64_t dim) {
+  detail::check_defined(x, "split");
+  const int d = wrap_dim(dim, x.rank(), "split");
+  EMBER_CHECK(split_size > 0 || (split_size == 0 && x.size(d) == 0),
+              "[split] split_size must be positive, got ", split_size);
+  std::vector<DynTensor> out;
+  const int64_t n = x.size(d);
+  if (n == 0) return {x};
+  for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow(x, d, s, std::min(split_size, n - s)));
+  return out;
+}
+
+std::vector<DynTensor> split(const DynTensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  detail::check_defined(x, "split");
+  const int d = wrap_dim(dim, x.rank(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    EMBER_CHECK(s >= 0, "[split] sizes must be non-negative, got ", s);
+    total += s;
+  }
+  EMBER_CHECK(total == x.size(d), "[split] sizes sum to ", total, " but dimension ", dim,
+              " has size ", x.size(d));
+  std::vector<DynTensor> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(narrow(x, d, at, s));
+    at += s;
+  }
+  return out;
+}
+
+std::vector<DynTensor> chunk(const DynTensor& x, int64_t chunks, int64_t dim) {
+  detail::check_defined(x, "chunk");
+  EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive, got ", chunks);
+  const int d = wrap_dim(dim, x.rank(), "chunk");
+  const int64_t n = x.size(d);
+  return split(x, std::max<int64_t>((n + chunks - 1) / chunks, n == 0 ? 0 : 1), d);
+}
+
+namespace {
+
+// Source index for each padded position along one dim.
+DynTensor pad_index(int64_t n, int64_t left, int64_t right, PadMode mode, Device device) {
+  std::vector<int64_t> idx;
+  for (int64_t i = -left; i < n + right; ++i) {
+    int64_t j = i;
+    if (mode == PadMode::Reflect) {
+      j = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+    } else {
+      j = std::clamp<int64_t>(i, 0, n - 1);
+    }
+    idx.push_back(j);
+  }
+  return from_data(TensorData::from(idx, Shape{static_cast<int64_t>(idx.size())}), device);
+}
+
+}  // namespace
+
+DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  detail::check_defined(x, "pad");
+  EMBER_CHECK(pads.size() % 2 == 0 && static_cast<int>(pads.size()) / 2 <= x.rank(),
+              "[pad] expects an even number of pads, at most twice the rank; got ", pads.size(),
+              " for shape ", x.shape());
+  const int np = static_cast<int>(pads.size()) / 2;
+  if (mode == PadMode::Constant) {
+    Shape shape = x.shape();
+    DynTensor src = x;
+    for (int i = 0; i < np; ++i) {
+      const int d = x.rank() - 1 - i;
+      const int64_t l = pads[2 * i], r = pads[2 * i + 1];
+      shape[d] += l + r;
+      EMBER_CHECK(shape[d] >= 0, "[pad] pads ", l, ", ", r, " remove more than dimension ", d,
+                  " of shape ", x.shape());
+      // Negative pads crop.
+      src = narrow(src, d, std::max<int64_t>(-l, 0), src.size(d) - std::max<int64_t>(-l, 0) -
+                                                          std::max<int64_t>(-r, 0));
+    }
+    DynTensor out = full(shape, value, x.dtype(), x.device());
+    DynTensor dst = out;
+    for (int i = 0; i < np; ++i) {
+      const int d = x.rank() - 1 - i;
+      dst = narrow(dst, d, std::max<int64_t>(pads[2 * i], 0), src.size(d));
+    }
+    detail::backend_of(out).copy(src.raw(), dst.raw());
+    return out;
+  }
+  DynTensor out = x;
+  for (int i = 0; i < np; ++i) {
+    const int d = x.rank() - 1 - i;
+    const int64_t l = pads[2 * i], r = pads[2 * i + 1], n = x.size(d);
+    EMBER_CHECK(l >= 0 && r >= 0, "[pad] reflect and replicate pads must be non-negative");
+    if (mode == PadMode::Reflect) {
+      EMBER_CHECK(l < n && r < n, "[pad] reflect padding (", l, ", ", r,
+                  ") must be smaller than dimension ", d, " of shape ", x.shape());
+    } else {
+      EMBER_CHECK(n > 0, "[pad] cannot replicate-pad an empty dimension of shape ", x.shape());
+    }
+    if (l == 0 && r == 0) continue;
+    out = index_select(out, d, pad_index(n, l, r, mode, x.device()));
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,223 @@
+// Reduction front end: dims and dtypes are settled here, kernels only accumulate. var, std,
+// norm and logsumexp are composites of the primitive reductions.
+#include "ember/tensor/ops/reduce.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "internal.hpp"
+
+namespace ember {
+namespace {
+
+Shape keepdim_shape(const Shape& s, uint32_t mask) {
+  Shape out = s;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (mask & (1u << d)) out[d] = 1;
+  }
+  return out;
+}
+
+Shape dropped_shape(const Shape& s, uint32_t mask) {
+  Shape out;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (!(mask & (1u << d))) out.push_back(s[d]);
+  }
+  return out;
+}
+
+DType reduce_dtype(ReduceOp op, DType in) {
+  switch (op) {
+    case ReduceOp::All:
+    case ReduceOp::Any: return DType::boolean;
+    case ReduceOp::Sum:
+    case ReduceOp::Prod: return is_floating(in) ? in : DType::i64;
+    default: return in;
+  }
+}
+
+int64_t reduced_count(const Shape& s, uint32_t mask) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (mask & (1u << d)) n *= s[d];
+  }
+  return n;
+}
+
+}  // namespace
+
+DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim) {
+  const char* name = op_name(op).data();
+  detail::check_defined(x, name);
+  const uint32_t mask = detail::dims_mask(dims, x.rank(), name);
+  if (op == ReduceOp::Mean) {
+    EMBER_CHECK(is_floating(x.dtype()), "[mean] needs a floating tensor, got ", x.dtype(),
+                " (cast it first)");
+  }
+  if (op == ReduceOp::Max || op == ReduceOp::Min) {
+    EMBER_CHECK(reduced_count(x.shape(), mask) > 0, "[", name,
+                "] cannot reduce over a zero-size dimension: input shape ", x.shape());
+  }
+  const DType out_dtype = reduce_dtype(op, x.dtype());
+  detail::check_supported(x, OpFamily::Reduce, x.dtype(), name);
+  DynTensor out = detail::make_empty(keepdim_shape(x.shape(), mask), out_dtype, x.device());
+  detail::backend_of(out).reduce(op, x.raw(), mask, out.raw());
+  return keepdim ? out : reshape(out, dropped_shape(x.shape(), mask));
+}
+
+DynTensor sum(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Sum, x, dims, keepdim);
+}
+DynTensor mean(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Mean, x, dims, keepdim);
+}
+DynTensor prod(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Prod, x, dims, keepdim);
+}
+DynTensor amax(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Max, x, dims, keepdim);
+}
+DynTensor amin(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Min, x, dims, keepdim);
+}
+DynTensor all(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::All, x, dims, keepdim);
+}
+DynTensor any(const DynTensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Any, x, dims, keepdim);
+}
+DynTensor max(const DynTensor& x) { return amax(x); }
+DynTensor min(const DynTensor& x) { return amin(x); }
+
+DynTensor var(const DynTensor& x, const Dims& dims, int64_t correction, bool keepdim) {
+  detail::check_defined(x, "var");
+  EMBER_CHECK(is_floating(x.dtype()), "[var] needs a floating tensor, got ", x.dtype());
+  const uint32_t mask = detail::dims_mask(dims, x.rank(), "var");
+  const int64_t n = reduced_count(x.shape(), mask);
+  // Two passes (mean, then squared deviations): stable where E[x^2] - E[x]^2 is not.
+  const DynTensor centered = sub(x, mean(x, dims, true));
+  const DynTensor ss = sum(square(centered), dims, keepdim);
+  const double denom = static_cast<double>(std::max<int64_t>(n - correction, 0));
+  return div(ss, denom);  // 0 / 0 = NaN when n <= correction, as in PyTorch
+}
+
+DynTensor std(const DynTensor& x, const Dims& dims, int64_t correction, bool keepdim) {
+  return sqrt(var(x, dims, correction, keepdim));
+}
+
+DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
+  detail::check_defined(x, "norm");
+  EMBER_CHECK(is_floating(x.dtype()), "[norm] needs a floating tensor, got ", x.dtype());
+  const DynTensor a = abs(x);
+  if (std::isinf(p)) return p > 0 ? amax(a, dims, keepdim) : amin(a, dims, keepdim);
+  if (p == 0.0) return sum(cast(ne(x, 0), x.dtype()), dims, keepdim);
+  if (p == 1.0) return sum(a, dims, keepdim);
+  if (p == 2.0) return sqrt(sum(square(x), dims, keepdim));
+  return pow(sum(pow(a, p), dims, keepdim), 1.0 / p);
+}
+
+DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
+  detail::check_defined(x, "logsumexp");
+  const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, default_dtype(KindId::Float));
+  if (xf.numel() == 0) return log(sum(exp(xf), dims, keepdim));
+  // Shift by the max so exp never overflows; infinite maxima are replaced by 0.
+  DynTensor m = amax(xf, dims, true);
+  m = where(isinf(m), zeros_like(m), m);
+  const DynTensor s = log(sum(exp(sub(xf, m)), dims, true));
+  const DynTensor r = add(s, m);
+  return keepdim ? r : reshape(r, dropped_shape(x.shape(), detail::dims_mask(dims, x.rank(), "logsumexp")));
+}
+
+namespace {
+
+ValuesIndices arg_reduce_impl(ArgReduceOp op, const DynTensor& x, int64_t dim, bool keepdim) {
+  const char* name = op_name(op).data();
+  detail::check_defined(x, name);
+  const int d = wrap_dim(dim, x.rank(), name);
+  const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
+  EMBER_CHECK(xr.size(d) > 0, "[", name, "] cannot reduce over a zero-size dimension: input shape ",
+              x.shape());
+  Shape kshape = xr.shape();
+  kshape[d] = 1;
+  DynTensor values = detail::make_empty(kshape, x.dtype(), x.device());
+  DynTensor indices = detail::make_empty(kshape, DType::i64, x.device());
+  detail::backend_of(x).arg_reduce(op, xr.raw(), d, values.raw(), indices.raw());
+  if (x.rank() == 0) return {reshape(values, Shape{}), reshape(indices, Shape{})};
+  if (keepdim) return {values, indices};
+  return {squeeze(values, d), squeeze(indices, d)};
+}
+
+}  // namespace
+
+ValuesIndices max(const DynTensor& x, int64_t dim, bool keepdim) {
+  return arg_reduce_impl(ArgReduceOp::ArgMax, x, dim, keepdim);
+}
+ValuesIndices min(const DynTensor& x, int64_t dim, bool keepdim) {
+  return arg_reduce_impl(ArgReduceOp::ArgMin, x, dim, keepdim);
+}
+DynTensor argmax(const DynTensor& x, int64_t dim, bool keepdim) {
+  return max(x, dim, keepdim).indices;
+}
+DynTensor argmin(const DynTensor& x, int64_t dim, bool keepdim) {
+  return min(x, dim, keepdim).indices;
+}
+DynTensor argmax(const DynTensor& x) { return argmax(flatten(x), 0); }
+DynTensor argmin(const DynTensor& x) { return argmin(flatten(x), 0); }
+
+namespace {
+DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
+  const char* name = op_name(op).data();
+  detail::check_defined(x, name);
+  const int d = wrap_dim(dim, x.rank(), name);
+  const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::i64;
+  DynTensor out = detail::make_empty(x.shape(), out_dtype, x.device());
+  if (x.numel() == 0) return out;
+  const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
+  const DynTensor outr = x.rank() == 0 ? reshape(out, Shape{1}) : out;
+  detail::backend_of(x).scan(op, xr.raw(), d, outr.raw());
+  return out;
+}
+}  // namespace
+
+DynTensor cumsum(const DynTensor& x, int64_t dim) { return scan_impl(ScanOp::CumSum, x, dim); }
+DynTensor cumprod(const DynTensor& x, int64_t dim) { return scan_impl(ScanOp::CumProd, x, dim); }
+
+ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
+  detail::check_defined(x, "sort");
+  const int d = wrap_dim(dim, x.rank(), "sort");
+  DynTensor values = detail::make_empty(x.shape(), x.dtype(), x.device());
+  DynTensor indices = detail::make_empty(x.shape(), DType::i64, x.device());
+  if (x.numel() == 0) return {values, indices};
+  if (x.rank() == 0) {
+    detail::backend_of(x).copy(x.raw(), values.raw());
+    detail::backend_of(x).fill(indices.raw(), 0);
+    return {values, indices};
+  }
+  detail::backend_of(x).sort(x.raw(), d, descending, values.raw(), indices.raw());
+  return {values, indices};
+}
+
+DynTensor argsort(const DynTensor& x, int64_t dim, bool descending) {
+  return sort(x, dim, descending).indices;
+}
+
+ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest) {
+  detail::check_defined(x, "topk");
+  const int d = wrap_dim(dim, x.rank(), "topk");
+  const int64_t n = x.rank() == 0 ? 1 : x.size(d);
+  EMBER_CHECK(k >= 0 && k <= n, "[topk] k = ", k, " is out of range for dimension ", dim,
+              " of size ", n, " (input shape ", x.shape(), ")");
+  if (x.rank() == 0) return sort(x, 0, largest);
+  Shape shape = x.shape();
+  shape[d] = k;
+  DynTensor values = detail::make_empty(shape, x.dtype(), x.device());
+  DynTensor indices = detail::make_empty(shape, DType::i64, x.device());
+  if (values.numel() == 0) return {values, indices};
+  detail::backend_of(x).topk(x.raw(), k, d, largest, values.raw(), indices.raw());
+  return {values, indices};
+}
+
+}  // namespace ember
