@@ -14,6 +14,7 @@ int category(KindId k) { return k == KindId::Float ? 2 : (k == KindId::Bool ? 0 
 
 // The dtype an op of `kinds` computes in, given the promoted input dtype.
 DType compute_dtype(OpKinds kinds, DType t, std::string_view op) {
+  if (op == "div" && is_integral(t)) return default_dtype(KindId::Float);  // true division
   switch (kinds) {
     case OpKinds::F: return is_floating(t) ? t : default_dtype(KindId::Float);
     case OpKinds::N:

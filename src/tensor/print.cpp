@@ -18,7 +18,8 @@ PrintOptions g_options;
 std::string printf_double(const char* spec, int precision, double v) {
   char buf[512];  // %.{p}f of 1e308 needs ~310 digits plus the precision
   const int n = std::snprintf(buf, sizeof buf, spec, precision, v);
-  if (n >= 0 && n < static_cast<int>(sizeof buf)) return std::string(buf, static_cast<size_t>(n));
+  if (n < 0) return "?";  // only on an encoding error, which %e and %f cannot hit
+  if (n < static_cast<int>(sizeof buf)) return std::string(buf, static_cast<size_t>(n));
   std::string big(static_cast<size_t>(n) + 1, '\0');
   std::snprintf(big.data(), big.size(), spec, precision, v);
   big.resize(static_cast<size_t>(n));
@@ -46,7 +47,9 @@ std::string shape_tuple(const Shape& shape) {
 class Printer {
  public:
   Printer(const TensorData& data, const PrintOptions& options)
-      : shape_(data.shape), opt_(options), floating_(is_floating(data.dtype)),
+      : shape_(data.shape),
+        opt_(options),
+        floating_(is_floating(data.dtype)),
         boolean_(data.dtype == DType::boolean) {
     // Decode once: doubles hold every float dtype exactly, int64 every integer dtype and bool.
     visit_dtype(data.dtype, [&](auto tag) {
@@ -117,7 +120,8 @@ class Printer {
       hi = std::max(hi, std::fabs(v));
       if (v != std::ceil(v)) int_mode_ = false;
     }
-    sci_mode_ = opt_.sci_mode_auto ? (hi / lo > 1000.0 || hi > 1.0e8 || lo < 1.0e-4) : opt_.sci_mode;
+    sci_mode_ =
+        opt_.sci_mode_auto ? (hi / lo > 1000.0 || hi > 1.0e8 || lo < 1.0e-4) : opt_.sci_mode;
     // int mode's "." is added after formatting, so it counts one extra character.
     const int extra = (int_mode_ && !sci_mode_) ? 1 : 0;
     for (double v : vals) {
@@ -154,12 +158,13 @@ class Printer {
     }
     const int element_length = width_ + 2;  // the element plus ", "
     const auto per_line = std::max<int64_t>(
-        1, static_cast<int64_t>(std::floor(static_cast<double>(opt_.linewidth - indent) /
-                                           element_length)));
+        1, static_cast<int64_t>(
+               std::floor(static_cast<double>(opt_.linewidth - indent) / element_length)));
     std::string s = "[";
     for (size_t k = 0; k < items.size(); ++k) {
       if (k > 0) {
-        s += (static_cast<int64_t>(k) % per_line == 0) ? ",\n" + std::string(indent + 1, ' ') : ", ";
+        s +=
+            (static_cast<int64_t>(k) % per_line == 0) ? ",\n" + std::string(indent + 1, ' ') : ", ";
       }
       s += items[k];
     }
@@ -171,9 +176,8 @@ class Printer {
   std::string tensor_str(int d, int64_t offset, int indent) const {
     if (d == shape_.rank() - 1) return vector_str(offset, indent);
     const int64_t n = shape_[d];
-    const std::string sep =
-        "," + std::string(static_cast<size_t>(shape_.rank() - d - 1), '\n') +
-        std::string(static_cast<size_t>(indent + 1), ' ');
+    const std::string sep = "," + std::string(static_cast<size_t>(shape_.rank() - d - 1), '\n') +
+                            std::string(static_cast<size_t>(indent + 1), ' ');
     std::vector<std::string> parts;
     for (int64_t i = 0; i < n; ++i) {
       if (cut(d) && i == edge()) parts.push_back("...");

@@ -41,7 +41,8 @@ TEST(Print, TypedTensor) {
 
 TEST(Print, Ints) {
   EXPECT_EQ(print(std::vector<int64_t>{1, -22, 333}, {3}), "tensor([  1, -22, 333])");
-  EXPECT_EQ(print(std::vector<int32_t>{1, 2, 300}, {3}), "tensor([  1,   2, 300], dtype=torch.int32)");
+  EXPECT_EQ(print(std::vector<int32_t>{1, 2, 300}, {3}),
+            "tensor([  1,   2, 300], dtype=torch.int32)");
   EXPECT_EQ(print(std::vector<uint8_t>{0, 255}, {2}), "tensor([  0, 255], dtype=torch.uint8)");
 }
 
@@ -67,8 +68,9 @@ TEST(Print, NanAndInf) {
   // Non-finite values and zeros never widen the column or change the mode.
   EXPECT_EQ(print(std::vector<double>{kNan, kInf, -kInf, 1.5, 0.0}, {5}),
             "tensor([   nan,    inf,   -inf, 1.5000, 0.0000], dtype=torch.float64)");
-  EXPECT_EQ(print(std::vector<float>{static_cast<float>(kNan), 1.0f, static_cast<float>(-kInf)}, {3}),
-            "tensor([nan, 1., -inf])");
+  EXPECT_EQ(
+      print(std::vector<float>{static_cast<float>(kNan), 1.0f, static_cast<float>(-kInf)}, {3}),
+      "tensor([nan, 1., -inf])");
 }
 
 TEST(Print, Bool) {
@@ -76,7 +78,8 @@ TEST(Print, Bool) {
 }
 
 TEST(Print, DTypeSuffixes) {
-  EXPECT_EQ(print(std::vector<double>{1.5, 2.0}, {2}), "tensor([1.5000, 2.0000], dtype=torch.float64)");
+  EXPECT_EQ(print(std::vector<double>{1.5, 2.0}, {2}),
+            "tensor([1.5000, 2.0000], dtype=torch.float64)");
   EXPECT_EQ(print(std::vector<Half>{0.1f, 2.0f, 3.3f}, {3}),
             "tensor([0.1000, 2.0000, 3.3008], dtype=torch.float16)");
   EXPECT_EQ(print(std::vector<BFloat16>{0.1f, 2.0f, 3.3f}, {3}),

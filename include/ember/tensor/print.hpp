@@ -1,5 +1,6 @@
 // Printing tensors exactly as PyTorch prints them: `std::cout << t` writes what `print(t)` writes
-// in Python (torch/_tensor_str.py), so outputs can be diffed against PyTorch character for character.
+// in Python (torch/_tensor_str.py), so outputs can be diffed against PyTorch character for
+// character.
 #pragma once
 
 #include <iosfwd>
@@ -10,10 +11,10 @@ namespace ember {
 
 /// torch.set_printoptions. Defaults are PyTorch's.
 struct PrintOptions {
-  int precision = 4;         // digits after the point (fixed) or in the mantissa (scientific)
-  int64_t threshold = 1000;  // more elements than this are summarised with "..."
-  int edgeitems = 3;         // elements kept at each end of a summarised dim
-  int linewidth = 80;        // 1-D rows wrap to stay within this many characters
+  int precision = 4;          // digits after the point (fixed) or in the mantissa (scientific)
+  int64_t threshold = 1000;   // more elements than this are summarised with "..."
+  int edgeitems = 3;          // elements kept at each end of a summarised dim
+  int linewidth = 80;         // 1-D rows wrap to stay within this many characters
   bool sci_mode_auto = true;  // pick fixed or scientific notation per tensor, as PyTorch does
   bool sci_mode = false;      // when sci_mode_auto is false: true forces scientific, false fixed
 };

@@ -311,33 +311,53 @@ void reduce_typed(const RawTensor& x, uint32_t mask, const RawTensor& out) {
   });
 }
 
-// The output dtype the front end picks: bool for all/any, i64 for integer sums and products,
-// else the input's dtype.
-template <class T, ReduceOp kOp>
-void reduce_out(const RawTensor& x, uint32_t mask, const RawTensor& out) {
-  if constexpr (kOp == ReduceOp::All || kOp == ReduceOp::Any) {
-    reduce_typed<T, bool, kOp>(x, mask, out);
-  } else if constexpr (std::is_integral_v<T> &&
-                       (kOp == ReduceOp::Sum || kOp == ReduceOp::Prod)) {
-    reduce_typed<T, int64_t, kOp>(x, mask, out);
-  } else {
-    reduce_typed<T, T, kOp>(x, mask, out);
+// Converts `t` to `dtype` (a contiguous copy) unless it already is.
+RawTensor as_dtype(Backend& be, const RawTensor& t, DType dtype) {
+  if (t.dtype == dtype) return t;
+  RawTensor c = empty_raw(t.shape, dtype);
+  be.copy(t, c);
+  return c;
+}
+
+// Kernels exist for f32, f64 and i64 (bool for all/any); narrower types are widened first and
+// the result narrowed on store. This keeps the instantiations few; the 16-bit floats compute in
+// f32 as everywhere else.
+DType kernel_dtype(ReduceOp op, DType t) {
+  if (op == ReduceOp::All || op == ReduceOp::Any) return DType::boolean;
+  if (t == DType::f32 || t == DType::f64) return t;
+  return is_floating(t) ? DType::f32 : DType::i64;
+}
+
+template <ReduceOp kOp>
+void reduce_dispatch(const RawTensor& x, uint32_t mask, const RawTensor& out) {
+  switch (x.dtype) {
+    case DType::f32: return reduce_typed<float, float, kOp>(x, mask, out);
+    case DType::f64: return reduce_typed<double, double, kOp>(x, mask, out);
+    case DType::i64: return reduce_typed<int64_t, int64_t, kOp>(x, mask, out);
+    case DType::boolean:
+      if constexpr (kOp == ReduceOp::All || kOp == ReduceOp::Any) {
+        return reduce_typed<bool, bool, kOp>(x, mask, out);
+      }
+      break;
+    default: break;
   }
+  EMBER_FAIL("[", op_name(kOp), "] has no Cpu kernel for ", x.dtype);
 }
 
 }  // namespace
 
 void CpuBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                         const RawTensor& out) {
-  visit_dtype(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    switch (op) {
+  const DType kd = kernel_dtype(op, x.dtype);
+  const RawTensor xk = as_dtype(*this, x, kd);
+  const RawTensor ok = out.dtype == kd ? out : empty_raw(out.shape, kd);
+  switch (op) {
 #define EMBER_REDUCE_CASE(Name, name, kinds) \
-  case ReduceOp::Name: return reduce_out<T, ReduceOp::Name>(x, dims_mask, out);
-      EMBER_REDUCE_OPS(EMBER_REDUCE_CASE)
+  case ReduceOp::Name: reduce_dispatch<ReduceOp::Name>(xk, dims_mask, ok); break;
+    EMBER_REDUCE_OPS(EMBER_REDUCE_CASE)
 #undef EMBER_REDUCE_CASE
-    }
-  });
+  }
+  if (ok.storage != out.storage) copy(ok, out);
 }
 
 }  // namespace ember::cpu

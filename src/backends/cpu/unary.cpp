@@ -114,6 +114,18 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
 }
 
 template <class T>
+void unary_bool(UnaryOp op, const RawTensor& x, const RawTensor& out) {
+  switch (op) {
+    case UnaryOp::IsNan:
+    case UnaryOp::IsInf: return map_unary<T, bool>(x, out, [](T) { return false; });
+    case UnaryOp::LogicalNot:
+    case UnaryOp::BitwiseNot: return map_unary<T, bool>(x, out, [](T v) { return !v; });
+    default: break;
+  }
+  EMBER_FAIL("[", op_name(op), "] has no Cpu kernel for ", x.dtype);
+}
+
+template <class T>
 void unary_int(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const RawTensor& out) {
   switch (op) {
     case UnaryOp::Neg: return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(-v); });
@@ -139,12 +151,7 @@ void unary_int(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const Raw
     case UnaryOp::IsNan:
     case UnaryOp::IsInf: return map_unary<T, bool>(x, out, [](T) { return false; });
     case UnaryOp::LogicalNot: return map_unary<T, bool>(x, out, [](T v) { return v == T(0); });
-    case UnaryOp::BitwiseNot:
-      if constexpr (std::is_same_v<T, bool>) {
-        return map_unary<T, T>(x, out, [](T v) { return !v; });
-      } else {
-        return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(~v); });
-      }
+    case UnaryOp::BitwiseNot: return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(~v); });
     default: break;
   }
   EMBER_FAIL("[", op_name(op), "] has no Cpu kernel for ", x.dtype);
@@ -156,7 +163,9 @@ void CpuBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x
                        const RawTensor& out) {
   visit_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      unary_bool<T>(op, x, out);
+    } else if constexpr (std::is_integral_v<T>) {
       unary_int<T>(op, params, x, out);
     } else {
       unary_float<T>(op, params, x, out);

@@ -1,0 +1,144 @@
+// SGEMM, square n x n, on 1 and 2 threads: Ember's matmul beside the GEMM library it calls
+// (oneDNN's dnnl_sgemm; OpenBLAS's cblas_sgemm where built with it), and beside the machine's
+// measured FMA peak. Counters: FLOPS (2 n^3 per call, as a rate) and pct_peak (% of the FMA peak
+// measured on the same number of threads).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+#include "peak.hpp"
+
+#if defined(EMBER_BENCH_DNNL)
+#include <oneapi/dnnl/dnnl.h>
+#endif
+#if defined(EMBER_BENCH_OPENBLAS)
+#include <cblas.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Times the benchmark loop around `call` and sets the FLOPS and pct_peak counters.
+template <class F>
+void run_gemm(benchmark::State& state, int64_t n, int threads, F&& call) {
+  const double peak = ember::bench::fma_peak_gflops(threads);
+  const auto t0 = Clock::now();
+  for (auto _ : state) call();
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double flops = 2.0 * static_cast<double>(n) * n * n * static_cast<double>(state.iterations());
+  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
+  state.counters["pct_peak"] = 100.0 * flops / s * 1e-9 / peak;
+  state.counters["peak_GFLOPS"] = peak;
+}
+
+void BM_fma_peak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  double flops = 0;
+  for (auto _ : state) flops += ember::bench::fma_burst(threads, 1'000'000);
+  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
+}
+
+void BM_sgemm_ember(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  ember::cpu::set_num_threads(threads);
+  ember::Generator gen(1);
+  const auto a = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen);
+  const auto b = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen);
+  benchmark::DoNotOptimize(ember::matmul(a, b));  // warm: the output buffer lands in the cache
+  run_gemm(state, n, threads, [&] {
+    auto c = ember::matmul(a, b);
+    benchmark::DoNotOptimize(c);
+  });
+}
+
+// The peers get the same random operands as plain host buffers and a pre-touched output.
+struct HostOperands {
+  std::vector<float> a, b, c;
+  explicit HostOperands(int64_t n) {
+    ember::Generator gen(1);
+    a = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen).to_vector<float>();
+    b = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen).to_vector<float>();
+    c.assign(static_cast<size_t>(n * n), 0.0f);
+  }
+};
+
+#if defined(EMBER_BENCH_DNNL)
+void BM_sgemm_onednn(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  ember::cpu::set_num_threads(threads);  // sets omp_set_num_threads, which oneDNN reads
+  HostOperands h(n);
+  auto call = [&] {
+    const dnnl_status_t st = dnnl_sgemm('N', 'N', n, n, n, 1.0f, h.a.data(), n, h.b.data(), n,
+                                        0.0f, h.c.data(), n);
+    if (st != dnnl_success) state.SkipWithError("dnnl_sgemm failed");
+    benchmark::DoNotOptimize(h.c.data());
+    benchmark::ClobberMemory();
+  };
+  call();
+  run_gemm(state, n, threads, call);
+}
+#endif
+
+#if defined(EMBER_BENCH_OPENBLAS)
+void BM_sgemm_openblas(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  ember::cpu::set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  HostOperands h(n);
+  const int ni = static_cast<int>(n);
+  auto call = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, h.a.data(), ni,
+                h.b.data(), ni, 0.0f, h.c.data(), ni);
+    benchmark::DoNotOptimize(h.c.data());
+    benchmark::ClobberMemory();
+  };
+  call();
+  run_gemm(state, n, threads, call);
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+#if defined(EMBER_BENCH_DNNL)
+  const dnnl_version_t* v = dnnl_version();
+  benchmark::AddCustomContext("onednn", std::to_string(v->major) + "." + std::to_string(v->minor) +
+                                            "." + std::to_string(v->patch) + " (cpu runtime " +
+                                            (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") + ")");
+#endif
+  // Registered here so that each (threads, n) runs every implementation back to back.
+  for (int threads : {1, 2}) {
+    benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)
+        ->ArgName("thr")->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (int64_t n : {256, 512, 1024, 2048}) {
+      std::vector<std::pair<const char*, void (*)(benchmark::State&)>> impls = {
+          {"sgemm_ember", BM_sgemm_ember}};
+#if defined(EMBER_BENCH_DNNL)
+      impls.emplace_back("sgemm_onednn", BM_sgemm_onednn);
+#endif
+#if defined(EMBER_BENCH_OPENBLAS)
+      impls.emplace_back("sgemm_openblas", BM_sgemm_openblas);
+#endif
+      for (auto [name, fn] : impls) {
+        benchmark::RegisterBenchmark(name, fn)
+            ->Args({n, threads})->ArgNames({"n", "thr"})->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  for (int t : {1, 2})
+    benchmark::AddCustomContext("fma_peak_gflops_" + std::to_string(t) + "t",
+                                std::to_string(ember::bench::fma_peak_gflops(t)));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,19 @@
+// The machine's measured limits that the other benchmarks are compared with: the f32 FMA peak
+// (GFLOP/s) and the memcpy bandwidth (GB/s), each on a given number of threads.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::bench {
+
+/// Runs `iters` rounds of independent 8-wide f32 FMAs on each of `threads` threads; returns the
+/// FLOPs done (2 per lane per FMA).
+double fma_burst(int threads, int64_t iters);
+
+/// Measured f32 FMA peak on `threads` threads, in GFLOP/s (measured once, then cached).
+double fma_peak_gflops(int threads);
+
+/// Copies `bytes` from src to dst with memcpy, split evenly over `threads` threads.
+void parallel_memcpy(void* dst, const void* src, int64_t bytes, int threads);
+
+}  // namespace ember::bench

@@ -1,0 +1,141 @@
+// Helpers for the op test table: random inputs in a dtype and layout, float64 host references,
+// and comparison with per-dtype tolerances.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+
+namespace ember::test {
+
+/// A float64 host copy of a tensor: shape plus row-major values, with N-d element access.
+struct Host {
+  Shape shape;
+  std::vector<double> v;
+
+  static Host of(const DynTensor& t) { return {t.shape(), t.to_vector<double>()}; }
+  int64_t numel() const { return shape.numel(); }
+  /// Row-major offset of a multi-index.
+  int64_t offset(const std::vector<int64_t>& idx) const {
+    int64_t off = 0;
+    for (int d = 0; d < shape.rank(); ++d) off = off * shape[d] + idx[static_cast<size_t>(d)];
+    return off;
+  }
+  double at(const std::vector<int64_t>& idx) const { return v[static_cast<size_t>(offset(idx))]; }
+  /// Multi-index of a row-major offset.
+  std::vector<int64_t> index(int64_t off) const {
+    std::vector<int64_t> idx(static_cast<size_t>(shape.rank()));
+    for (int d = shape.rank() - 1; d >= 0; --d) {
+      idx[static_cast<size_t>(d)] = off % shape[d];
+      off /= shape[d];
+    }
+    return idx;
+  }
+};
+
+/// Every dtype, and the groups ops are tested on.
+inline const std::vector<DType> kFloatTypes = {DType::f32, DType::f64, DType::f16, DType::bf16};
+inline const std::vector<DType> kIntTypes = {DType::i64, DType::i32, DType::i8, DType::u8};
+inline const std::vector<DType> kAllTypes = {DType::f32, DType::f64, DType::f16, DType::bf16,
+                                             DType::i64, DType::i32, DType::i8, DType::u8,
+                                             DType::boolean};
+
+/// Memory layouts an input is made in; the values seen through the tensor are the same.
+enum class Layout { Contiguous, Transposed, Strided, Expanded };
+inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Transposed,
+                                             Layout::Strided, Layout::Expanded};
+inline const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Strided: return "strided";
+    case Layout::Expanded: return "expanded";
+  }
+  return "?";
+}
+
+/// Uniform random values in [lo, hi), never all zero; integers when `integral`.
+inline std::vector<double> random_values(int64_t n, double lo, double hi, bool integral,
+                                         uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& x : v) x = integral ? std::floor(dist(gen)) : dist(gen);
+  return v;
+}
+
+/// A tensor of `shape` and `dtype` holding random values in [lo, hi), laid out as `layout`.
+/// Expanded layouts broadcast the first dim (so every row is the same), except for rank < 1.
+inline DynTensor make_input(const Shape& shape, DType dtype, Layout layout, double lo, double hi,
+                            uint32_t seed) {
+  const bool integral = !is_floating(dtype);
+  auto from = [&](const Shape& s) {
+    std::vector<double> v = random_values(s.numel(), lo, hi, integral, seed);
+    if (dtype == DType::boolean) {
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((static_cast<int64_t>(v[i]) + i) % 2);
+    }
+    return cast(from_data(TensorData::from(v, s)), dtype);
+  };
+  if (shape.rank() < 2 && layout == Layout::Transposed) layout = Layout::Strided;
+  if (shape.rank() < 1) return from(shape);
+  switch (layout) {
+    case Layout::Contiguous: return from(shape);
+    case Layout::Transposed: {
+      Shape s = shape;
+      std::swap(s[0], s[s.rank() - 1]);
+      return transpose(from(s), 0, shape.rank() - 1);
+    }
+    case Layout::Strided: {
+      Shape s = shape;
+      s[s.rank() - 1] *= 2;
+      return slice(from(s), -1, 0, INT64_MAX, 2);
+    }
+    case Layout::Expanded: {
+      Shape s = shape;
+      s[0] = 1;
+      return expand(from(s), shape);
+    }
+  }
+  return from(shape);
+}
+
+/// Tolerances for comparing a result in `dtype` against a float64 reference.
+struct Tol {
+  double rtol, atol;
+};
+inline Tol tol_for(DType dtype) {
+  switch (dtype) {
+    case DType::f64: return {1e-10, 1e-12};
+    case DType::f32: return {2e-5, 1e-6};
+    case DType::f16: return {2e-3, 1e-3};
+    case DType::bf16: return {1.6e-2, 1e-2};
+    default: return {0.0, 0.0};  // integers and bools are exact
+  }
+}
+
+/// Expects `got` (any dtype) to match the reference values elementwise; NaN matches NaN and
+/// infinities must match exactly.
+inline void expect_close(const DynTensor& got, const Shape& shape, const std::vector<double>& want,
+                         Tol tol, const std::string& what) {
+  ASSERT_EQ(to_string(got.shape()), to_string(shape)) << what;
+  const std::vector<double> g = got.to_vector<double>();
+  ASSERT_EQ(g.size(), want.size()) << what;
+  int failures = 0;
+  for (size_t i = 0; i < g.size() && failures < 5; ++i) {
+    const double a = g[i], b = want[i];
+    const bool ok = (std::isnan(a) && std::isnan(b)) || a == b ||
+                    (std::isfinite(b) && std::fabs(a - b) <= tol.atol + tol.rtol * std::fabs(b));
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << what << ": element " << i << " is " << a << ", expected " << b;
+    }
+  }
+}
+
+}  // namespace ember::test
