@@ -68,7 +68,7 @@ DynTensor linspace(double start, double end, int64_t steps, DType dtype, Device 
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   for (int64_t i = 0; i < steps; ++i) {
     v[static_cast<size_t>(i)] =
-        i < steps / 2 ? start + step * static_cast<double>(i)
+        (i < steps / 2 || steps == 1) ? start + step * static_cast<double>(i)
                       : end - step * static_cast<double>(steps - 1 - i);
   }
   return cast(from_data(TensorData::from(v, Shape{steps}), device), dtype);
