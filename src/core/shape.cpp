@@ -92,6 +92,15 @@ int wrap_dim(int64_t dim, int rank, const char* op) {
   return static_cast<int>(dim < 0 ? dim + (rank == 0 ? 1 : rank) : dim);
 }
 
+bool can_broadcast_to(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  const int lead = to.rank() - from.rank();
+  for (int i = 0; i < from.rank(); ++i) {
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  }
+  return true;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   const int rank = std::max(a.rank(), b.rank());
   Shape out = Shape::filled(rank, 1);

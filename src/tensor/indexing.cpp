@@ -126,8 +126,7 @@ DynTensor masked_fill(const DynTensor& x, const DynTensor& mask, const Scalar& v
   detail::check_same_device(x, mask, "masked_fill");
   EMBER_CHECK(mask.dtype() == DType::boolean, "[masked_fill] mask must be bool, got ",
               mask.dtype());
-  const Shape b = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
-  EMBER_CHECK(b == x.shape(), "[masked_fill] mask shape ", mask.shape(),
+  EMBER_CHECK(can_broadcast_to(mask.shape(), x.shape()), "[masked_fill] mask shape ", mask.shape(),
               " must broadcast to the input shape ", x.shape());
   return where(mask, full(Shape{}, value, x.dtype(), x.device()), x);
 }
@@ -180,8 +179,7 @@ DynTensor slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
   detail::check_same_device(x, value, "slice_assign");
   DynTensor out = clone(x);
   const DynTensor region = slice(out, slices);
-  const Shape b = broadcast_shapes(region.shape(), value.shape(), "slice_assign");
-  EMBER_CHECK(b == region.shape(), "[slice_assign] value shape ", value.shape(),
+  EMBER_CHECK(can_broadcast_to(value.shape(), region.shape()), "[slice_assign] value shape ", value.shape(),
               " does not broadcast to the region's shape ", region.shape());
   detail::backend_of(out).copy(expand(value, region.shape()).raw(), region.raw());
   return out;

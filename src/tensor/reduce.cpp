@@ -57,7 +57,7 @@ DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim
     EMBER_CHECK(is_floating(x.dtype()), "[mean] needs a floating tensor, got ", x.dtype(),
                 " (cast it first)");
   }
-  if (op == ReduceOp::Max || op == ReduceOp::Min) {
+  if (op == ReduceOp::Amax || op == ReduceOp::Amin) {
     EMBER_CHECK(reduced_count(x.shape(), mask) > 0, "[", name,
                 "] cannot reduce over a zero-size dimension: input shape ", x.shape());
   }
@@ -78,10 +78,10 @@ DynTensor prod(const DynTensor& x, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::Prod, x, dims, keepdim);
 }
 DynTensor amax(const DynTensor& x, const Dims& dims, bool keepdim) {
-  return reduce(ReduceOp::Max, x, dims, keepdim);
+  return reduce(ReduceOp::Amax, x, dims, keepdim);
 }
 DynTensor amin(const DynTensor& x, const Dims& dims, bool keepdim) {
-  return reduce(ReduceOp::Min, x, dims, keepdim);
+  return reduce(ReduceOp::Amin, x, dims, keepdim);
 }
 DynTensor all(const DynTensor& x, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::All, x, dims, keepdim);

@@ -63,6 +63,9 @@ Strides contiguous_strides(const Shape& shape);
 /// Wraps a possibly negative dim into [0, rank); `op` names the caller in the error.
 int wrap_dim(int64_t dim, int rank, const char* op);
 
+/// Whether `from` broadcasts to exactly `to` (NumPy rules, one direction).
+bool can_broadcast_to(const Shape& from, const Shape& to);
+
 /// NumPy broadcast of two shapes; fails naming `op` and both shapes when they cannot broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 

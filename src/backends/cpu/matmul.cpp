@@ -27,23 +27,6 @@ struct MatView {
   int64_t ld;
 };
 
-// BLAS needs one unit stride per matrix; anything else is copied to contiguous first.
-bool blas_layout(const RawTensor& t, bool* trans, int64_t* ld) {
-  const int64_t rows = t.shape[1], cols = t.shape[2];
-  const int64_t rs = t.strides[1], cs = t.strides[2];
-  if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) {
-    *trans = false;
-    *ld = std::max<int64_t>(rows == 1 ? cols : rs, 1);
-    return true;
-  }
-  if (rs == 1 && (cs >= std::max<int64_t>(rows, 1) || cols == 1)) {
-    *trans = true;
-    *ld = std::max<int64_t>(cols == 1 ? rows : cs, 1);
-    return true;
-  }
-  return false;
-}
-
 RawTensor contiguous_copy(Backend& be, const RawTensor& t, DType dtype) {
   RawTensor c = empty_raw(t.shape, dtype);
   be.copy(t, c);
@@ -97,6 +80,23 @@ void matmul_blocked(const RawTensor& a, const RawTensor& b, const RawTensor& out
 }
 
 #if defined(EMBER_HAVE_DNNL) || defined(EMBER_HAVE_OPENBLAS)
+// BLAS needs one unit stride per matrix; anything else is copied to contiguous first.
+bool blas_layout(const RawTensor& t, bool* trans, int64_t* ld) {
+  const int64_t rows = t.shape[1], cols = t.shape[2];
+  const int64_t rs = t.strides[1], cs = t.strides[2];
+  if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) {
+    *trans = false;
+    *ld = std::max<int64_t>(rows == 1 ? cols : rs, 1);
+    return true;
+  }
+  if (rs == 1 && (cs >= std::max<int64_t>(rows, 1) || cols == 1)) {
+    *trans = true;
+    *ld = std::max<int64_t>(cols == 1 ? rows : cs, 1);
+    return true;
+  }
+  return false;
+}
+
 // Runs fn(A, lda, transA, B, ldb, transB, C) per batch with BLAS-compatible operands.
 template <class T, class Gemm>
 void matmul_blas(Backend& be, const RawTensor& a_in, const RawTensor& b_in, const RawTensor& out,

@@ -21,7 +21,7 @@ struct Policy {
   static constexpr bool kFloat = std::is_floating_point_v<C>;
   // Sums of floats accumulate in double; integer sums and products in int64.
   using Acc = std::conditional_t<kOp == ReduceOp::All || kOp == ReduceOp::Any, bool,
-              std::conditional_t<kOp == ReduceOp::Max || kOp == ReduceOp::Min, C,
+              std::conditional_t<kOp == ReduceOp::Amax || kOp == ReduceOp::Amin, C,
               std::conditional_t<kFloat, double, int64_t>>>;
 
   static Acc init() {
@@ -31,10 +31,10 @@ struct Policy {
       case ReduceOp::Prod: return Acc(1);
       case ReduceOp::All: return true;
       case ReduceOp::Any: return false;
-      case ReduceOp::Max:
+      case ReduceOp::Amax:
         if constexpr (kFloat) return -std::numeric_limits<C>::infinity();
         else return std::numeric_limits<C>::lowest();
-      case ReduceOp::Min:
+      case ReduceOp::Amin:
         if constexpr (kFloat) return std::numeric_limits<C>::infinity();
         else return std::numeric_limits<C>::max();
     }
@@ -46,9 +46,9 @@ struct Policy {
       return a + static_cast<Acc>(v);
     } else if constexpr (kOp == ReduceOp::Prod) {
       return a * static_cast<Acc>(v);
-    } else if constexpr (kOp == ReduceOp::Max) {
+    } else if constexpr (kOp == ReduceOp::Amax) {
       return (v > a || v != v) ? v : a;
-    } else if constexpr (kOp == ReduceOp::Min) {
+    } else if constexpr (kOp == ReduceOp::Amin) {
       return (v < a || v != v) ? v : a;
     } else if constexpr (kOp == ReduceOp::All) {
       return a && v != C(0);
@@ -57,7 +57,7 @@ struct Policy {
     }
   }
   static Acc merge(Acc a, Acc b) {
-    if constexpr (kOp == ReduceOp::Max || kOp == ReduceOp::Min) {
+    if constexpr (kOp == ReduceOp::Amax || kOp == ReduceOp::Amin) {
       return a != a ? a : step(a, b);
     } else if constexpr (kOp == ReduceOp::Prod) {
       return a * b;

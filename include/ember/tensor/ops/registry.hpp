@@ -38,7 +38,7 @@ namespace ember {
   X(BitwiseShl, bitwise_left_shift, I) X(BitwiseShr, bitwise_right_shift, I)
 
 #define EMBER_REDUCE_OPS(X) \
-  X(Sum, sum, A) X(Mean, mean, F) X(Prod, prod, A) X(Max, max, A) X(Min, min, A)             \
+  X(Sum, sum, A) X(Mean, mean, F) X(Prod, prod, A) X(Amax, amax, A) X(Amin, amin, A)             \
   X(All, all, A) X(Any, any, A)
 
 #define EMBER_ARG_REDUCE_OPS(X) X(ArgMax, argmax, A) X(ArgMin, argmin, A)

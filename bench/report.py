@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Turns the benchmarks' JSON output (out/bench/*.json) into the Markdown tables of
+docs/PERFORMANCE.md. Uses the median of repetitions when there are several, else the one run.
+
+    python3 bench/report.py out/bench/bench_gemm.json out/bench/bench_elementwise.json \\
+        out/bench/bench_overhead.json
+"""
+import json
+import re
+import sys
+
+
+def load(paths):
+    """name (without /real_time and aggregate suffix) -> benchmark entry; plus contexts."""
+    rows, contexts = {}, {}
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        contexts[path] = data.get("context", {})
+        runs = data["benchmarks"]
+        has_median = any(r.get("aggregate_name") == "median" for r in runs)
+        for r in runs:
+            if has_median and r.get("aggregate_name") != "median":
+                continue
+            name = r.get("run_name", r["name"])
+            name = re.sub(r"/real_time$", "", name)
+            rows[name] = r
+    return rows, contexts
+
+
+def ns(r):
+    scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[r.get("time_unit", "ns")]
+    return r["real_time"] * scale
+
+
+def met(ok):
+    return "**yes**" if ok else "**no**"
+
+
+def gemm(rows, ctx):
+    peaks = {t: rows.get(f"fma_peak/thr:{t}") for t in (1, 2)}
+    if not any(peaks.values()):
+        return
+    print("### 1. SGEMM (square, f32): GFLOP/s and % of the measured FMA peak\n")
+    for t, r in peaks.items():
+        if r:
+            print(f"- FMA peak, {t} thread{'s' if t > 1 else ''}: "
+                  f"**{r['FLOPS'] / 1e9:.1f} GFLOP/s** (bench `fma_peak/thr:{t}`)")
+    print()
+    have_blas = any(k.startswith("sgemm_openblas") for k in rows)
+    head = "| threads | n | Ember `matmul` | oneDNN `dnnl_sgemm` | "
+    head += "OpenBLAS `cblas_sgemm` | " if have_blas else ""
+    head += "Ember % of peak | oneDNN % of peak | Ember / oneDNN | goal: Ember ≥ 95% of oneDNN |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for t in (1, 2):
+        for n in (256, 512, 1024, 2048):
+            e = rows.get(f"sgemm_ember/n:{n}/thr:{t}")
+            d = rows.get(f"sgemm_onednn/n:{n}/thr:{t}")
+            b = rows.get(f"sgemm_openblas/n:{n}/thr:{t}")
+            if not e:
+                continue
+            cells = [str(t), str(n), f"{e['FLOPS'] / 1e9:.1f}"]
+            cells.append(f"{d['FLOPS'] / 1e9:.1f}" if d else "–")
+            if have_blas:
+                cells.append(f"{b['FLOPS'] / 1e9:.1f}" if b else "–")
+            cells.append(f"{e['pct_peak']:.0f}%")
+            cells.append(f"{d['pct_peak']:.0f}%" if d else "–")
+            if d:
+                ratio = e["FLOPS"] / d["FLOPS"]
+                cells += [f"{100 * ratio:.0f}%", met(ratio >= 0.95)]
+            else:
+                cells += ["–", "–"]
+            print("| " + " | ".join(cells) + " |")
+    print()
+
+
+def elementwise(rows):
+    if not any(k.startswith("memcpy/") for k in rows):
+        return
+    print("### 2–3. add, exp, sum on 16M f32 (64 MB) vs memcpy of 64 MB: GB/s\n")
+    print("Bytes counted: memcpy 2 × 64 MB, add 3 × 64 MB, exp 2 × 64 MB, sum 1 × 64 MB "
+          "(read + written). Goal: ≥ 80% of memcpy's GB/s on the same thread count.\n")
+    print("| op | threads | time (ms) | GB/s | memcpy GB/s | % of memcpy | goal ≥ 80% met |")
+    print("|---|---|---|---|---|---|---|")
+    labels = [("ember_add", "Ember `a + b`"), ("ember_exp", "Ember `exp(x)`"),
+              ("ember_sum", "Ember `x.sum()`"), ("add_loop", "reference: plain add loop")]
+    for key, label in labels:
+        for t in (1, 2):
+            r, c = rows.get(f"{key}/thr:{t}"), rows.get(f"memcpy/thr:{t}")
+            if not r or not c:
+                continue
+            pct = 100.0 * r["BW"] / c["BW"]
+            goal = met(pct >= 80.0) if key != "add_loop" else "(reference)"
+            print(f"| {label} | {t} | {ns(r) / 1e6:.2f} | {r['BW'] / 1e9:.2f} | "
+                  f"{c['BW'] / 1e9:.2f} | {pct:.0f}% | {goal} |")
+    print()
+    for t in (1, 2):
+        c = rows.get(f"memcpy/thr:{t}")
+        if c:
+            print(f"- memcpy, {t} thread{'s' if t > 1 else ''}: {ns(c) / 1e6:.2f} ms per 64 MB, "
+                  f"{c['BW'] / 1e9:.2f} GB/s")
+    add1, add2 = rows.get("ember_add/thr:1"), rows.get("ember_add/thr:2")
+    exp1, exp2 = rows.get("ember_exp/thr:1"), rows.get("ember_exp/thr:2")
+    if add1 and add2 and exp1 and exp2:
+        print(f"- 2 threads vs 1: add {ns(add1) / ns(add2):.2f}x faster, "
+              f"exp {ns(exp1) / ns(exp2):.2f}x faster")
+    print()
+
+
+def overhead(rows):
+    e = rows.get("BM_ember_add_1elem/thr:1")
+    if not e:
+        return
+    print("### 4. Per-op overhead: `a + b` on 1-element f32 tensors, ns per op\n")
+    print("| implementation | ns / op | goal: Ember < 250 ns |")
+    print("|---|---|---|")
+    print(f"| Ember `a + b` (1 thread) | {ns(e):.0f} | {met(ns(e) < 250)} |")
+    extra = [("BM_ember_add_1elem/thr:2", "Ember `a + b` (2 threads set)"),
+             ("BM_torch_add_1elem", "LibTorch `a + b`"),
+             ("BM_torch_add_1elem_inference_mode", "LibTorch `a + b`, `c10::InferenceMode`"),
+             ("BM_ember_empty_1elem", "Ember `Tensor<1>::empty({1})` alone"),
+             ("BM_ember_add_scalar_1elem", "Ember `a + 2.5f` (Scalar operand)")]
+    for key, label in extra:
+        r = rows.get(key)
+        if r:
+            print(f"| {label} | {ns(r):.0f} | |")
+    print()
+
+
+def main():
+    rows, contexts = load(sys.argv[1:])
+    ctx = next(iter(contexts.values()), {})
+    gemm(rows, ctx)
+    elementwise(rows)
+    overhead(rows)
+    for path, c in contexts.items():
+        extra = {k: v for k, v in c.items() if k.startswith(("fma_peak", "onednn"))}
+        if extra:
+            print(f"Context of `{path}`: " + ", ".join(f"{k} = {v}" for k, v in extra.items()))
+    if contexts:
+        c = ctx
+        print(f"\nRun on {c.get('host_name', '?')} at {c.get('date', '?')}, "
+              f"{c.get('num_cpus', '?')} CPUs at {c.get('mhz_per_cpu', '?')} MHz, "
+              f"load average at start {c.get('load_avg', '?')}.")
+
+
+if __name__ == "__main__":
+    main()
