@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include <ember/ember.hpp>
@@ -135,6 +136,11 @@ int main(int argc, char** argv) {
       }
     }
   }
+#if defined(EMBER_BENCH_OPENBLAS)
+  // OpenBLAS picks its kernels by core type (OPENBLAS_CORETYPE overrides the detection).
+  benchmark::AddCustomContext("openblas", std::string(openblas_get_config()) + ", core " +
+                                              openblas_get_corename());
+#endif
   for (int t : {1, 2})
     benchmark::AddCustomContext("fma_peak_gflops_" + std::to_string(t) + "t",
                                 std::to_string(ember::bench::fma_peak_gflops(t)));

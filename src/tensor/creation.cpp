@@ -1,5 +1,7 @@
 // Creation ops: constants, ranges, random draws, host data, copies and casts.
+#include <atomic>
 #include <cmath>
+#include <utility>
 
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
@@ -17,6 +19,14 @@ Generator& default_generator() {
 }
 
 void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+uint64_t Generator::reserve(uint64_t n) {
+#if defined(EMBER_NO_THREADS)
+  return std::exchange(offset_, offset_ + n);
+#else
+  return std::atomic_ref<uint64_t>(offset_).fetch_add(n);
+#endif
+}
 
 DynTensor empty(const Shape& shape, DType dtype, Device device) {
   return make_empty(shape, dtype, device);

@@ -63,6 +63,9 @@ DynTensor outer(const DynTensor& a, const DynTensor& b) {
 DynTensor softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[softmax] needs a floating tensor, got ", x.dtype());
+  if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
+    return cast(softmax(cast(x, DType::f32), dim), x.dtype());  // sums in f32, as PyTorch
+  }
   const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
   return div(e, sum(e, {dim}, true));
 }
@@ -70,6 +73,9 @@ DynTensor softmax(const DynTensor& x, int64_t dim) {
 DynTensor log_softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "log_softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[log_softmax] needs a floating tensor, got ", x.dtype());
+  if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
+    return cast(log_softmax(cast(x, DType::f32), dim), x.dtype());
+  }
   const DynTensor shifted = sub(x, amax(x, {dim}, true));
   return sub(shifted, log(sum(exp(shifted), {dim}, true)));
 }

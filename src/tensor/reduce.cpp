@@ -47,6 +47,12 @@ int64_t reduced_count(const Shape& s, uint32_t mask) {
   return n;
 }
 
+// Composites of several reductions run in f32 for the 16-bit floats, whose range cannot hold
+// intermediate sums (PyTorch accumulates them in f32 too); the result is rounded back once.
+DynTensor widen(const DynTensor& x) {
+  return x.dtype() == DType::f16 || x.dtype() == DType::bf16 ? cast(x, DType::f32) : x;
+}
+
 }  // namespace
 
 DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim) {
@@ -98,19 +104,21 @@ DynTensor var(const DynTensor& x, const Dims& dims, int64_t correction, bool kee
   const uint32_t mask = detail::dims_mask(dims, x.rank(), "var");
   const int64_t n = reduced_count(x.shape(), mask);
   // Two passes (mean, then squared deviations): stable where E[x^2] - E[x]^2 is not.
-  const DynTensor centered = sub(x, mean(x, dims, true));
+  const DynTensor xw = widen(x);
+  const DynTensor centered = sub(xw, mean(xw, dims, true));
   const DynTensor ss = sum(square(centered), dims, keepdim);
   const double denom = static_cast<double>(std::max<int64_t>(n - correction, 0));
-  return div(ss, denom);  // 0 / 0 = NaN when n <= correction, as in PyTorch
+  return cast(div(ss, denom), x.dtype());  // 0 / 0 = NaN when n <= correction, as in PyTorch
 }
 
 DynTensor std(const DynTensor& x, const Dims& dims, int64_t correction, bool keepdim) {
-  return sqrt(var(x, dims, correction, keepdim));
+  return cast(sqrt(var(widen(x), dims, correction, keepdim)), x.dtype());
 }
 
 DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "norm");
   EMBER_CHECK(is_floating(x.dtype()), "[norm] needs a floating tensor, got ", x.dtype());
+  if (widen(x).dtype() != x.dtype()) return cast(norm(widen(x), p, dims, keepdim), x.dtype());
   const DynTensor a = abs(x);
   if (std::isinf(p)) return p > 0 ? amax(a, dims, keepdim) : amin(a, dims, keepdim);
   if (p == 0.0) return sum(cast(ne(x, 0), x.dtype()), dims, keepdim);
@@ -121,6 +129,7 @@ DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
 
 DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "logsumexp");
+  if (widen(x).dtype() != x.dtype()) return cast(logsumexp(widen(x), dims, keepdim), x.dtype());
   const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, default_dtype(KindId::Float));
   if (xf.numel() == 0) return log(sum(exp(xf), dims, keepdim));
   // Shift by the max so exp never overflows; infinite maxima are replaced by 0.

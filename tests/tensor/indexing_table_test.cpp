@@ -20,7 +20,8 @@ Host random_host(const Shape& s, DType dtype, bool for_add, uint32_t seed) {
   double lo = for_add ? -8 : -100, hi = for_add ? 8 : 100;
   if (dtype == DType::u8) lo = 0;
   if (dtype == DType::boolean) lo = 0, hi = 2;
-  return {s, random_values(s.numel(), lo, hi, !frac, seed)};
+  const std::vector<double> v = random_values(s.numel(), lo, hi, !frac, seed);
+  return Host::of(cast(from_data(TensorData::from(v, s)), dtype));  // rounded to the dtype
 }
 
 /// A tensor holding `h`'s values in `layout` (Transposed falls back to Strided below rank 2).
@@ -93,6 +94,12 @@ Host unique_index(const Shape& s, int d, int64_t n, uint32_t seed) {
   return h;
 }
 
+// Large cases (past the Cpu backend's parallel grain) run on a few dtypes only.
+bool skip_large(const Shape& s, DType dtype) {
+  return s.numel() > 10000 && dtype != DType::f32 && dtype != DType::f16 && dtype != DType::i8 &&
+         dtype != DType::boolean;
+}
+
 std::string what_of(const std::string& op, DType dtype, const Shape& s, Layout layout, uint32_t k) {
   return op + " " + std::string(dtype_name(dtype)) + " " + to_string(s) + " " + layout_name(layout) +
          " (index " + std::string(dtype_name(index_dtype(k))) + " " + layout_name(index_layout(k)) + ")";
@@ -114,6 +121,17 @@ Scalar scalar_of(DType dtype) {
   return is_floating(dtype) ? Scalar(-2.5) : Scalar(7);
 }
 
+// Runs one case; an exception fails the case (naming it) instead of ending the whole table.
+template <class F>
+DynTensor run_case(const F& f, const std::string& what) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    ADD_FAILURE() << what << " threw: " << e.what();
+    return {};
+  }
+}
+
 struct GatherCase {
   Shape x;
   int64_t dim;
@@ -126,11 +144,12 @@ TEST(IndexingTable, Gather) {
       {S{3, 4}, 0, S{2, 4}, {}},    {S{3, 4}, 1, S{3, 6}, {}},       {S{3, 4}, -1, S{2, 2}, {}},
       {S{2, 3, 4}, 1, S{2, 5, 3}, {}}, {S{2, 3, 4}, -1, S{1, 2, 4}, {}}, {S{5}, 0, S{8}, {}},
       {S{}, 0, S{}, {}},            {S{4, 0}, 0, S{2, 0}, {}},       {S{3, 4}, 0, S{0, 4}, {}},
-      {S{1, 1}, 1, S{1, 3}, {}}};
+      {S{1, 1}, 1, S{1, 3}, {}},    {S{300, 400}, 1, S{300, 250}, {}}, {S{400, 300}, 0, S{250, 300}, {}}};
   uint32_t k = 0;
   for (const GatherCase& c : cases) {
     const int d = wrap(c.dim, c.x.rank());
     for (DType dtype : kAllTypes) {
+      if (skip_large(c.x, dtype)) continue;
       for (Layout layout : kLayouts) {
         const DynTensor x = input(c.x, dtype, layout, k);
         const Host hx = Host::of(x), hi = random_index(c.index, c.x.rank() ? c.x[d] : 1, k + 7);
@@ -171,6 +190,7 @@ void run_scatter(Scatter kind, const std::vector<GatherCase>& cases, uint32_t k)
     const int d = wrap(c.dim, c.x.rank());
     const int64_t n = c.x.rank() ? c.x[d] : 1;
     for (DType dtype : kAllTypes) {
+      if (skip_large(c.x, dtype)) continue;
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         const bool add = kind == Scatter::Add;
         const Host hx = random_host(c.x, dtype, add, k), hs = random_host(c.src, dtype, add, k + 1);
@@ -180,11 +200,16 @@ void run_scatter(Scatter kind, const std::vector<GatherCase>& cases, uint32_t k)
         const std::vector<double> want = scatter_ref(kind, hx, d, hi, hs, fill_of(dtype), dtype);
         const std::string what = what_of(name, dtype, c.x, layout, k);
         const DynTensor index = index_tensor(hi, k++);
-        const DynTensor y = kind == Scatter::Src     ? scatter(x, c.dim, index, src)
-                            : kind == Scatter::Value ? scatter(x, c.dim, index, scalar_of(dtype))
-                                                     : scatter_add(x, c.dim, index, src);
+        const DynTensor y = run_case(
+            [&] {
+              return kind == Scatter::Src     ? scatter(x, c.dim, index, src)
+                     : kind == Scatter::Value ? scatter(x, c.dim, index, scalar_of(dtype))
+                                              : scatter_add(x, c.dim, index, src);
+            },
+            what);
+        if (!y.defined()) continue;
         EXPECT_EQ(y.dtype(), dtype) << what;
-        expect_close(y, c.x, want, {0, 0}, what);
+        expect_close(y, c.x, want, add ? tol_for(dtype) : Tol{0, 0}, what);
         EXPECT_EQ(Host::of(x).v, hx.v) << what << ": the input changed";
       }
     }
@@ -196,7 +221,8 @@ TEST(IndexingTable, Scatter) {
       {S{4, 5}, 0, S{3, 5}, S{4, 5}},          {S{4, 5}, 1, S{4, 2}, S{4, 3}},
       {S{2, 3, 4}, 1, S{2, 3, 4}, S{2, 3, 4}}, {S{2, 3, 4}, -1, S{1, 2, 3}, S{2, 3, 4}},
       {S{6}, 0, S{4}, S{6}},                   {S{}, 0, S{}, S{}},
-      {S{3, 4}, 0, S{0, 4}, S{3, 4}},          {S{3, 1}, 1, S{2, 1}, S{3, 2}}};
+      {S{3, 4}, 0, S{0, 4}, S{3, 4}},          {S{3, 1}, 1, S{2, 1}, S{3, 2}},
+      {S{300, 400}, 1, S{300, 200}, S{300, 200}}, {S{400, 300}, 0, S{300, 300}, S{300, 300}}};
   run_scatter(Scatter::Src, cases, 1000);
   run_scatter(Scatter::Value, cases, 2000);
 }
@@ -206,20 +232,23 @@ TEST(IndexingTable, ScatterAddWithDuplicates) {
       {S{4, 5}, 0, S{6, 5}, S{6, 5}},          {S{4, 5}, 1, S{3, 7}, S{4, 7}},
       {S{2, 3, 4}, 1, S{2, 5, 2}, S{2, 5, 4}}, {S{5}, 0, S{9}, S{9}},
       {S{}, 0, S{}, S{}},                      {S{3, 4}, -1, S{3, 0}, S{3, 2}},
-      {S{2, 3}, -2, S{4, 3}, S{4, 3}}};
+      {S{2, 3}, -2, S{4, 3}, S{4, 3}},         {S{200, 300}, 0, S{400, 300}, S{400, 300}},
+      {S{300, 200}, 1, S{300, 400}, S{300, 400}}};
   run_scatter(Scatter::Add, cases, 3000);
 }
 
 TEST(IndexingTable, IndexSelect) {
   const std::vector<std::tuple<Shape, int64_t, Shape>> cases = {
       {S{5, 3}, 0, S{7}}, {S{5, 3}, 1, S{4}}, {S{2, 3, 4}, -1, S{0}}, {S{2, 3, 4}, 1, S{}},
-      {S{6}, 0, S{6}},    {S{}, 0, S{}},      {S{0, 3}, 1, S{2}},     {S{4, 1}, 1, S{3}}};
+      {S{6}, 0, S{6}},    {S{}, 0, S{}},      {S{0, 3}, 1, S{2}},     {S{4, 1}, 1, S{3}},
+      {S{500, 200}, 0, S{400}}, {S{200, 500}, 1, S{400}}};
   uint32_t k = 4000;
   for (const auto& [xs, dim, is] : cases) {
     const int d = wrap(dim, xs.rank());
     Shape out = xs;
     if (xs.rank() > 0) out[d] = is.numel();
     for (DType dtype : kAllTypes) {
+      if (skip_large(xs, dtype)) continue;
       for (Layout layout : kLayouts) {
         const DynTensor x = input(xs, dtype, layout, k);
         const Host hx = Host::of(x), hi = random_index(is, xs.rank() ? xs[d] : 1, k + 7);
@@ -239,15 +268,21 @@ TEST(IndexingTable, IndexSelect) {
   }
 }
 
+// LIBRARY BUG (index_add on bool): PyTorch accepts bool tensors (adds are logical or:
+// torch.zeros(3, dtype=bool).index_add(0, tensor([0, 0, 2]), tensor([True, False, False])) is
+// [True, False, False]); Ember throws "[mul] expects Float or Int tensors, got bool" because
+// index_add scales src with mul(src, alpha) before the scatter-add, whatever the dtype.
 TEST(IndexingTable, IndexAddWithAlphaAndDuplicates) {
   const std::vector<std::tuple<Shape, int64_t, int64_t>> cases = {
-      {S{5, 3}, 0, 7}, {S{4, 6}, 1, 3}, {S{2, 3, 4}, -1, 5}, {S{2, 3, 4}, 0, 0}, {S{6}, 0, 6}, {S{}, 0, 1}};
+      {S{5, 3}, 0, 7}, {S{4, 6}, 1, 3}, {S{2, 3, 4}, -1, 5}, {S{2, 3, 4}, 0, 0}, {S{6}, 0, 6}, {S{}, 0, 1},
+      {S{300, 200}, 0, 400}, {S{200, 300}, 1, 400}};
   uint32_t k = 5000;
   for (const auto& [xs, dim, n] : cases) {
     const int d = wrap(dim, xs.rank());
     Shape ss = xs;
     if (xs.rank() > 0) ss[d] = n;
     for (DType dtype : kAllTypes) {
+      if (skip_large(xs, dtype)) continue;
       const Scalar alpha = dtype == DType::boolean ? Scalar(true) : is_floating(dtype) ? Scalar(1.5) : Scalar(2);
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         const Host hx = random_host(xs, dtype, true, k), hs = random_host(ss, dtype, true, k + 1);
@@ -261,7 +296,9 @@ TEST(IndexingTable, IndexAddWithAlphaAndDuplicates) {
         }
         const std::string what = what_of("index_add", dtype, xs, layout, k);
         const DynTensor x = from_host(hx, dtype, layout), src = from_host(hs, dtype, index_layout(k + 1));
-        const DynTensor y = index_add(x, dim, index_tensor(hi, k++), src, alpha);
+        const DynTensor index = index_tensor(hi, k++);
+        const DynTensor y = run_case([&] { return index_add(x, dim, index, src, alpha); }, what);
+        if (!y.defined()) continue;
         EXPECT_EQ(y.dtype(), dtype) << what;
         expect_close(y, xs, want, tol_for(dtype), what);
       }
@@ -271,12 +308,14 @@ TEST(IndexingTable, IndexAddWithAlphaAndDuplicates) {
 
 const std::vector<std::pair<Shape, Shape>> kMaskCases = {
     {S{3, 4}, S{3, 4}}, {S{3, 4}, S{4}},          {S{3, 4}, S{3, 1}}, {S{3, 4}, S{}},
-    {S{2, 3, 4}, S{1, 3, 1}}, {S{}, S{}},         {S{0, 3}, S{3}},    {S{5}, S{5}}};
+    {S{2, 3, 4}, S{1, 3, 1}}, {S{}, S{}},         {S{0, 3}, S{3}},    {S{5}, S{5}},
+    {S{300, 400}, S{400}},    {S{300, 400}, S{300, 400}}};
 
 TEST(IndexingTable, MaskedFill) {
   uint32_t k = 6000;
   for (const auto& [xs, ms] : kMaskCases) {
     for (DType dtype : kAllTypes) {
+      if (skip_large(xs, dtype)) continue;
       for (Layout layout : kLayouts) {
         const DynTensor x = input(xs, dtype, layout, k);
         const Host hx = Host::of(x), hm = random_host(ms, DType::boolean, false, k + 1);
@@ -305,6 +344,7 @@ TEST(IndexingTable, MaskedSelect) {
   for (const auto& [xs, ms] : cases) {
     const Shape b = broadcast_shapes(xs, ms, "test");
     for (DType dtype : kAllTypes) {
+      if (skip_large(b, dtype)) continue;
       for (Layout layout : kLayouts) {
         const DynTensor x = input(xs, dtype, layout, k);
         const Host hx = Host::of(x), hm = random_host(ms, DType::boolean, false, k + 1);
@@ -323,10 +363,11 @@ TEST(IndexingTable, MaskedSelect) {
 }
 
 TEST(IndexingTable, Nonzero) {
-  const std::vector<Shape> shapes = {S{3, 4}, S{2, 3, 4}, S{7}, S{}, S{0, 3}, S{4, 0}, S{1, 1}};
+  const std::vector<Shape> shapes = {S{3, 4}, S{2, 3, 4}, S{7}, S{}, S{0, 3}, S{4, 0}, S{1, 1}, S{300, 500}};
   uint32_t k = 8000;
   for (const Shape& s : shapes) {
     for (DType dtype : kAllTypes) {
+      if (skip_large(s, dtype)) continue;
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         // About 40% zeros; -0.0 is zero.
         Host h{s, random_values(s.numel(), dtype == DType::u8 ? 0 : -2, 3, true, k)};
