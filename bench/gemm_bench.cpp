@@ -112,9 +112,16 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 #if defined(EMBER_BENCH_DNNL)
   const dnnl_version_t* v = dnnl_version();
-  benchmark::AddCustomContext("onednn", std::to_string(v->major) + "." + std::to_string(v->minor) +
-                                            "." + std::to_string(v->patch) + " (cpu runtime " +
-                                            (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") + ")");
+  std::string onednn = std::to_string(v->major);
+  onednn.append(".").append(std::to_string(v->minor)).append(".").append(std::to_string(v->patch));
+  onednn.append(v->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP runtime)" : " (non-OpenMP runtime)");
+  benchmark::AddCustomContext("onednn", onednn);
+#endif
+#if defined(EMBER_BENCH_OPENBLAS)
+  // OpenBLAS picks its kernels by core type (OPENBLAS_CORETYPE overrides the detection).
+  std::string openblas = openblas_get_config();
+  openblas.append(", core ").append(openblas_get_corename());
+  benchmark::AddCustomContext("openblas", openblas);
 #endif
   // Registered here so that each (threads, n) runs every implementation back to back.
   for (int threads : {1, 2}) {
@@ -136,11 +143,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-#if defined(EMBER_BENCH_OPENBLAS)
-  // OpenBLAS picks its kernels by core type (OPENBLAS_CORETYPE overrides the detection).
-  benchmark::AddCustomContext("openblas", std::string(openblas_get_config()) + ", core " +
-                                              openblas_get_corename());
-#endif
   for (int t : {1, 2})
     benchmark::AddCustomContext("fma_peak_gflops_" + std::to_string(t) + "t",
                                 std::to_string(ember::bench::fma_peak_gflops(t)));
