@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -97,11 +98,27 @@ void BM_add_loop(benchmark::State& state) {
   });
 }
 
+// Checks every 4099th element of `got` against f(i) in double precision (relative 1e-6).
+template <class F>
+bool sampled_ok(const std::vector<float>& got, F f) {
+  for (size_t i = 0; i < got.size(); i += 4099) {
+    const double ref = f(i);
+    if (!(std::abs(got[i] - ref) <= 1e-6 * std::abs(ref) + 1e-30)) return false;
+  }
+  return true;
+}
+
 void BM_ember_add(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   ember::cpu::set_num_threads(threads);
   const auto a = random_input(1), b = random_input(2);
-  benchmark::DoNotOptimize(a + b);  // warm: the output buffer lands in the allocator's cache
+  {  // check, and warm: the output buffer lands in the allocator's cache
+    const auto va = a.to_vector<float>(), vb = b.to_vector<float>();
+    if (!sampled_ok((a + b).to_vector<float>(), [&](size_t i) { return double(va[i]) + vb[i]; })) {
+      state.SkipWithError("a + b gave a wrong result");
+      return;
+    }
+  }
   run_timed(state, 3.0 * kBytes, threads, [&] {
     auto c = a + b;
     benchmark::DoNotOptimize(c);
@@ -112,7 +129,13 @@ void BM_ember_exp(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   ember::cpu::set_num_threads(threads);
   const auto x = random_input(3);
-  benchmark::DoNotOptimize(ember::exp(x));
+  {
+    const auto vx = x.to_vector<float>();
+    if (!sampled_ok(ember::exp(x).to_vector<float>(), [&](size_t i) { return std::exp(double(vx[i])); })) {
+      state.SkipWithError("exp(x) gave a wrong result");
+      return;
+    }
+  }
   run_timed(state, 2.0 * kBytes, threads, [&] {
     auto y = ember::exp(x);
     benchmark::DoNotOptimize(y);
@@ -123,7 +146,17 @@ void BM_ember_sum(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   ember::cpu::set_num_threads(threads);
   const auto x = random_input(4);
-  benchmark::DoNotOptimize(x.sum());
+  {
+    double ref = 0, mag = 0;
+    for (float v : x.to_vector<float>()) {
+      ref += v;
+      mag += std::abs(v);
+    }
+    if (std::abs(x.sum().item<float>() - ref) > 1e-6 * mag) {
+      state.SkipWithError("x.sum() gave a wrong result");
+      return;
+    }
+  }
   run_timed(state, 1.0 * kBytes, threads, [&] {
     auto s = x.sum();
     benchmark::DoNotOptimize(s);

@@ -10,8 +10,10 @@ namespace ember::bench {
 /// FLOPs done (2 per lane per FMA).
 double fma_burst(int threads, int64_t iters);
 
-/// Measured f32 FMA peak on `threads` threads, in GFLOP/s (measured once, then cached).
+/// Measured f32 FMA peak on `threads` threads, in GFLOP/s: the last value recorded with
+/// record_fma_peak, else measured once here and cached.
 double fma_peak_gflops(int threads);
+void record_fma_peak(int threads, double gflops);
 
 /// Copies `bytes` from src to dst with memcpy, split evenly over `threads` threads.
 void parallel_memcpy(void* dst, const void* src, int64_t bytes, int threads);

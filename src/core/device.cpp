@@ -39,7 +39,7 @@ Device Device::parse(const std::string& text) {
   EMBER_FAIL("[device] unknown device '", text, "' (expected cpu, cuda[:N] or vulkan[:N])");
 }
 
-bool RawTensor::is_contiguous() const {
+bool RawTensor::is_contiguous_nd() const {
   if (shape.numel() == 0) return true;
   int64_t expected = 1;
   for (int i = shape.rank() - 1; i >= 0; --i) {

@@ -2,16 +2,15 @@
 
 namespace ember {
 
-#define EMBER_NAME_CASE(Name, name, kinds) \
-  case Op::Name: return #name;
+#define EMBER_NAME_ENTRY(Name, name, kinds) #name,
 #define EMBER_KINDS_CASE(Name, name, kinds) \
   case Op::Name: return OpKinds::kinds;
 
-#define EMBER_DEFINE_NAMES(OpType, LIST)        \
-  std::string_view op_name(OpType op) {         \
-    using Op = OpType;                          \
-    switch (op) { LIST(EMBER_NAME_CASE) }       \
-    return "?";                                 \
+// A table lookup: op names are read on every op call (error messages, checks).
+#define EMBER_DEFINE_NAMES(OpType, LIST)                                  \
+  std::string_view op_name(OpType op) {                                   \
+    static constexpr std::string_view kNames[] = {LIST(EMBER_NAME_ENTRY)}; \
+    return kNames[static_cast<int>(op)];                                  \
   }
 EMBER_DEFINE_NAMES(UnaryOp, EMBER_ALL_UNARY_OPS)
 EMBER_DEFINE_NAMES(BinaryOp, EMBER_BINARY_OPS)

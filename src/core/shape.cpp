@@ -23,12 +23,6 @@ Shape Shape::filled(int rank, int64_t fill) {
 
 int64_t Shape::at(int i) const { return dims_[wrap_dim(i, rank_, "size")]; }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
-  return n;
-}
-
 void Shape::push_back(int64_t d) {
   EMBER_CHECK(rank_ < kMaxRank, "[shape] rank ", rank_ + 1, " exceeds Ember's maximum rank ",
               kMaxRank);
@@ -75,7 +69,7 @@ std::string to_string(const Shape& s) {
 }
 
 Strides contiguous_strides(const Shape& shape) {
-  Strides st = Shape::filled(shape.rank(), 1);
+  Strides st = shape;  // same rank; every entry is overwritten
   int64_t acc = 1;
   for (int i = shape.rank() - 1; i >= 0; --i) {
     st[i] = acc;

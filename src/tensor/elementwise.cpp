@@ -13,8 +13,8 @@ int category(DType t) { return is_floating(t) ? 2 : (t == DType::boolean ? 0 : 1
 int category(KindId k) { return k == KindId::Float ? 2 : (k == KindId::Bool ? 0 : 1); }
 
 // The dtype an op of `kinds` computes in, given the promoted input dtype.
-DType compute_dtype(OpKinds kinds, DType t, std::string_view op) {
-  if (op == "div" && is_integral(t)) return default_dtype(KindId::Float);  // true division
+DType compute_dtype(OpKinds kinds, DType t, std::string_view op, bool true_division = false) {
+  if (true_division && !is_floating(t) && t != DType::boolean) return default_dtype(KindId::Float);
   switch (kinds) {
     case OpKinds::F: return is_floating(t) ? t : default_dtype(KindId::Float);
     case OpKinds::N:
@@ -33,16 +33,25 @@ DynTensor scalar_tensor(const Scalar& s, DType dtype, Device device) {
   return full(Shape{}, s, dtype, device);
 }
 
+// Operands are only copied (cast, broadcast view) when they need to be: this path is the one
+// small-tensor per-op overhead is made of.
 DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, DType dtype) {
   const char* name = op_name(op).data();
-  const DynTensor a = cast(a_in, dtype), b = cast(b_in, dtype);
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  const DType out_dtype = returns_bool(op) ? DType::boolean : dtype;
-  detail::check_supported(a, OpFamily::Binary, dtype, name);
-  DynTensor out = detail::make_empty(shape, out_dtype, a.device());
-  const DynTensor ea = a.shape() == shape ? a : expand(a, shape);
-  const DynTensor eb = b.shape() == shape ? b : expand(b, shape);
-  detail::backend_of(out).binary(op, ea.raw(), eb.raw(), out.raw());
+  DynTensor a_cast, b_cast;
+  const DynTensor& a = a_in.dtype() == dtype ? a_in : (a_cast = cast(a_in, dtype));
+  const DynTensor& b = b_in.dtype() == dtype ? b_in : (b_cast = cast(b_in, dtype));
+  const bool same = a.shape() == b.shape();
+  const Shape& shape = same ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
+  Backend& be = detail::backend_of(a);
+  EMBER_CHECK(be.supports(OpFamily::Binary, dtype), "[", name, "] the ", be.name(),
+              " backend does not support ", dtype);
+  DynTensor out = detail::make_empty(shape, returns_bool(op) ? DType::boolean : dtype, a.device());
+  if (same) {
+    be.binary(op, a.raw(), b.raw(), out.raw());
+  } else {
+    const DynTensor ea = expand(a, out.shape()), eb = expand(b, out.shape());
+    be.binary(op, ea.raw(), eb.raw(), out.raw());
+  }
   return out;
 }
 
@@ -77,18 +86,20 @@ DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
 DynTensor binary(BinaryOp op, const DynTensor& a, const DynTensor& b) {
   detail::check_same_device(a, b, op_name(op).data());
   return binary_as(op, a, b,
-                   compute_dtype(op_kinds(op), result_type(a, b), op_name(op)));
+                   compute_dtype(op_kinds(op), result_type(a, b), op_name(op), op == BinaryOp::Div));
 }
 
 DynTensor binary(BinaryOp op, const DynTensor& a, const Scalar& b) {
   detail::check_defined(a, op_name(op).data());
-  const DType dtype = compute_dtype(op_kinds(op), result_type(a, b), op_name(op));
+  const DType dtype =
+      compute_dtype(op_kinds(op), result_type(a, b), op_name(op), op == BinaryOp::Div);
   return binary_as(op, a, scalar_tensor(b, dtype, a.device()), dtype);
 }
 
 DynTensor binary(BinaryOp op, const Scalar& a, const DynTensor& b) {
   detail::check_defined(b, op_name(op).data());
-  const DType dtype = compute_dtype(op_kinds(op), result_type(b, a), op_name(op));
+  const DType dtype =
+      compute_dtype(op_kinds(op), result_type(b, a), op_name(op), op == BinaryOp::Div);
   return binary_as(op, scalar_tensor(a, dtype, b.device()), b, dtype);
 }
 

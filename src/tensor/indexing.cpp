@@ -109,15 +109,20 @@ DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, con
               " for input ", x.shape(), " and ", index.numel(), " indices");
   check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
   DynTensor out = clone(x);
-  if (src.numel() == 0 || x.rank() == 0) {
-    return x.rank() == 0 && src.numel() ? add(out, mul(src, alpha)) : out;
+  // alpha = 1 skips the multiply, which also keeps Bool tensors working (as in PyTorch).
+  const bool unit = alpha.kind() != KindId::Float ? alpha.to_int() == 1 : alpha.to_double() == 1.0;
+  const DynTensor scaled = cast(unit ? src : mul(src, alpha), x.dtype());
+  if (src.numel() == 0) return out;
+  if (x.rank() == 0) {  // as a 1-element vector
+    return reshape(index_add(reshape(x, Shape{1}), 0, reshape(index, Shape{-1}),
+                             reshape(src, Shape{-1}), alpha),
+                   Shape{});
   }
   // index_add is scatter_add with the index broadcast along every other dim.
   const DynTensor idx = as_i64(reshape(index, Shape{index.numel()}));
   Strides st = Shape::filled(x.rank(), 0);
   st[d] = idx.strides()[0];
   const DynTensor idx_full = detail::make_view(idx, src.shape(), st, idx.raw().offset);
-  const DynTensor scaled = cast(mul(src, alpha), x.dtype());
   detail::backend_of(out).scatter(ScatterReduce::Add, out.raw(), d, idx_full.raw(), scaled.raw());
   return out;
 }

@@ -96,7 +96,11 @@ DynTensor view(const DynTensor& x, const Shape& shape) {
 
 DynTensor flatten(const DynTensor& x, int64_t start_dim, int64_t end_dim) {
   detail::check_defined(x, "flatten");
-  if (x.rank() == 0) return reshape(x, Shape{1});
+  if (x.rank() == 0) {
+    wrap_dim(start_dim, 0, "flatten");
+    wrap_dim(end_dim, 0, "flatten");
+    return reshape(x, Shape{1});
+  }
   const int s = wrap_dim(start_dim, x.rank(), "flatten");
   const int e = wrap_dim(end_dim, x.rank(), "flatten");
   EMBER_CHECK(s <= e, "[flatten] start_dim ", start_dim, " comes after end_dim ", end_dim);
@@ -266,17 +270,30 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
   const int r = static_cast<int>(repeats.size());
   EMBER_CHECK(r >= x.rank(), "[repeat] needs at least ", x.rank(),
               " repeat counts for a tensor of shape ", x.shape(), ", got ", r);
-  EMBER_CHECK(2 * r <= kMaxRank, "[repeat] rank ", r, " is too large to repeat");
   const DynTensor xx = reshape(x, [&] {
     Shape s = Shape::filled(r - x.rank(), 1);
     for (int64_t d : x.shape()) s.push_back(d);
     return s;
   }());
+  for (int64_t n : repeats) {
+    EMBER_CHECK(n >= 0, "[repeat] repeat counts must be non-negative, got ", n);
+  }
+  if (2 * r > kMaxRank) {
+    // Too many dims for the interleaved view below: tile one dim at a time instead.
+    DynTensor out = xx;
+    for (int i = 0; i < r; ++i) {
+      if (repeats[i] != 1) out = cat(std::vector<DynTensor>(static_cast<size_t>(repeats[i]), out), i);
+      if (repeats[i] == 0) {
+        Shape s = out.shape();
+        s[i] = 0;
+        out = detail::make_empty(s, out.dtype(), out.device());
+      }
+    }
+    return out;
+  }
   // View as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims, then copy.
   Shape shape, st, out_shape;
   for (int i = 0; i < r; ++i) {
-    EMBER_CHECK(repeats[i] >= 0, "[repeat] repeat counts must be non-negative, got ",
-                repeats[i]);
     shape.push_back(repeats[i]);
     st.push_back(0);
     shape.push_back(xx.size(i));
@@ -290,16 +307,18 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
 DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
   EMBER_CHECK(!xs.empty(), "[cat] expects a non-empty list of tensors");
   // Legacy PyTorch behaviour: 1-D empty tensors are skipped whatever the others' shape.
+  // The result dtype promotes over every input, skipped ones included (as PyTorch).
   std::vector<const DynTensor*> parts;
+  DType dtype = xs[0].defined() ? xs[0].dtype() : DType::f32;
   for (const DynTensor& x : xs) {
     detail::check_defined(x, "cat");
+    dtype = promote_types(dtype, x.dtype());
     if (!(x.rank() == 1 && x.numel() == 0)) parts.push_back(&x);
   }
-  if (parts.empty()) return xs[0];
+  if (parts.empty()) return detail::make_empty(Shape{0}, dtype, xs[0].device());
   const DynTensor& first = *parts[0];
   EMBER_CHECK(first.rank() > 0, "[cat] zero-dimensional tensors cannot be concatenated");
   const int d = wrap_dim(dim, first.rank(), "cat");
-  DType dtype = first.dtype();
   int64_t total = 0;
   for (const DynTensor* p : parts) {
     detail::check_same_device(first, *p, "cat");
@@ -309,7 +328,6 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
       EMBER_CHECK(i == d || p->size(i) == first.size(i), "[cat] sizes must match except in dimension ",
                   d, ": ", first.shape(), " and ", p->shape());
     }
-    dtype = promote_types(dtype, p->dtype());
     total += p->size(d);
   }
   Shape shape = first.shape();
@@ -374,7 +392,8 @@ std::vector<DynTensor> chunk(const DynTensor& x, int64_t chunks, int64_t dim) {
   EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive, got ", chunks);
   const int d = wrap_dim(dim, x.rank(), "chunk");
   const int64_t n = x.size(d);
-  return split(x, std::max<int64_t>((n + chunks - 1) / chunks, n == 0 ? 0 : 1), d);
+  if (n == 0) return std::vector<DynTensor>(static_cast<size_t>(chunks), x);  // empty pieces
+  return split(x, (n + chunks - 1) / chunks, d);
 }
 
 namespace {

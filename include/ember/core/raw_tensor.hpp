@@ -22,7 +22,10 @@ struct RawTensor {
   int rank() const { return shape.rank(); }
   int64_t numel() const { return shape.numel(); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
-  bool is_contiguous() const;
+  bool is_contiguous() const {
+    if (shape.rank() == 0 || (shape.rank() == 1 && (strides[0] == 1 || shape[0] <= 1))) return true;
+    return is_contiguous_nd();
+  }
 
   void* data() const {
     return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(dtype_size(dtype));
@@ -31,6 +34,8 @@ struct RawTensor {
   T* data_as() const {
     return static_cast<T*>(data());
   }
+
+  bool is_contiguous_nd() const;
 
   /// A view of the same storage with another shape/strides/offset.
   RawTensor view(const Shape& new_shape, const Strides& new_strides, int64_t new_offset) const {

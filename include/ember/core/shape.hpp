@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -15,6 +16,14 @@ inline constexpr int kMaxRank = 12;
 class Shape {
  public:
   Shape() = default;
+  // Copies touch only the dims in use: shapes are copied on every op, so this is hot.
+  // A fixed-size copy compiles to a few vector moves (a loop over rank_ becomes a memcpy call).
+  Shape(const Shape& other) : rank_(other.rank_) { std::memcpy(dims_, other.dims_, sizeof dims_); }
+  Shape& operator=(const Shape& other) {
+    rank_ = other.rank_;
+    std::memcpy(dims_, other.dims_, sizeof dims_);
+    return *this;
+  }
   Shape(std::initializer_list<int64_t> dims);
   explicit Shape(std::span<const int64_t> dims);
   explicit Shape(const std::vector<int64_t>& dims) : Shape(std::span<const int64_t>(dims)) {}
@@ -37,7 +46,11 @@ class Shape {
   std::vector<int64_t> vec() const { return {begin(), end()}; }
 
   /// Number of elements (1 for rank 0).
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank_; ++i) n *= dims_[i];
+    return n;
+  }
 
   void push_back(int64_t d);
   void insert(int pos, int64_t d);
@@ -47,8 +60,8 @@ class Shape {
   friend bool operator==(const Shape& a, const Shape& b);
 
  private:
-  int64_t dims_[kMaxRank] = {};
   int32_t rank_ = 0;
+  int64_t dims_[kMaxRank];  // only the first rank_ are meaningful
 };
 
 using Strides = Shape;

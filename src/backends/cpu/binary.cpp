@@ -13,8 +13,7 @@ namespace {
 // out[i] = f(a[i], b[i]) computed in Compute<In>, stored as Out.
 template <class In, class Out, class F>
 void map_binary(const RawTensor& a, const RawTensor& b, const RawTensor& out, F f) {
-  StridedLoop<3> loop(out.shape, {&out, &a, &b});
-  loop.run([f](char** p, const int64_t* st, int64_t n) {
+  const auto row = [f](char** p, const int64_t* st, int64_t n) {
     using C = Compute<In>;
     Out* o = reinterpret_cast<Out*>(p[0]);
     const In* x = reinterpret_cast<const In*>(p[1]);
@@ -40,7 +39,9 @@ void map_binary(const RawTensor& a, const RawTensor& b, const RawTensor& out, F 
       const C yv = C(*reinterpret_cast<const In*>(p[2] + i * st[2]));
       *reinterpret_cast<Out*>(p[0] + i * st[0]) = convert<Out>(f(xv, yv));
     }
-  });
+  };
+  if (run_contiguous<3>({&out, &a, &b}, row)) return;
+  StridedLoop<3>(out.shape, {&out, &a, &b}).run(row);
 }
 
 template <class T>

@@ -55,6 +55,32 @@ extern template class StridedLoop<2>;
 extern template class StridedLoop<3>;
 extern template class StridedLoop<4>;
 
+/// When every operand (all of one shape) is contiguous, runs f over flat ranges without the
+/// strided bookkeeping and returns true. The common case, and the one per-op overhead rides on.
+template <int N, class F>
+bool run_contiguous(const std::array<const RawTensor*, N>& ops, const F& f, int64_t grain = kGrain) {
+  for (const RawTensor* t : ops) {
+    if (!t->is_contiguous()) return false;
+  }
+  std::array<char*, N> base;
+  std::array<int64_t, N> elem;
+  for (int k = 0; k < N; ++k) {
+    base[k] = static_cast<char*>(ops[k]->data());
+    elem[k] = static_cast<int64_t>(dtype_size(ops[k]->dtype));
+  }
+  const int64_t n = ops[0]->numel();
+  if (n <= grain) {
+    if (n > 0) f(base.data(), elem.data(), n);
+    return true;
+  }
+  parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+    std::array<char*, N> p;
+    for (int k = 0; k < N; ++k) p[k] = base[k] + b * elem[k];
+    f(p.data(), elem.data(), e - b);
+  });
+  return true;
+}
+
 /// True when run `s` is contiguous for an operand of `elem` bytes.
 inline bool dense(int64_t s, size_t elem) { return s == static_cast<int64_t>(elem); }
 

@@ -13,8 +13,7 @@ namespace {
 // out[i] = f(x[i]) computed in Compute<In>, stored as Out.
 template <class In, class Out, class F>
 void map_unary(const RawTensor& x, const RawTensor& out, F f) {
-  StridedLoop<2> loop(out.shape, {&out, &x});
-  loop.run([f](char** p, const int64_t* st, int64_t n) {
+  const auto row = [f](char** p, const int64_t* st, int64_t n) {
     using C = Compute<In>;
     if (dense(st[0], sizeof(Out)) && dense(st[1], sizeof(In))) {
       Out* o = reinterpret_cast<Out*>(p[0]);
@@ -26,7 +25,9 @@ void map_unary(const RawTensor& x, const RawTensor& out, F f) {
         *reinterpret_cast<Out*>(p[0] + i * st[0]) = convert<Out>(f(v));
       }
     }
-  });
+  };
+  if (run_contiguous<2>({&out, &x}, row)) return;
+  StridedLoop<2>(out.shape, {&out, &x}).run(row);
 }
 
 template <class C>
