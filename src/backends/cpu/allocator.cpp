@@ -114,6 +114,55 @@ CachingAllocator& allocator() {
   return *a;
 }
 
+// Storage handles' control blocks are recycled like the buffers: every op makes one, and a
+// malloc/free pair per op is a large share of small-tensor overhead.
+class BlockPool {
+ public:
+  void* take(size_t n) {
+    {
+      LockGuard lock(mutex_);
+      if (n == size_ && !free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+    }
+    return ::operator new(n);
+  }
+  void give(void* p, size_t n) {
+    {
+      LockGuard lock(mutex_);
+      if (size_ == 0) size_ = n;
+      if (n == size_ && free_.size() < 4096) {
+        free_.push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  Mutex mutex_;
+  size_t size_ = 0;  // every control block of Storage has the same size
+  std::vector<void*> free_;
+};
+
+BlockPool& block_pool() {
+  static auto* pool = new BlockPool();  // never destroyed: storages may outlive statics
+  return *pool;
+}
+
+template <class T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() = default;
+  template <class U>
+  PoolAllocator(const PoolAllocator<U>&) {}  // NOLINT: rebinding, as the standard requires
+  T* allocate(size_t n) { return static_cast<T*>(block_pool().take(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { block_pool().give(p, n * sizeof(T)); }
+  friend bool operator==(const PoolAllocator&, const PoolAllocator&) { return true; }
+};
+
 void release_storage(void* context, void* data, size_t nbytes) {
   static_cast<CachingAllocator*>(context)->give(data, nbytes);
 }
@@ -125,7 +174,8 @@ std::shared_ptr<Storage> allocate_storage(size_t nbytes) {
   CachingAllocator& a = allocator();
   void* p = a.take(nbytes, &rounded);
   // Storage records the rounded size so the buffer goes back to its class.
-  return std::make_shared<Storage>(p, rounded, Device::cpu(), release_storage, &a);
+  return std::allocate_shared<Storage>(PoolAllocator<Storage>(), p, rounded, Device::cpu(),
+                                       release_storage, &a);
 }
 
 AllocatorStats allocator_stats() { return allocator().stats(); }
