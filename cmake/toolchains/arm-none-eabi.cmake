@@ -12,7 +12,10 @@ set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 
 set(_ember_mcu "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 --specs=nano.specs")
 set(CMAKE_C_FLAGS_INIT "${_ember_mcu} -ffunction-sections -fdata-sections")
-set(CMAKE_CXX_FLAGS_INIT "${_ember_mcu} -ffunction-sections -fdata-sections -fno-exceptions -fno-rtti")
+# -Wno-psabi: GCC notes that the ARM calling convention for some types changed in GCC 7.1, which
+# only matters when linking objects from before GCC 7.
+set(CMAKE_CXX_FLAGS_INIT
+    "${_ember_mcu} -ffunction-sections -fdata-sections -fno-exceptions -fno-rtti -Wno-psabi")
 # nosys.specs stubs the system calls newlib needs (_sbrk, _write, ...); a board support package
 # replaces it. -u _printf_float keeps numbers in error messages (nano's printf drops floats).
 set(CMAKE_EXE_LINKER_FLAGS_INIT "--specs=nosys.specs -u _printf_float -Wl,--gc-sections")

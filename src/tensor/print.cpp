@@ -176,8 +176,9 @@ class Printer {
   std::string tensor_str(int d, int64_t offset, int indent) const {
     if (d == shape_.rank() - 1) return vector_str(offset, indent);
     const int64_t n = shape_[d];
-    const std::string sep = "," + std::string(static_cast<size_t>(shape_.rank() - d - 1), '\n') +
-                            std::string(static_cast<size_t>(indent + 1), ' ');
+    std::string sep = ",";
+    sep.append(static_cast<size_t>(shape_.rank() - d - 1), '\n');
+    sep.append(static_cast<size_t>(indent + 1), ' ');
     std::vector<std::string> parts;
     for (int64_t i = 0; i < n; ++i) {
       if (cut(d) && i == edge()) parts.push_back("...");

@@ -67,12 +67,6 @@ double var_of(const std::vector<double>& v, int correction) {
   return s / double(int64_t(v.size()) - correction);
 }
 
-std::vector<DType> numeric() {
-  std::vector<DType> v = kFloatTypes;
-  v.insert(v.end(), kIntTypes.begin(), kIntTypes.end());
-  return v;
-}
-
 const std::vector<ReduceRow>& reduce_rows() {
   static const std::vector<ReduceRow> rows = {
       {"sum", [](auto& x, auto& d, bool k) { return sum(x, d, k); }, sum_of, -10, 10, kAllTypes},
@@ -101,8 +95,13 @@ const std::vector<ReduceRow>& reduce_rows() {
       {"norm_inf", [](auto& x, auto& d, bool k) { return norm(x, INFINITY, d, k); },
        [](auto& v) { double s = 0; for (double x : v) s = std::max(s, std::fabs(x)); return s; }, -5, 5, kFloatTypes, false},
       {"logsumexp", [](auto& x, auto& d, bool k) { return logsumexp(x, d, k); },
-       [](auto& v) { double m = -INFINITY, s = 0; for (double x : v) m = std::max(m, x);
-                     for (double x : v) s += std::exp(x - m); return m + std::log(s); }, -20, 20, kFloatTypes},
+       [](auto& v) {
+         double m = -INFINITY, s = 0;
+         for (double x : v) m = std::max(m, x);
+         for (double x : v) s += std::exp(x - m);
+         return m + std::log(s);
+       },
+       -20, 20, kFloatTypes},
   };
   return rows;
 }

@@ -91,6 +91,40 @@ void scatter_kernel(const StridedLoop<3>& loop, int64_t len, int64_t dst_dim_str
   });
 }
 
+// Calls f(coords) for each non-zero of x among the row-major positions [begin, end), in order,
+// walking the multi-index along (no division per element). NaN is non-zero.
+template <class T, class F>
+void for_nonzero(const RawTensor& x, int64_t begin, int64_t end, const F& f) {
+  using C = Compute<T>;
+  const T* base = x.data_as<T>();
+  const int rank = x.rank();
+  int64_t idx[kMaxRank] = {};
+  if (rank == 0) {
+    if (static_cast<C>(*base) != C(0)) f(idx);
+    return;
+  }
+  int64_t rest = begin;
+  for (int d = rank - 1; d >= 0; --d) {
+    idx[d] = rest % x.shape[d];
+    rest /= x.shape[d];
+  }
+  const int inner = rank - 1;
+  const int64_t s = x.strides[inner];
+  for (int64_t pos = begin; pos < end;) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += idx[d] * x.strides[d];
+    const int64_t n = std::min(x.shape[inner] - idx[inner], end - pos);
+    for (int64_t i = 0; i < n; ++i, ++idx[inner]) {
+      if (static_cast<C>(base[off + i * s]) != C(0)) f(idx);
+    }
+    pos += n;
+    for (int d = inner; d > 0 && idx[d] == x.shape[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
 }  // namespace
 
 void CpuBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
@@ -153,28 +187,15 @@ RawTensor CpuBackend::nonzero(const RawTensor& x) {
   const int64_t numel = x.numel();
   const int rank = x.rank();
   const int64_t chunks = (numel + kGrain - 1) / kGrain;
+  const auto chunk_end = [numel](int64_t c) { return std::min(numel, (c + 1) * kGrain); };
   std::vector<int64_t> start(static_cast<size_t>(chunks) + 1, 0);
-  const StridedLoop<1> loop(x.shape, {&x});
   RawTensor result;
   visit_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = Compute<T>;
-    // Calls f(flat) for each non-zero of chunk c, in order. NaN is non-zero.
-    const auto for_nonzero = [&](int64_t c, const auto& f) {
-      int64_t flat = c * kGrain;
-      const auto run = [&](char** p, const int64_t* st, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) {
-          const C v = static_cast<C>(*reinterpret_cast<const T*>(p[0] + i * st[0]));
-          if (v != C(0)) f(flat + i);
-        }
-        flat += n;
-      };
-      loop.run_range(flat, std::min(numel, flat + kGrain), run);
-    };
     parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         int64_t count = 0;
-        for_nonzero(c, [&](int64_t) { ++count; });
+        for_nonzero<T>(x, c * kGrain, chunk_end(c), [&](const int64_t*) { ++count; });
         start[c + 1] = count;
       }
     });
@@ -184,11 +205,8 @@ RawTensor CpuBackend::nonzero(const RawTensor& x) {
     parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         int64_t* row = coords + start[c] * rank;
-        for_nonzero(c, [&](int64_t flat) {
-          for (int d = rank - 1; d >= 0; --d) {
-            row[d] = flat % x.shape[d];
-            flat /= x.shape[d];
-          }
+        for_nonzero<T>(x, c * kGrain, chunk_end(c), [&](const int64_t* idx) {
+          std::copy(idx, idx + rank, row);
           row += rank;
         });
       }

@@ -1,6 +1,7 @@
 // Random fills with Philox4x32-10. Element i of dst takes the four words of
-// philox::block(seed, offset + i), one counter per element, so its value depends only on
-// (seed, offset, i): the same whatever the thread count, and the caller reserves numel counters.
+// philox::block(seed, offset + i) (normal: elements 2j and 2j + 1 share offset + 2j), so its value
+// depends only on (seed, offset, i): the same whatever the thread count, at most one counter per
+// element (the caller reserves numel counters).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -69,16 +70,24 @@ void uniform(const RandomParams& prm, const RawTensor& dst) {
   }
 }
 
+// Elements 2j and 2j + 1 share counter offset + 2j and take the two halves of one Box-Muller
+// pair (counter offset + 2j + 1 goes unused): half the logs and sines, still one counter each.
 template <class T>
 void normal(const RandomParams& prm, const RawTensor& dst) {
   const double mean = prm.a, std = prm.b;
-  fill_random<T>(prm, dst, [=](const Words& w) {
-    // u1 = 1 - u is in (0, 1], so log(u1) is finite; only the first of the pair is used.
-    const double u1 = 1.0 - philox::to_unit_double(w[0], w[1]);
-    const double u2 = philox::to_unit_double(w[2], w[3]);
-    double z0, z1;
-    philox::box_muller(u1, u2, z0, z1);
-    return convert<T>(mean + std * z0);
+  T* d = dst.data_as<T>();
+  const int64_t n = dst.numel();
+  parallel_for(0, (n + 1) / 2, kRandomGrain / 2, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const Words w = philox::block(prm.seed, prm.offset + 2 * static_cast<uint64_t>(j));
+      // u1 = 1 - u is in (0, 1], so log(u1) is finite.
+      const double u1 = 1.0 - philox::to_unit_double(w[0], w[1]);
+      const double u2 = philox::to_unit_double(w[2], w[3]);
+      double z0, z1;
+      philox::box_muller(u1, u2, z0, z1);
+      d[2 * j] = convert<T>(mean + std * z0);
+      if (2 * j + 1 < n) d[2 * j + 1] = convert<T>(mean + std * z1);
+    }
   });
 }
 

@@ -2,6 +2,7 @@
 // rows of x along `dim` (one row per position of the other dims), in parallel over rows.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +30,7 @@ class Rows {
       ++rank_;
       count_ *= x.shape[d];
       if (d > dim) inner_ *= x.shape[d];
+      if (x.shape[d] > 1) row_step_ = x.strides[d];
     }
   }
 
@@ -48,6 +50,8 @@ class Rows {
   int64_t out_offset(int64_t r, int64_t out_len) const {
     return (r / inner_) * out_len * inner_ + r % inner_;
   }
+  /// Whether consecutive rows lie closer together in x than a row's consecutive elements.
+  bool interleaved() const { return std::abs(row_step_) < std::abs(stride_); }
   /// Rows per parallel piece, so that each piece has about kGrain elements of work.
   int64_t grain() const { return std::max<int64_t>(1, kGrain / std::max<int64_t>(len_, 1)); }
 
@@ -55,20 +59,22 @@ class Rows {
   int64_t sizes_[kMaxRank] = {};
   int64_t strides_[kMaxRank] = {};
   int rank_ = 0;
-  int64_t count_ = 1, len_ = 1, stride_ = 0, inner_ = 1;
+  int64_t count_ = 1, len_ = 1, stride_ = 0, inner_ = 1, row_step_ = 0;
 };
 
 constexpr int kBlock = 64;
 
-// Calls f(r0, m, off) on blocks of m <= kBlock consecutive rows, off[j] being row r0 + j's x
-// offset. Kernels step along dim in their outer loop and across the block inside: neighbouring
-// rows are usually neighbours in memory, so a dim that is not innermost still reads whole lines.
+// Calls f(r0, m, off) on blocks of m consecutive rows, off[j] being row r0 + j's x offset.
+// Kernels step along dim in their outer loop and across the block inside. When rows are
+// interleaved in memory (dim is not innermost) a block of kBlock rows reads whole cache lines;
+// otherwise blocks are single rows, read in order (many rows far apart would thrash the cache).
 template <class F>
 void for_row_blocks(const Rows& rows, const F& f) {
+  const int64_t block = rows.interleaved() ? kBlock : 1;
   parallel_for(0, rows.count(), rows.grain(), [&](int64_t begin, int64_t end) {
     int64_t off[kBlock];
-    for (int64_t r0 = begin; r0 < end; r0 += kBlock) {
-      const int m = static_cast<int>(std::min<int64_t>(kBlock, end - r0));
+    for (int64_t r0 = begin; r0 < end; r0 += block) {
+      const int m = static_cast<int>(std::min(block, end - r0));
       for (int j = 0; j < m; ++j) off[j] = rows.x_offset(r0 + j);
       f(r0, m, off);
     }
@@ -209,8 +215,12 @@ void select_sorted_rows(const RawTensor& x, const Rows& rows, int64_t k, T* valu
     for (int64_t r = begin; r < end; ++r) {
       const T* row = xp + rows.x_offset(r);
       for (int64_t j = 0; j < len; ++j) buf[j] = {static_cast<C>(row[j * s]), j};
-      if (k < len) std::nth_element(buf.begin(), buf.begin() + k, buf.end(), cmp);
-      std::sort(buf.begin(), buf.begin() + k, cmp);
+      if (k * 8 <= len) {  // a heap of k: about one comparison per element
+        std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
+      } else {
+        if (k < len) std::nth_element(buf.begin(), buf.begin() + k, buf.end(), cmp);
+        std::sort(buf.begin(), buf.begin() + k, cmp);
+      }
       const int64_t o = rows.out_offset(r, k);
       for (int64_t j = 0; j < k; ++j) {
         values[o + j * inner] = T(buf[j].v);
