@@ -9,9 +9,12 @@ namespace ember {
 
 std::string to_string(Device d) {
   switch (d.type) {
-    case DeviceType::Cpu: return "cpu";
-    case DeviceType::Cuda: return "cuda:" + std::to_string(d.index);
-    case DeviceType::Vulkan: return "vulkan:" + std::to_string(d.index);
+    case DeviceType::Cpu:
+      return "cpu";
+    case DeviceType::Cuda:
+      return "cuda:" + std::to_string(d.index);
+    case DeviceType::Vulkan:
+      return "vulkan:" + std::to_string(d.index);
   }
   return "?";
 }

@@ -9,44 +9,65 @@ DType g_default_float = DType::f32;
 // Rank within a category for promotion; bool < int < float.
 int int_rank(DType t) {
   switch (t) {
-    case DType::u8: return 1;
-    case DType::i8: return 1;
-    case DType::i32: return 3;
-    case DType::i64: return 4;
-    default: return 0;
+    case DType::u8:
+      return 1;
+    case DType::i8:
+      return 1;
+    case DType::i32:
+      return 3;
+    case DType::i64:
+      return 4;
+    default:
+      return 0;
   }
 }
 int float_rank(DType t) {
   switch (t) {
     case DType::f16:
-    case DType::bf16: return 1;
-    case DType::f32: return 2;
-    case DType::f64: return 3;
-    default: return 0;
+    case DType::bf16:
+      return 1;
+    case DType::f32:
+      return 2;
+    case DType::f64:
+      return 3;
+    default:
+      return 0;
   }
 }
 }  // namespace
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::f16: return "float16";
-    case DType::bf16: return "bfloat16";
-    case DType::i64: return "int64";
-    case DType::i32: return "int32";
-    case DType::i8: return "int8";
-    case DType::u8: return "uint8";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::f16:
+      return "float16";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::i64:
+      return "int64";
+    case DType::i32:
+      return "int32";
+    case DType::i8:
+      return "int8";
+    case DType::u8:
+      return "uint8";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
 
 std::string_view kind_name(KindId k) {
   switch (k) {
-    case KindId::Float: return "Float";
-    case KindId::Int: return "Int";
-    case KindId::Bool: return "Bool";
+    case KindId::Float:
+      return "Float";
+    case KindId::Int:
+      return "Int";
+    case KindId::Bool:
+      return "Bool";
   }
   return "?";
 }
@@ -70,9 +91,12 @@ DType promote_types(DType a, DType b) {
 
 DType default_dtype(KindId k) {
   switch (k) {
-    case KindId::Float: return g_default_float;
-    case KindId::Int: return DType::i64;
-    case KindId::Bool: return DType::boolean;
+    case KindId::Float:
+      return g_default_float;
+    case KindId::Int:
+      return DType::i64;
+    case KindId::Bool:
+      return DType::boolean;
   }
   return DType::f32;
 }

@@ -4,13 +4,14 @@ namespace ember {
 
 #define EMBER_NAME_ENTRY(Name, name, kinds) #name,
 #define EMBER_KINDS_CASE(Name, name, kinds) \
-  case Op::Name: return OpKinds::kinds;
+  case Op::Name:                            \
+    return OpKinds::kinds;
 
 // A table lookup: op names are read on every op call (error messages, checks).
-#define EMBER_DEFINE_NAMES(OpType, LIST)                                  \
-  std::string_view op_name(OpType op) {                                   \
+#define EMBER_DEFINE_NAMES(OpType, LIST)                                   \
+  std::string_view op_name(OpType op) {                                    \
     static constexpr std::string_view kNames[] = {LIST(EMBER_NAME_ENTRY)}; \
-    return kNames[static_cast<int>(op)];                                  \
+    return kNames[static_cast<int>(op)];                                   \
   }
 EMBER_DEFINE_NAMES(UnaryOp, EMBER_ALL_UNARY_OPS)
 EMBER_DEFINE_NAMES(BinaryOp, EMBER_BINARY_OPS)

@@ -20,8 +20,10 @@ namespace detail {
 
 Backend& backend_for(Device device) {
   switch (device.type) {
-    case DeviceType::Cpu: return cpu::backend();
-    default: break;
+    case DeviceType::Cpu:
+      return cpu::backend();
+    default:
+      break;
   }
   EMBER_FAIL("[device] no backend for ", device, " in this build");
 }
@@ -31,8 +33,8 @@ DynTensor make_empty(const Shape& shape, DType dtype, Device device) {
     EMBER_CHECK(d >= 0, "[empty] negative dimension in shape ", shape);
   }
   RawTensor t;
-  t.storage = backend_for(device).allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype),
-                                           device);
+  t.storage =
+      backend_for(device).allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device);
   t.shape = shape;
   t.strides = contiguous_strides(shape);
   t.dtype = dtype;
@@ -46,8 +48,8 @@ void check_defined(const DynTensor& t, const char* op, const char* what) {
 void check_same_device(const DynTensor& a, const DynTensor& b, const char* op) {
   check_defined(a, op);
   check_defined(b, op);
-  EMBER_CHECK(a.device() == b.device(), "[", op, "] tensors are on different devices: ",
-              a.device(), " and ", b.device());
+  EMBER_CHECK(a.device() == b.device(), "[", op, "] tensors are on different devices: ", a.device(),
+              " and ", b.device());
 }
 
 void check_supported(const DynTensor& t, OpFamily family, DType dtype, const char* op) {

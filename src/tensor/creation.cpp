@@ -48,8 +48,8 @@ DynTensor ones(const Shape& shape, DType dtype, Device device) {
 
 DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype,
                  Device device) {
-  const bool integral = start.kind() != KindId::Float && end.kind() != KindId::Float &&
-                        step.kind() != KindId::Float;
+  const bool integral =
+      start.kind() != KindId::Float && end.kind() != KindId::Float && step.kind() != KindId::Float;
   int64_t n = 0;
   if (integral) {
     const int64_t s = start.to_int(), e = end.to_int(), st = step.to_int();
@@ -77,9 +77,9 @@ DynTensor linspace(double start, double end, int64_t steps, DType dtype, Device 
   std::vector<double> v(static_cast<size_t>(steps));
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   for (int64_t i = 0; i < steps; ++i) {
-    v[static_cast<size_t>(i)] =
-        (i < steps / 2 || steps == 1) ? start + step * static_cast<double>(i)
-                      : end - step * static_cast<double>(steps - 1 - i);
+    v[static_cast<size_t>(i)] = (i < steps / 2 || steps == 1)
+                                    ? start + step * static_cast<double>(i)
+                                    : end - step * static_cast<double>(steps - 1 - i);
   }
   return cast(from_data(TensorData::from(v, Shape{steps}), device), dtype);
 }
@@ -134,8 +134,8 @@ DynTensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, De
                   Generator* gen) {
   EMBER_CHECK(low < high, "[randint] low must be less than high, got [", low, ", ", high, ")");
   EMBER_CHECK(dtype != DType::boolean, "[randint] cannot draw into ", dtype);
-  return draw(RandomOp::RandInt, static_cast<double>(low), static_cast<double>(high), shape,
-              dtype, device, gen);
+  return draw(RandomOp::RandInt, static_cast<double>(low), static_cast<double>(high), shape, dtype,
+              device, gen);
 }
 
 DynTensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {

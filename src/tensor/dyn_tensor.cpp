@@ -82,8 +82,8 @@ void check_typed(const DynTensor& t, int rank, KindId kind) {
   if (!t.defined()) return;  // default-constructed handles are allowed
   EMBER_CHECK(t.rank() == rank, "[Tensor] expected rank ", rank, ", got a tensor of shape ",
               t.shape());
-  EMBER_CHECK(t.kind() == kind, "[Tensor] expected a ", kind_name(kind), " tensor, got ",
-              t.dtype(), " (convert it with .to<", kind_name(kind), ">())");
+  EMBER_CHECK(t.kind() == kind, "[Tensor] expected a ", kind_name(kind), " tensor, got ", t.dtype(),
+              " (convert it with .to<", kind_name(kind), ">())");
 }
 }  // namespace detail
 

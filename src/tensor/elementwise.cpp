@@ -16,11 +16,13 @@ int category(KindId k) { return k == KindId::Float ? 2 : (k == KindId::Bool ? 0 
 DType compute_dtype(OpKinds kinds, DType t, std::string_view op, bool true_division = false) {
   if (true_division && !is_floating(t) && t != DType::boolean) return default_dtype(KindId::Float);
   switch (kinds) {
-    case OpKinds::F: return is_floating(t) ? t : default_dtype(KindId::Float);
+    case OpKinds::F:
+      return is_floating(t) ? t : default_dtype(KindId::Float);
     case OpKinds::N:
       EMBER_CHECK(t != DType::boolean, "[", op, "] expects Float or Int tensors, got bool");
       return t;
-    case OpKinds::A: return t;
+    case OpKinds::A:
+      return t;
     case OpKinds::I:
       EMBER_CHECK(!is_floating(t), "[", op, "] expects Int or Bool tensors, got ", t);
       return t;
@@ -85,8 +87,8 @@ DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
 
 DynTensor binary(BinaryOp op, const DynTensor& a, const DynTensor& b) {
   detail::check_same_device(a, b, op_name(op).data());
-  return binary_as(op, a, b,
-                   compute_dtype(op_kinds(op), result_type(a, b), op_name(op), op == BinaryOp::Div));
+  return binary_as(
+      op, a, b, compute_dtype(op_kinds(op), result_type(a, b), op_name(op), op == BinaryOp::Div));
 }
 
 DynTensor binary(BinaryOp op, const DynTensor& a, const Scalar& b) {
@@ -108,7 +110,7 @@ DynTensor binary(BinaryOp op, const Scalar& a, const DynTensor& b) {
 EMBER_UNARY_OPS(EMBER_DEFINE_UNARY)
 #undef EMBER_DEFINE_UNARY
 
-#define EMBER_DEFINE_BINARY(Name, name, kinds)                                               \
+#define EMBER_DEFINE_BINARY(Name, name, kinds)                                                    \
   DynTensor name(const DynTensor& a, const DynTensor& b) { return binary(BinaryOp::Name, a, b); } \
   DynTensor name(const DynTensor& a, const Scalar& b) { return binary(BinaryOp::Name, a, b); }    \
   DynTensor name(const Scalar& a, const DynTensor& b) { return binary(BinaryOp::Name, a, b); }
@@ -171,8 +173,7 @@ DynTensor softplus(const DynTensor& x, double beta, double threshold) {
 DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   detail::check_same_device(cond, a, "where");
   detail::check_same_device(a, b, "where");
-  EMBER_CHECK(cond.dtype() == DType::boolean, "[where] condition must be bool, got ",
-              cond.dtype());
+  EMBER_CHECK(cond.dtype() == DType::boolean, "[where] condition must be bool, got ", cond.dtype());
   const DType dtype = result_type(a, b);
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");

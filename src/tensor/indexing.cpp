@@ -91,8 +91,8 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
   shape[d] = index.numel();
   DynTensor out = detail::make_empty(shape, x.dtype(), x.device());
   if (out.numel() > 0) {
-    detail::backend_of(x).index_select(xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(),
-                                       out.raw());
+    detail::backend_of(x).index_select(
+        xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(), out.raw());
   }
   return x.rank() == 0 ? reshape(out, Shape{}) : out;
 }
@@ -161,8 +161,8 @@ DynTensor one_hot(const DynTensor& x, int64_t num_classes) {
   }
   if (x.numel() > 0) {
     const int64_t lo = amin(x).item<int64_t>(), hi = amax(x).item<int64_t>();
-    EMBER_CHECK(lo >= 0 && hi < num_classes, "[one_hot] class values must be in [0, ",
-                num_classes, "), got ", lo < 0 ? lo : hi);
+    EMBER_CHECK(lo >= 0 && hi < num_classes, "[one_hot] class values must be in [0, ", num_classes,
+                "), got ", lo < 0 ? lo : hi);
   }
   const DynTensor classes = arange(0, num_classes, 1, DType::i64, x.device());
   return cast(eq(unsqueeze(cast(x, DType::i64), -1), classes), DType::i64);
@@ -184,8 +184,8 @@ DynTensor slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
   detail::check_same_device(x, value, "slice_assign");
   DynTensor out = clone(x);
   const DynTensor region = slice(out, slices);
-  EMBER_CHECK(can_broadcast_to(value.shape(), region.shape()), "[slice_assign] value shape ", value.shape(),
-              " does not broadcast to the region's shape ", region.shape());
+  EMBER_CHECK(can_broadcast_to(value.shape(), region.shape()), "[slice_assign] value shape ",
+              value.shape(), " does not broadcast to the region's shape ", region.shape());
   detail::backend_of(out).copy(expand(value, region.shape()).raw(), region.raw());
   return out;
 }

@@ -172,7 +172,8 @@ DynTensor permute(const DynTensor& x, const std::vector<int64_t>& dims) {
   uint32_t seen = 0;
   for (size_t i = 0; i < dims.size(); ++i) {
     const int d = wrap_dim(dims[i], x.rank(), "permute");
-    EMBER_CHECK(!(seen & (1u << d)), "[permute] dimension ", dims[i], " repeats in the permutation");
+    EMBER_CHECK(!(seen & (1u << d)), "[permute] dimension ", dims[i],
+                " repeats in the permutation");
     seen |= 1u << d;
     shape[static_cast<int>(i)] = x.size(d);
     st[static_cast<int>(i)] = x.strides()[d];
@@ -239,8 +240,8 @@ DynTensor select(const DynTensor& x, int64_t dim, int64_t index) {
   EMBER_CHECK(x.rank() > 0, "[select] cannot select from a 0-d tensor");
   const int d = wrap_dim(dim, x.rank(), "select");
   const int64_t n = x.size(d);
-  EMBER_CHECK(index >= -n && index < n, "[select] index ", index,
-              " is out of range for dimension ", dim, " of size ", n, " (shape ", x.shape(), ")");
+  EMBER_CHECK(index >= -n && index < n, "[select] index ", index, " is out of range for dimension ",
+              dim, " of size ", n, " (shape ", x.shape(), ")");
   const int64_t i = index < 0 ? index + n : index;
   Shape shape = x.shape();
   Strides st = x.strides();
@@ -282,7 +283,8 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
     // Too many dims for the interleaved view below: tile one dim at a time instead.
     DynTensor out = xx;
     for (int i = 0; i < r; ++i) {
-      if (repeats[i] != 1) out = cat(std::vector<DynTensor>(static_cast<size_t>(repeats[i]), out), i);
+      if (repeats[i] != 1)
+        out = cat(std::vector<DynTensor>(static_cast<size_t>(repeats[i]), out), i);
       if (repeats[i] == 0) {
         Shape s = out.shape();
         s[i] = 0;
@@ -322,11 +324,12 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
   int64_t total = 0;
   for (const DynTensor* p : parts) {
     detail::check_same_device(first, *p, "cat");
-    EMBER_CHECK(p->rank() == first.rank(), "[cat] tensors must have the same rank: ",
-                first.shape(), " and ", p->shape());
+    EMBER_CHECK(p->rank() == first.rank(), "[cat] tensors must have the same rank: ", first.shape(),
+                " and ", p->shape());
     for (int i = 0; i < first.rank(); ++i) {
-      EMBER_CHECK(i == d || p->size(i) == first.size(i), "[cat] sizes must match except in dimension ",
-                  d, ": ", first.shape(), " and ", p->shape());
+      EMBER_CHECK(i == d || p->size(i) == first.size(i),
+                  "[cat] sizes must match except in dimension ", d, ": ", first.shape(), " and ",
+                  p->shape());
     }
     total += p->size(d);
   }
@@ -364,7 +367,8 @@ std::vector<DynTensor> split(const DynTensor& x, int64_t split_size, int64_t dim
   std::vector<DynTensor> out;
   const int64_t n = x.size(d);
   if (n == 0) return {x};
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow(x, d, s, std::min(split_size, n - s)));
+  for (int64_t s = 0; s < n; s += split_size)
+    out.push_back(narrow(x, d, s, std::min(split_size, n - s)));
   return out;
 }
 
@@ -431,8 +435,8 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
       EMBER_CHECK(shape[d] >= 0, "[pad] pads ", l, ", ", r, " remove more than dimension ", d,
                   " of shape ", x.shape());
       // Negative pads crop.
-      src = narrow(src, d, std::max<int64_t>(-l, 0), src.size(d) - std::max<int64_t>(-l, 0) -
-                                                          std::max<int64_t>(-r, 0));
+      src = narrow(src, d, std::max<int64_t>(-l, 0),
+                   src.size(d) - std::max<int64_t>(-l, 0) - std::max<int64_t>(-r, 0));
     }
     DynTensor out = full(shape, value, x.dtype(), x.device());
     DynTensor dst = out;

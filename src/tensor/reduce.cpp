@@ -32,10 +32,13 @@ Shape dropped_shape(const Shape& s, uint32_t mask) {
 DType reduce_dtype(ReduceOp op, DType in) {
   switch (op) {
     case ReduceOp::All:
-    case ReduceOp::Any: return DType::boolean;
+    case ReduceOp::Any:
+      return DType::boolean;
     case ReduceOp::Sum:
-    case ReduceOp::Prod: return is_floating(in) ? in : DType::i64;
-    default: return in;
+    case ReduceOp::Prod:
+      return is_floating(in) ? in : DType::i64;
+    default:
+      return in;
   }
 }
 
@@ -137,7 +140,9 @@ DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
   m = where(isinf(m), zeros_like(m), m);
   const DynTensor s = log(sum(exp(sub(xf, m)), dims, true));
   const DynTensor r = add(s, m);
-  return keepdim ? r : reshape(r, dropped_shape(x.shape(), detail::dims_mask(dims, x.rank(), "logsumexp")));
+  return keepdim
+             ? r
+             : reshape(r, dropped_shape(x.shape(), detail::dims_mask(dims, x.rank(), "logsumexp")));
 }
 
 namespace {

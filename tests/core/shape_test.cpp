@@ -30,7 +30,8 @@ TEST(Shape, BroadcastErrorNamesOpAndShapes) {
     broadcast_shapes(Shape({2, 3}), Shape({4}), "add");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "[add] shapes cannot be broadcast: [2, 3] and [4] (dimension 1: 3 vs 4)");
+    EXPECT_STREQ(e.what(),
+                 "[add] shapes cannot be broadcast: [2, 3] and [4] (dimension 1: 3 vs 4)");
   }
 }
 
@@ -41,7 +42,8 @@ TEST(Shape, WrapDim) {
   try {
     wrap_dim(-4, 3, "sum");
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "[sum] dimension -4 out of range for a tensor of rank 3 (expected -3 to 2)");
+    EXPECT_STREQ(e.what(),
+                 "[sum] dimension -4 out of range for a tensor of rank 3 (expected -3 to 2)");
   }
 }
 

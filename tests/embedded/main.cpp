@@ -20,11 +20,10 @@ int main() {
   Device dev = Device::cpu();
   auto a = Tensor<2>::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, dev);
   auto b = Tensor<1>::from_vector<float>({10, 20, 30}, dev);
-  auto c = a + b;                                             // broadcasts over rows
-  const float total = c.sum().item<float>();                  // 21 + 2 * 60 = 141
-  const float dot = matmul(a, a.t()).to_vector<float>()[1];   // row 0 . row 1 = 32
+  auto c = a + b;                                            // broadcasts over rows
+  const float total = c.sum().item<float>();                 // 21 + 2 * 60 = 141
+  const float dot = matmul(a, a.t()).to_vector<float>()[1];  // row 0 . row 1 = 32
   const float spread = Tensor<1>::randn({8}, dev).std().item<float>();
-  return (c.to_vector<float>()[5] == 36.0f && total == 141.0f && dot == 32.0f && spread > 0.0f)
-             ? 0
-             : 1;
+  return (c.to_vector<float>()[5] == 36.0f && total == 141.0f && dot == 32.0f && spread > 0.0f) ? 0
+                                                                                                : 1;
 }

@@ -28,7 +28,8 @@ TEST(Creation, Constants) {
 }
 
 TEST(Creation, Arange) {
-  EXPECT_EQ(arange(0, 5, 1, DType::i64).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(0, 5, 1, DType::i64).to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(arange(5, 0, -2, DType::i32).to_vector<int64_t>(), (std::vector<int64_t>{5, 3, 1}));
   EXPECT_EQ(arange(0, 0, 1, DType::i64).numel(), 0);
   expect_close(arange(0.5, 2.0, 0.25, DType::f32), Shape{6}, {0.5, 0.75, 1.0, 1.25, 1.5, 1.75},
@@ -80,7 +81,8 @@ TEST(Random, DistributionsHaveTheRightMoments) {
     (void)bs;
   }
   Generator g(7);
-  const std::vector<int64_t> r = randint(-3, 4, Shape{10000}, DType::i64, Device::cpu(), &g).to_vector<int64_t>();
+  const std::vector<int64_t> r =
+      randint(-3, 4, Shape{10000}, DType::i64, Device::cpu(), &g).to_vector<int64_t>();
   EXPECT_EQ(std::set<int64_t>(r.begin(), r.end()), (std::set<int64_t>{-3, -2, -1, 0, 1, 2, 3}));
   const DynTensor p = full(Shape{50000}, 0.8, DType::f32);
   EXPECT_NEAR(moments(bernoulli(p, &g)).first, 0.8, 0.01);
@@ -89,11 +91,14 @@ TEST(Random, DistributionsHaveTheRightMoments) {
 TEST(Random, SeedsAndThreadCountsGiveTheSameNumbers) {
   const int threads = cpu::num_threads();
   Generator a(123), b(123), c(124);
-  const std::vector<float> va = randn(Shape{100000}, DType::f32, Device::cpu(), &a).to_vector<float>();
+  const std::vector<float> va =
+      randn(Shape{100000}, DType::f32, Device::cpu(), &a).to_vector<float>();
   cpu::set_num_threads(1);
-  const std::vector<float> vb = randn(Shape{100000}, DType::f32, Device::cpu(), &b).to_vector<float>();
+  const std::vector<float> vb =
+      randn(Shape{100000}, DType::f32, Device::cpu(), &b).to_vector<float>();
   cpu::set_num_threads(threads);
-  const std::vector<float> vc = randn(Shape{100000}, DType::f32, Device::cpu(), &c).to_vector<float>();
+  const std::vector<float> vc =
+      randn(Shape{100000}, DType::f32, Device::cpu(), &c).to_vector<float>();
   EXPECT_EQ(va, vb);
   EXPECT_NE(va, vc);
   // Successive draws differ; re-seeding repeats them; the global generator follows manual_seed.
@@ -143,7 +148,8 @@ TEST(Cast, EveryPairOfDtypes) {
         if (from == DType::boolean) x = k % 3 == 0;
         v.push_back(x);
       }
-      const DynTensor src = transpose(cast(from_data(TensorData::from(v, Shape{5, 8})), from), 0, 1);
+      const DynTensor src =
+          transpose(cast(from_data(TensorData::from(v, Shape{5, 8})), from), 0, 1);
       std::vector<double> want;
       for (double x : Host::of(src).v) want.push_back(cast_ref(x, to));
       const DynTensor y = cast(src, to);
@@ -156,7 +162,8 @@ TEST(Cast, EveryPairOfDtypes) {
 }
 
 TEST(Cast, RoundingAndSaturation) {
-  const DynTensor x = from_data(TensorData::from(std::vector<double>{1.0 + 1e-4, 70000.0, -1e10, std::nan("")}, Shape{4}));
+  const DynTensor x = from_data(
+      TensorData::from(std::vector<double>{1.0 + 1e-4, 70000.0, -1e10, std::nan("")}, Shape{4}));
   const std::vector<double> h = cast(x, DType::f16).to_vector<double>();
   EXPECT_EQ(h[0], 1.0);  // rounded to the nearest half
   EXPECT_TRUE(std::isinf(h[1]));

@@ -14,11 +14,16 @@ double wrap(double v, DType dtype) {
   if (is_floating(dtype) || std::isnan(v)) return v;
   const int64_t i = static_cast<int64_t>(v);
   switch (dtype) {
-    case DType::i8: return static_cast<double>(static_cast<int8_t>(static_cast<uint8_t>(i)));
-    case DType::u8: return static_cast<double>(static_cast<uint8_t>(i));
-    case DType::i32: return static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(i)));
-    case DType::boolean: return v != 0.0;
-    default: return static_cast<double>(i);
+    case DType::i8:
+      return static_cast<double>(static_cast<int8_t>(static_cast<uint8_t>(i)));
+    case DType::u8:
+      return static_cast<double>(static_cast<uint8_t>(i));
+    case DType::i32:
+      return static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(i)));
+    case DType::boolean:
+      return v != 0.0;
+    default:
+      return static_cast<double>(i);
   }
 }
 
@@ -26,7 +31,8 @@ enum class Group { Float, Numeric, IntOnly, All };
 
 std::vector<DType> dtypes_of(Group g) {
   switch (g) {
-    case Group::Float: return kFloatTypes;
+    case Group::Float:
+      return kFloatTypes;
     case Group::Numeric: {
       std::vector<DType> v = kFloatTypes;
       v.insert(v.end(), kIntTypes.begin(), kIntTypes.end());
@@ -37,7 +43,8 @@ std::vector<DType> dtypes_of(Group g) {
       v.push_back(DType::boolean);
       return v;
     }
-    case Group::All: return kAllTypes;
+    case Group::All:
+      return kAllTypes;
   }
   return {};
 }
@@ -65,60 +72,100 @@ double gelu_tanh_ref(double x) {
 double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 const std::vector<UnaryRow>& unary_rows() {
+  // clang-format off: one row per op reads best as one line
   static const std::vector<UnaryRow> rows = {
       {"neg", [](auto& x) { return neg(x); }, [](double x) { return -x; }, -10, 10, Group::Numeric},
-      {"abs", [](auto& x) { return abs(x); }, [](double x) { return std::fabs(x); }, -10, 10, Group::Numeric},
-      {"sign", [](auto& x) { return sign(x); }, [](double x) { return double((x > 0) - (x < 0)); }, -10, 10, Group::Numeric},
-      {"square", [](auto& x) { return square(x); }, [](double x) { return x * x; }, -10, 10, Group::Numeric},
-      {"relu", [](auto& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0.0; }, -10, 10, Group::Numeric},
-      {"exp", [](auto& x) { return exp(x); }, [](double x) { return std::exp(x); }, -8, 8, Group::Float},
-      {"exp2", [](auto& x) { return exp2(x); }, [](double x) { return std::exp2(x); }, -8, 8, Group::Float},
-      {"log", [](auto& x) { return log(x); }, [](double x) { return std::log(x); }, 0.05, 20, Group::Float},
-      {"log2", [](auto& x) { return log2(x); }, [](double x) { return std::log2(x); }, 0.05, 20, Group::Float},
-      {"log1p", [](auto& x) { return log1p(x); }, [](double x) { return std::log1p(x); }, -0.9, 10, Group::Float},
-      {"expm1", [](auto& x) { return expm1(x); }, [](double x) { return std::expm1(x); }, -3, 3, Group::Float},
-      {"sqrt", [](auto& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0.01, 20, Group::Float},
-      {"rsqrt", [](auto& x) { return rsqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); }, 0.05, 20, Group::Float},
-      {"reciprocal", [](auto& x) { return reciprocal(x); }, [](double x) { return 1.0 / x; }, 0.25, 8, Group::Float},
-      {"sin", [](auto& x) { return sin(x); }, [](double x) { return std::sin(x); }, -4, 4, Group::Float},
-      {"cos", [](auto& x) { return cos(x); }, [](double x) { return std::cos(x); }, -4, 4, Group::Float},
-      {"tan", [](auto& x) { return tan(x); }, [](double x) { return std::tan(x); }, -1.2, 1.2, Group::Float},
-      {"asin", [](auto& x) { return asin(x); }, [](double x) { return std::asin(x); }, -0.95, 0.95, Group::Float},
-      {"acos", [](auto& x) { return acos(x); }, [](double x) { return std::acos(x); }, -0.95, 0.95, Group::Float},
-      {"atan", [](auto& x) { return atan(x); }, [](double x) { return std::atan(x); }, -6, 6, Group::Float},
-      {"sinh", [](auto& x) { return sinh(x); }, [](double x) { return std::sinh(x); }, -3, 3, Group::Float},
-      {"cosh", [](auto& x) { return cosh(x); }, [](double x) { return std::cosh(x); }, -3, 3, Group::Float},
-      {"tanh", [](auto& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -4, 4, Group::Float},
-      {"erf", [](auto& x) { return erf(x); }, [](double x) { return std::erf(x); }, -3, 3, Group::Float},
+      {"abs", [](auto& x) { return abs(x); }, [](double x) { return std::fabs(x); }, -10, 10,
+       Group::Numeric},
+      {"sign", [](auto& x) { return sign(x); }, [](double x) { return double((x > 0) - (x < 0)); },
+       -10, 10, Group::Numeric},
+      {"square", [](auto& x) { return square(x); }, [](double x) { return x * x; }, -10, 10,
+       Group::Numeric},
+      {"relu", [](auto& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0.0; }, -10, 10,
+       Group::Numeric},
+      {"exp", [](auto& x) { return exp(x); }, [](double x) { return std::exp(x); }, -8, 8,
+       Group::Float},
+      {"exp2", [](auto& x) { return exp2(x); }, [](double x) { return std::exp2(x); }, -8, 8,
+       Group::Float},
+      {"log", [](auto& x) { return log(x); }, [](double x) { return std::log(x); }, 0.05, 20,
+       Group::Float},
+      {"log2", [](auto& x) { return log2(x); }, [](double x) { return std::log2(x); }, 0.05, 20,
+       Group::Float},
+      {"log1p", [](auto& x) { return log1p(x); }, [](double x) { return std::log1p(x); }, -0.9, 10,
+       Group::Float},
+      {"expm1", [](auto& x) { return expm1(x); }, [](double x) { return std::expm1(x); }, -3, 3,
+       Group::Float},
+      {"sqrt", [](auto& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0.01, 20,
+       Group::Float},
+      {"rsqrt", [](auto& x) { return rsqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); }, 0.05,
+       20, Group::Float},
+      {"reciprocal", [](auto& x) { return reciprocal(x); }, [](double x) { return 1.0 / x; }, 0.25,
+       8, Group::Float},
+      {"sin", [](auto& x) { return sin(x); }, [](double x) { return std::sin(x); }, -4, 4,
+       Group::Float},
+      {"cos", [](auto& x) { return cos(x); }, [](double x) { return std::cos(x); }, -4, 4,
+       Group::Float},
+      {"tan", [](auto& x) { return tan(x); }, [](double x) { return std::tan(x); }, -1.2, 1.2,
+       Group::Float},
+      {"asin", [](auto& x) { return asin(x); }, [](double x) { return std::asin(x); }, -0.95, 0.95,
+       Group::Float},
+      {"acos", [](auto& x) { return acos(x); }, [](double x) { return std::acos(x); }, -0.95, 0.95,
+       Group::Float},
+      {"atan", [](auto& x) { return atan(x); }, [](double x) { return std::atan(x); }, -6, 6,
+       Group::Float},
+      {"sinh", [](auto& x) { return sinh(x); }, [](double x) { return std::sinh(x); }, -3, 3,
+       Group::Float},
+      {"cosh", [](auto& x) { return cosh(x); }, [](double x) { return std::cosh(x); }, -3, 3,
+       Group::Float},
+      {"tanh", [](auto& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -4, 4,
+       Group::Float},
+      {"erf", [](auto& x) { return erf(x); }, [](double x) { return std::erf(x); }, -3, 3,
+       Group::Float},
       {"sigmoid", [](auto& x) { return sigmoid(x); }, sigmoid_ref, -10, 10, Group::Float},
       {"gelu", [](auto& x) { return gelu(x); }, gelu_ref, -5, 5, Group::Float},
       {"gelu_tanh", [](auto& x) { return gelu(x, true); }, gelu_tanh_ref, -5, 5, Group::Float},
-      {"silu", [](auto& x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); }, -8, 8, Group::Float},
+      {"silu", [](auto& x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); }, -8, 8,
+       Group::Float},
       {"softplus", [](auto& x) { return softplus(x); },
        [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }, -15, 30, Group::Float},
       {"softplus_beta", [](auto& x) { return softplus(x, 2.0, 5.0); },
-       [](double x) { return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2; }, -6, 6, Group::Float},
-      {"floor", [](auto& x) { return floor(x); }, [](double x) { return std::floor(x); }, -10, 10, Group::Numeric},
-      {"ceil", [](auto& x) { return ceil(x); }, [](double x) { return std::ceil(x); }, -10, 10, Group::Numeric},
-      {"round", [](auto& x) { return round(x); }, [](double x) { return std::nearbyint(x); }, -10, 10, Group::Numeric},
-      {"trunc", [](auto& x) { return trunc(x); }, [](double x) { return std::trunc(x); }, -10, 10, Group::Numeric},
-      {"clamp", [](auto& x) { return clamp(x, -2, 3); }, [](double x) { return std::min(std::max(x, -2.0), 3.0); }, -10, 10, Group::Numeric},
-      {"clamp_min", [](auto& x) { return clamp_min(x, 1); }, [](double x) { return std::max(x, 1.0); }, -10, 10, Group::Numeric},
-      {"clamp_max", [](auto& x) { return clamp_max(x, 1); }, [](double x) { return std::min(x, 1.0); }, -10, 10, Group::Numeric},
-      {"pow_scalar", [](auto& x) { return pow(x, 1.7); }, [](double x) { return std::pow(x, 1.7); }, 0.1, 5, Group::Float},
-      {"pow_square", [](auto& x) { return pow(x, 2.0); }, [](double x) { return x * x; }, -5, 5, Group::Numeric},
-      {"isnan", [](auto& x) { return isnan(x); }, [](double x) { return double(std::isnan(x)); }, -5, 5, Group::All, true},
-      {"isinf", [](auto& x) { return isinf(x); }, [](double x) { return double(std::isinf(x)); }, -5, 5, Group::All, true},
-      {"logical_not", [](auto& x) { return logical_not(x); }, [](double x) { return double(x == 0); }, -2, 3, Group::All, true},
-      {"bitwise_not", [](auto& x) { return bitwise_not(x); }, [](double x) { return -x - 1; }, -50, 50, Group::IntOnly},
+       [](double x) { return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2; }, -6, 6,
+       Group::Float},
+      {"floor", [](auto& x) { return floor(x); }, [](double x) { return std::floor(x); }, -10, 10,
+       Group::Numeric},
+      {"ceil", [](auto& x) { return ceil(x); }, [](double x) { return std::ceil(x); }, -10, 10,
+       Group::Numeric},
+      {"round", [](auto& x) { return round(x); }, [](double x) { return std::nearbyint(x); }, -10,
+       10, Group::Numeric},
+      {"trunc", [](auto& x) { return trunc(x); }, [](double x) { return std::trunc(x); }, -10, 10,
+       Group::Numeric},
+      {"clamp", [](auto& x) { return clamp(x, -2, 3); },
+       [](double x) { return std::min(std::max(x, -2.0), 3.0); }, -10, 10, Group::Numeric},
+      {"clamp_min", [](auto& x) { return clamp_min(x, 1); },
+       [](double x) { return std::max(x, 1.0); }, -10, 10, Group::Numeric},
+      {"clamp_max", [](auto& x) { return clamp_max(x, 1); },
+       [](double x) { return std::min(x, 1.0); }, -10, 10, Group::Numeric},
+      {"pow_scalar", [](auto& x) { return pow(x, 1.7); }, [](double x) { return std::pow(x, 1.7); },
+       0.1, 5, Group::Float},
+      {"pow_square", [](auto& x) { return pow(x, 2.0); }, [](double x) { return x * x; }, -5, 5,
+       Group::Numeric},
+      {"isnan", [](auto& x) { return isnan(x); }, [](double x) { return double(std::isnan(x)); },
+       -5, 5, Group::All, true},
+      {"isinf", [](auto& x) { return isinf(x); }, [](double x) { return double(std::isinf(x)); },
+       -5, 5, Group::All, true},
+      {"logical_not", [](auto& x) { return logical_not(x); },
+       [](double x) { return double(x == 0); }, -2, 3, Group::All, true},
+      {"bitwise_not", [](auto& x) { return bitwise_not(x); }, [](double x) { return -x - 1; }, -50,
+       50, Group::IntOnly},
   };
+  // clang-format on
   return rows;
 }
 
 const std::vector<Shape>& unary_shapes() {
-  static const std::vector<Shape> shapes = {Shape{}, Shape{0}, Shape{1}, Shape{7},
-                                            Shape{3, 1, 4}, Shape{5, 6}, Shape{2, 0, 3},
-                                            Shape{70, 1100}};
+  static const std::vector<Shape> shapes = {Shape{},        Shape{0},       Shape{1},
+                                            Shape{7},       Shape{3, 1, 4}, Shape{5, 6},
+                                            Shape{2, 0, 3}, Shape{70, 1100}};
   return shapes;
 }
 
@@ -128,7 +175,8 @@ TEST(OpTableUnary, EveryOpDtypeShapeLayout) {
     for (DType dtype : dtypes_of(row.group)) {
       for (const Shape& shape : unary_shapes()) {
         for (Layout layout : kLayouts) {
-          if (shape.numel() > 10000 && layout != Layout::Contiguous && dtype != DType::f32) continue;
+          if (shape.numel() > 10000 && layout != Layout::Contiguous && dtype != DType::f32)
+            continue;
           auto [lo, hi] = range_for(dtype, row.lo, row.hi);
           const DynTensor x = make_input(shape, dtype, layout, lo, hi, seed++);
           const Host hx = Host::of(x);
@@ -182,7 +230,8 @@ TEST(OpTableUnary, ExpOverItsWholeRange) {
   // The vectorised float exp must stay within 2 ulp everywhere, subnormal results included.
   std::vector<double> v;
   for (double x = -104.0; x <= 89.0; x += 0.0137) v.push_back(x);
-  const DynTensor y = exp(cast(from_data(TensorData::from(v, Shape{int64_t(v.size())})), DType::f32));
+  const DynTensor y =
+      exp(cast(from_data(TensorData::from(v, Shape{int64_t(v.size())})), DType::f32));
   const std::vector<float> got = y.to_vector<float>();
   for (size_t i = 0; i < v.size(); ++i) {
     const float xf = static_cast<float>(v[i]);
@@ -190,7 +239,8 @@ TEST(OpTableUnary, ExpOverItsWholeRange) {
     if (std::isinf(want)) {
       EXPECT_TRUE(std::isinf(got[i])) << xf;
     } else {
-      const float ulp = std::max(std::nextafter(want, INFINITY) - want, std::numeric_limits<float>::denorm_min());
+      const float ulp =
+          std::max(std::nextafter(want, INFINITY) - want, std::numeric_limits<float>::denorm_min());
       EXPECT_LE(std::fabs(got[i] - want), 2 * ulp) << "exp(" << xf << ")";
     }
   }
@@ -209,37 +259,65 @@ struct BinaryRow {
 double shr_ref(double a, double b) { return std::floor(a / std::exp2(b)); }
 
 const std::vector<BinaryRow>& binary_rows() {
+  // clang-format off: one row per op reads best as one line
   static const std::vector<BinaryRow> rows = {
-      {"add", [](auto& a, auto& b) { return add(a, b); }, [](double a, double b) { return a + b; }, -50, 50, -50, 50, Group::Numeric},
-      {"sub", [](auto& a, auto& b) { return sub(a, b); }, [](double a, double b) { return a - b; }, -50, 50, -50, 50, Group::Numeric},
-      {"mul", [](auto& a, auto& b) { return mul(a, b); }, [](double a, double b) { return a * b; }, -10, 10, -10, 10, Group::Numeric},
-      {"div", [](auto& a, auto& b) { return div(a, b); }, [](double a, double b) { return a / b; }, -10, 10, 1, 5, Group::Numeric, false, true},
-      {"pow", [](auto& a, auto& b) { return pow(a, b); }, [](double a, double b) { return std::pow(a, b); }, 0, 4, 0, 4, Group::Numeric},
-      {"atan2", [](auto& a, auto& b) { return atan2(a, b); }, [](double a, double b) { return std::atan2(a, b); }, -5, 5, -5, 5, Group::Float},
-      {"minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](double a, double b) { return std::min(a, b); }, -50, 50, -50, 50, Group::Numeric},
-      {"maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](double a, double b) { return std::max(a, b); }, -50, 50, -50, 50, Group::Numeric},
-      {"eq", [](auto& a, auto& b) { return eq(a, b); }, [](double a, double b) { return double(a == b); }, -3, 3, -3, 3, Group::All, true},
-      {"ne", [](auto& a, auto& b) { return ne(a, b); }, [](double a, double b) { return double(a != b); }, -3, 3, -3, 3, Group::All, true},
-      {"lt", [](auto& a, auto& b) { return lt(a, b); }, [](double a, double b) { return double(a < b); }, -3, 3, -3, 3, Group::All, true},
-      {"le", [](auto& a, auto& b) { return le(a, b); }, [](double a, double b) { return double(a <= b); }, -3, 3, -3, 3, Group::All, true},
-      {"gt", [](auto& a, auto& b) { return gt(a, b); }, [](double a, double b) { return double(a > b); }, -3, 3, -3, 3, Group::All, true},
-      {"ge", [](auto& a, auto& b) { return ge(a, b); }, [](double a, double b) { return double(a >= b); }, -3, 3, -3, 3, Group::All, true},
-      {"logical_and", [](auto& a, auto& b) { return logical_and(a, b); }, [](double a, double b) { return double(a != 0 && b != 0); }, -2, 2, -2, 2, Group::All, true},
-      {"logical_or", [](auto& a, auto& b) { return logical_or(a, b); }, [](double a, double b) { return double(a != 0 || b != 0); }, -2, 2, -2, 2, Group::All, true},
-      {"logical_xor", [](auto& a, auto& b) { return logical_xor(a, b); }, [](double a, double b) { return double((a != 0) != (b != 0)); }, -2, 2, -2, 2, Group::All, true},
-      {"bitwise_and", [](auto& a, auto& b) { return bitwise_and(a, b); }, [](double a, double b) { return double(int64_t(a) & int64_t(b)); }, -100, 100, -100, 100, Group::IntOnly},
-      {"bitwise_or", [](auto& a, auto& b) { return bitwise_or(a, b); }, [](double a, double b) { return double(int64_t(a) | int64_t(b)); }, -100, 100, -100, 100, Group::IntOnly},
-      {"bitwise_xor", [](auto& a, auto& b) { return bitwise_xor(a, b); }, [](double a, double b) { return double(int64_t(a) ^ int64_t(b)); }, -100, 100, -100, 100, Group::IntOnly},
-      {"bitwise_left_shift", [](auto& a, auto& b) { return bitwise_left_shift(a, b); }, [](double a, double b) { return a * std::exp2(b); }, -20, 20, 0, 4, Group::IntOnly},
-      {"bitwise_right_shift", [](auto& a, auto& b) { return bitwise_right_shift(a, b); }, shr_ref, -100, 100, 0, 6, Group::IntOnly},
+      {"add", [](auto& a, auto& b) { return add(a, b); }, [](double a, double b) { return a + b; },
+       -50, 50, -50, 50, Group::Numeric},
+      {"sub", [](auto& a, auto& b) { return sub(a, b); }, [](double a, double b) { return a - b; },
+       -50, 50, -50, 50, Group::Numeric},
+      {"mul", [](auto& a, auto& b) { return mul(a, b); }, [](double a, double b) { return a * b; },
+       -10, 10, -10, 10, Group::Numeric},
+      {"div", [](auto& a, auto& b) { return div(a, b); }, [](double a, double b) { return a / b; },
+       -10, 10, 1, 5, Group::Numeric, false, true},
+      {"pow", [](auto& a, auto& b) { return pow(a, b); },
+       [](double a, double b) { return std::pow(a, b); }, 0, 4, 0, 4, Group::Numeric},
+      {"atan2", [](auto& a, auto& b) { return atan2(a, b); },
+       [](double a, double b) { return std::atan2(a, b); }, -5, 5, -5, 5, Group::Float},
+      {"minimum", [](auto& a, auto& b) { return minimum(a, b); },
+       [](double a, double b) { return std::min(a, b); }, -50, 50, -50, 50, Group::Numeric},
+      {"maximum", [](auto& a, auto& b) { return maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }, -50, 50, -50, 50, Group::Numeric},
+      {"eq", [](auto& a, auto& b) { return eq(a, b); },
+       [](double a, double b) { return double(a == b); }, -3, 3, -3, 3, Group::All, true},
+      {"ne", [](auto& a, auto& b) { return ne(a, b); },
+       [](double a, double b) { return double(a != b); }, -3, 3, -3, 3, Group::All, true},
+      {"lt", [](auto& a, auto& b) { return lt(a, b); },
+       [](double a, double b) { return double(a < b); }, -3, 3, -3, 3, Group::All, true},
+      {"le", [](auto& a, auto& b) { return le(a, b); },
+       [](double a, double b) { return double(a <= b); }, -3, 3, -3, 3, Group::All, true},
+      {"gt", [](auto& a, auto& b) { return gt(a, b); },
+       [](double a, double b) { return double(a > b); }, -3, 3, -3, 3, Group::All, true},
+      {"ge", [](auto& a, auto& b) { return ge(a, b); },
+       [](double a, double b) { return double(a >= b); }, -3, 3, -3, 3, Group::All, true},
+      {"logical_and", [](auto& a, auto& b) { return logical_and(a, b); },
+       [](double a, double b) { return double(a != 0 && b != 0); }, -2, 2, -2, 2, Group::All, true},
+      {"logical_or", [](auto& a, auto& b) { return logical_or(a, b); },
+       [](double a, double b) { return double(a != 0 || b != 0); }, -2, 2, -2, 2, Group::All, true},
+      {"logical_xor", [](auto& a, auto& b) { return logical_xor(a, b); },
+       [](double a, double b) { return double((a != 0) != (b != 0)); }, -2, 2, -2, 2, Group::All,
+       true},
+      {"bitwise_and", [](auto& a, auto& b) { return bitwise_and(a, b); },
+       [](double a, double b) { return double(int64_t(a) & int64_t(b)); }, -100, 100, -100, 100,
+       Group::IntOnly},
+      {"bitwise_or", [](auto& a, auto& b) { return bitwise_or(a, b); },
+       [](double a, double b) { return double(int64_t(a) | int64_t(b)); }, -100, 100, -100, 100,
+       Group::IntOnly},
+      {"bitwise_xor", [](auto& a, auto& b) { return bitwise_xor(a, b); },
+       [](double a, double b) { return double(int64_t(a) ^ int64_t(b)); }, -100, 100, -100, 100,
+       Group::IntOnly},
+      {"bitwise_left_shift", [](auto& a, auto& b) { return bitwise_left_shift(a, b); },
+       [](double a, double b) { return a * std::exp2(b); }, -20, 20, 0, 4, Group::IntOnly},
+      {"bitwise_right_shift", [](auto& a, auto& b) { return bitwise_right_shift(a, b); }, shr_ref,
+       -100, 100, 0, 6, Group::IntOnly},
   };
+  // clang-format on
   return rows;
 }
 
 const std::vector<std::pair<Shape, Shape>>& binary_shapes() {
   static const std::vector<std::pair<Shape, Shape>> shapes = {
-      {Shape{3, 4}, Shape{3, 4}}, {Shape{3, 1}, Shape{1, 4}}, {Shape{}, Shape{2, 3}},
-      {Shape{5}, Shape{2, 5}},    {Shape{0, 3}, Shape{1, 3}}, {Shape{2, 1, 3}, Shape{4, 1}},
+      {Shape{3, 4}, Shape{3, 4}}, {Shape{3, 1}, Shape{1, 4}},       {Shape{}, Shape{2, 3}},
+      {Shape{5}, Shape{2, 5}},    {Shape{0, 3}, Shape{1, 3}},       {Shape{2, 1, 3}, Shape{4, 1}},
       {Shape{1}, Shape{}},        {Shape{60, 700}, Shape{60, 700}}, {Shape{60, 700}, Shape{700}}};
   return shapes;
 }
@@ -261,7 +339,7 @@ TEST(OpTableBinary, EveryOpDtypeShapeLayout) {
           const DynTensor b = make_input(sb, dtype, Layout::Contiguous, lo_b, hi_b, seed++);
           const Shape shape = broadcast_shapes(sa, sb, "test");
           const Host ha = Host::of(expand(a, shape)), hb = Host::of(expand(b, shape));
-          const DType out_dtype = row.bool_out  ? DType::boolean
+          const DType out_dtype = row.bool_out                             ? DType::boolean
                                   : (row.float_out && !is_floating(dtype)) ? DType::f32
                                                                            : dtype;
           std::vector<double> want(ha.v.size());
@@ -332,16 +410,19 @@ TEST(OpTableTernary, WhereLerpClampTensor) {
     const std::string dt(dtype_name(dtype));
     expect_close(where(c, a, b), shape, w_where, tol_for(dtype), "where " + dt);
     expect_close(lerp(a, b, 0.25), shape, w_lerp, tol_for(dtype), "lerp " + dt);
-    expect_close(lerp(a, b, full_like(a, 0.25)), shape, w_lerp, tol_for(dtype), "lerp tensor " + dt);
-    expect_close(clamp(a, sub(neg(b), 1), abs(b)), shape, w_clamp, tol_for(dtype), "clamp tensor " + dt);
+    expect_close(lerp(a, b, full_like(a, 0.25)), shape, w_lerp, tol_for(dtype),
+                 "lerp tensor " + dt);
+    expect_close(clamp(a, sub(neg(b), 1), abs(b)), shape, w_clamp, tol_for(dtype),
+                 "clamp tensor " + dt);
     expect_close(masked_fill(a, c, -7), shape, w_mf, tol_for(dtype), "masked_fill " + dt);
-    expect_close(where(c, a, 0.5), shape,
-                 [&] {
-                   std::vector<double> v;
-                   for (size_t k = 0; k < ha.v.size(); ++k) v.push_back(hc.v[k] != 0 ? ha.v[k] : 0.5);
-                   return v;
-                 }(),
-                 tol_for(dtype), "where scalar " + dt);
+    expect_close(
+        where(c, a, 0.5), shape,
+        [&] {
+          std::vector<double> v;
+          for (size_t k = 0; k < ha.v.size(); ++k) v.push_back(hc.v[k] != 0 ? ha.v[k] : 0.5);
+          return v;
+        }(),
+        tol_for(dtype), "where scalar " + dt);
   }
 }
 

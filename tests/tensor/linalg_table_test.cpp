@@ -57,14 +57,22 @@ void matmul_ref(const Host& a, const Host& b, Shape* out_shape, std::vector<doub
 }
 
 TEST(OpTableLinalg, Matmul) {
-  const std::vector<MatmulCase> cases = {
-      {Shape{5}, Shape{5}},          {Shape{3, 5}, Shape{5}},        {Shape{5}, Shape{5, 4}},
-      {Shape{3, 5}, Shape{5, 4}},    {Shape{3, 5}, Shape{5, 4}, true, false},
-      {Shape{3, 5}, Shape{5, 4}, false, true},                       {Shape{3, 5}, Shape{5, 4}, true, true},
-      {Shape{2, 3, 5}, Shape{5, 4}}, {Shape{3, 5}, Shape{2, 5, 4}},  {Shape{2, 1, 3, 5}, Shape{4, 5, 2}},
-      {Shape{0, 5}, Shape{5, 4}},    {Shape{3, 0}, Shape{0, 4}},     {Shape{1, 1}, Shape{1, 1}},
-      {Shape{67, 130}, Shape{130, 45}}, {Shape{67, 130}, Shape{130, 45}, true, true},
-      {Shape{3, 33, 17}, Shape{3, 17, 29}, false, true}};
+  const std::vector<MatmulCase> cases = {{Shape{5}, Shape{5}},
+                                         {Shape{3, 5}, Shape{5}},
+                                         {Shape{5}, Shape{5, 4}},
+                                         {Shape{3, 5}, Shape{5, 4}},
+                                         {Shape{3, 5}, Shape{5, 4}, true, false},
+                                         {Shape{3, 5}, Shape{5, 4}, false, true},
+                                         {Shape{3, 5}, Shape{5, 4}, true, true},
+                                         {Shape{2, 3, 5}, Shape{5, 4}},
+                                         {Shape{3, 5}, Shape{2, 5, 4}},
+                                         {Shape{2, 1, 3, 5}, Shape{4, 5, 2}},
+                                         {Shape{0, 5}, Shape{5, 4}},
+                                         {Shape{3, 0}, Shape{0, 4}},
+                                         {Shape{1, 1}, Shape{1, 1}},
+                                         {Shape{67, 130}, Shape{130, 45}},
+                                         {Shape{67, 130}, Shape{130, 45}, true, true},
+                                         {Shape{3, 33, 17}, Shape{3, 17, 29}, false, true}};
   const Tol tols[] = {tol_for(DType::f32)};
   (void)tols;
   uint32_t seed = 5000;
@@ -88,9 +96,9 @@ TEST(OpTableLinalg, Matmul) {
       Shape shape;
       std::vector<double> want, scale;
       matmul_ref(Host::of(a), Host::of(b), &shape, &want, &scale);
-      const std::string what = "matmul " + std::string(dtype_name(dtype)) + " " +
-                               to_string(c.a) + (c.transpose_a ? "T" : "") + " x " +
-                               to_string(c.b) + (c.transpose_b ? "T" : "");
+      const std::string what = "matmul " + std::string(dtype_name(dtype)) + " " + to_string(c.a) +
+                               (c.transpose_a ? "T" : "") + " x " + to_string(c.b) +
+                               (c.transpose_b ? "T" : "");
       const DynTensor y = matmul(a, b);
       ASSERT_EQ(to_string(y.shape()), to_string(shape)) << what;
       EXPECT_EQ(y.dtype(), dtype) << what;
@@ -144,8 +152,8 @@ TEST(OpTableLinalg, SoftmaxLogSoftmax) {
       }
       const std::string what = std::string(dtype_name(dtype)) + " dim " + std::to_string(dim);
       expect_close(softmax(x, dim), x.shape(), sm, tol_for(dtype), "softmax " + what);
-      expect_close(log_softmax(x, dim), x.shape(), lsm, {tol_for(dtype).rtol, 4 * tol_for(dtype).atol},
-                   "log_softmax " + what);
+      expect_close(log_softmax(x, dim), x.shape(), lsm,
+                   {tol_for(dtype).rtol, 4 * tol_for(dtype).atol}, "log_softmax " + what);
     }
   }
 }

@@ -15,7 +15,8 @@ using Ref = std::function<double(const Host& in, const Idx& o, int64_t flat)>;
 std::vector<double> reference(const Host& in, const Shape& out, const Ref& ref) {
   const Host shape_only{out, {}};
   std::vector<double> v(static_cast<size_t>(out.numel()));
-  for (int64_t i = 0; i < out.numel(); ++i) v[static_cast<size_t>(i)] = ref(in, shape_only.index(i), i);
+  for (int64_t i = 0; i < out.numel(); ++i)
+    v[static_cast<size_t>(i)] = ref(in, shape_only.index(i), i);
   return v;
 }
 
@@ -40,10 +41,14 @@ bool skip_large(const Shape& s, DType dtype) {
 bool shares(const DynTensor& a, const DynTensor& b) { return a.raw().storage == b.raw().storage; }
 
 // Python's normalisation of a slice start: negative counts from the end, then clamped.
-int64_t py_start(int64_t start, int64_t n) { return std::clamp<int64_t>(start < 0 ? start + n : start, 0, n); }
+int64_t py_start(int64_t start, int64_t n) {
+  return std::clamp<int64_t>(start < 0 ? start + n : start, 0, n);
+}
 
 // Index maps: each gives the input element an output element comes from.
-double same_order(const Host& in, const Idx&, int64_t flat) { return in.v[static_cast<size_t>(flat)]; }
+double same_order(const Host& in, const Idx&, int64_t flat) {
+  return in.v[static_cast<size_t>(flat)];
+}
 Ref permuted(std::vector<int64_t> dims) {  // out dim i is input dim dims[i]
   return [dims](const Host& in, const Idx& o, int64_t) {
     Idx i(o.size());
@@ -72,7 +77,8 @@ Ref aligned(bool tile) {
 Ref sliced(int dim, int64_t start, int64_t step) {
   return [=](const Host& in, const Idx& o, int64_t) {
     Idx i = o;
-    i[static_cast<size_t>(dim)] = py_start(start, in.shape[dim]) + o[static_cast<size_t>(dim)] * step;
+    i[static_cast<size_t>(dim)] =
+        py_start(start, in.shape[dim]) + o[static_cast<size_t>(dim)] * step;
     return in.at(i);
   };
 }
@@ -125,86 +131,225 @@ std::vector<MoveRow> move_rows() {
   using S = Shape;
   using PM = PadMode;
   const auto pad_row = [](S in, std::vector<int64_t> p, PM mode, S out) {
-    return MoveRow{"pad", in, [=](auto& x) { return pad(x, p, mode, 1.0); }, out, padded(p, mode, 1.0),
-                   Share::Either};
+    return MoveRow{
+        "pad",        in, [=](auto& x) { return pad(x, p, mode, 1.0); }, out, padded(p, mode, 1.0),
+        Share::Either};
   };
   return {
-      {"reshape", S{2, 3, 4}, [](auto& x) { return reshape(x, S{4, 6}); }, S{4, 6}, same_order, Share::ViewIfContiguous},
-      {"reshape -1", S{2, 3, 4}, [](auto& x) { return reshape(x, S{-1}); }, S{24}, same_order, Share::ViewIfContiguous},
-      {"reshape mid -1", S{2, 3, 4}, [](auto& x) { return reshape(x, S{3, -1, 2}); }, S{3, 4, 2}, same_order, Share::ViewIfContiguous},
-      {"reshape 0-d", S{}, [](auto& x) { return reshape(x, S{1, 1}); }, S{1, 1}, same_order, Share::View},
-      {"reshape to 0-d", S{1}, [](auto& x) { return reshape(x, S{}); }, S{}, same_order, Share::ViewIfContiguous},
-      {"reshape empty", S{0, 3}, [](auto& x) { return reshape(x, S{3, 0, 5}); }, S{3, 0, 5}, same_order, Share::Either},
-      {"reshape size-1", S{4, 1, 5}, [](auto& x) { return reshape(x, S{2, 10}); }, S{2, 10}, same_order, Share::ViewIfContiguous},
-      {"view", S{2, 3, 4}, [](auto& x) { return view(x, S{6, -1}); }, S{6, 4}, same_order, Share::View, true},
-      {"view split", S{6}, [](auto& x) { return view(x, S{2, 1, 3}); }, S{2, 1, 3}, same_order, Share::View, true},
-      {"flatten", S{2, 3, 4}, [](auto& x) { return flatten(x); }, S{24}, same_order, Share::ViewIfContiguous},
-      {"flatten 1..2", S{2, 3, 4}, [](auto& x) { return flatten(x, 1, 2); }, S{2, 12}, same_order, Share::ViewIfContiguous},
-      {"flatten 0..1", S{2, 3, 4}, [](auto& x) { return flatten(x, 0, 1); }, S{6, 4}, same_order, Share::ViewIfContiguous},
-      {"flatten -2..-1", S{2, 0, 3}, [](auto& x) { return flatten(x, -2, -1); }, S{2, 0}, same_order, Share::Either},
+      {"reshape", S{2, 3, 4},
+       [](auto& x) {
+         return reshape(x, S{4, 6});
+       },
+       S{4, 6}, same_order, Share::ViewIfContiguous},
+      {"reshape -1", S{2, 3, 4}, [](auto& x) { return reshape(x, S{-1}); }, S{24}, same_order,
+       Share::ViewIfContiguous},
+      {"reshape mid -1", S{2, 3, 4},
+       [](auto& x) {
+         return reshape(x, S{3, -1, 2});
+       },
+       S{3, 4, 2}, same_order, Share::ViewIfContiguous},
+      {"reshape 0-d", S{},
+       [](auto& x) {
+         return reshape(x, S{1, 1});
+       },
+       S{1, 1}, same_order, Share::View},
+      {"reshape to 0-d", S{1}, [](auto& x) { return reshape(x, S{}); }, S{}, same_order,
+       Share::ViewIfContiguous},
+      {"reshape empty", S{0, 3},
+       [](auto& x) {
+         return reshape(x, S{3, 0, 5});
+       },
+       S{3, 0, 5}, same_order, Share::Either},
+      {"reshape size-1", S{4, 1, 5},
+       [](auto& x) {
+         return reshape(x, S{2, 10});
+       },
+       S{2, 10}, same_order, Share::ViewIfContiguous},
+      {"view", S{2, 3, 4},
+       [](auto& x) {
+         return view(x, S{6, -1});
+       },
+       S{6, 4}, same_order, Share::View, true},
+      {"view split", S{6},
+       [](auto& x) {
+         return view(x, S{2, 1, 3});
+       },
+       S{2, 1, 3}, same_order, Share::View, true},
+      {"flatten", S{2, 3, 4}, [](auto& x) { return flatten(x); }, S{24}, same_order,
+       Share::ViewIfContiguous},
+      {"flatten 1..2", S{2, 3, 4}, [](auto& x) { return flatten(x, 1, 2); }, S{2, 12}, same_order,
+       Share::ViewIfContiguous},
+      {"flatten 0..1", S{2, 3, 4}, [](auto& x) { return flatten(x, 0, 1); }, S{6, 4}, same_order,
+       Share::ViewIfContiguous},
+      {"flatten -2..-1", S{2, 0, 3}, [](auto& x) { return flatten(x, -2, -1); }, S{2, 0},
+       same_order, Share::Either},
       {"flatten 0-d", S{}, [](auto& x) { return flatten(x); }, S{1}, same_order, Share::View},
-      {"squeeze", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x); }, S{3, 4}, same_order, Share::View},
+      {"squeeze", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x); }, S{3, 4}, same_order,
+       Share::View},
       {"squeeze [1]", S{1}, [](auto& x) { return squeeze(x); }, S{}, same_order, Share::View},
-      {"squeeze empty", S{1, 0, 1}, [](auto& x) { return squeeze(x); }, S{0}, same_order, Share::View},
+      {"squeeze empty", S{1, 0, 1}, [](auto& x) { return squeeze(x); }, S{0}, same_order,
+       Share::View},
       {"squeeze 0-d", S{}, [](auto& x) { return squeeze(x); }, S{}, same_order, Share::View},
-      {"squeeze dim", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x, 2); }, S{1, 3, 4}, same_order, Share::View},
-      {"squeeze -4", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x, -4); }, S{3, 1, 4}, same_order, Share::View},
-      {"squeeze non-1", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x, 1); }, S{1, 3, 1, 4}, same_order, Share::View},
-      {"squeeze 0-d dim", S{}, [](auto& x) { return squeeze(x, -1); }, S{}, same_order, Share::View},
-      {"unsqueeze 0", S{3, 4}, [](auto& x) { return unsqueeze(x, 0); }, S{1, 3, 4}, same_order, Share::View},
-      {"unsqueeze 1", S{3, 4}, [](auto& x) { return unsqueeze(x, 1); }, S{3, 1, 4}, same_order, Share::View},
-      {"unsqueeze -1", S{3, 4}, [](auto& x) { return unsqueeze(x, -1); }, S{3, 4, 1}, same_order, Share::View},
-      {"unsqueeze -3", S{3, 4}, [](auto& x) { return unsqueeze(x, -3); }, S{1, 3, 4}, same_order, Share::View},
-      {"unsqueeze 0-d", S{}, [](auto& x) { return unsqueeze(x, -1); }, S{1}, same_order, Share::View},
-      {"unsqueeze empty", S{0, 2}, [](auto& x) { return unsqueeze(x, 1); }, S{0, 1, 2}, same_order, Share::View},
-      {"transpose", S{3, 4}, [](auto& x) { return transpose(x, 0, 1); }, S{4, 3}, transposed(0, 1, 2), Share::View},
-      {"transpose 0,2", S{2, 3, 4}, [](auto& x) { return transpose(x, 0, 2); }, S{4, 3, 2}, transposed(0, 2, 3), Share::View},
-      {"transpose -1,-2", S{2, 3, 4}, [](auto& x) { return transpose(x, -1, -2); }, S{2, 4, 3}, transposed(2, 1, 3), Share::View},
-      {"transpose same", S{2, 3, 4}, [](auto& x) { return transpose(x, 1, 1); }, S{2, 3, 4}, same_order, Share::View},
-      {"transpose empty", S{5, 0}, [](auto& x) { return transpose(x, 0, 1); }, S{0, 5}, transposed(0, 1, 2), Share::View},
-      {"transpose 0-d", S{}, [](auto& x) { return transpose(x, 0, -1); }, S{}, same_order, Share::View},
-      {"permute", S{2, 3, 4}, [](auto& x) { return permute(x, {2, 0, 1}); }, S{4, 2, 3}, permuted({2, 0, 1}), Share::View},
-      {"permute neg", S{2, 3, 4}, [](auto& x) { return permute(x, {-2, -1, 0}); }, S{3, 4, 2}, permuted({1, 2, 0}), Share::View},
-      {"permute empty", S{2, 0, 3}, [](auto& x) { return permute(x, {2, 1, 0}); }, S{3, 0, 2}, permuted({2, 1, 0}), Share::View},
+      {"squeeze dim", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x, 2); }, S{1, 3, 4}, same_order,
+       Share::View},
+      {"squeeze -4", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x, -4); }, S{3, 1, 4}, same_order,
+       Share::View},
+      {"squeeze non-1", S{1, 3, 1, 4}, [](auto& x) { return squeeze(x, 1); }, S{1, 3, 1, 4},
+       same_order, Share::View},
+      {"squeeze 0-d dim", S{}, [](auto& x) { return squeeze(x, -1); }, S{}, same_order,
+       Share::View},
+      {"unsqueeze 0", S{3, 4}, [](auto& x) { return unsqueeze(x, 0); }, S{1, 3, 4}, same_order,
+       Share::View},
+      {"unsqueeze 1", S{3, 4}, [](auto& x) { return unsqueeze(x, 1); }, S{3, 1, 4}, same_order,
+       Share::View},
+      {"unsqueeze -1", S{3, 4}, [](auto& x) { return unsqueeze(x, -1); }, S{3, 4, 1}, same_order,
+       Share::View},
+      {"unsqueeze -3", S{3, 4}, [](auto& x) { return unsqueeze(x, -3); }, S{1, 3, 4}, same_order,
+       Share::View},
+      {"unsqueeze 0-d", S{}, [](auto& x) { return unsqueeze(x, -1); }, S{1}, same_order,
+       Share::View},
+      {"unsqueeze empty", S{0, 2}, [](auto& x) { return unsqueeze(x, 1); }, S{0, 1, 2}, same_order,
+       Share::View},
+      {"transpose", S{3, 4}, [](auto& x) { return transpose(x, 0, 1); }, S{4, 3},
+       transposed(0, 1, 2), Share::View},
+      {"transpose 0,2", S{2, 3, 4}, [](auto& x) { return transpose(x, 0, 2); }, S{4, 3, 2},
+       transposed(0, 2, 3), Share::View},
+      {"transpose -1,-2", S{2, 3, 4}, [](auto& x) { return transpose(x, -1, -2); }, S{2, 4, 3},
+       transposed(2, 1, 3), Share::View},
+      {"transpose same", S{2, 3, 4}, [](auto& x) { return transpose(x, 1, 1); }, S{2, 3, 4},
+       same_order, Share::View},
+      {"transpose empty", S{5, 0}, [](auto& x) { return transpose(x, 0, 1); }, S{0, 5},
+       transposed(0, 1, 2), Share::View},
+      {"transpose 0-d", S{}, [](auto& x) { return transpose(x, 0, -1); }, S{}, same_order,
+       Share::View},
+      {"permute", S{2, 3, 4},
+       [](auto& x) {
+         return permute(x, {2, 0, 1});
+       },
+       S{4, 2, 3}, permuted({2, 0, 1}), Share::View},
+      {"permute neg", S{2, 3, 4},
+       [](auto& x) {
+         return permute(x, {-2, -1, 0});
+       },
+       S{3, 4, 2}, permuted({1, 2, 0}), Share::View},
+      {"permute empty", S{2, 0, 3},
+       [](auto& x) {
+         return permute(x, {2, 1, 0});
+       },
+       S{3, 0, 2}, permuted({2, 1, 0}), Share::View},
       {"permute 1-d", S{5}, [](auto& x) { return permute(x, {0}); }, S{5}, same_order, Share::View},
       {"permute 0-d", S{}, [](auto& x) { return permute(x, {}); }, S{}, same_order, Share::View},
-      {"expand", S{3, 1}, [](auto& x) { return expand(x, S{3, 4}); }, S{3, 4}, aligned(false), Share::View},
-      {"expand lead -1", S{1, 4}, [](auto& x) { return expand(x, S{2, 3, -1}); }, S{2, 3, 4}, aligned(false), Share::View},
-      {"expand 0-d", S{}, [](auto& x) { return expand(x, S{2, 3}); }, S{2, 3}, aligned(false), Share::View},
-      {"expand to 0", S{1}, [](auto& x) { return expand(x, S{0}); }, S{0}, aligned(false), Share::View},
-      {"expand mid", S{2, 1, 3}, [](auto& x) { return expand(x, S{2, 5, 3}); }, S{2, 5, 3}, aligned(false), Share::View},
-      {"broadcast_to", S{3}, [](auto& x) { return broadcast_to(x, S{2, 3}); }, S{2, 3}, aligned(false), Share::View},
-      {"slice", S{10}, [](auto& x) { return slice(x, 0, 2, 8); }, S{6}, sliced(0, 2, 1), Share::View},
-      {"slice neg start", S{10}, [](auto& x) { return slice(x, 0, -3, kEnd); }, S{3}, sliced(0, -3, 1), Share::View},
-      {"slice clamp step 3", S{10}, [](auto& x) { return slice(x, 0, -100, 100, 3); }, S{4}, sliced(0, -100, 3), Share::View},
-      {"slice empty", S{10}, [](auto& x) { return slice(x, 0, 8, 2); }, S{0}, sliced(0, 8, 1), Share::View},
-      {"slice neg end step 2", S{10}, [](auto& x) { return slice(x, 0, 3, -3, 2); }, S{2}, sliced(0, 3, 2), Share::View},
-      {"slice dim 1", S{4, 6}, [](auto& x) { return slice(x, 1, 1, -1, 2); }, S{4, 2}, sliced(1, 1, 2), Share::View},
-      {"slice past end", S{4, 6}, [](auto& x) { return slice(x, -2, 5, 10); }, S{0, 6}, sliced(0, 5, 1), Share::View},
-      {"slice neg both", S{4, 6}, [](auto& x) { return slice(x, 0, -2, -1); }, S{1, 6}, sliced(0, -2, 1), Share::View},
-      {"slice of empty", S{0, 5}, [](auto& x) { return slice(x, 1, 1, 4, 2); }, S{0, 2}, sliced(1, 1, 2), Share::View},
-      {"narrow", S{5, 4}, [](auto& x) { return narrow(x, 0, 1, 3); }, S{3, 4}, sliced(0, 1, 1), Share::View},
-      {"narrow neg", S{5, 4}, [](auto& x) { return narrow(x, -1, -3, 2); }, S{5, 2}, sliced(1, -3, 1), Share::View},
-      {"narrow empty", S{5, 4}, [](auto& x) { return narrow(x, 1, 4, 0); }, S{5, 0}, sliced(1, 4, 1), Share::View},
-      {"select", S{5, 4}, [](auto& x) { return select(x, 0, 2); }, S{4}, selected(0, 2), Share::View},
-      {"select neg", S{5, 4}, [](auto& x) { return select(x, 1, -1); }, S{5}, selected(1, -1), Share::View},
-      {"select to 0-d", S{3}, [](auto& x) { return select(x, 0, -3); }, S{}, selected(0, -3), Share::View},
-      {"select mid", S{2, 3, 4}, [](auto& x) { return select(x, -2, 1); }, S{2, 4}, selected(1, 1), Share::View},
+      {"expand", S{3, 1},
+       [](auto& x) {
+         return expand(x, S{3, 4});
+       },
+       S{3, 4}, aligned(false), Share::View},
+      {"expand lead -1", S{1, 4},
+       [](auto& x) {
+         return expand(x, S{2, 3, -1});
+       },
+       S{2, 3, 4}, aligned(false), Share::View},
+      {"expand 0-d", S{},
+       [](auto& x) {
+         return expand(x, S{2, 3});
+       },
+       S{2, 3}, aligned(false), Share::View},
+      {"expand to 0", S{1}, [](auto& x) { return expand(x, S{0}); }, S{0}, aligned(false),
+       Share::View},
+      {"expand mid", S{2, 1, 3},
+       [](auto& x) {
+         return expand(x, S{2, 5, 3});
+       },
+       S{2, 5, 3}, aligned(false), Share::View},
+      {"broadcast_to", S{3},
+       [](auto& x) {
+         return broadcast_to(x, S{2, 3});
+       },
+       S{2, 3}, aligned(false), Share::View},
+      {"slice", S{10}, [](auto& x) { return slice(x, 0, 2, 8); }, S{6}, sliced(0, 2, 1),
+       Share::View},
+      {"slice neg start", S{10}, [](auto& x) { return slice(x, 0, -3, kEnd); }, S{3},
+       sliced(0, -3, 1), Share::View},
+      {"slice clamp step 3", S{10}, [](auto& x) { return slice(x, 0, -100, 100, 3); }, S{4},
+       sliced(0, -100, 3), Share::View},
+      {"slice empty", S{10}, [](auto& x) { return slice(x, 0, 8, 2); }, S{0}, sliced(0, 8, 1),
+       Share::View},
+      {"slice neg end step 2", S{10}, [](auto& x) { return slice(x, 0, 3, -3, 2); }, S{2},
+       sliced(0, 3, 2), Share::View},
+      {"slice dim 1", S{4, 6}, [](auto& x) { return slice(x, 1, 1, -1, 2); }, S{4, 2},
+       sliced(1, 1, 2), Share::View},
+      {"slice past end", S{4, 6}, [](auto& x) { return slice(x, -2, 5, 10); }, S{0, 6},
+       sliced(0, 5, 1), Share::View},
+      {"slice neg both", S{4, 6}, [](auto& x) { return slice(x, 0, -2, -1); }, S{1, 6},
+       sliced(0, -2, 1), Share::View},
+      {"slice of empty", S{0, 5}, [](auto& x) { return slice(x, 1, 1, 4, 2); }, S{0, 2},
+       sliced(1, 1, 2), Share::View},
+      {"narrow", S{5, 4}, [](auto& x) { return narrow(x, 0, 1, 3); }, S{3, 4}, sliced(0, 1, 1),
+       Share::View},
+      {"narrow neg", S{5, 4}, [](auto& x) { return narrow(x, -1, -3, 2); }, S{5, 2},
+       sliced(1, -3, 1), Share::View},
+      {"narrow empty", S{5, 4}, [](auto& x) { return narrow(x, 1, 4, 0); }, S{5, 0},
+       sliced(1, 4, 1), Share::View},
+      {"select", S{5, 4}, [](auto& x) { return select(x, 0, 2); }, S{4}, selected(0, 2),
+       Share::View},
+      {"select neg", S{5, 4}, [](auto& x) { return select(x, 1, -1); }, S{5}, selected(1, -1),
+       Share::View},
+      {"select to 0-d", S{3}, [](auto& x) { return select(x, 0, -3); }, S{}, selected(0, -3),
+       Share::View},
+      {"select mid", S{2, 3, 4}, [](auto& x) { return select(x, -2, 1); }, S{2, 4}, selected(1, 1),
+       Share::View},
       {"flip", S{5}, [](auto& x) { return flip(x, {0}); }, S{5}, flipped({0}), Share::Copy},
-      {"flip both", S{3, 4}, [](auto& x) { return flip(x, {0, 1}); }, S{3, 4}, flipped({0, 1}), Share::Copy},
-      {"flip -1", S{3, 4}, [](auto& x) { return flip(x, {-1}); }, S{3, 4}, flipped({1}), Share::Copy},
-      {"flip 0,2", S{2, 3, 4}, [](auto& x) { return flip(x, {2, 0}); }, S{2, 3, 4}, flipped({0, 2}), Share::Copy},
-      {"flip none", S{2, 3, 4}, [](auto& x) { return flip(x, {}); }, S{2, 3, 4}, same_order, Share::Copy},
-      {"flip empty", S{0, 3}, [](auto& x) { return flip(x, {0}); }, S{0, 3}, flipped({0}), Share::Either},
+      {"flip both", S{3, 4},
+       [](auto& x) {
+         return flip(x, {0, 1});
+       },
+       S{3, 4}, flipped({0, 1}), Share::Copy},
+      {"flip -1", S{3, 4}, [](auto& x) { return flip(x, {-1}); }, S{3, 4}, flipped({1}),
+       Share::Copy},
+      {"flip 0,2", S{2, 3, 4},
+       [](auto& x) {
+         return flip(x, {2, 0});
+       },
+       S{2, 3, 4}, flipped({0, 2}), Share::Copy},
+      {"flip none", S{2, 3, 4}, [](auto& x) { return flip(x, {}); }, S{2, 3, 4}, same_order,
+       Share::Copy},
+      {"flip empty", S{0, 3}, [](auto& x) { return flip(x, {0}); }, S{0, 3}, flipped({0}),
+       Share::Either},
       {"flip 0-d", S{}, [](auto& x) { return flip(x, {0}); }, S{}, same_order, Share::Copy},
-      {"repeat", S{2, 3}, [](auto& x) { return repeat(x, {2, 2}); }, S{4, 6}, aligned(true), Share::Copy},
-      {"repeat lead", S{3}, [](auto& x) { return repeat(x, {2, 1, 2}); }, S{2, 1, 6}, aligned(true), Share::Copy},
-      {"repeat 0-d", S{}, [](auto& x) { return repeat(x, {2, 3}); }, S{2, 3}, aligned(true), Share::Copy},
-      {"repeat zero", S{2, 3}, [](auto& x) { return repeat(x, {0, 2}); }, S{0, 6}, aligned(true), Share::Either},
-      {"repeat size-1", S{2, 1, 3}, [](auto& x) { return repeat(x, {1, 4, 1}); }, S{2, 4, 3}, aligned(true), Share::Copy},
-      {"repeat ones", S{2, 3}, [](auto& x) { return repeat(x, {1, 1}); }, S{2, 3}, same_order, Share::Copy},
-      {"contiguous", S{3, 4}, [](auto& x) { return contiguous(x); }, S{3, 4}, same_order, Share::ViewIfContiguous},
-      {"contiguous 3-d", S{2, 3, 4}, [](auto& x) { return contiguous(x); }, S{2, 3, 4}, same_order, Share::ViewIfContiguous},
+      {"repeat", S{2, 3},
+       [](auto& x) {
+         return repeat(x, {2, 2});
+       },
+       S{4, 6}, aligned(true), Share::Copy},
+      {"repeat lead", S{3},
+       [](auto& x) {
+         return repeat(x, {2, 1, 2});
+       },
+       S{2, 1, 6}, aligned(true), Share::Copy},
+      {"repeat 0-d", S{},
+       [](auto& x) {
+         return repeat(x, {2, 3});
+       },
+       S{2, 3}, aligned(true), Share::Copy},
+      {"repeat zero", S{2, 3},
+       [](auto& x) {
+         return repeat(x, {0, 2});
+       },
+       S{0, 6}, aligned(true), Share::Either},
+      {"repeat size-1", S{2, 1, 3},
+       [](auto& x) {
+         return repeat(x, {1, 4, 1});
+       },
+       S{2, 4, 3}, aligned(true), Share::Copy},
+      {"repeat ones", S{2, 3},
+       [](auto& x) {
+         return repeat(x, {1, 1});
+       },
+       S{2, 3}, same_order, Share::Copy},
+      {"contiguous", S{3, 4}, [](auto& x) { return contiguous(x); }, S{3, 4}, same_order,
+       Share::ViewIfContiguous},
+      {"contiguous 3-d", S{2, 3, 4}, [](auto& x) { return contiguous(x); }, S{2, 3, 4}, same_order,
+       Share::ViewIfContiguous},
       {"contiguous 0-d", S{}, [](auto& x) { return contiguous(x); }, S{}, same_order, Share::View},
       pad_row(S{5}, {2, 3}, PM::Constant, S{10}),
       pad_row(S{5}, {-1, 2}, PM::Constant, S{6}),
@@ -224,10 +369,20 @@ std::vector<MoveRow> move_rows() {
       pad_row(S{1, 3, 4, 2}, {1, 1, 1, 1, 2, 2}, PM::Replicate, S{1, 7, 6, 4}),
       pad_row(S{2, 1}, {2, 2}, PM::Replicate, S{2, 5}),
       // Past the parallel grain.
-      {"flip large", S{300, 400}, [](auto& x) { return flip(x, {0, 1}); }, S{300, 400}, flipped({0, 1}), Share::Copy},
-      {"repeat large", S{100, 200}, [](auto& x) { return repeat(x, {2, 3}); }, S{200, 600}, aligned(true), Share::Copy},
-      {"contiguous large", S{300, 400}, [](auto& x) { return contiguous(x); }, S{300, 400}, same_order, Share::ViewIfContiguous},
-      {"reshape large", S{300, 400}, [](auto& x) { return reshape(x, S{-1}); }, S{120000}, same_order, Share::ViewIfContiguous},
+      {"flip large", S{300, 400},
+       [](auto& x) {
+         return flip(x, {0, 1});
+       },
+       S{300, 400}, flipped({0, 1}), Share::Copy},
+      {"repeat large", S{100, 200},
+       [](auto& x) {
+         return repeat(x, {2, 3});
+       },
+       S{200, 600}, aligned(true), Share::Copy},
+      {"contiguous large", S{300, 400}, [](auto& x) { return contiguous(x); }, S{300, 400},
+       same_order, Share::ViewIfContiguous},
+      {"reshape large", S{300, 400}, [](auto& x) { return reshape(x, S{-1}); }, S{120000},
+       same_order, Share::ViewIfContiguous},
       pad_row(S{300, 400}, {2, 3, 1, -1}, PM::Constant, S{300, 405}),
       pad_row(S{300, 400}, {2, 3, 1, 1}, PM::Reflect, S{302, 405}),
   };
@@ -252,7 +407,8 @@ TEST(MovementTable, EveryOpDtypeShapeLayout) {
         }
         EXPECT_EQ(y.dtype(), dtype) << what;
         expect_close(y, row.out, reference(hx, row.out, row.ref), {0, 0}, what);
-        if (row.share == Share::View || (row.share == Share::ViewIfContiguous && x.is_contiguous())) {
+        if (row.share == Share::View ||
+            (row.share == Share::ViewIfContiguous && x.is_contiguous())) {
           EXPECT_TRUE(shares(x, y)) << what << ": expected a view";
         }
         if (row.share == Share::Copy) {
@@ -273,9 +429,11 @@ TEST(MovementTable, ReshapeCopiesOnlyWhenItMust) {
     EXPECT_TRUE(flat.is_contiguous());
     expect_close(flat, Shape{12}, ht.v, {0, 0}, "reshape transposed");
     EXPECT_TRUE(shares(t, reshape(t, Shape{3, 1, 4, 1}))) << "size-1 dims only: a view";
-    expect_close(reshape(t, Shape{3, 1, 4, 1}), Shape{3, 1, 4, 1}, ht.v, {0, 0}, "reshape unsqueeze");
+    expect_close(reshape(t, Shape{3, 1, 4, 1}), Shape{3, 1, 4, 1}, ht.v, {0, 0},
+                 "reshape unsqueeze");
 
-    const DynTensor s = slice(input(Shape{4, 6}, dtype, Layout::Contiguous, 8), 1, 1, 4);  // strides (6, 1)
+    const DynTensor s =
+        slice(input(Shape{4, 6}, dtype, Layout::Contiguous, 8), 1, 1, 4);  // strides (6, 1)
     EXPECT_TRUE(shares(s, reshape(s, Shape{2, 2, 3}))) << "splitting the outer dim is a view";
     EXPECT_TRUE(shares(s, view(s, Shape{2, 2, 3})));
     EXPECT_FALSE(shares(s, reshape(s, Shape{12})));
@@ -301,7 +459,8 @@ TEST(MovementTable, ViewFailsWhenStridesForbid) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("[view]"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("reshape"), std::string::npos) << "the error should point to reshape: " << msg;
+    EXPECT_NE(msg.find("reshape"), std::string::npos)
+        << "the error should point to reshape: " << msg;
   }
   EXPECT_THROW((void)view(input(Shape{3, 4}, DType::i8, Layout::Expanded, 11), Shape{12}), Error);
 }
@@ -375,7 +534,8 @@ TEST(MovementTable, Cat) {
           hs.push_back(Host::of(xs.back()));
         }
         const int d = static_cast<int>(c.dim < 0 ? c.dim + c.out.rank() : c.dim);
-        const std::string what = what_of("cat dim " + std::to_string(c.dim), dtype, c.parts[0], kLayouts[l]);
+        const std::string what =
+            what_of("cat dim " + std::to_string(c.dim), dtype, c.parts[0], kLayouts[l]);
         const DynTensor y = cat(xs, c.dim);
         EXPECT_EQ(y.dtype(), dtype) << what;
         expect_close(y, c.out, cat_reference(hs, d, c.out), {0, 0}, what);
@@ -386,14 +546,15 @@ TEST(MovementTable, Cat) {
 
 TEST(MovementTable, CatPromotesMixedDtypes) {
   const std::vector<std::tuple<DType, DType, DType>> pairs = {
-      {DType::i32, DType::f16, DType::f16}, {DType::f32, DType::f64, DType::f64},
+      {DType::i32, DType::f16, DType::f16},   {DType::f32, DType::f64, DType::f64},
       {DType::boolean, DType::i8, DType::i8}, {DType::f16, DType::bf16, DType::f32},
-      {DType::u8, DType::i64, DType::i64},   {DType::boolean, DType::f32, DType::f32}};
+      {DType::u8, DType::i64, DType::i64},    {DType::boolean, DType::f32, DType::f32}};
   uint32_t seed = 200;
   for (const auto& [a, b, want] : pairs) {
     const DynTensor xa = input(Shape{2, 3}, a, Layout::Transposed, seed++);
     const DynTensor xb = input(Shape{2, 2}, b, Layout::Contiguous, seed++);
-    const std::string what = "cat " + std::string(dtype_name(a)) + " + " + std::string(dtype_name(b));
+    const std::string what =
+        "cat " + std::string(dtype_name(a)) + " + " + std::string(dtype_name(b));
     const DynTensor y = cat({xa, xb}, 1);
     EXPECT_EQ(dtype_name(y.dtype()), dtype_name(want)) << what;
     expect_close(y, Shape{2, 5}, cat_reference({Host::of(xa), Host::of(xb)}, 1, Shape{2, 5}),
@@ -406,8 +567,10 @@ TEST(MovementTable, CatSkipsLegacyEmpty1d) {
   const DynTensor e = empty(Shape{0}, DType::i32);
   const DynTensor y = cat({e, x, e}, 1);  // [0] is skipped whatever the others' rank
   expect_close(y, Shape{2, 3}, Host::of(x).v, {0, 0}, "cat with [0] parts");
-  EXPECT_THROW((void)cat({x, empty(Shape{0, 2}, DType::i32)}, 1), Error) << "[0, 2] is not legacy-empty";
-  EXPECT_THROW((void)cat({full(Shape{}, 1, DType::f32)}, 0), Error) << "0-d tensors cannot be concatenated";
+  EXPECT_THROW((void)cat({x, empty(Shape{0, 2}, DType::i32)}, 1), Error)
+      << "[0, 2] is not legacy-empty";
+  EXPECT_THROW((void)cat({full(Shape{}, 1, DType::f32)}, 0), Error)
+      << "0-d tensors cannot be concatenated";
   EXPECT_THROW((void)cat({x, input(Shape{3, 3}, DType::i32, Layout::Contiguous, 301)}, 1), Error);
 }
 
@@ -415,13 +578,15 @@ TEST(MovementTable, CatSkipsLegacyEmpty1d) {
 TEST(MovementTable, CatPromotesOverSkippedEmptyParts) {
   const DynTensor x = input(Shape{2, 3}, DType::f32, Layout::Contiguous, 302);
   EXPECT_EQ(dtype_name(cat({empty(Shape{0}, DType::f64), x}, 0).dtype()), "float64");
-  EXPECT_EQ(dtype_name(cat({empty(Shape{0}, DType::i32), empty(Shape{0}, DType::f64)}, 0).dtype()), "float64");
+  EXPECT_EQ(dtype_name(cat({empty(Shape{0}, DType::i32), empty(Shape{0}, DType::f64)}, 0).dtype()),
+            "float64");
 }
 
 TEST(MovementTable, Stack) {
   const std::vector<std::tuple<Shape, int64_t, Shape>> cases = {
-      {Shape{}, 0, Shape{3}},           {Shape{4}, 0, Shape{3, 4}},     {Shape{4}, -1, Shape{4, 3}},
-      {Shape{2, 3}, 1, Shape{2, 3, 3}}, {Shape{2, 3}, 2, Shape{2, 3, 3}}, {Shape{0, 2}, 0, Shape{3, 0, 2}}};
+      {Shape{}, 0, Shape{3}},           {Shape{4}, 0, Shape{3, 4}},
+      {Shape{4}, -1, Shape{4, 3}},      {Shape{2, 3}, 1, Shape{2, 3, 3}},
+      {Shape{2, 3}, 2, Shape{2, 3, 3}}, {Shape{0, 2}, 0, Shape{3, 0, 2}}};
   uint32_t seed = 400;
   for (const auto& [shape, dim, out] : cases) {
     for (DType dtype : kAllTypes) {
@@ -457,7 +622,8 @@ void expect_pieces(const std::vector<DynTensor>& got, const DynTensor& x, int d,
   for (size_t k = 0; k < sizes.size(); ++k) {
     Shape s = x.shape();
     s[d] = sizes[k];
-    expect_close(got[k], s, reference(hx, s, sliced(d, at, 1)), {0, 0}, what + " piece " + std::to_string(k));
+    expect_close(got[k], s, reference(hx, s, sliced(d, at, 1)), {0, 0},
+                 what + " piece " + std::to_string(k));
     EXPECT_TRUE(shares(got[k], x)) << what << ": pieces are views";
     at += sizes[k];
   }
@@ -502,8 +668,8 @@ TEST(MovementTable, RepeatHighRank) {
   const Shape in{1, 2, 1, 2, 1, 2, 1}, out{1, 2, 2, 2, 1, 2, 2};
   const DynTensor x = input(in, DType::i32, Layout::Transposed, 700);
   try {
-    expect_close(repeat(x, {1, 1, 2, 1, 1, 1, 2}), out, reference(Host::of(x), out, aligned(true)), {0, 0},
-                 "repeat rank 7");
+    expect_close(repeat(x, {1, 1, 2, 1, 1, 1, 2}), out, reference(Host::of(x), out, aligned(true)),
+                 {0, 0}, "repeat rank 7");
   } catch (const Error& e) {
     ADD_FAILURE() << "repeat rank 7 threw: " << e.what();
   }

@@ -13,7 +13,7 @@ namespace {
 
 // Reduces `x` over the dims in `mask` on the host: out has the keepdim shape.
 struct HostReduce {
-  Shape shape;                          // keepdim shape
+  Shape shape;                              // keepdim shape
   std::vector<std::vector<double>> groups;  // the values each output reduces, in order
 };
 HostReduce group(const Host& x, const std::vector<int64_t>& dims) {
@@ -68,32 +68,68 @@ double var_of(const std::vector<double>& v, int correction) {
 }
 
 const std::vector<ReduceRow>& reduce_rows() {
+  // clang-format off: one row per op reads best as one line
   static const std::vector<ReduceRow> rows = {
       {"sum", [](auto& x, auto& d, bool k) { return sum(x, d, k); }, sum_of, -10, 10, kAllTypes},
       {"mean", [](auto& x, auto& d, bool k) { return mean(x, d, k); },
        [](auto& v) { return sum_of(v) / double(v.size()); }, -10, 10, kFloatTypes},
       {"prod", [](auto& x, auto& d, bool k) { return prod(x, d, k); },
-       [](auto& v) { double p = 1; for (double x : v) p *= x; return p; }, 0.9, 1.1, kFloatTypes},
-      {"prod_int", [](auto& x, auto& d, bool k) { return prod(slice(x, -1, 0, 3), d, k); }, nullptr, -2, 3, kIntTypes},
+       [](auto& v) {
+         double p = 1;
+         for (double x : v) p *= x;
+         return p;
+       },
+       0.9, 1.1, kFloatTypes},
+      {"prod_int", [](auto& x, auto& d, bool k) { return prod(slice(x, -1, 0, 3), d, k); }, nullptr,
+       -2, 3, kIntTypes},
       {"amax", [](auto& x, auto& d, bool k) { return amax(x, d, k); },
        [](auto& v) { return *std::max_element(v.begin(), v.end()); }, -10, 10, kAllTypes, false},
       {"amin", [](auto& x, auto& d, bool k) { return amin(x, d, k); },
        [](auto& v) { return *std::min_element(v.begin(), v.end()); }, -10, 10, kAllTypes, false},
       {"all", [](auto& x, auto& d, bool k) { return all(x, d, k); },
-       [](auto& v) { return double(std::all_of(v.begin(), v.end(), [](double x) { return x != 0; })); }, 0, 3, kAllTypes},
+       [](auto& v) {
+         return double(std::all_of(v.begin(), v.end(), [](double x) { return x != 0; }));
+       },
+       0, 3, kAllTypes},
       {"any", [](auto& x, auto& d, bool k) { return any(x, d, k); },
-       [](auto& v) { return double(std::any_of(v.begin(), v.end(), [](double x) { return x != 0; })); }, -1, 1.2, kAllTypes},
-      {"var", [](auto& x, auto& d, bool k) { return var(x, d, 1, k); }, [](auto& v) { return var_of(v, 1); }, -5, 5, kFloatTypes},
-      {"var_pop", [](auto& x, auto& d, bool k) { return var(x, d, 0, k); }, [](auto& v) { return var_of(v, 0); }, -5, 5, kFloatTypes},
-      {"std", [](auto& x, auto& d, bool k) { return std(x, d, 1, k); }, [](auto& v) { return std::sqrt(var_of(v, 1)); }, -5, 5, kFloatTypes},
+       [](auto& v) {
+         return double(std::any_of(v.begin(), v.end(), [](double x) { return x != 0; }));
+       },
+       -1, 1.2, kAllTypes},
+      {"var", [](auto& x, auto& d, bool k) { return var(x, d, 1, k); },
+       [](auto& v) { return var_of(v, 1); }, -5, 5, kFloatTypes},
+      {"var_pop", [](auto& x, auto& d, bool k) { return var(x, d, 0, k); },
+       [](auto& v) { return var_of(v, 0); }, -5, 5, kFloatTypes},
+      {"std", [](auto& x, auto& d, bool k) { return std(x, d, 1, k); },
+       [](auto& v) { return std::sqrt(var_of(v, 1)); }, -5, 5, kFloatTypes},
       {"norm2", [](auto& x, auto& d, bool k) { return norm(x, 2.0, d, k); },
-       [](auto& v) { double s = 0; for (double x : v) s += x * x; return std::sqrt(s); }, -5, 5, kFloatTypes},
+       [](auto& v) {
+         double s = 0;
+         for (double x : v) s += x * x;
+         return std::sqrt(s);
+       },
+       -5, 5, kFloatTypes},
       {"norm1", [](auto& x, auto& d, bool k) { return norm(x, 1.0, d, k); },
-       [](auto& v) { double s = 0; for (double x : v) s += std::fabs(x); return s; }, -5, 5, kFloatTypes},
+       [](auto& v) {
+         double s = 0;
+         for (double x : v) s += std::fabs(x);
+         return s;
+       },
+       -5, 5, kFloatTypes},
       {"norm3", [](auto& x, auto& d, bool k) { return norm(x, 3.0, d, k); },
-       [](auto& v) { double s = 0; for (double x : v) s += std::pow(std::fabs(x), 3); return std::cbrt(s); }, -5, 5, kFloatTypes},
+       [](auto& v) {
+         double s = 0;
+         for (double x : v) s += std::pow(std::fabs(x), 3);
+         return std::cbrt(s);
+       },
+       -5, 5, kFloatTypes},
       {"norm_inf", [](auto& x, auto& d, bool k) { return norm(x, INFINITY, d, k); },
-       [](auto& v) { double s = 0; for (double x : v) s = std::max(s, std::fabs(x)); return s; }, -5, 5, kFloatTypes, false},
+       [](auto& v) {
+         double s = 0;
+         for (double x : v) s = std::max(s, std::fabs(x));
+         return s;
+       },
+       -5, 5, kFloatTypes, false},
       {"logsumexp", [](auto& x, auto& d, bool k) { return logsumexp(x, d, k); },
        [](auto& v) {
          double m = -INFINITY, s = 0;
@@ -103,6 +139,7 @@ const std::vector<ReduceRow>& reduce_rows() {
        },
        -20, 20, kFloatTypes},
   };
+  // clang-format on
   return rows;
 }
 
@@ -113,10 +150,12 @@ struct DimsCase {
 
 const std::vector<DimsCase>& dims_cases() {
   static const std::vector<DimsCase> cases = {
-      {Shape{}, {}},         {Shape{0}, {}},          {Shape{1}, {0}},        {Shape{7}, {0}},
-      {Shape{3, 4}, {}},     {Shape{3, 4}, {0}},      {Shape{3, 4}, {-1}},    {Shape{2, 3, 4}, {0, 2}},
-      {Shape{2, 3, 4}, {1}}, {Shape{2, 0, 3}, {1}},   {Shape{2, 0, 3}, {0}},  {Shape{3, 1, 5}, {1}},
-      {Shape{40, 2000}, {}}, {Shape{40, 2000}, {1}},  {Shape{40, 2000}, {0}}, {Shape{3, 50000}, {1}}};
+      {Shape{}, {}},         {Shape{0}, {}},           {Shape{1}, {0}},
+      {Shape{7}, {0}},       {Shape{3, 4}, {}},        {Shape{3, 4}, {0}},
+      {Shape{3, 4}, {-1}},   {Shape{2, 3, 4}, {0, 2}}, {Shape{2, 3, 4}, {1}},
+      {Shape{2, 0, 3}, {1}}, {Shape{2, 0, 3}, {0}},    {Shape{3, 1, 5}, {1}},
+      {Shape{40, 2000}, {}}, {Shape{40, 2000}, {1}},   {Shape{40, 2000}, {0}},
+      {Shape{3, 50000}, {1}}};
   return cases;
 }
 
@@ -200,7 +239,8 @@ TEST(OpTableReduce, MaxMinWithIndicesAndArg) {
       if (c.dims.size() != 1 || c.shape.numel() == 0) continue;
       if (c.shape.numel() > 10000 && dtype != DType::f32) continue;
       for (bool keep : {false, true}) {
-        const DynTensor x = make_input(c.shape, dtype, Layout::Transposed, dtype == DType::u8 ? 0 : -4, 4, seed++);
+        const DynTensor x =
+            make_input(c.shape, dtype, Layout::Transposed, dtype == DType::u8 ? 0 : -4, 4, seed++);
         const int d = wrap_dim(c.dims[0], c.shape.rank(), "ref");
         const Host h = Host::of(x);
         for (bool is_max : {true, false}) {
@@ -237,8 +277,9 @@ TEST(OpTableReduce, MaxMinWithIndicesAndArg) {
     }
   }
   // Over all elements: index into the flattened tensor; NaN wins.
-  const DynTensor x = from_data(TensorData::from(std::vector<float>{1, 5, 2, 5, NAN, 0}, Shape{2, 3}));
-  EXPECT_EQ(argmax(select(x, 0, 0)).item<int64_t>(), 1);  // first of the ties
+  const DynTensor x =
+      from_data(TensorData::from(std::vector<float>{1, 5, 2, 5, NAN, 0}, Shape{2, 3}));
+  EXPECT_EQ(argmax(select(x, 0, 0)).item<int64_t>(), 1);    // first of the ties
   EXPECT_EQ(argmax(slice(x, 1, 0, 2)).item<int64_t>(), 3);  // [[1, 5], [5, nan]]
   EXPECT_EQ(argmax(x).item<int64_t>(), 4);
   EXPECT_TRUE(std::isnan(amax(x).item<float>()));
@@ -253,7 +294,8 @@ TEST(OpTableReduce, CumsumCumprod) {
       for (bool is_sum : {true, false}) {
         const double lo = is_sum ? (dtype == DType::u8 ? 0 : -3) : 0.8, hi = is_sum ? 3 : 1.25;
         const bool int_prod = !is_sum && !is_floating(dtype);
-        const DynTensor x = make_input(c.shape, dtype, Layout::Strided, int_prod ? -1 : lo, int_prod ? 3 : hi, seed++);
+        const DynTensor x = make_input(c.shape, dtype, Layout::Strided, int_prod ? -1 : lo,
+                                       int_prod ? 3 : hi, seed++);
         const int d = wrap_dim(c.dims[0], c.shape.rank(), "ref");
         const Host h = Host::of(x);
         std::vector<double> want(h.v.size());
@@ -289,10 +331,12 @@ TEST(OpTableReduce, CumsumCumprod) {
 TEST(OpTableReduce, SortArgsortTopk) {
   uint32_t seed = 500;
   for (DType dtype : kAllTypes) {
-    for (const Shape& shape : {Shape{}, Shape{0}, Shape{1}, Shape{9}, Shape{4, 7}, Shape{3, 0}, Shape{20, 300}}) {
+    for (const Shape& shape :
+         {Shape{}, Shape{0}, Shape{1}, Shape{9}, Shape{4, 7}, Shape{3, 0}, Shape{20, 300}}) {
       for (int64_t dim : {int64_t{0}, int64_t{-1}}) {
         for (bool desc : {false, true}) {
-          const DynTensor x = make_input(shape, dtype, Layout::Transposed, dtype == DType::u8 ? 0 : -5, 5, seed++);
+          const DynTensor x =
+              make_input(shape, dtype, Layout::Transposed, dtype == DType::u8 ? 0 : -5, 5, seed++);
           const Host h = Host::of(x);
           const int d = shape.rank() ? wrap_dim(dim, shape.rank(), "ref") : 0;
           const int64_t n = shape.rank() ? shape[d] : 1;
@@ -318,8 +362,8 @@ TEST(OpTableReduce, SortArgsortTopk) {
               idxs[size_t(off)] = double(order[size_t(k)]);
             }
           }
-          const std::string what = std::string(dtype_name(dtype)) + " " + to_string(shape) +
-                                   (desc ? " desc" : " asc");
+          const std::string what =
+              std::string(dtype_name(dtype)) + " " + to_string(shape) + (desc ? " desc" : " asc");
           const ValuesIndices s = sort(x, dim, desc);
           expect_close(s.values, shape, vals, {0, 0}, "sort values " + what);
           expect_close(s.indices, shape, idxs, {0, 0}, "sort indices (stable) " + what);
@@ -330,12 +374,14 @@ TEST(OpTableReduce, SortArgsortTopk) {
             const ValuesIndices t = topk(x, k, dim, desc);
             Shape ks = shape;
             if (shape.rank()) ks[d] = k;
-            const DynTensor want_v = shape.rank() ? narrow(from_data(TensorData::from(vals, shape)), d, 0, k)
-                                                  : from_data(TensorData::from(vals, shape));
+            const DynTensor want_v = shape.rank()
+                                         ? narrow(from_data(TensorData::from(vals, shape)), d, 0, k)
+                                         : from_data(TensorData::from(vals, shape));
             expect_close(t.values, ks, want_v.to_vector<double>(), {0, 0}, "topk values " + what);
             if (shape.rank() && k > 0) {
               // Ties may pick either index; the values at the indices must match.
-              expect_close(gather(x, d, t.indices), ks, want_v.to_vector<double>(), {0, 0}, "topk indices " + what);
+              expect_close(gather(x, d, t.indices), ks, want_v.to_vector<double>(), {0, 0},
+                           "topk indices " + what);
             }
           }
         }

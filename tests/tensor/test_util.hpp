@@ -42,9 +42,9 @@ struct Host {
 /// Every dtype, and the groups ops are tested on.
 inline const std::vector<DType> kFloatTypes = {DType::f32, DType::f64, DType::f16, DType::bf16};
 inline const std::vector<DType> kIntTypes = {DType::i64, DType::i32, DType::i8, DType::u8};
-inline const std::vector<DType> kAllTypes = {DType::f32, DType::f64, DType::f16, DType::bf16,
-                                             DType::i64, DType::i32, DType::i8, DType::u8,
-                                             DType::boolean};
+inline const std::vector<DType> kAllTypes = {DType::f32,  DType::f64, DType::f16,
+                                             DType::bf16, DType::i64, DType::i32,
+                                             DType::i8,   DType::u8,  DType::boolean};
 
 /// Memory layouts an input is made in; the values seen through the tensor are the same.
 enum class Layout { Contiguous, Transposed, Strided, Expanded };
@@ -52,10 +52,14 @@ inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Transpo
                                              Layout::Strided, Layout::Expanded};
 inline const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::Strided: return "strided";
-    case Layout::Expanded: return "expanded";
+    case Layout::Contiguous:
+      return "contiguous";
+    case Layout::Transposed:
+      return "transposed";
+    case Layout::Strided:
+      return "strided";
+    case Layout::Expanded:
+      return "expanded";
   }
   return "?";
 }
@@ -78,14 +82,16 @@ inline DynTensor make_input(const Shape& shape, DType dtype, Layout layout, doub
   auto from = [&](const Shape& s) {
     std::vector<double> v = random_values(s.numel(), lo, hi, integral, seed);
     if (dtype == DType::boolean) {
-      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((static_cast<int64_t>(v[i]) + i) % 2);
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = static_cast<double>((static_cast<int64_t>(v[i]) + i) % 2);
     }
     return cast(from_data(TensorData::from(v, s)), dtype);
   };
   if (shape.rank() < 2 && layout == Layout::Transposed) layout = Layout::Strided;
   if (shape.rank() < 1) return from(shape);
   switch (layout) {
-    case Layout::Contiguous: return from(shape);
+    case Layout::Contiguous:
+      return from(shape);
     case Layout::Transposed: {
       Shape s = shape;
       std::swap(s[0], s[s.rank() - 1]);
@@ -111,11 +117,16 @@ struct Tol {
 };
 inline Tol tol_for(DType dtype) {
   switch (dtype) {
-    case DType::f64: return {1e-10, 1e-12};
-    case DType::f32: return {2e-5, 1e-6};
-    case DType::f16: return {2e-3, 1e-3};
-    case DType::bf16: return {1.6e-2, 1e-2};
-    default: return {0.0, 0.0};  // integers and bools are exact
+    case DType::f64:
+      return {1e-10, 1e-12};
+    case DType::f32:
+      return {2e-5, 1e-6};
+    case DType::f16:
+      return {2e-3, 1e-3};
+    case DType::bf16:
+      return {1.6e-2, 1e-2};
+    default:
+      return {0.0, 0.0};  // integers and bools are exact
   }
 }
 

@@ -64,8 +64,8 @@ class Backend {
   virtual void sort(const RawTensor& x, int dim, bool descending, const RawTensor& values,
                     const RawTensor& indices) = 0;
   /// The k largest (or smallest) along `dim`, sorted.
-  virtual void topk(const RawTensor& x, int64_t k, int dim, bool largest,
-                    const RawTensor& values, const RawTensor& indices) = 0;
+  virtual void topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
+                    const RawTensor& indices) = 0;
 
   // Linear algebra: a [B, M, K] x b [B, K, N] -> out [B, M, N]; a and b may be strided
   // (transposed, batch-broadcast with stride 0).
@@ -75,8 +75,8 @@ class Backend {
   virtual void gather(const RawTensor& x, int dim, const RawTensor& index,
                       const RawTensor& out) = 0;
   /// dst[..index[i]..] (=|+=) src[i] along `dim`; dst is written in place.
-  virtual void scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
-                       const RawTensor& index, const RawTensor& src) = 0;
+  virtual void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
+                       const RawTensor& src) = 0;
   virtual void index_select(const RawTensor& x, int dim, const RawTensor& index,
                             const RawTensor& out) = 0;
   /// Coordinates of the non-zero elements, [count, rank] i64, row-major order.

@@ -24,14 +24,18 @@ enum class KindId : uint8_t { Float, Int, Bool };
 constexpr size_t dtype_size(DType t) {
   switch (t) {
     case DType::f64:
-    case DType::i64: return 8;
+    case DType::i64:
+      return 8;
     case DType::f32:
-    case DType::i32: return 4;
+    case DType::i32:
+      return 4;
     case DType::f16:
-    case DType::bf16: return 2;
+    case DType::bf16:
+      return 2;
     case DType::i8:
     case DType::u8:
-    case DType::boolean: return 1;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
@@ -72,15 +76,42 @@ void set_default_float_dtype(DType t);
 /// C++ type for a DType, and back.
 template <class T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<Half>() { return DType::f16; }
-template <> constexpr DType dtype_of<BFloat16>() { return DType::bf16; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::i8; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::f16;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::bf16;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::i64;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::i8;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::u8;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::boolean;
+}
 
 /// Message building (EMBER_CHECK): found by argument-dependent lookup.
 void append(std::string& out, DType t);
@@ -89,15 +120,24 @@ void append(std::string& out, DType t);
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    case DType::f16: return f(Half{});
-    case DType::bf16: return f(BFloat16{});
-    case DType::i64: return f(int64_t{});
-    case DType::i32: return f(int32_t{});
-    case DType::i8: return f(int8_t{});
-    case DType::u8: return f(uint8_t{});
-    case DType::boolean: return f(bool{});
+    case DType::f32:
+      return f(float{});
+    case DType::f64:
+      return f(double{});
+    case DType::f16:
+      return f(Half{});
+    case DType::bf16:
+      return f(BFloat16{});
+    case DType::i64:
+      return f(int64_t{});
+    case DType::i32:
+      return f(int32_t{});
+    case DType::i8:
+      return f(int8_t{});
+    case DType::u8:
+      return f(uint8_t{});
+    case DType::boolean:
+      return f(bool{});
   }
   return f(float{});
 }

@@ -47,8 +47,8 @@ void append(std::string& out, long long v);
 void append(std::string& out, unsigned long long v);
 void append(std::string& out, double v);
 template <class T>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>)
-void append(std::string& out, T v) {
+requires(std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+         !std::is_same_v<T, char>) void append(std::string& out, T v) {
   if constexpr (std::is_signed_v<T>) {
     append(out, static_cast<long long>(v));
   } else {
@@ -69,9 +69,10 @@ std::string cat(const Args&... args) {
 }  // namespace ember
 
 /// EMBER_CHECK(cond, "[op] what went wrong: ", value, ...) raises ember::Error when cond is false.
-#define EMBER_CHECK(cond, ...)                                                     \
-  do {                                                                             \
-    if (!(cond)) [[unlikely]] ::ember::raise_error(::ember::detail::cat(__VA_ARGS__)); \
+#define EMBER_CHECK(cond, ...)                                 \
+  do {                                                         \
+    if (!(cond)) [[unlikely]]                                  \
+      ::ember::raise_error(::ember::detail::cat(__VA_ARGS__)); \
   } while (0)
 
 #define EMBER_FAIL(...) ::ember::raise_error(::ember::detail::cat(__VA_ARGS__))

@@ -25,7 +25,7 @@ struct Half {
   uint16_t bits = 0;
 
   Half() = default;
-  Half(float f) : bits(from_float(f)) {}  // NOLINT: implicit like a built-in float type
+  Half(float f) : bits(from_float(f)) {}             // NOLINT: implicit like a built-in float type
   operator float() const { return to_float(bits); }  // NOLINT
 
   static Half from_bits(uint16_t b) {
@@ -53,7 +53,7 @@ struct Half {
     x &= 0x7fffffffu;
     if (x >= 0x7f800000u) return sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u);
     if (x >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504
-    if (x < 0x38800000u) {                         // below the smallest normal half
+    if (x < 0x38800000u) {                        // below the smallest normal half
       // Adding 0.5 (as a float) shifts the mantissa so the FPU rounds it for us.
       const float magic = detail::bits_float(0x3f000000u);
       const float r = detail::bits_float(x) + magic;
@@ -71,7 +71,9 @@ struct BFloat16 {
 
   BFloat16() = default;
   BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
-  operator float() const { return detail::bits_float(static_cast<uint32_t>(bits) << 16); }  // NOLINT
+  operator float() const {
+    return detail::bits_float(static_cast<uint32_t>(bits) << 16);
+  }  // NOLINT
 
   static BFloat16 from_bits(uint16_t b) {
     BFloat16 h;
@@ -80,8 +82,9 @@ struct BFloat16 {
   }
   static uint16_t from_float(float f) {
     uint32_t x = detail::float_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
-    x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+      return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+    x += 0x7fffu + ((x >> 16) & 1u);                    // round to nearest even
     return static_cast<uint16_t>(x >> 16);
   }
 };

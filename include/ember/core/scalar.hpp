@@ -14,13 +14,13 @@ class Scalar {
   Scalar() = default;
   Scalar(bool v) : f_(v), i_(v), kind_(KindId::Bool) {}  // NOLINT: numbers convert implicitly
   template <class T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  Scalar(T v) : f_(static_cast<double>(v)), i_(static_cast<int64_t>(v)), kind_(KindId::Int) {}  // NOLINT
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Scalar(T v)
+      : f_(static_cast<double>(v)), i_(static_cast<int64_t>(v)), kind_(KindId::Int) {}  // NOLINT
   template <class T>
-    requires std::is_floating_point_v<T>
-  Scalar(T v) : f_(static_cast<double>(v)), i_(static_cast<int64_t>(v)), kind_(KindId::Float) {}  // NOLINT
-  Scalar(Half v) : Scalar(static_cast<float>(v)) {}      // NOLINT
-  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}  // NOLINT
+  requires std::is_floating_point_v<T> Scalar(T v)
+      : f_(static_cast<double>(v)), i_(static_cast<int64_t>(v)), kind_(KindId::Float) {}  // NOLINT
+  Scalar(Half v) : Scalar(static_cast<float>(v)) {}                                       // NOLINT
+  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}                                   // NOLINT
 
   KindId kind() const { return kind_; }
   double to_double() const { return f_; }

@@ -32,10 +32,14 @@ template <class K, OpKinds k>
 constexpr bool kind_accepts() {
   constexpr KindId id = kind_id<K>();
   switch (k) {
-    case OpKinds::F: return id == KindId::Float;
-    case OpKinds::N: return id != KindId::Bool;
-    case OpKinds::A: return true;
-    case OpKinds::I: return id != KindId::Float;
+    case OpKinds::F:
+      return id == KindId::Float;
+    case OpKinds::N:
+      return id != KindId::Bool;
+    case OpKinds::A:
+      return true;
+    case OpKinds::I:
+      return id != KindId::Float;
   }
   return false;
 }
@@ -66,9 +70,7 @@ class Tensor {
 
   Tensor() = default;
   /// Wraps a rank-erased tensor; fails unless its rank is D and its kind is K.
-  explicit Tensor(DynTensor t) : t_(std::move(t)) {
-    detail::check_typed(t_, D, kind_id<K>());
-  }
+  explicit Tensor(DynTensor t) : t_(std::move(t)) { detail::check_typed(t_, D, kind_id<K>()); }
 
   const DynTensor& dyn() const& { return t_; }
   DynTensor dyn() && { return std::move(t_); }
@@ -88,21 +90,16 @@ class Tensor {
     return Tensor(ember::full(Shape(shape), value, dtype, dev));
   }
   static Tensor rand(const Dims& shape, Device dev = Device::cpu(), Generator* gen = nullptr,
-                     DType dtype = kDefault())
-    requires std::is_same_v<K, Float>
-  {
+                     DType dtype = kDefault()) requires std::is_same_v<K, Float> {
     return Tensor(ember::rand(Shape(shape), dtype, dev, gen));
   }
   static Tensor randn(const Dims& shape, Device dev = Device::cpu(), Generator* gen = nullptr,
-                      DType dtype = kDefault())
-    requires std::is_same_v<K, Float>
-  {
+                      DType dtype = kDefault()) requires std::is_same_v<K, Float> {
     return Tensor(ember::randn(Shape(shape), dtype, dev, gen));
   }
   static Tensor randint(int64_t low, int64_t high, const Dims& shape, Device dev = Device::cpu(),
-                        Generator* gen = nullptr, DType dtype = kDefault())
-    requires(!std::is_same_v<K, Bool>)
-  {
+                        Generator* gen = nullptr,
+                        DType dtype = kDefault()) requires(!std::is_same_v<K, Bool>) {
     return Tensor(ember::randint(low, high, Shape(shape), dtype, dev, gen));
   }
   static Tensor bernoulli(const Dims& shape, double p, Device dev = Device::cpu(),
@@ -110,26 +107,19 @@ class Tensor {
     return Tensor(ember::bernoulli(Shape(shape), p, dtype, dev, gen));
   }
   static Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
-                       Device dev = Device::cpu(), DType dtype = kDefault())
-    requires(D == 1)
-  {
+                       Device dev = Device::cpu(), DType dtype = kDefault()) requires(D == 1) {
     return Tensor(ember::arange(start, end, step, dtype, dev));
   }
-  static Tensor arange(const Scalar& end, Device dev = Device::cpu(), DType dtype = kDefault())
-    requires(D == 1)
-  {
+  static Tensor arange(const Scalar& end, Device dev = Device::cpu(),
+                       DType dtype = kDefault()) requires(D == 1) {
     return Tensor(ember::arange(0, end, 1, dtype, dev));
   }
   static Tensor linspace(double start, double end, int64_t steps, Device dev = Device::cpu(),
-                         DType dtype = kDefault())
-    requires(D == 1 && std::is_same_v<K, Float>)
-  {
+                         DType dtype = kDefault()) requires(D == 1 && std::is_same_v<K, Float>) {
     return Tensor(ember::linspace(start, end, steps, dtype, dev));
   }
   static Tensor eye(int64_t n, int64_t m = -1, Device dev = Device::cpu(),
-                    DType dtype = kDefault())
-    requires(D == 2)
-  {
+                    DType dtype = kDefault()) requires(D == 2) {
     return Tensor(ember::eye(n, m, dtype, dev));
   }
   /// From host values of type T; the tensor takes T's dtype when it is of kind K, else K's default.
@@ -139,9 +129,8 @@ class Tensor {
     return Tensor(typed_from(TensorData::from(values, Shape(shape)), dev));
   }
   template <class T>
-  static Tensor from_vector(const std::vector<T>& values, Device dev = Device::cpu())
-    requires(D == 1)
-  {
+  static Tensor from_vector(const std::vector<T>& values,
+                            Device dev = Device::cpu()) requires(D == 1) {
     return from_vector(values, Dims{static_cast<int64_t>(values.size())}, dev);
   }
   static Tensor from_data(const TensorData& data, Device dev = Device::cpu()) {
@@ -185,24 +174,23 @@ class Tensor {
   Tensor contiguous() const { return Tensor(ember::contiguous(t_)); }
   Tensor clone() const { return Tensor(ember::clone(t_)); }
 
-  // Reductions: x.sum() (0-d), x.sum(dim), x.sum(dim, keepdim), x.sum({0, 2}), x.sum({0, 2}, keepdim).
-#define EMBER_TENSOR_REDUCTION(name, OutK)                                                      \
-  Tensor<0, OutK> name() const { return Tensor<0, OutK>(ember::name(t_)); }                     \
-  Tensor<detail::drop1(D), OutK> name(int64_t dim) const                                        \
-    requires(D >= 1)                                                                            \
-  {                                                                                             \
-    return Tensor<detail::drop1(D), OutK>(ember::name(t_, {dim}, false));                       \
-  }                                                                                             \
-  Tensor<D, OutK> name(int64_t dim, KeepDim) const {                                            \
-    return Tensor<D, OutK>(ember::name(t_, {dim}, true));                                       \
-  }                                                                                             \
-  template <size_t N>                                                                           \
-  Tensor<D - static_cast<int>(N), OutK> name(const int64_t(&dims)[N]) const {                   \
-    return Tensor<D - static_cast<int>(N), OutK>(ember::name(t_, {dims, dims + N}, false));     \
-  }                                                                                             \
-  template <size_t N>                                                                           \
-  Tensor<D, OutK> name(const int64_t(&dims)[N], KeepDim) const {                                \
-    return Tensor<D, OutK>(ember::name(t_, {dims, dims + N}, true));                            \
+  // Reductions: x.sum() (0-d), x.sum(dim), x.sum(dim, keepdim), x.sum({0, 2}), x.sum({0, 2},
+  // keepdim).
+#define EMBER_TENSOR_REDUCTION(name, OutK)                                                  \
+  Tensor<0, OutK> name() const { return Tensor<0, OutK>(ember::name(t_)); }                 \
+  Tensor<detail::drop1(D), OutK> name(int64_t dim) const requires(D >= 1) {                 \
+    return Tensor<detail::drop1(D), OutK>(ember::name(t_, {dim}, false));                   \
+  }                                                                                         \
+  Tensor<D, OutK> name(int64_t dim, KeepDim) const {                                        \
+    return Tensor<D, OutK>(ember::name(t_, {dim}, true));                                   \
+  }                                                                                         \
+  template <size_t N>                                                                       \
+  Tensor<D - static_cast<int>(N), OutK> name(const int64_t(&dims)[N]) const {               \
+    return Tensor<D - static_cast<int>(N), OutK>(ember::name(t_, {dims, dims + N}, false)); \
+  }                                                                                         \
+  template <size_t N>                                                                       \
+  Tensor<D, OutK> name(const int64_t(&dims)[N], KeepDim) const {                            \
+    return Tensor<D, OutK>(ember::name(t_, {dims, dims + N}, true));                        \
   }
   EMBER_TENSOR_REDUCTION(sum, detail::SumKind<K>)
   EMBER_TENSOR_REDUCTION(prod, detail::SumKind<K>)
@@ -215,17 +203,13 @@ class Tensor {
 
   Tensor<0, K> max() const { return Tensor<0, K>(ember::max(t_)); }
   Tensor<0, K> min() const { return Tensor<0, K>(ember::min(t_)); }
-  TypedValuesIndices<detail::drop1(D), K> max(int64_t dim) const
-    requires(D >= 1)
-  {
+  TypedValuesIndices<detail::drop1(D), K> max(int64_t dim) const requires(D >= 1) {
     return typed<detail::drop1(D)>(ember::max(t_, dim, false));
   }
   TypedValuesIndices<D, K> max(int64_t dim, KeepDim) const {
     return typed<D>(ember::max(t_, dim, true));
   }
-  TypedValuesIndices<detail::drop1(D), K> min(int64_t dim) const
-    requires(D >= 1)
-  {
+  TypedValuesIndices<detail::drop1(D), K> min(int64_t dim) const requires(D >= 1) {
     return typed<detail::drop1(D)>(ember::min(t_, dim, false));
   }
   TypedValuesIndices<D, K> min(int64_t dim, KeepDim) const {
@@ -233,17 +217,13 @@ class Tensor {
   }
   Tensor<0, Int> argmax() const { return Tensor<0, Int>(ember::argmax(t_)); }
   Tensor<0, Int> argmin() const { return Tensor<0, Int>(ember::argmin(t_)); }
-  Tensor<detail::drop1(D), Int> argmax(int64_t dim) const
-    requires(D >= 1)
-  {
+  Tensor<detail::drop1(D), Int> argmax(int64_t dim) const requires(D >= 1) {
     return Tensor<detail::drop1(D), Int>(ember::argmax(t_, dim, false));
   }
   Tensor<D, Int> argmax(int64_t dim, KeepDim) const {
     return Tensor<D, Int>(ember::argmax(t_, dim, true));
   }
-  Tensor<detail::drop1(D), Int> argmin(int64_t dim) const
-    requires(D >= 1)
-  {
+  Tensor<detail::drop1(D), Int> argmin(int64_t dim) const requires(D >= 1) {
     return Tensor<detail::drop1(D), Int>(ember::argmin(t_, dim, false));
   }
   Tensor<D, Int> argmin(int64_t dim, KeepDim) const {
@@ -299,11 +279,13 @@ class Tensor {
   // Movement.
   template <size_t N>
   Tensor<static_cast<int>(N), K> reshape(const int64_t (&shape)[N]) const {
-    return Tensor<static_cast<int>(N), K>(ember::reshape(t_, Shape(std::span<const int64_t>(shape, N))));
+    return Tensor<static_cast<int>(N), K>(
+        ember::reshape(t_, Shape(std::span<const int64_t>(shape, N))));
   }
   template <size_t N>
   Tensor<static_cast<int>(N), K> view(const int64_t (&shape)[N]) const {
-    return Tensor<static_cast<int>(N), K>(ember::view(t_, Shape(std::span<const int64_t>(shape, N))));
+    return Tensor<static_cast<int>(N), K>(
+        ember::view(t_, Shape(std::span<const int64_t>(shape, N))));
   }
   /// Rank given explicitly when the shape is a run-time value.
   template <int N>
@@ -316,9 +298,7 @@ class Tensor {
   Tensor<N, K> flatten(int64_t start_dim, int64_t end_dim = -1) const {
     return Tensor<N, K>(ember::flatten(t_, start_dim, end_dim));
   }
-  Tensor<detail::drop1(D), K> squeeze(int64_t dim) const
-    requires(D >= 1)
-  {
+  Tensor<detail::drop1(D), K> squeeze(int64_t dim) const requires(D >= 1) {
     return Tensor<detail::drop1(D), K>(ember::squeeze(t_, dim));
   }
   /// Removes every size-1 dim; N is the expected resulting rank (checked).
@@ -333,17 +313,14 @@ class Tensor {
     return Tensor(ember::transpose(t_, dim0, dim1));
   }
   /// Matrix transpose of a 2-D tensor.
-  Tensor t() const
-    requires(D == 2)
-  {
-    return transpose(0, 1);
-  }
+  Tensor t() const requires(D == 2) { return transpose(0, 1); }
   Tensor permute(const std::array<int64_t, static_cast<size_t>(D)>& dims) const {
     return Tensor(ember::permute(t_, {dims.begin(), dims.end()}));
   }
   template <size_t N>
   Tensor<static_cast<int>(N), K> expand(const int64_t (&shape)[N]) const {
-    return Tensor<static_cast<int>(N), K>(ember::expand(t_, Shape(std::span<const int64_t>(shape, N))));
+    return Tensor<static_cast<int>(N), K>(
+        ember::expand(t_, Shape(std::span<const int64_t>(shape, N))));
   }
   template <int N>
   Tensor<N, K> broadcast_to(const std::array<int64_t, static_cast<size_t>(N)>& shape) const {
@@ -353,15 +330,11 @@ class Tensor {
     return Tensor(ember::slice(t_, dim, start, end, step));
   }
   /// One Slice per leading dim: x.slice({{0, 2}, {1, 5, 2}}).
-  Tensor slice(const std::vector<Slice>& slices) const {
-    return Tensor(ember::slice(t_, slices));
-  }
+  Tensor slice(const std::vector<Slice>& slices) const { return Tensor(ember::slice(t_, slices)); }
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const {
     return Tensor(ember::narrow(t_, dim, start, length));
   }
-  Tensor<detail::drop1(D), K> select(int64_t dim, int64_t index) const
-    requires(D >= 1)
-  {
+  Tensor<detail::drop1(D), K> select(int64_t dim, int64_t index) const requires(D >= 1) {
     return Tensor<detail::drop1(D), K>(ember::select(t_, dim, index));
   }
   Tensor flip(const std::vector<int64_t>& dims) const { return Tensor(ember::flip(t_, dims)); }
@@ -411,9 +384,7 @@ class Tensor {
     return Tensor<1, K>(ember::masked_select(t_, mask.dyn()));
   }
   Tensor<2, Int> nonzero() const { return Tensor<2, Int>(ember::nonzero(t_)); }
-  Tensor<D + 1, Int> one_hot(int64_t num_classes = -1) const
-    requires std::is_same_v<K, Int>
-  {
+  Tensor<D + 1, Int> one_hot(int64_t num_classes = -1) const requires std::is_same_v<K, Int> {
     return Tensor<D + 1, Int>(ember::one_hot(t_, num_classes));
   }
   Tensor slice_assign(const std::vector<Slice>& slices, const Tensor& value) const {

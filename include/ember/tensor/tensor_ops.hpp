@@ -27,50 +27,53 @@ constexpr int matmul_rank(int a, int b) {
 }  // namespace detail
 
 // exp(x), relu(x), isnan(x), ...: one template per registry entry.
-#define EMBER_TENSOR_UNARY(Name, name, kinds)                                        \
-  template <int D, class K>                                                          \
-    requires(detail::kind_accepts<K, OpKinds::kinds>())                              \
-  Tensor<D, detail::UnaryOut<K, UnaryOp::Name>> name(const Tensor<D, K>& x) {        \
-    return Tensor<D, detail::UnaryOut<K, UnaryOp::Name>>(name(x.dyn()));             \
+#define EMBER_TENSOR_UNARY(Name, name, kinds)                            \
+  template <int D, class K>                                              \
+  requires(detail::kind_accepts<K, OpKinds::kinds>())                    \
+      Tensor<D, detail::UnaryOut<K, UnaryOp::Name>>                      \
+      name(const Tensor<D, K>& x) {                                      \
+    return Tensor<D, detail::UnaryOut<K, UnaryOp::Name>>(name(x.dyn())); \
   }
 EMBER_UNARY_OPS(EMBER_TENSOR_UNARY)
 #undef EMBER_TENSOR_UNARY
 
 // add(a, b), eq(a, 2), atan2(y, x), ...: tensor-tensor, tensor-scalar, scalar-tensor.
-#define EMBER_TENSOR_BINARY(Name, name, kinds)                                                    \
-  template <int D1, int D2, class K>                                                              \
-    requires(detail::kind_accepts<K, OpKinds::kinds>())                                           \
-  Tensor<detail::max_rank(D1, D2), detail::BinaryOut<K, BinaryOp::Name>> name(                    \
-      const Tensor<D1, K>& a, const Tensor<D2, K>& b) {                                           \
-    return Tensor<detail::max_rank(D1, D2), detail::BinaryOut<K, BinaryOp::Name>>(                \
-        name(a.dyn(), b.dyn()));                                                                  \
-  }                                                                                               \
-  template <int D, class K>                                                                       \
-    requires(detail::kind_accepts<K, OpKinds::kinds>())                                           \
-  Tensor<D, detail::BinaryOut<K, BinaryOp::Name>> name(const Tensor<D, K>& a, const Scalar& b) {  \
-    return Tensor<D, detail::BinaryOut<K, BinaryOp::Name>>(name(a.dyn(), b));                     \
-  }                                                                                               \
-  template <int D, class K>                                                                       \
-    requires(detail::kind_accepts<K, OpKinds::kinds>())                                           \
-  Tensor<D, detail::BinaryOut<K, BinaryOp::Name>> name(const Scalar& a, const Tensor<D, K>& b) {  \
-    return Tensor<D, detail::BinaryOut<K, BinaryOp::Name>>(name(a, b.dyn()));                     \
+#define EMBER_TENSOR_BINARY(Name, name, kinds)                                     \
+  template <int D1, int D2, class K>                                               \
+  requires(detail::kind_accepts<K, OpKinds::kinds>())                              \
+      Tensor<detail::max_rank(D1, D2), detail::BinaryOut<K, BinaryOp::Name>>       \
+      name(const Tensor<D1, K>& a, const Tensor<D2, K>& b) {                       \
+    return Tensor<detail::max_rank(D1, D2), detail::BinaryOut<K, BinaryOp::Name>>( \
+        name(a.dyn(), b.dyn()));                                                   \
+  }                                                                                \
+  template <int D, class K>                                                        \
+  requires(detail::kind_accepts<K, OpKinds::kinds>())                              \
+      Tensor<D, detail::BinaryOut<K, BinaryOp::Name>>                              \
+      name(const Tensor<D, K>& a, const Scalar& b) {                               \
+    return Tensor<D, detail::BinaryOut<K, BinaryOp::Name>>(name(a.dyn(), b));      \
+  }                                                                                \
+  template <int D, class K>                                                        \
+  requires(detail::kind_accepts<K, OpKinds::kinds>())                              \
+      Tensor<D, detail::BinaryOut<K, BinaryOp::Name>>                              \
+      name(const Scalar& a, const Tensor<D, K>& b) {                               \
+    return Tensor<D, detail::BinaryOut<K, BinaryOp::Name>>(name(a, b.dyn()));      \
   }
 EMBER_BINARY_OPS(EMBER_TENSOR_BINARY)
 #undef EMBER_TENSOR_BINARY
 
 // Operators. Arithmetic on Float and Int; & | ^ ~ are logical on Bool and bitwise on Int.
-#define EMBER_TENSOR_OPERATOR(op, name)                                                   \
-  template <int D1, int D2, class K>                                                      \
-  auto operator op(const Tensor<D1, K>& a, const Tensor<D2, K>& b) -> decltype(name(a, b)) { \
-    return name(a, b);                                                                    \
-  }                                                                                       \
-  template <int D, class K>                                                               \
-  auto operator op(const Tensor<D, K>& a, const Scalar& b) -> decltype(name(a, b)) {      \
-    return name(a, b);                                                                    \
-  }                                                                                       \
-  template <int D, class K>                                                               \
-  auto operator op(const Scalar& a, const Tensor<D, K>& b) -> decltype(name(a, b)) {      \
-    return name(a, b);                                                                    \
+#define EMBER_TENSOR_OPERATOR(op, name)                                                    \
+  template <int D1, int D2, class K>                                                       \
+  auto operator op(const Tensor<D1, K>& a, const Tensor<D2, K>& b)->decltype(name(a, b)) { \
+    return name(a, b);                                                                     \
+  }                                                                                        \
+  template <int D, class K>                                                                \
+  auto operator op(const Tensor<D, K>& a, const Scalar& b)->decltype(name(a, b)) {         \
+    return name(a, b);                                                                     \
+  }                                                                                        \
+  template <int D, class K>                                                                \
+  auto operator op(const Scalar& a, const Tensor<D, K>& b)->decltype(name(a, b)) {         \
+    return name(a, b);                                                                     \
   }
 EMBER_TENSOR_OPERATOR(+, add)
 EMBER_TENSOR_OPERATOR(-, sub)
@@ -90,15 +93,11 @@ EMBER_TENSOR_OPERATOR(>>, bitwise_right_shift)
 #undef EMBER_TENSOR_OPERATOR
 
 template <int D, class K>
-  requires(!std::is_same_v<K, Bool>)
-Tensor<D, K> operator-(const Tensor<D, K>& x) {
-  return neg(x);
-}
+requires(!std::is_same_v<K, Bool>) Tensor<D, K>
+operator-(const Tensor<D, K>& x) { return neg(x); }
 template <int D, class K>
-  requires(!std::is_same_v<K, Float>)
-Tensor<D, K> operator~(const Tensor<D, K>& x) {
-  return bitwise_not(x);
-}
+requires(!std::is_same_v<K, Float>) Tensor<D, K>
+operator~(const Tensor<D, K>& x) { return bitwise_not(x); }
 
 template <int D, class K>
 Tensor<D, K> clamp(const Tensor<D, K>& x, const Scalar& lo, const Scalar& hi) {
@@ -154,8 +153,8 @@ bool allclose(const Tensor<D>& a, const Tensor<D>& b, double rtol = 1e-5, double
 }
 
 template <int DA, int DB, class K>
-  requires(!std::is_same_v<K, Bool>)
-Tensor<detail::matmul_rank(DA, DB), K> matmul(const Tensor<DA, K>& a, const Tensor<DB, K>& b) {
+requires(!std::is_same_v<K, Bool>) Tensor<detail::matmul_rank(DA, DB), K> matmul(
+    const Tensor<DA, K>& a, const Tensor<DB, K>& b) {
   return Tensor<detail::matmul_rank(DA, DB), K>(matmul(a.dyn(), b.dyn()));
 }
 template <class K>

@@ -11,9 +11,9 @@
 namespace ember::cpu {
 namespace {
 
-constexpr size_t kAlign = 64;                 // a cache line; every vector load is aligned
-constexpr size_t kHuge = size_t{2} << 20;     // 2 MiB: huge-page size and alignment
-constexpr size_t kSmallStep = 64;             // classes 64 B apart up to 1 KiB
+constexpr size_t kAlign = 64;              // a cache line; every vector load is aligned
+constexpr size_t kHuge = size_t{2} << 20;  // 2 MiB: huge-page size and alignment
+constexpr size_t kSmallStep = 64;          // classes 64 B apart up to 1 KiB
 constexpr size_t kSmallMax = 1024;
 constexpr int kNumClasses = 16 + 4 * 64;
 
@@ -99,8 +99,7 @@ class CachingAllocator {
 
  private:
   static size_t cache_limit() {
-    static const size_t limit =
-        static_cast<size_t>(os::env_int("EMBER_CPU_CACHE_MB", 4096)) << 20;
+    static const size_t limit = static_cast<size_t>(os::env_int("EMBER_CPU_CACHE_MB", 4096)) << 20;
     return limit;
   }
 

@@ -71,16 +71,27 @@ C int_pow(C base, C exp) {
 
 // Ops every dtype has: comparisons and logical ops, producing bool. Returns false if not one.
 template <class T>
-bool compare_or_logical(BinaryOp op, const RawTensor& a, const RawTensor& b,
-                        const RawTensor& out) {
+bool compare_or_logical(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   using C = Compute<T>;
   switch (op) {
-    case BinaryOp::Eq: map_binary<T, bool>(a, b, out, [](C x, C y) { return x == y; }); break;
-    case BinaryOp::Ne: map_binary<T, bool>(a, b, out, [](C x, C y) { return x != y; }); break;
-    case BinaryOp::Lt: map_binary<T, bool>(a, b, out, [](C x, C y) { return x < y; }); break;
-    case BinaryOp::Le: map_binary<T, bool>(a, b, out, [](C x, C y) { return x <= y; }); break;
-    case BinaryOp::Gt: map_binary<T, bool>(a, b, out, [](C x, C y) { return x > y; }); break;
-    case BinaryOp::Ge: map_binary<T, bool>(a, b, out, [](C x, C y) { return x >= y; }); break;
+    case BinaryOp::Eq:
+      map_binary<T, bool>(a, b, out, [](C x, C y) { return x == y; });
+      break;
+    case BinaryOp::Ne:
+      map_binary<T, bool>(a, b, out, [](C x, C y) { return x != y; });
+      break;
+    case BinaryOp::Lt:
+      map_binary<T, bool>(a, b, out, [](C x, C y) { return x < y; });
+      break;
+    case BinaryOp::Le:
+      map_binary<T, bool>(a, b, out, [](C x, C y) { return x <= y; });
+      break;
+    case BinaryOp::Gt:
+      map_binary<T, bool>(a, b, out, [](C x, C y) { return x > y; });
+      break;
+    case BinaryOp::Ge:
+      map_binary<T, bool>(a, b, out, [](C x, C y) { return x >= y; });
+      break;
     case BinaryOp::LogicalAnd:
       map_binary<T, bool>(a, b, out, [](C x, C y) { return x != C(0) && y != C(0); });
       break;
@@ -90,7 +101,8 @@ bool compare_or_logical(BinaryOp op, const RawTensor& a, const RawTensor& b,
     case BinaryOp::LogicalXor:
       map_binary<T, bool>(a, b, out, [](C x, C y) { return (x != C(0)) != (y != C(0)); });
       break;
-    default: return false;
+    default:
+      return false;
   }
   return true;
 }
@@ -99,11 +111,16 @@ template <class T>
 void binary_float(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   using C = Compute<T>;
   switch (op) {
-    case BinaryOp::Add: return map_binary<T, T>(a, b, out, [](C x, C y) { return x + y; });
-    case BinaryOp::Sub: return map_binary<T, T>(a, b, out, [](C x, C y) { return x - y; });
-    case BinaryOp::Mul: return map_binary<T, T>(a, b, out, [](C x, C y) { return x * y; });
-    case BinaryOp::Div: return map_binary<T, T>(a, b, out, [](C x, C y) { return x / y; });
-    case BinaryOp::Pow: return map_binary<T, T>(a, b, out, [](C x, C y) { return std::pow(x, y); });
+    case BinaryOp::Add:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return x + y; });
+    case BinaryOp::Sub:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return x - y; });
+    case BinaryOp::Mul:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return x * y; });
+    case BinaryOp::Div:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return x / y; });
+    case BinaryOp::Pow:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return std::pow(x, y); });
     case BinaryOp::Atan2:
       return map_binary<T, T>(a, b, out, [](C x, C y) { return std::atan2(x, y); });
     case BinaryOp::Minimum:  // NaN propagates, as in PyTorch
@@ -127,9 +144,12 @@ void binary_int(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTe
       return map_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(U(x) - U(y)); });
     case BinaryOp::Mul:
       return map_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(U(x) * U(y)); });
-    case BinaryOp::Pow: return map_binary<T, T>(a, b, out, [](T x, T y) { return int_pow(x, y); });
-    case BinaryOp::Minimum: return map_binary<T, T>(a, b, out, [](T x, T y) { return x < y ? x : y; });
-    case BinaryOp::Maximum: return map_binary<T, T>(a, b, out, [](T x, T y) { return x > y ? x : y; });
+    case BinaryOp::Pow:
+      return map_binary<T, T>(a, b, out, [](T x, T y) { return int_pow(x, y); });
+    case BinaryOp::Minimum:
+      return map_binary<T, T>(a, b, out, [](T x, T y) { return x < y ? x : y; });
+    case BinaryOp::Maximum:
+      return map_binary<T, T>(a, b, out, [](T x, T y) { return x > y ? x : y; });
     case BinaryOp::BitwiseAnd:
       return map_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(x & y); });
     case BinaryOp::BitwiseOr:
@@ -169,8 +189,7 @@ void binary_int<bool>(BinaryOp op, const RawTensor& a, const RawTensor& b, const
 
 }  // namespace
 
-void CpuBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
-                        const RawTensor& out) {
+void CpuBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   visit_dtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {

@@ -50,8 +50,8 @@ void CpuBackend::fill(const RawTensor& dst, const Scalar& value) {
   StridedLoop<1> loop(dst.shape, {&dst});
   visit_dtype(dst.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T v = value.kind() == KindId::Float ? convert<T>(value.to_double())
-                                              : convert<T>(value.to_int());
+    const T v =
+        value.kind() == KindId::Float ? convert<T>(value.to_double()) : convert<T>(value.to_int());
     loop.run([v](char** p, const int64_t* st, int64_t n) {
       if (dense(st[0], sizeof(T))) {
         T* d = reinterpret_cast<T*>(p[0]);

@@ -49,8 +49,10 @@ void set_num_threads(int n) {
 
 bool CpuBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
-    case OpFamily::Matmul: return dtype != DType::boolean;
-    default: return true;
+    case OpFamily::Matmul:
+      return dtype != DType::boolean;
+    default:
+      return true;
   }
 }
 

@@ -35,8 +35,7 @@ StridedLoop<N>::StridedLoop(const Shape& shape, const std::array<const RawTensor
 template <int N>
 void StridedLoop<N>::run(RowKernel kernel, const void* ctx, int64_t grain) const {
   if (numel_ == 0) return;
-  parallel_for(0, numel_, grain,
-               [&](int64_t b, int64_t e) { run_range(b, e, kernel, ctx); });
+  parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) { run_range(b, e, kernel, ctx); });
 }
 
 template <int N>

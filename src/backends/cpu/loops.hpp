@@ -58,7 +58,8 @@ extern template class StridedLoop<4>;
 /// When every operand (all of one shape) is contiguous, runs f over flat ranges without the
 /// strided bookkeeping and returns true. The common case, and the one per-op overhead rides on.
 template <int N, class F>
-bool run_contiguous(const std::array<const RawTensor*, N>& ops, const F& f, int64_t grain = kGrain) {
+bool run_contiguous(const std::array<const RawTensor*, N>& ops, const F& f,
+                    int64_t grain = kGrain) {
   for (const RawTensor* t : ops) {
     if (!t->is_contiguous()) return false;
   }

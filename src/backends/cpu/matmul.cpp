@@ -36,8 +36,8 @@ RawTensor contiguous_copy(Backend& be, const RawTensor& t, DType dtype) {
 // C[M,N] = A[M,K] B[K,N] for one batch, i-k-j order so the inner loop runs along contiguous
 // rows of B and C (vectorised), blocked over k and j to stay in cache.
 template <class T, class Acc>
-void gemm_blocked(const T* a, int64_t as0, int64_t as1, const T* b, int64_t bs0, int64_t bs1,
-                  T* c, int64_t m, int64_t n, int64_t k) {
+void gemm_blocked(const T* a, int64_t as0, int64_t as1, const T* b, int64_t bs0, int64_t bs1, T* c,
+                  int64_t m, int64_t n, int64_t k) {
   constexpr int64_t kKB = 256, kNB = 512;
   std::vector<Acc> row(static_cast<size_t>(std::min(n, kNB)));
   for (int64_t i = 0; i < m; ++i) {
@@ -70,13 +70,13 @@ void matmul_blocked(const RawTensor& a, const RawTensor& b, const RawTensor& out
   // Parallel over (batch, row) pairs: each writes its own output row.
   parallel_for(0, batch * m, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n * k)),
                [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t bi = t / m, i = t % m;
-      gemm_blocked<T, Acc>(ap + bi * a.strides[0] + i * a.strides[1], a.strides[1], a.strides[2],
-                           bp + bi * b.strides[0], b.strides[1], b.strides[2],
-                           cp + bi * m * n + i * n, 1, n, k);
-    }
-  });
+                 for (int64_t t = lo; t < hi; ++t) {
+                   const int64_t bi = t / m, i = t % m;
+                   gemm_blocked<T, Acc>(ap + bi * a.strides[0] + i * a.strides[1], a.strides[1],
+                                        a.strides[2], bp + bi * b.strides[0], b.strides[1],
+                                        b.strides[2], cp + bi * m * n + i * n, 1, n, k);
+                 }
+               });
 }
 
 #if defined(EMBER_HAVE_DNNL) || defined(EMBER_HAVE_OPENBLAS)
@@ -122,22 +122,24 @@ void matmul_blas(Backend& be, const RawTensor& a_in, const RawTensor& b_in, cons
 
 void sgemm(Backend& be, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
 #if defined(EMBER_HAVE_DNNL)
-  matmul_blas<float>(be, a, b, out, [](bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                                       const float* ap, int64_t lda, const float* bp, int64_t ldb,
-                                       float* cp, int64_t ldc) {
-    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, ap, lda, bp,
-                                        ldb, 0.0f, cp, ldc);
-    EMBER_CHECK(st == dnnl_success, "[matmul] oneDNN sgemm failed with status ",
-                static_cast<int>(st), " for m=", m, " n=", n, " k=", k);
-  });
+  matmul_blas<float>(be, a, b, out,
+                     [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* ap,
+                        int64_t lda, const float* bp, int64_t ldb, float* cp, int64_t ldc) {
+                       const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k,
+                                                           1.0f, ap, lda, bp, ldb, 0.0f, cp, ldc);
+                       EMBER_CHECK(st == dnnl_success, "[matmul] oneDNN sgemm failed with status ",
+                                   static_cast<int>(st), " for m=", m, " n=", n, " k=", k);
+                     });
 #elif defined(EMBER_HAVE_OPENBLAS)
-  matmul_blas<float>(be, a, b, out, [](bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                                       const float* ap, int64_t lda, const float* bp, int64_t ldb,
-                                       float* cp, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, ap,
-                static_cast<int>(lda), bp, static_cast<int>(ldb), 0.0f, cp, static_cast<int>(ldc));
-  });
+  matmul_blas<float>(be, a, b, out,
+                     [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* ap,
+                        int64_t lda, const float* bp, int64_t ldb, float* cp, int64_t ldc) {
+                       cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                                   tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                                   static_cast<int>(n), static_cast<int>(k), 1.0f, ap,
+                                   static_cast<int>(lda), bp, static_cast<int>(ldb), 0.0f, cp,
+                                   static_cast<int>(ldc));
+                     });
 #else
   (void)be;
   matmul_blocked<float, float>(a, b, out);
@@ -146,13 +148,15 @@ void sgemm(Backend& be, const RawTensor& a, const RawTensor& b, const RawTensor&
 
 void dgemm(Backend& be, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
 #if defined(EMBER_HAVE_OPENBLAS)
-  matmul_blas<double>(be, a, b, out, [](bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                                        const double* ap, int64_t lda, const double* bp,
-                                        int64_t ldb, double* cp, int64_t ldc) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, ap,
-                static_cast<int>(lda), bp, static_cast<int>(ldb), 0.0, cp, static_cast<int>(ldc));
-  });
+  matmul_blas<double>(be, a, b, out,
+                      [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* ap,
+                         int64_t lda, const double* bp, int64_t ldb, double* cp, int64_t ldc) {
+                        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                                    tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                                    static_cast<int>(n), static_cast<int>(k), 1.0, ap,
+                                    static_cast<int>(lda), bp, static_cast<int>(ldb), 0.0, cp,
+                                    static_cast<int>(ldc));
+                      });
 #else
   (void)be;
   matmul_blocked<double, double>(a, b, out);
@@ -168,8 +172,10 @@ void CpuBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor&
     return;
   }
   switch (out.dtype) {
-    case DType::f32: return sgemm(*this, a, b, out);
-    case DType::f64: return dgemm(*this, a, b, out);
+    case DType::f32:
+      return sgemm(*this, a, b, out);
+    case DType::f64:
+      return dgemm(*this, a, b, out);
     case DType::f16:
     case DType::bf16: {
       // Computed in f32 and rounded once on store, as PyTorch's CPU kernels do.
@@ -180,11 +186,16 @@ void CpuBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor&
       copy(c32, out);
       return;
     }
-    case DType::i64: return matmul_blocked<int64_t, int64_t>(a, b, out);
-    case DType::i32: return matmul_blocked<int32_t, int64_t>(a, b, out);
-    case DType::i8: return matmul_blocked<int8_t, int64_t>(a, b, out);
-    case DType::u8: return matmul_blocked<uint8_t, int64_t>(a, b, out);
-    case DType::boolean: break;
+    case DType::i64:
+      return matmul_blocked<int64_t, int64_t>(a, b, out);
+    case DType::i32:
+      return matmul_blocked<int32_t, int64_t>(a, b, out);
+    case DType::i8:
+      return matmul_blocked<int8_t, int64_t>(a, b, out);
+    case DType::u8:
+      return matmul_blocked<uint8_t, int64_t>(a, b, out);
+    case DType::boolean:
+      break;
   }
   EMBER_FAIL("[matmul] has no Cpu kernel for ", out.dtype);
 }

@@ -15,7 +15,7 @@ void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, RangeFn fn, co
   const int threads = num_threads();
   const int64_t pieces = std::min<int64_t>(threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
   if (pieces > 1 && !omp_in_parallel()) {
-#pragma omp parallel num_threads(static_cast<int>(pieces))
+#pragma omp parallel num_threads(static_cast <int>(pieces))
     {
       const int64_t t = omp_get_thread_num();
       const int64_t chunk = (n + pieces - 1) / pieces;

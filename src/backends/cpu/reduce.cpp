@@ -20,23 +20,32 @@ struct Policy {
   using C = Compute<T>;
   static constexpr bool kFloat = std::is_floating_point_v<C>;
   // Sums of floats accumulate in double; integer sums and products in int64.
-  using Acc = std::conditional_t<kOp == ReduceOp::All || kOp == ReduceOp::Any, bool,
-              std::conditional_t<kOp == ReduceOp::Amax || kOp == ReduceOp::Amin, C,
-              std::conditional_t<kFloat, double, int64_t>>>;
+  using Acc =
+      std::conditional_t<kOp == ReduceOp::All || kOp == ReduceOp::Any, bool,
+                         std::conditional_t<kOp == ReduceOp::Amax || kOp == ReduceOp::Amin, C,
+                                            std::conditional_t<kFloat, double, int64_t>>>;
 
   static Acc init() {
     switch (kOp) {
       case ReduceOp::Sum:
-      case ReduceOp::Mean: return Acc(0);
-      case ReduceOp::Prod: return Acc(1);
-      case ReduceOp::All: return true;
-      case ReduceOp::Any: return false;
+      case ReduceOp::Mean:
+        return Acc(0);
+      case ReduceOp::Prod:
+        return Acc(1);
+      case ReduceOp::All:
+        return true;
+      case ReduceOp::Any:
+        return false;
       case ReduceOp::Amax:
-        if constexpr (kFloat) return -std::numeric_limits<C>::infinity();
-        else return std::numeric_limits<C>::lowest();
+        if constexpr (kFloat)
+          return -std::numeric_limits<C>::infinity();
+        else
+          return std::numeric_limits<C>::lowest();
       case ReduceOp::Amin:
-        if constexpr (kFloat) return std::numeric_limits<C>::infinity();
-        else return std::numeric_limits<C>::max();
+        if constexpr (kFloat)
+          return std::numeric_limits<C>::infinity();
+        else
+          return std::numeric_limits<C>::max();
     }
     return Acc(0);
   }
@@ -72,11 +81,11 @@ struct Policy {
 
   // One run of n elements, `stride` bytes apart.
   static Acc run(const char* p, int64_t stride, int64_t n, Acc a) {
-    if constexpr (std::is_same_v<T, float> &&
-                  (kOp == ReduceOp::Sum || kOp == ReduceOp::Mean)) {
+    if constexpr (std::is_same_v<T, float> && (kOp == ReduceOp::Sum || kOp == ReduceOp::Mean)) {
       if (stride == sizeof(float)) return a + sum_dense(reinterpret_cast<const float*>(p), n);
     }
-    for (int64_t i = 0; i < n; ++i) a = step(a, static_cast<C>(*reinterpret_cast<const T*>(p + i * stride)));
+    for (int64_t i = 0; i < n; ++i)
+      a = step(a, static_cast<C>(*reinterpret_cast<const T*>(p + i * stride)));
     return a;
   }
 
@@ -208,19 +217,19 @@ void reduce_typed(const RawTensor& x, uint32_t mask, const RawTensor& out) {
     return;
   }
   if (plan.red_size.empty()) {  // only size-1 dims reduced: a converting copy
-    for_each_offset2(plan.kept_size, plan.kept_x, plan.kept_out, 0, n_out,
-                     [&](int64_t xo, int64_t oo) {
-      const auto v = static_cast<typename P::C>(*reinterpret_cast<const T*>(xb + xo));
-      *reinterpret_cast<Out*>(ob + oo) = finish(P::step(P::init(), v));
-    });
+    for_each_offset2(
+        plan.kept_size, plan.kept_x, plan.kept_out, 0, n_out, [&](int64_t xo, int64_t oo) {
+          const auto v = static_cast<typename P::C>(*reinterpret_cast<const T*>(xb + xo));
+          *reinterpret_cast<Out*>(ob + oo) = finish(P::step(P::init(), v));
+        });
     return;
   }
   const bool has_red = !plan.red_size.empty();
   const int64_t red_inner_stride = has_red ? plan.red_x.back() : 0;
   const int64_t kept_inner_stride = plan.kept_size.empty() ? 0 : plan.kept_x.back();
   const bool inner_is_reduced =
-      has_red && (plan.kept_size.empty() ||
-                  std::llabs(red_inner_stride) <= std::llabs(kept_inner_stride));
+      has_red &&
+      (plan.kept_size.empty() || std::llabs(red_inner_stride) <= std::llabs(kept_inner_stride));
 
   if (inner_is_reduced) {
     // Each output reduces runs along the innermost reduced dim.
@@ -230,38 +239,40 @@ void reduce_typed(const RawTensor& x, uint32_t mask, const RawTensor& out) {
     int64_t n_outer = 1;
     for (int64_t s : outer_size) n_outer *= s;
     const auto reduce_range = [&](const char* base, int64_t b, int64_t e, Acc a) {
-      for_each_offset(outer_size, outer_stride, b, e, [&](int64_t off) {
-        a = P::run(base + off, red_inner_stride, n_inner, a);
-      });
+      for_each_offset(outer_size, outer_stride, b, e,
+                      [&](int64_t off) { a = P::run(base + off, red_inner_stride, n_inner, a); });
       return a;
     };
     if (n_out >= num_threads() || plan.red_count < 4 * kGrain) {
-      parallel_for(0, n_out, std::max<int64_t>(1, kGrain / plan.red_count), [&](int64_t b, int64_t e) {
-        for_each_offset2(plan.kept_size, plan.kept_x, plan.kept_out, b, e,
-                         [&](int64_t xo, int64_t oo) {
-          *reinterpret_cast<Out*>(ob + oo) = finish(reduce_range(xb + xo, 0, n_outer, P::init()));
-        });
-      });
+      parallel_for(0, n_out, std::max<int64_t>(1, kGrain / plan.red_count),
+                   [&](int64_t b, int64_t e) {
+                     for_each_offset2(plan.kept_size, plan.kept_x, plan.kept_out, b, e,
+                                      [&](int64_t xo, int64_t oo) {
+                                        *reinterpret_cast<Out*>(ob + oo) =
+                                            finish(reduce_range(xb + xo, 0, n_outer, P::init()));
+                                      });
+                   });
       return;
     }
     // Few outputs, long reductions: split each reduction into fixed pieces (the same whatever
     // the thread count, so results do not depend on it) and merge the pieces in order.
     const int64_t piece = std::max<int64_t>(1, kGrain / n_inner);
     const int64_t n_pieces = (n_outer + piece - 1) / piece;
-    using Slot = std::conditional_t<std::is_same_v<Acc, bool>, unsigned char, Acc>;  // no vector<bool> races
+    using Slot =
+        std::conditional_t<std::is_same_v<Acc, bool>, unsigned char, Acc>;  // no vector<bool> races
     std::vector<Slot> partial(static_cast<size_t>(n_pieces));
-    for_each_offset2(plan.kept_size, plan.kept_x, plan.kept_out, 0, n_out,
-                     [&](int64_t xo, int64_t oo) {
-      parallel_for(0, n_pieces, 1, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          partial[k] = reduce_range(xb + xo, k * piece, std::min(n_outer, (k + 1) * piece),
-                                    P::init());
-        }
-      });
-      Acc a = P::init();
-      for (const Slot& v : partial) a = P::merge(a, static_cast<Acc>(v));
-      *reinterpret_cast<Out*>(ob + oo) = finish(a);
-    });
+    for_each_offset2(
+        plan.kept_size, plan.kept_x, plan.kept_out, 0, n_out, [&](int64_t xo, int64_t oo) {
+          parallel_for(0, n_pieces, 1, [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) {
+              partial[k] =
+                  reduce_range(xb + xo, k * piece, std::min(n_outer, (k + 1) * piece), P::init());
+            }
+          });
+          Acc a = P::init();
+          for (const Slot& v : partial) a = P::merge(a, static_cast<Acc>(v));
+          *reinterpret_cast<Out*>(ob + oo) = finish(a);
+        });
     return;
   }
 
@@ -285,30 +296,32 @@ void reduce_typed(const RawTensor& x, uint32_t mask, const RawTensor& out) {
   const int64_t n_blocks = (n_row + col_block - 1) / col_block;
   parallel_for(0, n_rows * n_blocks, std::max<int64_t>(1, kGrain / (plan.red_count * col_block)),
                [&](int64_t b, int64_t e) {
-    std::vector<Acc> acc(static_cast<size_t>(std::min(n_row, col_block)));
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t row = t / n_blocks, j0 = (t % n_blocks) * col_block;
-      const int64_t nj = std::min(col_block, n_row - j0);
-      std::fill(acc.begin(), acc.begin() + nj, P::init());
-      const char* xr = xb + row_x_off[row] + j0 * kept_inner_stride;
-      for_each_offset(plan.red_size, plan.red_x, 0, plan.red_count, [&](int64_t off) {
-        const char* p = xr + off;
-        if (kept_inner_stride == sizeof(T)) {
-          const T* v = reinterpret_cast<const T*>(p);
-          for (int64_t j = 0; j < nj; ++j) acc[j] = P::step(acc[j], static_cast<typename P::C>(v[j]));
-        } else {
-          for (int64_t j = 0; j < nj; ++j) {
-            acc[j] = P::step(acc[j], static_cast<typename P::C>(
+                 std::vector<Acc> acc(static_cast<size_t>(std::min(n_row, col_block)));
+                 for (int64_t t = b; t < e; ++t) {
+                   const int64_t row = t / n_blocks, j0 = (t % n_blocks) * col_block;
+                   const int64_t nj = std::min(col_block, n_row - j0);
+                   std::fill(acc.begin(), acc.begin() + nj, P::init());
+                   const char* xr = xb + row_x_off[row] + j0 * kept_inner_stride;
+                   for_each_offset(plan.red_size, plan.red_x, 0, plan.red_count, [&](int64_t off) {
+                     const char* p = xr + off;
+                     if (kept_inner_stride == sizeof(T)) {
+                       const T* v = reinterpret_cast<const T*>(p);
+                       for (int64_t j = 0; j < nj; ++j)
+                         acc[j] = P::step(acc[j], static_cast<typename P::C>(v[j]));
+                     } else {
+                       for (int64_t j = 0; j < nj; ++j) {
+                         acc[j] = P::step(
+                             acc[j], static_cast<typename P::C>(
                                          *reinterpret_cast<const T*>(p + j * kept_inner_stride)));
-          }
-        }
-      });
-      char* orow = ob + row_out_off[row] + j0 * out_inner_stride;
-      for (int64_t j = 0; j < nj; ++j) {
-        *reinterpret_cast<Out*>(orow + j * out_inner_stride) = finish(acc[j]);
-      }
-    }
-  });
+                       }
+                     }
+                   });
+                   char* orow = ob + row_out_off[row] + j0 * out_inner_stride;
+                   for (int64_t j = 0; j < nj; ++j) {
+                     *reinterpret_cast<Out*>(orow + j * out_inner_stride) = finish(acc[j]);
+                   }
+                 }
+               });
 }
 
 // Converts `t` to `dtype` (a contiguous copy) unless it already is.
@@ -331,29 +344,34 @@ DType kernel_dtype(ReduceOp op, DType t) {
 template <ReduceOp kOp>
 void reduce_dispatch(const RawTensor& x, uint32_t mask, const RawTensor& out) {
   switch (x.dtype) {
-    case DType::f32: return reduce_typed<float, float, kOp>(x, mask, out);
-    case DType::f64: return reduce_typed<double, double, kOp>(x, mask, out);
-    case DType::i64: return reduce_typed<int64_t, int64_t, kOp>(x, mask, out);
+    case DType::f32:
+      return reduce_typed<float, float, kOp>(x, mask, out);
+    case DType::f64:
+      return reduce_typed<double, double, kOp>(x, mask, out);
+    case DType::i64:
+      return reduce_typed<int64_t, int64_t, kOp>(x, mask, out);
     case DType::boolean:
       if constexpr (kOp == ReduceOp::All || kOp == ReduceOp::Any) {
         return reduce_typed<bool, bool, kOp>(x, mask, out);
       }
       break;
-    default: break;
+    default:
+      break;
   }
   EMBER_FAIL("[", op_name(kOp), "] has no Cpu kernel for ", x.dtype);
 }
 
 }  // namespace
 
-void CpuBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
-                        const RawTensor& out) {
+void CpuBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out) {
   const DType kd = kernel_dtype(op, x.dtype);
   const RawTensor xk = as_dtype(*this, x, kd);
   const RawTensor ok = out.dtype == kd ? out : empty_raw(out.shape, kd);
   switch (op) {
-#define EMBER_REDUCE_CASE(Name, name, kinds) \
-  case ReduceOp::Name: reduce_dispatch<ReduceOp::Name>(xk, dims_mask, ok); break;
+#define EMBER_REDUCE_CASE(Name, name, kinds)            \
+  case ReduceOp::Name:                                  \
+    reduce_dispatch<ReduceOp::Name>(xk, dims_mask, ok); \
+    break;
     EMBER_REDUCE_OPS(EMBER_REDUCE_CASE)
 #undef EMBER_REDUCE_CASE
   }

@@ -90,12 +90,6 @@ bool is_nan(C v) {
   }
 }
 
-// a < b with NaN above everything (and NaNs equal to each other): PyTorch's sort order.
-template <class C>
-bool less(C a, C b) {
-  return !is_nan(a) && (is_nan(b) || a < b);
-}
-
 // ---- arg_reduce --------------------------------------------------------------------------
 
 // Whether v replaces the current best: NaN beats everything and nothing beats NaN; a tie keeps
@@ -190,16 +184,29 @@ struct Keyed {
   int64_t i;
 };
 
-// A strict total order: by value (NaN largest), ties by index, so equal values keep their
-// order. That makes std::sort stable and topk prefer the lower index.
-template <class C, bool kDescending>
+// A strict total order on numbers (not NaN), ties by index: equal values keep their order, which
+// makes std::sort stable and topk prefer the lower index.
+template <bool kDescending, class C>
 bool before(const Keyed<C>& a, const Keyed<C>& b) {
-  if (less(a.v, b.v)) return !kDescending;
-  if (less(b.v, a.v)) return kDescending;
+  if (a.v != b.v) return kDescending ? a.v > b.v : a.v < b.v;
   return a.i < b.i;
 }
 
-// The first k of each row in `before` order, sorted: sort is k = len, topk selects then sorts.
+// Sorts the first k of [first, last) into place: a heap of k when k is small (about one
+// comparison per element), else a selection then a sort of the k.
+template <class It, class Cmp>
+void sort_first(It first, int64_t k, It last, Cmp cmp) {
+  if (k * 8 <= last - first) {
+    std::partial_sort(first, first + k, last, cmp);
+  } else {
+    if (first + k < last) std::nth_element(first, first + k, last, cmp);
+    std::sort(first, first + k, cmp);
+  }
+}
+
+// The first k of each row in sorted order: sort is k = len; topk selects, then sorts. NaN sorts
+// as the largest value: NaNs are set aside while gathering (they keep index order, last when
+// ascending and first when descending), so the comparisons need no NaN checks.
 template <class T, bool kDescending>
 void select_sorted_rows(const RawTensor& x, const Rows& rows, int64_t k, T* values,
                         int64_t* indices) {
@@ -209,22 +216,35 @@ void select_sorted_rows(const RawTensor& x, const Rows& rows, int64_t k, T* valu
   if (k == 0 || len == 0) return;
   parallel_for(0, rows.count(), rows.grain(), [&](int64_t begin, int64_t end) {
     std::vector<Keyed<C>> buf(static_cast<size_t>(len));
-    const auto cmp = [](const Keyed<C>& a, const Keyed<C>& b) {
-      return before<C, kDescending>(a, b);
-    };
+    std::vector<int64_t> nans;  // indices of the row's NaNs
+    const auto cmp = [](const Keyed<C>& a, const Keyed<C>& b) { return before<kDescending>(a, b); };
     for (int64_t r = begin; r < end; ++r) {
       const T* row = xp + rows.x_offset(r);
-      for (int64_t j = 0; j < len; ++j) buf[j] = {static_cast<C>(row[j * s]), j};
-      if (k * 8 <= len) {  // a heap of k: about one comparison per element
-        std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
-      } else {
-        if (k < len) std::nth_element(buf.begin(), buf.begin() + k, buf.end(), cmp);
-        std::sort(buf.begin(), buf.begin() + k, cmp);
+      int64_t m = 0;  // numbers in the row
+      nans.clear();
+      for (int64_t j = 0; j < len; ++j) {
+        const C v = static_cast<C>(row[j * s]);
+        if (is_nan(v)) {
+          nans.push_back(j);
+        } else {
+          buf[m++] = {v, j};
+        }
       }
+      const int64_t nan_count = static_cast<int64_t>(nans.size());
+      const int64_t lead = kDescending ? std::min(k, nan_count) : 0;  // NaNs before the numbers
+      const int64_t want = std::min(k - lead, m);                      // numbers in the first k
+      sort_first(buf.begin(), want, buf.begin() + m, cmp);
       const int64_t o = rows.out_offset(r, k);
       for (int64_t j = 0; j < k; ++j) {
-        values[o + j * inner] = T(buf[j].v);
-        indices[o + j * inner] = buf[j].i;
+        const int64_t q = j - lead;
+        int64_t& index = indices[o + j * inner];
+        if (q >= 0 && q < want) {
+          index = buf[q].i;
+          values[o + j * inner] = T(buf[q].v);
+        } else {
+          index = nans[kDescending ? j : j - want];
+          values[o + j * inner] = row[index * s];
+        }
       }
     }
   });

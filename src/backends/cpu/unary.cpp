@@ -44,31 +44,54 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
   using C = Compute<T>;
   const C pa = static_cast<C>(prm.a), pb = static_cast<C>(prm.b);
   switch (op) {
-    case UnaryOp::Neg: return map_unary<T, T>(x, out, [](C v) { return -v; });
-    case UnaryOp::Abs: return map_unary<T, T>(x, out, [](C v) { return std::fabs(v); });
+    case UnaryOp::Neg:
+      return map_unary<T, T>(x, out, [](C v) { return -v; });
+    case UnaryOp::Abs:
+      return map_unary<T, T>(x, out, [](C v) { return std::fabs(v); });
     case UnaryOp::Sign:
       return map_unary<T, T>(x, out, [](C v) { return v > 0 ? C(1) : (v < 0 ? C(-1) : v); });
-    case UnaryOp::Square: return map_unary<T, T>(x, out, [](C v) { return v * v; });
-    case UnaryOp::Relu: return map_unary<T, T>(x, out, [](C v) { return v < 0 ? C(0) : v; });
-    case UnaryOp::Exp: return map_unary<T, T>(x, out, [](C v) { return exp_of(v); });
-    case UnaryOp::Exp2: return map_unary<T, T>(x, out, [](C v) { return std::exp2(v); });
-    case UnaryOp::Log: return map_unary<T, T>(x, out, [](C v) { return std::log(v); });
-    case UnaryOp::Log2: return map_unary<T, T>(x, out, [](C v) { return std::log2(v); });
-    case UnaryOp::Log1p: return map_unary<T, T>(x, out, [](C v) { return std::log1p(v); });
-    case UnaryOp::Expm1: return map_unary<T, T>(x, out, [](C v) { return std::expm1(v); });
-    case UnaryOp::Sqrt: return map_unary<T, T>(x, out, [](C v) { return std::sqrt(v); });
-    case UnaryOp::Rsqrt: return map_unary<T, T>(x, out, [](C v) { return C(1) / std::sqrt(v); });
-    case UnaryOp::Reciprocal: return map_unary<T, T>(x, out, [](C v) { return C(1) / v; });
-    case UnaryOp::Sin: return map_unary<T, T>(x, out, [](C v) { return std::sin(v); });
-    case UnaryOp::Cos: return map_unary<T, T>(x, out, [](C v) { return std::cos(v); });
-    case UnaryOp::Tan: return map_unary<T, T>(x, out, [](C v) { return std::tan(v); });
-    case UnaryOp::Asin: return map_unary<T, T>(x, out, [](C v) { return std::asin(v); });
-    case UnaryOp::Acos: return map_unary<T, T>(x, out, [](C v) { return std::acos(v); });
-    case UnaryOp::Atan: return map_unary<T, T>(x, out, [](C v) { return std::atan(v); });
-    case UnaryOp::Sinh: return map_unary<T, T>(x, out, [](C v) { return std::sinh(v); });
-    case UnaryOp::Cosh: return map_unary<T, T>(x, out, [](C v) { return std::cosh(v); });
-    case UnaryOp::Tanh: return map_unary<T, T>(x, out, [](C v) { return std::tanh(v); });
-    case UnaryOp::Erf: return map_unary<T, T>(x, out, [](C v) { return std::erf(v); });
+    case UnaryOp::Square:
+      return map_unary<T, T>(x, out, [](C v) { return v * v; });
+    case UnaryOp::Relu:
+      return map_unary<T, T>(x, out, [](C v) { return v < 0 ? C(0) : v; });
+    case UnaryOp::Exp:
+      return map_unary<T, T>(x, out, [](C v) { return exp_of(v); });
+    case UnaryOp::Exp2:
+      return map_unary<T, T>(x, out, [](C v) { return std::exp2(v); });
+    case UnaryOp::Log:
+      return map_unary<T, T>(x, out, [](C v) { return std::log(v); });
+    case UnaryOp::Log2:
+      return map_unary<T, T>(x, out, [](C v) { return std::log2(v); });
+    case UnaryOp::Log1p:
+      return map_unary<T, T>(x, out, [](C v) { return std::log1p(v); });
+    case UnaryOp::Expm1:
+      return map_unary<T, T>(x, out, [](C v) { return std::expm1(v); });
+    case UnaryOp::Sqrt:
+      return map_unary<T, T>(x, out, [](C v) { return std::sqrt(v); });
+    case UnaryOp::Rsqrt:
+      return map_unary<T, T>(x, out, [](C v) { return C(1) / std::sqrt(v); });
+    case UnaryOp::Reciprocal:
+      return map_unary<T, T>(x, out, [](C v) { return C(1) / v; });
+    case UnaryOp::Sin:
+      return map_unary<T, T>(x, out, [](C v) { return std::sin(v); });
+    case UnaryOp::Cos:
+      return map_unary<T, T>(x, out, [](C v) { return std::cos(v); });
+    case UnaryOp::Tan:
+      return map_unary<T, T>(x, out, [](C v) { return std::tan(v); });
+    case UnaryOp::Asin:
+      return map_unary<T, T>(x, out, [](C v) { return std::asin(v); });
+    case UnaryOp::Acos:
+      return map_unary<T, T>(x, out, [](C v) { return std::acos(v); });
+    case UnaryOp::Atan:
+      return map_unary<T, T>(x, out, [](C v) { return std::atan(v); });
+    case UnaryOp::Sinh:
+      return map_unary<T, T>(x, out, [](C v) { return std::sinh(v); });
+    case UnaryOp::Cosh:
+      return map_unary<T, T>(x, out, [](C v) { return std::cosh(v); });
+    case UnaryOp::Tanh:
+      return map_unary<T, T>(x, out, [](C v) { return std::tanh(v); });
+    case UnaryOp::Erf:
+      return map_unary<T, T>(x, out, [](C v) { return std::erf(v); });
     case UnaryOp::Sigmoid:
       return map_unary<T, T>(x, out, [](C v) { return C(1) / (C(1) + exp_of(-v)); });
     case UnaryOp::Gelu:
@@ -89,10 +112,14 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
         return v * beta > thr ? v : std::log1p(exp_of(v * beta)) / beta;
       });
     }
-    case UnaryOp::Floor: return map_unary<T, T>(x, out, [](C v) { return std::floor(v); });
-    case UnaryOp::Ceil: return map_unary<T, T>(x, out, [](C v) { return std::ceil(v); });
-    case UnaryOp::Round: return map_unary<T, T>(x, out, [](C v) { return std::nearbyint(v); });
-    case UnaryOp::Trunc: return map_unary<T, T>(x, out, [](C v) { return std::trunc(v); });
+    case UnaryOp::Floor:
+      return map_unary<T, T>(x, out, [](C v) { return std::floor(v); });
+    case UnaryOp::Ceil:
+      return map_unary<T, T>(x, out, [](C v) { return std::ceil(v); });
+    case UnaryOp::Round:
+      return map_unary<T, T>(x, out, [](C v) { return std::nearbyint(v); });
+    case UnaryOp::Trunc:
+      return map_unary<T, T>(x, out, [](C v) { return std::trunc(v); });
     case UnaryOp::Clamp: {
       const bool has_lo = prm.has_a, has_hi = prm.has_b;
       return map_unary<T, T>(x, out, [=](C v) {
@@ -106,10 +133,14 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
       if (prm.a == 0.5) return map_unary<T, T>(x, out, [](C v) { return std::sqrt(v); });
       return map_unary<T, T>(x, out, [pa](C v) { return std::pow(v, pa); });
     }
-    case UnaryOp::IsNan: return map_unary<T, bool>(x, out, [](C v) { return v != v; });
-    case UnaryOp::IsInf: return map_unary<T, bool>(x, out, [](C v) { return std::isinf(v); });
-    case UnaryOp::LogicalNot: return map_unary<T, bool>(x, out, [](C v) { return v == C(0); });
-    case UnaryOp::BitwiseNot: break;
+    case UnaryOp::IsNan:
+      return map_unary<T, bool>(x, out, [](C v) { return v != v; });
+    case UnaryOp::IsInf:
+      return map_unary<T, bool>(x, out, [](C v) { return std::isinf(v); });
+    case UnaryOp::LogicalNot:
+      return map_unary<T, bool>(x, out, [](C v) { return v == C(0); });
+    case UnaryOp::BitwiseNot:
+      break;
   }
   EMBER_FAIL("[", op_name(op), "] has no Cpu kernel for ", x.dtype);
 }
@@ -118,10 +149,13 @@ template <class T>
 void unary_bool(UnaryOp op, const RawTensor& x, const RawTensor& out) {
   switch (op) {
     case UnaryOp::IsNan:
-    case UnaryOp::IsInf: return map_unary<T, bool>(x, out, [](T) { return false; });
+    case UnaryOp::IsInf:
+      return map_unary<T, bool>(x, out, [](T) { return false; });
     case UnaryOp::LogicalNot:
-    case UnaryOp::BitwiseNot: return map_unary<T, bool>(x, out, [](T v) { return !v; });
-    default: break;
+    case UnaryOp::BitwiseNot:
+      return map_unary<T, bool>(x, out, [](T v) { return !v; });
+    default:
+      break;
   }
   EMBER_FAIL("[", op_name(op), "] has no Cpu kernel for ", x.dtype);
 }
@@ -129,17 +163,21 @@ void unary_bool(UnaryOp op, const RawTensor& x, const RawTensor& out) {
 template <class T>
 void unary_int(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const RawTensor& out) {
   switch (op) {
-    case UnaryOp::Neg: return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(-v); });
+    case UnaryOp::Neg:
+      return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(-v); });
     case UnaryOp::Abs:
       return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(v < 0 ? -v : v); });
     case UnaryOp::Sign:
       return map_unary<T, T>(x, out, [](T v) { return static_cast<T>((v > 0) - (v < 0)); });
-    case UnaryOp::Square: return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(v * v); });
-    case UnaryOp::Relu: return map_unary<T, T>(x, out, [](T v) { return v < 0 ? T(0) : v; });
+    case UnaryOp::Square:
+      return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(v * v); });
+    case UnaryOp::Relu:
+      return map_unary<T, T>(x, out, [](T v) { return v < 0 ? T(0) : v; });
     case UnaryOp::Floor:
     case UnaryOp::Ceil:
     case UnaryOp::Round:
-    case UnaryOp::Trunc: return map_unary<T, T>(x, out, [](T v) { return v; });
+    case UnaryOp::Trunc:
+      return map_unary<T, T>(x, out, [](T v) { return v; });
     case UnaryOp::Clamp: {
       const bool has_lo = prm.has_a, has_hi = prm.has_b;
       const T lo = convert<T>(prm.a), hi = convert<T>(prm.b);
@@ -150,10 +188,14 @@ void unary_int(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const Raw
       });
     }
     case UnaryOp::IsNan:
-    case UnaryOp::IsInf: return map_unary<T, bool>(x, out, [](T) { return false; });
-    case UnaryOp::LogicalNot: return map_unary<T, bool>(x, out, [](T v) { return v == T(0); });
-    case UnaryOp::BitwiseNot: return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(~v); });
-    default: break;
+    case UnaryOp::IsInf:
+      return map_unary<T, bool>(x, out, [](T) { return false; });
+    case UnaryOp::LogicalNot:
+      return map_unary<T, bool>(x, out, [](T v) { return v == T(0); });
+    case UnaryOp::BitwiseNot:
+      return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(~v); });
+    default:
+      break;
   }
   EMBER_FAIL("[", op_name(op), "] has no Cpu kernel for ", x.dtype);
 }

@@ -41,7 +41,8 @@ std::vector<DynTensor> chunk(const DynTensor& x, int64_t chunks, int64_t dim = 0
 DynTensor contiguous(const DynTensor& x);
 
 enum class PadMode : uint8_t { Constant, Reflect, Replicate };
-/// Pads the last dims: pads = {left_last, right_last, left_prev, right_prev, ...} (torch.nn.functional.pad).
+/// Pads the last dims: pads = {left_last, right_last, left_prev, right_prev, ...}
+/// (torch.nn.functional.pad).
 DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads,
               PadMode mode = PadMode::Constant, double value = 0.0);
 

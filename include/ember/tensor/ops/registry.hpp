@@ -59,8 +59,8 @@ enum class OpKinds : uint8_t { F, N, A, I };
 
 /// Parameters of the unary ops that take them; unused fields are ignored.
 struct UnaryParams {
-  double a = 0.0;  // clamp: min; pow_scalar: exponent; softplus: beta
-  double b = 0.0;  // clamp: max; softplus: threshold
+  double a = 0.0;                     // clamp: min; pow_scalar: exponent; softplus: beta
+  double b = 0.0;                     // clamp: max; softplus: threshold
   bool has_a = false, has_b = false;  // clamp: which bounds are given
 };
 
@@ -71,8 +71,23 @@ enum class ScatterReduce : uint8_t { None, Add };
 
 /// Every op a backend may or may not support, for Backend::supports(op, dtype).
 enum class OpFamily : uint8_t {
-  Copy, Fill, Iota, Random, Unary, Binary, Where, Reduce, ArgReduce, Scan, Sort, TopK, Matmul,
-  Gather, Scatter, IndexSelect, NonZero
+  Copy,
+  Fill,
+  Iota,
+  Random,
+  Unary,
+  Binary,
+  Where,
+  Reduce,
+  ArgReduce,
+  Scan,
+  Sort,
+  TopK,
+  Matmul,
+  Gather,
+  Scatter,
+  IndexSelect,
+  NonZero
 };
 
 std::string_view op_name(UnaryOp op);
@@ -86,10 +101,18 @@ OpKinds op_kinds(BinaryOp op);
 /// Comparisons and logical ops produce Bool whatever their inputs.
 constexpr bool returns_bool(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le:
-    case BinaryOp::Gt: case BinaryOp::Ge: case BinaryOp::LogicalAnd: case BinaryOp::LogicalOr:
-    case BinaryOp::LogicalXor: return true;
-    default: return false;
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+    case BinaryOp::LogicalXor:
+      return true;
+    default:
+      return false;
   }
 }
 constexpr bool returns_bool(UnaryOp op) {
