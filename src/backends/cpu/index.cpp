@@ -17,10 +17,14 @@ namespace {
 template <class F>
 void visit_size(size_t size, F&& f) {
   switch (size) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
   }
 }
 
@@ -127,8 +131,7 @@ void for_nonzero(const RawTensor& x, int64_t begin, int64_t end, const F& f) {
 
 }  // namespace
 
-void CpuBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
-                        const RawTensor& out) {
+void CpuBackend::gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) {
   if (out.numel() == 0) return;
   const RawTensor x_view = without_dim(x, index.shape, dim);
   visit_size(dtype_size(x.dtype), [&](auto tag) {

@@ -123,10 +123,14 @@ void CpuBackend::random(RandomOp op, const RandomParams& params, const RawTensor
   visit_dtype(dst.dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
-      case RandomOp::Uniform: return uniform<T>(params, dst);
-      case RandomOp::Normal: return normal<T>(params, dst);
-      case RandomOp::RandInt: return randint<T>(params, dst);
-      case RandomOp::Bernoulli: return bernoulli<T>(params, dst);
+      case RandomOp::Uniform:
+        return uniform<T>(params, dst);
+      case RandomOp::Normal:
+        return normal<T>(params, dst);
+      case RandomOp::RandInt:
+        return randint<T>(params, dst);
+      case RandomOp::Bernoulli:
+        return bernoulli<T>(params, dst);
     }
   });
 }

@@ -232,7 +232,7 @@ void select_sorted_rows(const RawTensor& x, const Rows& rows, int64_t k, T* valu
       }
       const int64_t nan_count = static_cast<int64_t>(nans.size());
       const int64_t lead = kDescending ? std::min(k, nan_count) : 0;  // NaNs before the numbers
-      const int64_t want = std::min(k - lead, m);                      // numbers in the first k
+      const int64_t want = std::min(k - lead, m);                     // numbers in the first k
       sort_first(buf.begin(), want, buf.begin() + m, cmp);
       const int64_t o = rows.out_offset(r, k);
       for (int64_t j = 0; j < k; ++j) {
@@ -302,8 +302,8 @@ void CpuBackend::sort(const RawTensor& x, int dim, bool descending, const RawTen
   });
 }
 
-void CpuBackend::topk(const RawTensor& x, int64_t k, int dim, bool largest,
-                      const RawTensor& values, const RawTensor& indices) {
+void CpuBackend::topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
+                      const RawTensor& indices) {
   const Rows rows(x, dim);
   EMBER_CHECK(k >= 0 && k <= rows.len(), "[topk] k = ", k, " is out of range for dim ", dim,
               " of shape ", x.shape);
