@@ -6,7 +6,7 @@
 
 namespace ember {
 
-TensorData::TensorData(std::vector<unsigned char> bytes_in, Shape shape_in, DType dtype_in)
+TensorData::TensorData(std::vector<unsigned char> bytes_in, const Shape& shape_in, DType dtype_in)
     : bytes(std::move(bytes_in)), shape(shape_in), dtype(dtype_in) {
   for (int64_t d : shape) EMBER_CHECK(d >= 0, "[TensorData] negative dimension in shape ", shape);
   const size_t expected = static_cast<size_t>(shape.numel()) * dtype_size(dtype);

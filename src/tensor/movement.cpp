@@ -430,7 +430,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
     DynTensor src = x;
     for (int i = 0; i < np; ++i) {
       const int d = x.rank() - 1 - i;
-      const int64_t l = pads[2 * i], r = pads[2 * i + 1];
+      const int64_t l = pads[2 * static_cast<size_t>(i)], r = pads[2 * static_cast<size_t>(i) + 1];
       shape[d] += l + r;
       EMBER_CHECK(shape[d] >= 0, "[pad] pads ", l, ", ", r, " remove more than dimension ", d,
                   " of shape ", x.shape());
@@ -442,7 +442,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
     DynTensor dst = out;
     for (int i = 0; i < np; ++i) {
       const int d = x.rank() - 1 - i;
-      dst = narrow(dst, d, std::max<int64_t>(pads[2 * i], 0), src.size(d));
+      dst = narrow(dst, d, std::max<int64_t>(pads[2 * static_cast<size_t>(i)], 0), src.size(d));
     }
     detail::backend_of(out).copy(src.raw(), dst.raw());
     return out;
@@ -450,7 +450,8 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
   DynTensor out = x;
   for (int i = 0; i < np; ++i) {
     const int d = x.rank() - 1 - i;
-    const int64_t l = pads[2 * i], r = pads[2 * i + 1], n = x.size(d);
+    const int64_t l = pads[2 * static_cast<size_t>(i)], r = pads[2 * static_cast<size_t>(i) + 1],
+                  n = x.size(d);
     EMBER_CHECK(l >= 0 && r >= 0, "[pad] reflect and replicate pads must be non-negative");
     if (mode == PadMode::Reflect) {
       EMBER_CHECK(l < n && r < n, "[pad] reflect padding (", l, ", ", r,

@@ -20,8 +20,10 @@ class Shape {
   // A fixed-size copy compiles to a few vector moves (a loop over rank_ becomes a memcpy call).
   Shape(const Shape& other) : rank_(other.rank_) { std::memcpy(dims_, other.dims_, sizeof dims_); }
   Shape& operator=(const Shape& other) {
-    rank_ = other.rank_;
-    std::memcpy(dims_, other.dims_, sizeof dims_);
+    if (this != &other) {
+      rank_ = other.rank_;
+      std::memcpy(dims_, other.dims_, sizeof dims_);
+    }
     return *this;
   }
   Shape(std::initializer_list<int64_t> dims);

@@ -18,7 +18,7 @@ struct TensorData {
 
   TensorData() = default;
   /// Raw constructor: checks that `bytes` holds exactly shape.numel() elements of `dtype`.
-  TensorData(std::vector<unsigned char> bytes_in, Shape shape_in, DType dtype_in);
+  TensorData(std::vector<unsigned char> bytes_in, const Shape& shape_in, DType dtype_in);
 
   template <class T>
   static TensorData from(std::span<const T> values, const Shape& shape) {
