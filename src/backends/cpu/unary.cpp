@@ -30,8 +30,9 @@ void map_unary(const RawTensor& x, const RawTensor& out, F f) {
   StridedLoop<2>(out.shape, {&out, &x}).run(row);
 }
 
+// Always inlined: as a call it would keep every exp, sigmoid and silu loop scalar.
 template <class C>
-C exp_of(C v) {
+[[gnu::always_inline]] inline C exp_of(C v) {
   if constexpr (std::is_same_v<C, float>) {
     return vexp(v);
   } else {

@@ -5,22 +5,25 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <bit>
 
 namespace ember::cpu {
 
-inline float pow2i(int32_t e) {  // 2^e for e in [-126, 127]
-  const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+[[gnu::always_inline]] inline float pow2i(int32_t e) {  // 2^e for e in [-126, 127]
+  return std::bit_cast<float>(static_cast<uint32_t>(e + 127) << 23);
 }
 
 /// exp(x) for float: Cephes' range reduction and polynomial, scaled in two steps so results down
-/// to the subnormal range stay exact.
-inline float vexp(float x) {
-  const float xc = x > 88.8f ? 88.8f : (x < -104.0f ? -104.0f : x);
-  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+/// to the subnormal range stay exact. Written without branches, calls or float-to-int
+/// conversions so GCC vectorises loops over it (with -fno-trapping-math, set for the backend).
+[[gnu::always_inline]] inline float vexp(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 88.8f ? 88.8f : xc;
+  // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits: n without a cvt.
+  constexpr float kShifter = 12582912.0f;
+  const float t = xc * 1.44269504088896341f + kShifter;
+  const float n = t - kShifter;
+  const int32_t ni = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kShifter);
   float r = xc - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -30,8 +33,7 @@ inline float vexp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
-  const int32_t ni = static_cast<int32_t>(n);
-  const int32_t e1 = ni / 2;
+  const int32_t e1 = ni >> 1;
   const float res = y * pow2i(e1) * pow2i(ni - e1);
   return x != x ? x : res;
 }
