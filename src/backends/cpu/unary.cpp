@@ -13,7 +13,9 @@ namespace {
 // out[i] = f(x[i]) computed in Compute<In>, stored as Out.
 template <class In, class Out, class F>
 void map_unary(const RawTensor& x, const RawTensor& out, F f) {
-  const auto row = [f](char** p, const int64_t* st, int64_t n) {
+  // flatten: the op lambda must be inlined into the loop, or the loop stays scalar (GCC gives
+  // up inlining in a file with this many instantiations).
+  const auto row = [f](char** p, const int64_t* st, int64_t n) __attribute__((flatten)) {
     using C = Compute<In>;
     if (dense(st[0], sizeof(Out)) && dense(st[1], sizeof(In))) {
       Out* o = reinterpret_cast<Out*>(p[0]);
