@@ -5,7 +5,9 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -84,14 +86,31 @@ void BM_sgemm_ember(benchmark::State& state) {
   });
 }
 
-// The peers get the same random operands as plain host buffers and a pre-touched output.
+// A 64-byte-aligned float buffer, as Ember's allocator hands out: small GEMMs are sensitive to
+// alignment, and the peers should not be measured on worse-aligned memory than Ember.
+struct AlignedFloats {
+  float* p = nullptr;
+  explicit AlignedFloats(const std::vector<float>& v) {
+    const size_t bytes = (v.size() * sizeof(float) + 63) / 64 * 64;
+    p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    std::copy(v.begin(), v.end(), p);
+  }
+  ~AlignedFloats() { std::free(p); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data() const { return p; }
+};
+
+// The peers get the same random operands as Ember and a pre-touched output.
 struct HostOperands {
-  std::vector<float> a, b, c;
-  explicit HostOperands(int64_t n) {
+  AlignedFloats a, b, c;
+  explicit HostOperands(int64_t n)
+      : a(operand(n, 0)), b(operand(n, 1)), c(std::vector<float>(static_cast<size_t>(n * n))) {}
+  static std::vector<float> operand(int64_t n, int which) {
     ember::Generator gen(1);
-    a = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen).to_vector<float>();
-    b = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen).to_vector<float>();
-    c.assign(static_cast<size_t>(n * n), 0.0f);
+    auto x = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen);
+    if (which == 1) x = ember::Tensor<2>::randn({n, n}, ember::Device::cpu(), &gen);
+    return x.to_vector<float>();
   }
 };
 

@@ -10,6 +10,9 @@ import re
 import sys
 
 
+CV = {}  # name -> coefficient of variation of real time over the repetitions, when there are some
+
+
 def load(paths):
     """name (without /real_time and aggregate suffix) -> benchmark entry; plus contexts."""
     rows, contexts = {}, {}
@@ -20,10 +23,11 @@ def load(paths):
         runs = data["benchmarks"]
         has_median = any(r.get("aggregate_name") == "median" for r in runs)
         for r in runs:
+            name = re.sub(r"/real_time$", "", r.get("run_name", r["name"]))
+            if r.get("aggregate_name") == "cv":
+                CV[name] = r["real_time"]
             if has_median and r.get("aggregate_name") != "median":
                 continue
-            name = r.get("run_name", r["name"])
-            name = re.sub(r"/real_time$", "", name)
             rows[name] = r
     return rows, contexts
 
@@ -31,6 +35,12 @@ def load(paths):
 def ns(r):
     scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[r.get("time_unit", "ns")]
     return r["real_time"] * scale
+
+
+def cv(r):
+    """' ±x%' (run-to-run variation of this row), or '' without repetitions."""
+    name = re.sub(r"/real_time$", "", r.get("run_name", r["name"]))
+    return f" ±{100 * CV[name]:.0f}%" if name in CV else ""
 
 
 def met(ok):
@@ -47,6 +57,7 @@ def gemm(rows, ctx):
             print(f"- FMA peak, {t} thread{'s' if t > 1 else ''}: "
                   f"**{r['FLOPS'] / 1e9:.1f} GFLOP/s** (bench `fma_peak/thr:{t}`)")
     print()
+    print("GFLOP/s are medians over the repetitions; ± is their coefficient of variation.\n")
     have_blas = any(k.startswith("sgemm_openblas") for k in rows)
     head = "| threads | n | Ember `matmul` | oneDNN `dnnl_sgemm` | "
     head += "OpenBLAS `cblas_sgemm` | " if have_blas else ""
@@ -60,10 +71,10 @@ def gemm(rows, ctx):
             b = rows.get(f"sgemm_openblas/n:{n}/thr:{t}")
             if not e:
                 continue
-            cells = [str(t), str(n), f"{e['FLOPS'] / 1e9:.1f}"]
-            cells.append(f"{d['FLOPS'] / 1e9:.1f}" if d else "–")
+            cells = [str(t), str(n), f"{e['FLOPS'] / 1e9:.1f}{cv(e)}"]
+            cells.append(f"{d['FLOPS'] / 1e9:.1f}{cv(d)}" if d else "–")
             if have_blas:
-                cells.append(f"{b['FLOPS'] / 1e9:.1f}" if b else "–")
+                cells.append(f"{b['FLOPS'] / 1e9:.1f}{cv(b)}" if b else "–")
             # % of the peak row shown above (the in-run pct_peak counter uses its last repetition).
             peak = peaks[t]["FLOPS"] if peaks[t] else None
             pct = (lambda r: f"{100 * r['FLOPS'] / peak:.0f}%" if r and peak else "–")
@@ -81,6 +92,7 @@ def elementwise(rows):
     if not any(k.startswith("memcpy/") for k in rows):
         return
     print("### 2–3. add, exp, sum on 16M f32 (64 MB) vs memcpy of 64 MB: GB/s\n")
+    print("± is the run-to-run variation (coefficient of variation over the repetitions).\n")
     print("Bytes counted: memcpy 2 × 64 MB, add 3 × 64 MB, exp 2 × 64 MB, sum 1 × 64 MB "
           "(read + written). Goal: ≥ 80% of memcpy's GB/s on the same thread count.\n")
     print("| op | threads | time (ms) | GB/s | memcpy GB/s | % of memcpy | goal ≥ 80% met |")
@@ -94,7 +106,7 @@ def elementwise(rows):
                 continue
             pct = 100.0 * r["BW"] / c["BW"]
             goal = met(pct >= 80.0) if key != "add_loop" else "(reference)"
-            print(f"| {label} | {t} | {ns(r) / 1e6:.2f} | {r['BW'] / 1e9:.2f} | "
+            print(f"| {label} | {t} | {ns(r) / 1e6:.2f}{cv(r)} | {r['BW'] / 1e9:.2f} | "
                   f"{c['BW'] / 1e9:.2f} | {pct:.0f}% | {goal} |")
     print()
     for t in (1, 2):
@@ -117,7 +129,7 @@ def overhead(rows):
     print("### 4. Per-op overhead: `a + b` on 1-element f32 tensors, ns per op\n")
     print("| implementation | ns / op | goal: Ember < 250 ns |")
     print("|---|---|---|")
-    print(f"| Ember `a + b` (1 thread) | {ns(e):.0f} | {met(ns(e) < 250)} |")
+    print(f"| Ember `a + b` (1 thread) | {ns(e):.0f}{cv(e)} | {met(ns(e) < 250)} |")
     extra = [("BM_ember_add_1elem/thr:2", "Ember `a + b` (2 threads set)"),
              ("BM_torch_add_1elem", "LibTorch `a + b`"),
              ("BM_torch_add_1elem_inference_mode", "LibTorch `a + b`, `c10::InferenceMode`"),
@@ -126,7 +138,7 @@ def overhead(rows):
     for key, label in extra:
         r = rows.get(key)
         if r:
-            print(f"| {label} | {ns(r):.0f} | |")
+            print(f"| {label} | {ns(r):.0f}{cv(r)} | |")
     print()
 
 

@@ -8,16 +8,16 @@
 #   EMBER_BENCH_FILTER='sgemm' scripts/bench.sh   # only benchmarks whose name matches
 #
 # Settings (environment): EMBER_BENCH_BUILD (build dir, default build-bench),
-# EMBER_BENCH_MIN_TIME (seconds per benchmark and repetition, default 0.2),
-# EMBER_BENCH_REPETITIONS (default 3; the report uses the median), EMBER_BENCH_QUIET_WAIT
+# EMBER_BENCH_MIN_TIME (seconds per benchmark and repetition, default 0.3),
+# EMBER_BENCH_REPETITIONS (default 5; the report uses the median), EMBER_BENCH_QUIET_WAIT
 # (seconds to wait for the 1-minute load average to fall below 0.5 first, default 0).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${EMBER_BENCH_BUILD:-$root/build-bench}"
 out="$root/out/bench"
-min_time="${EMBER_BENCH_MIN_TIME:-0.2}"
-reps="${EMBER_BENCH_REPETITIONS:-3}"
+min_time="${EMBER_BENCH_MIN_TIME:-0.3}"
+reps="${EMBER_BENCH_REPETITIONS:-5}"
 filter="${EMBER_BENCH_FILTER:-.}"
 quiet_wait="${EMBER_BENCH_QUIET_WAIT:-0}"
 
@@ -51,10 +51,13 @@ if awk -v l="$(load)" 'BEGIN { exit !(l >= 0.5) }'; then
 fi
 
 mkdir -p "$out"
+# Repetitions run in random order, interleaved across benchmarks, so that a slow spell of this
+# (virtual) machine does not land on one implementation only; the report takes medians.
 for b in bench_gemm bench_elementwise bench_overhead; do
   echo "== $b (load average $(load))"
   "$build/bench/$b" --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
-    --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+    --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true \
     --benchmark_out="$out/$b.json" --benchmark_out_format=json | tee "$out/$b.txt"
 done
 python3 "$root/bench/report.py" "$out"/bench_gemm.json "$out"/bench_elementwise.json \
