@@ -131,7 +131,8 @@ void BM_ember_exp(benchmark::State& state) {
   const auto x = random_input(3);
   {
     const auto vx = x.to_vector<float>();
-    if (!sampled_ok(ember::exp(x).to_vector<float>(), [&](size_t i) { return std::exp(double(vx[i])); })) {
+    if (!sampled_ok(ember::exp(x).to_vector<float>(),
+                    [&](size_t i) { return std::exp(double(vx[i])); })) {
       state.SkipWithError("exp(x) gave a wrong result");
       return;
     }
@@ -169,13 +170,15 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // Per thread count: the memcpy peer first (pct_copy refers to it), then every op.
-  const std::pair<const char*, void (*)(benchmark::State&)> impls[] = {
-      {"memcpy", BM_memcpy},         {"add_loop", BM_add_loop}, {"ember_add", BM_ember_add},
-      {"ember_exp", BM_ember_exp},   {"ember_sum", BM_ember_sum}};
+  const std::pair<const char*, void (*)(benchmark::State&)> impls[] = {{"memcpy", BM_memcpy},
+                                                                       {"add_loop", BM_add_loop},
+                                                                       {"ember_add", BM_ember_add},
+                                                                       {"ember_exp", BM_ember_exp},
+                                                                       {"ember_sum", BM_ember_sum}};
   for (int threads : {1, 2}) {
     for (auto [name, fn] : impls) {
-      benchmark::RegisterBenchmark(name, fn)
-          ->ArgName("thr")->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(name, fn)->ArgName("thr")->Arg(threads)->UseRealTime()->Unit(
+          benchmark::kMillisecond);
     }
   }
   benchmark::RunSpecifiedBenchmarks();

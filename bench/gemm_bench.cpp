@@ -4,8 +4,8 @@
 // measured on the same number of threads).
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -33,7 +33,8 @@ void run_gemm(benchmark::State& state, int64_t n, int threads, F&& call) {
   const auto t0 = Clock::now();
   for (auto _ : state) call();
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double flops = 2.0 * static_cast<double>(n) * n * n * static_cast<double>(state.iterations());
+  const double flops =
+      2.0 * static_cast<double>(n) * n * n * static_cast<double>(state.iterations());
   state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
   state.counters["pct_peak"] = 100.0 * flops / s * 1e-9 / peak;
   state.counters["peak_GFLOPS"] = peak;
@@ -121,8 +122,8 @@ void BM_sgemm_onednn(benchmark::State& state) {
   ember::cpu::set_num_threads(threads);  // sets omp_set_num_threads, which oneDNN reads
   HostOperands h(n);
   auto call = [&] {
-    const dnnl_status_t st = dnnl_sgemm('N', 'N', n, n, n, 1.0f, h.a.data(), n, h.b.data(), n,
-                                        0.0f, h.c.data(), n);
+    const dnnl_status_t st =
+        dnnl_sgemm('N', 'N', n, n, n, 1.0f, h.a.data(), n, h.b.data(), n, 0.0f, h.c.data(), n);
     if (st != dnnl_success) state.SkipWithError("dnnl_sgemm failed");
     benchmark::DoNotOptimize(h.c.data());
     benchmark::ClobberMemory();
@@ -180,7 +181,10 @@ int main(int argc, char** argv) {
   // Registered here so that each (threads, n) runs every implementation back to back.
   for (int threads : {1, 2}) {
     benchmark::RegisterBenchmark("fma_peak", BM_fma_peak)
-        ->ArgName("thr")->Arg(threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+        ->ArgName("thr")
+        ->Arg(threads)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
     for (int64_t n : {256, 512, 1024, 2048}) {
       std::vector<std::pair<const char*, void (*)(benchmark::State&)>> impls = {
           {"sgemm_ember", BM_sgemm_ember}};
@@ -192,7 +196,9 @@ int main(int argc, char** argv) {
 #endif
       for (auto [name, fn] : impls) {
         benchmark::RegisterBenchmark(name, fn)
-            ->Args({n, threads})->ArgNames({"n", "thr"})->UseRealTime()
+            ->Args({n, threads})
+            ->ArgNames({"n", "thr"})
+            ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
       }
     }

@@ -46,7 +46,8 @@ float fma_chains(int64_t iters, float seed) {  // portable stand-in: 8 lanes by 
     for (int k = 0; k < kChains; ++k)
       for (int l = 0; l < 8; ++l) acc[k][l] = acc[k][l] * 0.9999999f + 1e-7f;
   float total = 0.f;
-  for (auto& a : acc) for (float v : a) total += v;
+  for (auto& a : acc)
+    for (float v : a) total += v;
   return total;
 }
 #endif

@@ -3,9 +3,9 @@
 // including subnormal results, inf and NaN.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <bit>
 
 namespace ember::cpu {
 
