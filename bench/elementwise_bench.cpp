@@ -1,7 +1,8 @@
 // Memory-bound ops on 16M f32 (64 MB per tensor), on 1 and 2 threads, beside a plain memcpy of
 // 64 MB on the same number of threads. Counters: BW (bytes read + written per second: memcpy
 // 2 x 64 MB, add 3 x 64 MB, exp 2 x 64 MB, sum 64 MB) and pct_copy (BW as % of memcpy's BW
-// measured earlier in this run on the same thread count).
+// measured earlier in this run on the same thread count). Reference rows (add_loop, add_stream,
+// sum_loop) are plain loops, not Ember: what this machine allows a kernel.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -18,6 +19,10 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define EMBER_BENCH_X86 1
 #endif
 
 namespace {
@@ -72,28 +77,81 @@ void BM_memcpy(benchmark::State& state) {
   });
 }
 
-// What a plain loop with ordinary stores reaches (each output line is read before it is written,
-// so 4 x 64 MB move for the 3 x 64 MB counted): the ceiling for a kernel without streaming stores.
+// Runs fn(t, lo, hi) for thread t over its piece of [0, kN), on `threads` std::threads (inline for
+// one); pieces are multiples of 16 elements so vector loops stay aligned.
+template <class F>
+void on_threads(int threads, const F& fn) {
+  if (threads <= 1) {
+    fn(0, int64_t{0}, kN);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const int64_t chunk = kN / threads / 16 * 16;
+  for (int t = 0; t < threads; ++t) {
+    const int64_t lo = t * chunk, hi = t + 1 == threads ? kN : lo + chunk;
+    pool.emplace_back([&fn, t, lo, hi] { fn(t, lo, hi); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// References (not Ember): what plain loops reach on this machine, to tell a kernel's gap from the
+// hardware's. A loop with ordinary stores reads each output line before writing it (4 x 64 MB
+// move for the 3 x 64 MB counted); memcpy, like add_stream, writes with streaming stores.
 void add_range(const float* __restrict a, const float* __restrict b, float* __restrict out,
                int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
+}
+
+#if defined(EMBER_BENCH_X86)
+__attribute__((target("avx"))) void add_stream_range(const float* a, const float* b, float* out,
+                                                     int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; i += 8) {
+    _mm256_stream_ps(out + i, _mm256_add_ps(_mm256_load_ps(a + i), _mm256_load_ps(b + i)));
+  }
+  _mm_sfence();
+}
+#endif
+
+float sum_range(const float* __restrict x, int64_t lo, int64_t hi) {
+  float lanes[32] = {};
+  for (int64_t i = lo; i < hi; i += 32) {
+    for (int k = 0; k < 32; ++k) lanes[k] += x[i + k];
+  }
+  float s = 0.f;
+  for (float l : lanes) s += l;
+  return s;
 }
 
 void BM_add_loop(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   HostBuffer a, b, out;
   run_timed(state, 3.0 * kBytes, threads, [&] {
-    if (threads == 1) {
-      add_range(a.p, b.p, out.p, 0, kN);
-    } else {
-      std::vector<std::thread> pool;
-      const int64_t chunk = kN / threads;
-      for (int t = 0; t < threads; ++t) {
-        const int64_t lo = t * chunk, hi = t + 1 == threads ? kN : lo + chunk;
-        pool.emplace_back([&, lo, hi] { add_range(a.p, b.p, out.p, lo, hi); });
-      }
-      for (auto& th : pool) th.join();
-    }
+    on_threads(threads, [&](int, int64_t lo, int64_t hi) { add_range(a.p, b.p, out.p, lo, hi); });
+    benchmark::ClobberMemory();
+  });
+}
+
+#if defined(EMBER_BENCH_X86)
+void BM_add_stream(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  HostBuffer a, b, out;
+  run_timed(state, 3.0 * kBytes, threads, [&] {
+    on_threads(threads,
+               [&](int, int64_t lo, int64_t hi) { add_stream_range(a.p, b.p, out.p, lo, hi); });
+    benchmark::ClobberMemory();
+  });
+}
+#endif
+
+void BM_sum_loop(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  HostBuffer x;
+  std::vector<float> partial(static_cast<size_t>(threads));
+  run_timed(state, 1.0 * kBytes, threads, [&] {
+    on_threads(threads, [&](int t, int64_t lo, int64_t hi) {
+      partial[static_cast<size_t>(t)] = sum_range(x.p, lo, hi);
+    });
+    benchmark::DoNotOptimize(partial.data());
     benchmark::ClobberMemory();
   });
 }
@@ -169,12 +227,19 @@ void BM_ember_sum(benchmark::State& state) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  // Per thread count: the memcpy peer first (pct_copy refers to it), then every op.
-  const std::pair<const char*, void (*)(benchmark::State&)> impls[] = {{"memcpy", BM_memcpy},
-                                                                       {"add_loop", BM_add_loop},
-                                                                       {"ember_add", BM_ember_add},
-                                                                       {"ember_exp", BM_ember_exp},
-                                                                       {"ember_sum", BM_ember_sum}};
+  // Per thread count: the memcpy peer first (the in-run pct_copy counter refers to the latest
+  // memcpy row; the report computes its % from the medians), then every op, then references.
+  const std::vector<std::pair<const char*, void (*)(benchmark::State&)>> impls = {
+    {"memcpy", BM_memcpy},
+    {"ember_add", BM_ember_add},
+    {"ember_exp", BM_ember_exp},
+    {"ember_sum", BM_ember_sum},
+    {"add_loop", BM_add_loop},
+#if defined(EMBER_BENCH_X86)
+    {"add_stream", BM_add_stream},
+#endif
+    {"sum_loop", BM_sum_loop}
+  };
   for (int threads : {1, 2}) {
     for (auto [name, fn] : impls) {
       benchmark::RegisterBenchmark(name, fn)->ArgName("thr")->Arg(threads)->UseRealTime()->Unit(
