@@ -5,6 +5,7 @@
 
 #if !defined(EMBER_NO_THREADS)
 #include <atomic>
+#include <thread>
 #endif
 
 namespace ember::cpu {
@@ -17,10 +18,11 @@ struct LockGuard {
 #else
 class Mutex {
  public:
+  // Yields while waiting: on few cores the holder may be preempted, and spinning would burn
+  // the waiter's whole time slice.
   void lock() {
     while (flag_.test_and_set(std::memory_order_acquire)) {
-      while (flag_.test(std::memory_order_relaxed)) {
-      }
+      while (flag_.test(std::memory_order_relaxed)) std::this_thread::yield();
     }
   }
   void unlock() { flag_.clear(std::memory_order_release); }
