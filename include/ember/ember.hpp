@@ -1,6 +1,7 @@
-// The one header users include: tensors, ops, devices, printing.
+// The one header users include: tensors, ops, autodiff, devices, printing.
 #pragma once
 
+#include "ember/autodiff/autodiff.hpp"
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/device.hpp"
 #include "ember/core/dtype.hpp"

@@ -5,6 +5,7 @@
 
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {
@@ -176,6 +177,7 @@ DynTensor clone(const DynTensor& x) {
   detail::check_defined(x, "clone");
   DynTensor t = make_empty(x.shape(), x.dtype(), x.device());
   backend_of(t).copy(x.raw(), t.raw());
+  if (autodiff::should_record({&x})) autodiff::record_clone(x, t);
   return t;
 }
 
@@ -184,6 +186,7 @@ DynTensor cast(const DynTensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
   DynTensor t = make_empty(x.shape(), dtype, x.device());
   backend_of(t).copy(x.raw(), t.raw());
+  if (autodiff::should_record({&x})) autodiff::record_cast(x, t);
   return t;
 }
 
@@ -194,6 +197,7 @@ DynTensor to_device(const DynTensor& x, Device device) {
   const TensorData host = x.to_data();
   DynTensor t = make_empty(x.shape(), x.dtype(), device);
   dst_backend.write_from_host(host.bytes.data(), t.raw());
+  if (autodiff::should_record({&x})) autodiff::record_to_device(x, t);
   return t;
 }
 

@@ -4,6 +4,7 @@
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {
@@ -51,9 +52,10 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   if (same) {
     be.binary(op, a.raw(), b.raw(), out.raw());
   } else {
-    const DynTensor ea = expand(a, out.shape()), eb = expand(b, out.shape());
+    const DynTensor ea = expand(detach(a), out.shape()), eb = expand(detach(b), out.shape());
     be.binary(op, ea.raw(), eb.raw(), out.raw());
   }
+  if (autodiff::should_record({&a, &b})) autodiff::record_binary(op, a, b, out);
   return out;
 }
 
@@ -82,6 +84,7 @@ DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
   DynTensor out =
       detail::make_empty(x.shape(), returns_bool(op) ? DType::boolean : dtype, x.device());
   detail::backend_of(out).unary(op, params, x.raw(), out.raw());
+  if (autodiff::should_record({&x})) autodiff::record_unary(op, params, x, out);
   return out;
 }
 
@@ -178,9 +181,11 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   DynTensor out = detail::make_empty(shape, dtype, a.device());
-  const DynTensor ec = expand(cond, shape), ea = expand(cast(a, dtype), shape),
-                  eb = expand(cast(b, dtype), shape);
+  const DynTensor ca = cast(a, dtype), cb = cast(b, dtype);
+  const DynTensor ec = expand(cond, shape), ea = expand(detach(ca), shape),
+                  eb = expand(detach(cb), shape);
   detail::backend_of(out).where(ec.raw(), ea.raw(), eb.raw(), out.raw());
+  if (autodiff::should_record({&ca, &cb})) autodiff::record_where(cond, ca, cb, out);
   return out;
 }
 

@@ -5,11 +5,18 @@
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {
 
 DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
+  if (autodiff::should_record({&a_in, &b_in})) {
+    // One node for the whole product, whatever reshapes the forward needs.
+    DynTensor out = matmul(detach(a_in), detach(b_in));
+    autodiff::record_matmul(a_in, b_in, out);
+    return out;
+  }
   detail::check_same_device(a_in, b_in, "matmul");
   EMBER_CHECK(a_in.rank() >= 1 && b_in.rank() >= 1,
               "[matmul] both operands need at least one dimension: lhs ", a_in.shape(), ", rhs ",
@@ -66,6 +73,11 @@ DynTensor softmax(const DynTensor& x, int64_t dim) {
   if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
     return cast(softmax(cast(x, DType::f32), dim), x.dtype());  // sums in f32, as PyTorch
   }
+  if (autodiff::should_record({&x})) {
+    DynTensor out = softmax(detach(x), dim);
+    autodiff::record_softmax(x, dim, out);
+    return out;
+  }
   const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
   return div(e, sum(e, {dim}, true));
 }
@@ -75,6 +87,11 @@ DynTensor log_softmax(const DynTensor& x, int64_t dim) {
   EMBER_CHECK(is_floating(x.dtype()), "[log_softmax] needs a floating tensor, got ", x.dtype());
   if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
     return cast(log_softmax(cast(x, DType::f32), dim), x.dtype());
+  }
+  if (autodiff::should_record({&x})) {
+    DynTensor out = log_softmax(detach(x), dim);
+    autodiff::record_log_softmax(x, dim, out);
+    return out;
   }
   const DynTensor shifted = sub(x, amax(x, {dim}, true));
   return sub(shifted, log(sum(exp(shifted), {dim}, true)));

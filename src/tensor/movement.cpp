@@ -8,12 +8,19 @@
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
+#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {
 namespace {
 
 using detail::make_view;
+
+// A view (or copy) of x recorded as a reshape when x is tracked.
+DynTensor reshaped(const DynTensor& x, DynTensor out) {
+  if (autodiff::should_record({&x})) autodiff::record_reshape(x, out);
+  return out;
+}
 
 // Strides that let `shape` view memory laid out as (old_shape, old_strides), if any exist
 // (the algorithm of ATen's computeStride).
@@ -78,11 +85,12 @@ DynTensor contiguous(const DynTensor& x) {
 DynTensor reshape(const DynTensor& x, const Shape& shape) {
   detail::check_defined(x, "reshape");
   const Shape s = infer_shape(shape, x.numel(), "reshape");
+  if (s == x.shape()) return x;
   if (auto st = view_strides(x.shape(), x.strides(), s)) {
-    return make_view(x, s, *st, x.raw().offset);
+    return reshaped(x, make_view(x, s, *st, x.raw().offset));
   }
-  const DynTensor c = clone(x);
-  return make_view(c, s, contiguous_strides(s), c.raw().offset);
+  const DynTensor c = clone(detach(x));
+  return reshaped(x, make_view(c, s, contiguous_strides(s), c.raw().offset));
 }
 
 DynTensor view(const DynTensor& x, const Shape& shape) {
@@ -91,7 +99,7 @@ DynTensor view(const DynTensor& x, const Shape& shape) {
   auto st = view_strides(x.shape(), x.strides(), s);
   EMBER_CHECK(st.has_value(), "[view] shape ", shape, " is not compatible with the input's shape ",
               x.shape(), " and strides ", x.strides(), "; use reshape, which copies");
-  return make_view(x, s, *st, x.raw().offset);
+  return reshaped(x, make_view(x, s, *st, x.raw().offset));
 }
 
 DynTensor flatten(const DynTensor& x, int64_t start_dim, int64_t end_dim) {
@@ -122,7 +130,7 @@ DynTensor squeeze(const DynTensor& x) {
     shape.push_back(x.size(i));
     st.push_back(x.strides()[i]);
   }
-  return make_view(x, shape, st, x.raw().offset);
+  return reshaped(x, make_view(x, shape, st, x.raw().offset));
 }
 
 DynTensor squeeze(const DynTensor& x, int64_t dim) {
@@ -133,7 +141,7 @@ DynTensor squeeze(const DynTensor& x, int64_t dim) {
   Strides st = x.strides();
   shape.erase(d);
   st.erase(d);
-  return make_view(x, shape, st, x.raw().offset);
+  return reshaped(x, make_view(x, shape, st, x.raw().offset));
 }
 
 DynTensor unsqueeze(const DynTensor& x, int64_t dim) {
@@ -144,7 +152,7 @@ DynTensor unsqueeze(const DynTensor& x, int64_t dim) {
   const int64_t stride = d < x.rank() ? x.size(d) * x.strides()[d] : 1;
   shape.insert(d, 1);
   st.insert(d, stride);
-  return make_view(x, shape, st, x.raw().offset);
+  return reshaped(x, make_view(x, shape, st, x.raw().offset));
 }
 
 DynTensor transpose(const DynTensor& x, int64_t dim0, int64_t dim1) {
@@ -160,7 +168,9 @@ DynTensor transpose(const DynTensor& x, int64_t dim0, int64_t dim1) {
   Strides st = x.strides();
   std::swap(shape[a], shape[b]);
   std::swap(st[a], st[b]);
-  return make_view(x, shape, st, x.raw().offset);
+  DynTensor out = make_view(x, shape, st, x.raw().offset);
+  if (autodiff::should_record({&x})) autodiff::record_transpose(x, a, b, out);
+  return out;
 }
 
 DynTensor permute(const DynTensor& x, const std::vector<int64_t>& dims) {
@@ -178,7 +188,9 @@ DynTensor permute(const DynTensor& x, const std::vector<int64_t>& dims) {
     shape[static_cast<int>(i)] = x.size(d);
     st[static_cast<int>(i)] = x.strides()[d];
   }
-  return make_view(x, shape, st, x.raw().offset);
+  DynTensor out = make_view(x, shape, st, x.raw().offset);
+  if (autodiff::should_record({&x})) autodiff::record_permute(x, dims, out);
+  return out;
 }
 
 DynTensor expand(const DynTensor& x, const Shape& shape) {
@@ -202,7 +214,10 @@ DynTensor expand(const DynTensor& x, const Shape& shape) {
                   shape, " (dimension ", i, ": ", have, " vs ", shape[i], ")");
     }
   }
-  return make_view(x, out, st, x.raw().offset);
+  if (out == x.shape()) return x;
+  DynTensor view = make_view(x, out, st, x.raw().offset);
+  if (autodiff::should_record({&x})) autodiff::record_expand(x, view);
+  return view;
 }
 
 DynTensor broadcast_to(const DynTensor& x, const Shape& shape) { return expand(x, shape); }

@@ -8,6 +8,7 @@
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
+#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {
@@ -74,6 +75,7 @@ DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim
   detail::check_supported(x, OpFamily::Reduce, x.dtype(), name);
   DynTensor out = detail::make_empty(keepdim_shape(x.shape(), mask), out_dtype, x.device());
   detail::backend_of(out).reduce(op, x.raw(), mask, out.raw());
+  if (autodiff::should_record({&x})) autodiff::record_reduce(op, x, mask, out);
   return keepdim ? out : reshape(out, dropped_shape(x.shape(), mask));
 }
 
@@ -133,6 +135,14 @@ DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
 DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "logsumexp");
   if (widen(x).dtype() != x.dtype()) return cast(logsumexp(widen(x), dims, keepdim), x.dtype());
+  if (autodiff::should_record({&x}) && is_floating(x.dtype())) {
+    // One fused node: the gradient is softmax(x) times the output's gradient.
+    DynTensor out = logsumexp(detach(x), dims, true);
+    autodiff::record_logsumexp(x, out);
+    return keepdim ? out
+                   : reshape(out, dropped_shape(x.shape(),
+                                                detail::dims_mask(dims, x.rank(), "logsumexp")));
+  }
   const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, default_dtype(KindId::Float));
   if (xf.numel() == 0) return log(sum(exp(xf), dims, keepdim));
   // Shift by the max so exp never overflows; infinite maxima are replaced by 0.
@@ -159,6 +169,7 @@ ValuesIndices arg_reduce_impl(ArgReduceOp op, const DynTensor& x, int64_t dim, b
   DynTensor values = detail::make_empty(kshape, x.dtype(), x.device());
   DynTensor indices = detail::make_empty(kshape, DType::i64, x.device());
   detail::backend_of(x).arg_reduce(op, xr.raw(), d, values.raw(), indices.raw());
+  if (autodiff::should_record({&xr})) autodiff::record_take_along(name, xr, d, indices, values);
   if (x.rank() == 0) return {reshape(values, Shape{}), reshape(indices, Shape{})};
   if (keepdim) return {values, indices};
   return {squeeze(values, d), squeeze(indices, d)};
@@ -192,6 +203,7 @@ DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
   const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
   const DynTensor outr = x.rank() == 0 ? reshape(out, Shape{1}) : out;
   detail::backend_of(x).scan(op, xr.raw(), d, outr.raw());
+  if (autodiff::should_record({&x})) autodiff::record_scan(op, x, d, out);
   return out;
 }
 }  // namespace
@@ -211,6 +223,7 @@ ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
     return {values, indices};
   }
   detail::backend_of(x).sort(x.raw(), d, descending, values.raw(), indices.raw());
+  if (autodiff::should_record({&x})) autodiff::record_take_along("sort", x, d, indices, values);
   return {values, indices};
 }
 
@@ -231,6 +244,7 @@ ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest) {
   DynTensor indices = detail::make_empty(shape, DType::i64, x.device());
   if (values.numel() == 0) return {values, indices};
   detail::backend_of(x).topk(x.raw(), k, d, largest, values.raw(), indices.raw());
+  if (autodiff::should_record({&x})) autodiff::record_take_along("topk", x, d, indices, values);
   return {values, indices};
 }
 

@@ -2,6 +2,7 @@
 // one and adds a compile-time rank and kind. Copies share storage, as in PyTorch and Burn.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "ember/core/raw_tensor.hpp"
@@ -10,10 +11,17 @@
 
 namespace ember {
 
+namespace autodiff {
+class Node;
+}
+
 class DynTensor {
  public:
   DynTensor() = default;
   explicit DynTensor(RawTensor raw) : raw_(std::move(raw)) {}
+  /// A tensor recorded by autodiff: `node` made it (see autodiff/node.hpp).
+  DynTensor(RawTensor raw, std::shared_ptr<autodiff::Node> node)
+      : raw_(std::move(raw)), node_(std::move(node)) {}
 
   bool defined() const { return raw_.defined(); }
   const RawTensor& raw() const { return raw_; }
@@ -30,6 +38,12 @@ class DynTensor {
   /// True when no other handle or view shares this tensor's storage (its buffer may be reused).
   bool is_unique() const { return raw_.storage.use_count() == 1; }
 
+  /// True when autodiff tracks this tensor: a leaf made by require_grad(), or the result of an
+  /// op on tracked tensors while gradients are enabled.
+  bool requires_grad() const { return node_ != nullptr; }
+  /// The autodiff node that made this tensor (null when untracked).
+  const std::shared_ptr<autodiff::Node>& node() const { return node_; }
+
   /// The single element of a one-element tensor, converted to T.
   template <class T>
   T item() const;
@@ -43,6 +57,7 @@ class DynTensor {
 
  private:
   RawTensor raw_;
+  std::shared_ptr<autodiff::Node> node_;
 };
 
 extern template float DynTensor::item<float>() const;

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/autodiff/autodiff.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
@@ -178,6 +179,27 @@ class Tensor {
   }
   Tensor contiguous() const { return Tensor(ember::contiguous(t_)); }
   Tensor clone() const { return Tensor(ember::clone(t_)); }
+
+  // Autodiff (autodiff/autodiff.hpp).
+  /// A leaf whose gradient backward() computes; shares storage with this tensor.
+  Tensor require_grad() const requires std::is_same_v<K, Float> {
+    return Tensor(ember::require_grad(t_));
+  }
+  bool requires_grad() const { return t_.requires_grad(); }
+  /// The same values, not tracked.
+  Tensor detach() const { return Tensor(ember::detach(t_)); }
+  /// Keep this non-leaf's gradient in the Gradients of a later backward().
+  Tensor retain_grad() const { return Tensor(ember::retain_grad(t_)); }
+  /// Gradients of this one-element output with respect to every leaf it depends on.
+  Gradients backward(const BackwardOptions& options = {}) const {
+    return ember::backward(t_, options);
+  }
+  /// For outputs of any shape: `seed` is the gradient flowing into this tensor.
+  Gradients backward(const Tensor& seed, const BackwardOptions& options = {}) const {
+    return ember::backward(t_, seed.t_, options);
+  }
+  /// This tensor's gradient in `grads` (fails when it has none).
+  Tensor grad(const Gradients& grads) const { return Tensor(grads.get(t_)); }
 
   // Reductions: x.sum() (0-d), x.sum(dim), x.sum(dim, keepdim), x.sum({0, 2}), x.sum({0, 2},
   // keepdim).

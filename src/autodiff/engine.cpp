@@ -1,0 +1,250 @@
+// The backward engine: counts each node's consumers, then walks the graph in topological order
+// (Kahn), summing the gradients that reach a node before running its rule. Saved tensors are
+// dropped as soon as a node has run, so memory falls while backward proceeds.
+#include <algorithm>
+#include <atomic>
+#include <unordered_map>
+
+#include "ember/autodiff/node.hpp"
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
+#include "engine.hpp"
+
+namespace ember {
+namespace {
+
+#if defined(EMBER_NO_THREADS)
+bool g_grad_enabled = true;
+uint64_t g_next_id = 1;
+uint64_t next_node_id() { return g_next_id++; }
+#else
+thread_local bool g_grad_enabled = true;
+std::atomic<uint64_t> g_next_id{1};
+uint64_t next_node_id() { return g_next_id.fetch_add(1, std::memory_order_relaxed); }
+#endif
+
+class LeafNode final : public autodiff::Node {
+ public:
+  explicit LeafNode(const DynTensor& x) : Node("leaf", {}, x) { leaf_ = true; }
+  void backward(autodiff::BackwardArgs&) override {}
+};
+
+const autodiff::NodePtr& tracked_node(const DynTensor& t, const char* op) {
+  EMBER_CHECK(t.defined(), "[", op, "] the tensor is undefined (default-constructed)");
+  EMBER_CHECK(t.requires_grad(), "[", op,
+              "] the tensor does not require grad: it was not computed from tensors made with "
+              "require_grad(), or only through ops without a gradient (comparisons, argmax, "
+              "Int and Bool results), or under no_grad");
+  return t.node();
+}
+
+}  // namespace
+
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
+
+namespace autodiff {
+
+Node::Node(const char* name, std::vector<NodePtr> inputs, const DynTensor& out)
+    : name_(name),
+      id_(next_node_id()),
+      inputs_(std::move(inputs)),
+      shape_(out.shape()),
+      dtype_(out.dtype()) {}
+
+Node::~Node() = default;
+
+bool BackwardArgs::needs(size_t i) const { return self->inputs()[i] != nullptr; }
+
+DynTensor BackwardArgs::output(const RawTensor& saved) const {
+  return options.create_graph ? DynTensor(saved, self) : DynTensor(saved);
+}
+
+DynTensor sum_to(const DynTensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const int lead = g.rank() - shape.rank();
+  Dims dims;
+  for (int i = 0; i < g.rank(); ++i) {
+    if (i < lead || (shape[i - lead] == 1 && g.size(i) != 1)) dims.push_back(i);
+  }
+  const DynTensor s = dims.empty() ? g : sum(g, dims, true);
+  return reshape(s, shape);
+}
+
+namespace {
+
+struct Slot {
+  DynTensor grad;
+  int pending = 0;  // consumers that have not yet passed their gradient on
+};
+
+}  // namespace
+
+std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
+                                    const BackwardOptions& options,
+                                    std::span<const NodePtr> stops, Gradients& sink) {
+  auto stop_index = [&](const Node* n) -> int {
+    for (size_t i = 0; i < stops.size(); ++i) {
+      if (stops[i].get() == n) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  // 1. Consumers of every node reachable from the root (not beyond the stops).
+  std::unordered_map<const Node*, Slot> slots;
+  slots.reserve(64);
+  slots[root.get()];
+  std::vector<const Node*> stack{root.get()};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (stop_index(n) >= 0) continue;
+    for (const NodePtr& in : n->inputs()) {
+      if (!in) continue;
+      auto [it, fresh] = slots.try_emplace(in.get());
+      ++it->second.pending;
+      if (fresh) stack.push_back(in.get());
+    }
+  }
+
+  // 2. Run the rules in topological order; rules are recorded only under create_graph.
+  const GradModeGuard mode(options.create_graph);
+  BackwardOptions opts = options;
+  opts.retain_graph = options.retain_graph || options.create_graph;
+  std::vector<DynTensor> results(stops.size());
+  std::vector<DynTensor> input_grads;
+  slots[root.get()].grad = seed;
+  std::vector<NodePtr> ready{root};
+  while (!ready.empty()) {
+    const NodePtr n = std::move(ready.back());
+    ready.pop_back();
+    const DynTensor g = std::move(slots[n.get()].grad);
+    if (const int s = stop_index(n.get()); s >= 0) {
+      results[static_cast<size_t>(s)] = g;
+      continue;
+    }
+    if (n->is_leaf() || n->retains_grad()) {
+      if (g.defined()) sink.accumulate(n->id(), g);
+      if (n->is_leaf()) continue;
+    }
+    input_grads.assign(n->inputs().size(), DynTensor());
+    if (g.defined()) {
+      EMBER_CHECK(!n->released(), "[backward] the graph through ", n->name(),
+                  " was freed by an earlier backward(); pass retain_graph = true to the first "
+                  "backward to walk a graph twice");
+      BackwardArgs args{g, input_grads, n, opts, sink};
+      n->backward(args);
+      if (!opts.retain_graph) n->release();
+    }
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      const NodePtr& in = n->inputs()[i];
+      if (!in) continue;
+      Slot& slot = slots[in.get()];
+      DynTensor& gi = input_grads[i];
+      if (gi.defined()) {
+        EMBER_CHECK(gi.shape() == in->shape(), "[backward] internal error: the gradient rule of ",
+                    n->name(), " gave input ", i, " a gradient of shape ", gi.shape(),
+                    " for an input of shape ", in->shape());
+        if (gi.dtype() != in->dtype()) gi = cast(gi, in->dtype());
+        slot.grad = slot.grad.defined() ? add(slot.grad, gi) : std::move(gi);
+      }
+      if (--slot.pending == 0) ready.push_back(in);
+    }
+  }
+  return results;
+}
+
+}  // namespace autodiff
+
+DynTensor Gradients::find(const DynTensor& t) const {
+  if (!t.requires_grad()) return {};
+  auto it = grads_.find(t.node()->id());
+  return it == grads_.end() ? DynTensor() : it->second;
+}
+
+DynTensor Gradients::get(const DynTensor& t) const {
+  tracked_node(t, "grad");
+  DynTensor g = find(t);
+  EMBER_CHECK(g.defined(), "[grad] no gradient for this tensor of shape ", t.shape(),
+              ": the output does not depend on it, it is not a leaf (call retain_grad() on it "
+              "before backward), or it was removed");
+  return g;
+}
+
+DynTensor Gradients::remove(const DynTensor& t) {
+  if (!t.requires_grad()) return {};
+  auto it = grads_.find(t.node()->id());
+  if (it == grads_.end()) return {};
+  DynTensor g = std::move(it->second);
+  grads_.erase(it);
+  return g;
+}
+
+void Gradients::accumulate(uint64_t id, const DynTensor& g) {
+  auto [it, fresh] = grads_.try_emplace(id, g);
+  if (!fresh) it->second = add(it->second, g);
+}
+
+DynTensor require_grad(const DynTensor& x) {
+  EMBER_CHECK(x.defined(), "[require_grad] the tensor is undefined (default-constructed)");
+  EMBER_CHECK(is_floating(x.dtype()), "[require_grad] only Float tensors can require gradients, "
+              "got ", x.dtype());
+  if (x.requires_grad()) return x;
+  return DynTensor(x.raw(), std::make_shared<LeafNode>(x));
+}
+
+DynTensor detach(const DynTensor& x) { return DynTensor(x.raw()); }
+
+DynTensor retain_grad(const DynTensor& x) {
+  tracked_node(x, "retain_grad")->set_retain_grad();
+  return x;
+}
+
+namespace {
+
+DynTensor make_seed(const DynTensor& output, const DynTensor& seed) {
+  if (!seed.defined()) {
+    EMBER_CHECK(output.numel() == 1, "[backward] an output of shape ", output.shape(),
+                " has more than one element: pass a seed gradient of that shape, "
+                "backward(seed), or reduce it first (sum, mean)");
+    return ones_like(output);
+  }
+  EMBER_CHECK(seed.shape() == output.shape(), "[backward] the seed's shape ", seed.shape(),
+              " differs from the output's ", output.shape());
+  EMBER_CHECK(seed.device() == output.device(), "[backward] the seed is on ", seed.device(),
+              ", the output on ", output.device());
+  return seed.dtype() == output.dtype() ? seed : cast(seed, output.dtype());
+}
+
+}  // namespace
+
+Gradients backward(const DynTensor& output, const DynTensor& seed, const BackwardOptions& options) {
+  const autodiff::NodePtr& root = tracked_node(output, "backward");
+  Gradients grads;
+  autodiff::run_backward(root, make_seed(output, seed), options, {}, grads);
+  return grads;
+}
+
+Gradients backward(const DynTensor& output, const BackwardOptions& options) {
+  return backward(output, DynTensor(), options);
+}
+
+std::vector<DynTensor> grad(const DynTensor& output, const std::vector<DynTensor>& inputs,
+                            const DynTensor& seed, const BackwardOptions& options) {
+  const autodiff::NodePtr& root = tracked_node(output, "grad");
+  std::vector<autodiff::NodePtr> stops;
+  for (const DynTensor& x : inputs) stops.push_back(tracked_node(x, "grad"));
+  Gradients unused;
+  std::vector<DynTensor> by_stop =
+      autodiff::run_backward(root, make_seed(output, seed), options, stops, unused);
+  // The same input given twice gets its gradient once per mention.
+  for (size_t i = 0; i < stops.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (stops[j] == stops[i]) by_stop[i] = by_stop[j];
+    }
+  }
+  return by_stop;
+}
+
+}  // namespace ember
