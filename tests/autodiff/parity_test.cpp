@@ -1,0 +1,82 @@
+// PyTorch parity: a small MLP with softmax cross-entropy, its loss and every gradient against
+// values PyTorch computed on the same inputs (fixtures/make_mlp_fixture.py writes them).
+#include <gtest/gtest.h>
+
+#include <ember/ember.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+using namespace ember;
+
+namespace {
+
+std::map<std::string, DynTensor> load_fixture(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::map<std::string, DynTensor> out;
+  std::string header, values;
+  while (std::getline(in, header)) {
+    if (header.empty() || header[0] == '#') continue;
+    std::getline(in, values);
+    std::istringstream h(header), v(values);
+    std::string name;
+    int rank = 0;
+    h >> name >> rank;
+    Shape shape;
+    for (int i = 0; i < rank; ++i) {
+      int64_t d = 0;
+      h >> d;
+      shape.push_back(d);
+    }
+    std::vector<double> data;
+    for (double x = 0; v >> x;) data.push_back(x);
+    out[name] = from_data(TensorData::from(data, shape));
+  }
+  return out;
+}
+
+// PyTorch's nn.functional.cross_entropy (mean over the batch), composed from primitives.
+DynTensor cross_entropy(const DynTensor& logits, const DynTensor& target) {
+  const DynTensor picked = gather(log_softmax(logits, 1), 1, unsqueeze(target, 1));
+  return neg(mean(picked));
+}
+
+struct Mlp {
+  DynTensor w1, b1, w2, b2;
+  DynTensor forward(const DynTensor& x) const {
+    const DynTensor h = relu(add(matmul(x, transpose(w1, 0, 1)), b1));
+    return add(matmul(h, transpose(w2, 0, 1)), b2);
+  }
+};
+
+void check_against_torch(DType dtype, double rtol, double atol) {
+  auto f = load_fixture(EMBER_AUTODIFF_FIXTURES "/mlp_cross_entropy.txt");
+  ASSERT_EQ(f.size(), 13u);
+  auto leaf = [&](const char* name) { return require_grad(cast(f.at(name), dtype)); };
+  const DynTensor x = leaf("x");
+  const Mlp mlp{leaf("w1"), leaf("b1"), leaf("w2"), leaf("b2")};
+  const DynTensor target = cast(f.at("target"), DType::i64);
+  const DynTensor logits = mlp.forward(x);
+  const DynTensor loss = cross_entropy(logits, target);
+  EXPECT_TRUE(allclose(cast(softmax(logits, 1), DType::f64), f.at("probs"), rtol, atol));
+  EXPECT_NEAR(loss.item<double>(), f.at("loss").item<double>(), atol + rtol);
+  const Gradients grads = backward(loss);
+  const std::pair<const char*, DynTensor> expect[] = {
+      {"grad_x", x}, {"grad_w1", mlp.w1}, {"grad_b1", mlp.b1}, {"grad_w2", mlp.w2},
+      {"grad_b2", mlp.b2}};
+  for (const auto& [name, t] : expect) {
+    const DynTensor g = grads.get(t);
+    EXPECT_EQ(g.dtype(), dtype) << name;
+    EXPECT_TRUE(allclose(cast(g, DType::f64), f.at(name), rtol, atol))
+        << name << ": max |diff| = "
+        << amax(abs(sub(cast(g, DType::f64), f.at(name)))).item<double>();
+  }
+}
+
+}  // namespace
+
+// float64 agrees to rounding; float32 to its precision.
+TEST(TorchParity, MlpCrossEntropyFloat64) { check_against_torch(DType::f64, 1e-10, 1e-12); }
+TEST(TorchParity, MlpCrossEntropyFloat32) { check_against_torch(DType::f32, 1e-4, 1e-6); }
