@@ -1,5 +1,5 @@
 // A tour of the tensor API: creation, arithmetic with broadcasting, reductions, views, matmul,
-// indexing and a clear error. Run with `ember_demo` (the README's first command builds it).
+// indexing, gradients and a clear error. Run with `ember_demo` (the README's first command builds it).
 #include <ember/ember.hpp>
 #include <iostream>
 
@@ -32,6 +32,20 @@ int main() {
   std::cout << "masked_fill(a > 3, 0) =\n" << a.masked_fill(mask, 0) << "\n";
   std::cout << "arange(6).reshape({2, 3}) in int32 =\n"
             << Tensor<1, Int>::arange(6, dev, DType::i32).reshape({2, 3}) << "\n";
+
+  // Autodiff: fit y = 3x + 2 by gradient descent; gradients come back in a container.
+  auto xs = Tensor<2>::rand({32, 1}, dev) * 4.0f - 2.0f;
+  auto ys = xs * 3.0f + 2.0f;
+  auto slope = Tensor<1>::zeros({1}, dev), bias = Tensor<1>::zeros({1}, dev);
+  for (int step = 0; step < 200; ++step) {
+    auto s = slope.require_grad(), b = bias.require_grad();
+    auto loss = square(xs * s + b - ys).mean();
+    Gradients grads = loss.backward();
+    slope = slope - s.grad(grads) * 0.1f;
+    bias = bias - b.grad(grads) * 0.1f;
+  }
+  std::cout << "gradient descent on y = 3x + 2: slope " << slope.item<float>() << ", bias "
+            << bias.item<float>() << "\n";
 
   try {
     matmul(Tensor<2>::ones({2, 3}, dev), Tensor<2>::ones({4, 5}, dev));

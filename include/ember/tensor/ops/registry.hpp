@@ -1,6 +1,8 @@
 // The op registry: every primitive op is declared here once. Backends implement op families
 // (unary, binary, reduce, ...) as kernels instantiated from these lists; the front end, the
 // autodiff rules and the test table use the same names. docs/ADDING_AN_OP.md walks through it.
+// Each family's gradient rules are one table beside the others in src/autodiff/grad_<family>.cpp
+// (unary_grad and binary_grad have one case per entry below).
 //
 // Elementwise families are X-macros: X(Name, name, kinds)
 //   kinds: F = floating inputs only (Int/Bool inputs promote to the default float dtype),
