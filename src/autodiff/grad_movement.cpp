@@ -34,4 +34,102 @@ void record_expand(const DynTensor& x, DynTensor& out) {
          [shape](BackwardArgs& a) { a.input_grads[0] = sum_to(a.grad, shape); });
 }
 
+namespace {
+
+// Zeros of `shape` with `g` written at start, start + step, ... along `dim`: the adjoint of
+// slicing. Step 1 is one pad (a single fill and copy); other steps assign into zeros.
+DynTensor embed(const DynTensor& g, const Shape& shape, int dim, int64_t start, int64_t step) {
+  if (step == 1) {
+    std::vector<int64_t> pads(2 * static_cast<size_t>(shape.rank() - dim), 0);
+    pads[pads.size() - 2] = start;
+    pads[pads.size() - 1] = shape[dim] - start - g.size(dim);
+    return pad(g, pads);
+  }
+  std::vector<Slice> slices(static_cast<size_t>(dim) + 1);
+  slices.back() = Slice{start, start + (g.size(dim) - 1) * step + 1, step};
+  return slice_assign(zeros(shape, g.dtype(), g.device()), slices, g);
+}
+
+}  // namespace
+
+void record_slice(const DynTensor& x, int dim, int64_t start, int64_t step, DynTensor& out) {
+  const Shape shape = x.shape();
+  record("slice", {&x}, out, [shape, dim, start, step](BackwardArgs& a) {
+    a.input_grads[0] = embed(a.grad, shape, dim, start, step);
+  });
+}
+
+void record_select(const DynTensor& x, int dim, int64_t index, DynTensor& out) {
+  const Shape shape = x.shape();
+  record("select", {&x}, out, [shape, dim, index](BackwardArgs& a) {
+    a.input_grads[0] = embed(unsqueeze(a.grad, dim), shape, dim, index, 1);
+  });
+}
+
+void record_flip(const DynTensor& x, const std::vector<int64_t>& dims, DynTensor& out) {
+  record("flip", {&x}, out, [dims](BackwardArgs& a) {
+    a.input_grads[0] = dims.empty() ? a.grad : flip(a.grad, dims);
+  });
+}
+
+void record_repeat(const DynTensor& x, const std::vector<int64_t>& repeats, DynTensor& out) {
+  const Shape shape = x.shape();
+  record("repeat", {&x}, out, [shape, repeats](BackwardArgs& a) {
+    // The input as repeat() saw it: leading 1s up to one dim per repeat count.
+    const int r = static_cast<int>(repeats.size());
+    Shape padded = Shape::filled(r - shape.rank(), 1);
+    for (int64_t d : shape) padded.push_back(d);
+    DynTensor g = a.grad;
+    if (2 * r <= kMaxRank) {
+      // [r0 * d0, r1 * d1, ...] as [r0, d0, r1, d1, ...], summed over the repeat dims.
+      Shape split;
+      Dims repeat_dims;
+      for (int i = 0; i < r; ++i) {
+        repeat_dims.push_back(2 * i);
+        split.push_back(repeats[static_cast<size_t>(i)]);
+        split.push_back(padded[i]);
+      }
+      g = sum(reshape(g, split), repeat_dims);
+    } else {
+      // Too many dims to split them all at once: one dim at a time, as [before, r, d, after].
+      for (int i = 0; i < r; ++i) {
+        const int64_t n = repeats[static_cast<size_t>(i)];
+        if (n == 1) continue;
+        int64_t before = 1, after = 1;
+        for (int j = 0; j < i; ++j) before *= g.size(j);
+        for (int j = i + 1; j < r; ++j) after *= g.size(j);
+        Shape reduced = g.shape();
+        reduced[i] = padded[i];
+        g = reshape(sum(reshape(g, Shape{before, n, padded[i], after}), {1}), reduced);
+      }
+    }
+    a.input_grads[0] = reshape(g, shape);
+  });
+}
+
+void record_cat(const std::vector<DynTensor>& xs, int dim, DynTensor& out) {
+  // Where each input lies along `dim`; 1-D empty inputs were skipped and get no gradient.
+  std::vector<int64_t> starts(xs.size(), -1), sizes(xs.size(), 0);
+  int64_t at = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].rank() == 1 && xs[i].numel() == 0) continue;
+    starts[i] = at;
+    sizes[i] = xs[i].size(dim);
+    at += sizes[i];
+  }
+  record("cat", xs, out, [dim, starts, sizes](BackwardArgs& a) {
+    for (size_t i = 0; i < starts.size(); ++i) {
+      if (a.needs(i) && starts[i] >= 0) a.input_grads[i] = narrow(a.grad, dim, starts[i], sizes[i]);
+    }
+  });
+}
+
+void record_pad(const DynTensor& x, const std::vector<int64_t>& pads, DynTensor& out) {
+  // Constant padding only (reflect and replicate record through index_select): negative pads
+  // crop, so padding by the negated pads is the adjoint.
+  std::vector<int64_t> back(pads.size());
+  for (size_t i = 0; i < pads.size(); ++i) back[i] = -pads[i];
+  record("pad", {&x}, out, [back](BackwardArgs& a) { a.input_grads[0] = pad(a.grad, back); });
+}
+
 }  // namespace ember::autodiff

@@ -1,6 +1,7 @@
 // Indexing front end: shapes and index ranges are checked here so kernels can trust them.
 #include "ember/tensor/ops/indexing.hpp"
 
+#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
@@ -47,10 +48,20 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
   EMBER_CHECK(src.rank() == x.rank(), "[", op, "] src must have the input's rank: input ",
               x.shape(), ", src ", src.shape());
   const int d = check_gather_shapes(x, dim, index, &src, op);
-  DynTensor out = clone(x);
-  if (index.numel() == 0) return out;
-  detail::backend_of(out).scatter(reduce, out.raw(), d, as_i64(index).raw(),
-                                  cast(src, x.dtype()).raw());
+  // Computed on untracked copies; recorded once here for scatter (tensor or scalar) and
+  // scatter_add.
+  DynTensor out = clone(detach(x));
+  if (index.numel() > 0) {
+    detail::backend_of(out).scatter(reduce, out.raw(), d, as_i64(index).raw(),
+                                    cast(detach(src), x.dtype()).raw());
+  }
+  if (autodiff::should_record({&x, &src})) {
+    if (reduce == ScatterReduce::Add) {
+      autodiff::record_scatter_add(x, d, index, src, out);
+    } else {
+      autodiff::record_scatter(x, d, index, src, out);
+    }
+  }
   return out;
 }
 
@@ -59,8 +70,8 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
 DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
   const int d = check_gather_shapes(x, dim, index, nullptr, "gather");
   DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device());
-  if (out.numel() == 0) return out;
-  detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
+  if (out.numel() > 0) detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
+  if (autodiff::should_record({&x})) autodiff::record_gather(x, d, index, out);
   return out;
 }
 
@@ -84,7 +95,7 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
   detail::check_same_device(x, index, "index_select");
   EMBER_CHECK(index.rank() <= 1, "[index_select] index must be 0-d or 1-D, got shape ",
               index.shape());
-  const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
+  const DynTensor xr = x.rank() == 0 ? reshape(detach(x), Shape{1}) : detach(x);
   const int d = wrap_dim(dim, xr.rank(), "index_select");
   check_index(index, xr.size(d), d, "index_select");
   Shape shape = xr.shape();
@@ -94,7 +105,9 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
     detail::backend_of(x).index_select(
         xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(), out.raw());
   }
-  return x.rank() == 0 ? reshape(out, Shape{}) : out;
+  if (x.rank() == 0) out = reshape(out, Shape{});
+  if (autodiff::should_record({&x})) autodiff::record_index_select(x, d, index, out);
+  return out;
 }
 
 DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, const DynTensor& src,
@@ -108,22 +121,30 @@ DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, con
   EMBER_CHECK(src.shape() == expect, "[index_add] src shape ", src.shape(), " should be ", expect,
               " for input ", x.shape(), " and ", index.numel(), " indices");
   check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
-  DynTensor out = clone(x);
+  // Computed on untracked x and src, and recorded once at the end.
+  const DynTensor xd = detach(x), sd = detach(src);
+  DynTensor out;
   // alpha = 1 skips the multiply, which also keeps Bool tensors working (as in PyTorch).
   const bool unit = alpha.kind() != KindId::Float ? alpha.to_int() == 1 : alpha.to_double() == 1.0;
-  const DynTensor scaled = cast(unit ? src : mul(src, alpha), x.dtype());
-  if (src.numel() == 0) return out;
-  if (x.rank() == 0) {  // as a 1-element vector
-    return reshape(index_add(reshape(x, Shape{1}), 0, reshape(index, Shape{-1}),
-                             reshape(src, Shape{-1}), alpha),
-                   Shape{});
+  if (src.numel() == 0) {
+    out = clone(xd);
+  } else if (x.rank() == 0) {  // as a 1-element vector
+    out = reshape(index_add(reshape(xd, Shape{1}), 0, reshape(index, Shape{-1}),
+                            reshape(sd, Shape{-1}), alpha),
+                  Shape{});
+  } else {
+    // index_add is scatter_add with the index broadcast along every other dim.
+    out = clone(xd);
+    const DynTensor scaled = cast(unit ? sd : mul(sd, alpha), x.dtype());
+    const DynTensor idx = as_i64(reshape(index, Shape{index.numel()}));
+    Strides st = Shape::filled(x.rank(), 0);
+    st[d] = idx.strides()[0];
+    const DynTensor idx_full = detail::make_view(idx, src.shape(), st, idx.raw().offset);
+    detail::backend_of(out).scatter(ScatterReduce::Add, out.raw(), d, idx_full.raw(), scaled.raw());
   }
-  // index_add is scatter_add with the index broadcast along every other dim.
-  const DynTensor idx = as_i64(reshape(index, Shape{index.numel()}));
-  Strides st = Shape::filled(x.rank(), 0);
-  st[d] = idx.strides()[0];
-  const DynTensor idx_full = detail::make_view(idx, src.shape(), st, idx.raw().offset);
-  detail::backend_of(out).scatter(ScatterReduce::Add, out.raw(), d, idx_full.raw(), scaled.raw());
+  if (autodiff::should_record({&x, &src})) {
+    autodiff::record_index_add(x, d, index, src, unit ? 1.0 : alpha.to_double(), out);
+  }
   return out;
 }
 
@@ -133,7 +154,9 @@ DynTensor masked_fill(const DynTensor& x, const DynTensor& mask, const Scalar& v
               mask.dtype());
   EMBER_CHECK(can_broadcast_to(mask.shape(), x.shape()), "[masked_fill] mask shape ", mask.shape(),
               " must broadcast to the input shape ", x.shape());
-  return where(mask, full(Shape{}, value, x.dtype(), x.device()), x);
+  DynTensor out = where(mask, full(Shape{}, value, x.dtype(), x.device()), detach(x));
+  if (autodiff::should_record({&x})) autodiff::record_masked_fill(x, mask, out);
+  return out;
 }
 
 DynTensor masked_select(const DynTensor& x, const DynTensor& mask) {
@@ -141,10 +164,12 @@ DynTensor masked_select(const DynTensor& x, const DynTensor& mask) {
   EMBER_CHECK(mask.dtype() == DType::boolean, "[masked_select] mask must be bool, got ",
               mask.dtype());
   const Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
-  const DynTensor flat_x = reshape(expand(x, shape), Shape{shape.numel()});
+  const DynTensor flat_x = reshape(expand(detach(x), shape), Shape{shape.numel()});
   const DynTensor flat_m = reshape(expand(mask, shape), Shape{shape.numel()});
   const DynTensor idx = nonzero(flat_m);  // [count, 1]
-  return index_select(flat_x, 0, reshape(idx, Shape{idx.size(0)}));
+  DynTensor out = index_select(flat_x, 0, reshape(idx, Shape{idx.size(0)}));
+  if (autodiff::should_record({&x})) autodiff::record_masked_select(x, mask, out);
+  return out;
 }
 
 DynTensor nonzero(const DynTensor& x) {
@@ -182,11 +207,14 @@ DynTensor slice(const DynTensor& x, const std::vector<Slice>& slices) {
 DynTensor slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
                        const DynTensor& value) {
   detail::check_same_device(x, value, "slice_assign");
-  DynTensor out = clone(x);
+  DynTensor out = clone(detach(x));  // recorded once below
   const DynTensor region = slice(out, slices);
   EMBER_CHECK(can_broadcast_to(value.shape(), region.shape()), "[slice_assign] value shape ",
               value.shape(), " does not broadcast to the region's shape ", region.shape());
-  detail::backend_of(out).copy(expand(value, region.shape()).raw(), region.raw());
+  detail::backend_of(out).copy(expand(detach(value), region.shape()).raw(), region.raw());
+  if (autodiff::should_record({&x, &value})) {
+    autodiff::record_slice_assign(x, slices, value, out);
+  }
   return out;
 }
 

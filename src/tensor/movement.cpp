@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
-#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {
@@ -235,7 +235,9 @@ DynTensor slice(const DynTensor& x, int64_t dim, int64_t start, int64_t end, int
   Strides st = x.strides();
   shape[d] = (e - s + step - 1) / step;
   st[d] = x.strides()[d] * step;
-  return make_view(x, shape, st, x.raw().offset + s * x.strides()[d]);
+  DynTensor out = make_view(x, shape, st, x.raw().offset + s * x.strides()[d]);
+  if (autodiff::should_record({&x})) autodiff::record_slice(x, d, s, step, out);
+  return out;
 }
 
 DynTensor narrow(const DynTensor& x, int64_t dim, int64_t start, int64_t length) {
@@ -263,7 +265,9 @@ DynTensor select(const DynTensor& x, int64_t dim, int64_t index) {
   const int64_t offset = x.raw().offset + i * st[d];
   shape.erase(d);
   st.erase(d);
-  return make_view(x, shape, st, offset);
+  DynTensor out = make_view(x, shape, st, offset);
+  if (autodiff::should_record({&x})) autodiff::record_select(x, d, i, out);
+  return out;
 }
 
 DynTensor flip(const DynTensor& x, const std::vector<int64_t>& dims) {
@@ -278,7 +282,9 @@ DynTensor flip(const DynTensor& x, const std::vector<int64_t>& dims) {
     offset += (x.size(d) - 1) * st[d];
     st[d] = -st[d];
   }
-  return clone(make_view(x, x.shape(), st, offset));
+  DynTensor out = clone(make_view(x, x.shape(), st, offset));
+  if (autodiff::should_record({&x})) autodiff::record_flip(x, dims, out);
+  return out;
 }
 
 DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
@@ -286,7 +292,8 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
   const int r = static_cast<int>(repeats.size());
   EMBER_CHECK(r >= x.rank(), "[repeat] needs at least ", x.rank(),
               " repeat counts for a tensor of shape ", x.shape(), ", got ", r);
-  const DynTensor xx = reshape(x, [&] {
+  // Built on an untracked x and recorded once at the end.
+  const DynTensor xx = reshape(detach(x), [&] {
     Shape s = Shape::filled(r - x.rank(), 1);
     for (int64_t d : x.shape()) s.push_back(d);
     return s;
@@ -294,9 +301,10 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
   for (int64_t n : repeats) {
     EMBER_CHECK(n >= 0, "[repeat] repeat counts must be non-negative, got ", n);
   }
+  DynTensor out;
   if (2 * r > kMaxRank) {
     // Too many dims for the interleaved view below: tile one dim at a time instead.
-    DynTensor out = xx;
+    out = xx;
     for (int i = 0; i < r; ++i) {
       if (repeats[i] != 1)
         out = cat(std::vector<DynTensor>(static_cast<size_t>(repeats[i]), out), i);
@@ -306,19 +314,20 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
         out = detail::make_empty(s, out.dtype(), out.device());
       }
     }
-    return out;
+  } else {
+    // View as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims, then copy.
+    Shape shape, st, out_shape;
+    for (int i = 0; i < r; ++i) {
+      shape.push_back(repeats[i]);
+      st.push_back(0);
+      shape.push_back(xx.size(i));
+      st.push_back(xx.strides()[i]);
+      out_shape.push_back(repeats[i] * xx.size(i));
+    }
+    out = reshape(clone(make_view(xx, shape, st, xx.raw().offset)), out_shape);
   }
-  // View as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims, then copy.
-  Shape shape, st, out_shape;
-  for (int i = 0; i < r; ++i) {
-    shape.push_back(repeats[i]);
-    st.push_back(0);
-    shape.push_back(xx.size(i));
-    st.push_back(xx.strides()[i]);
-    out_shape.push_back(repeats[i] * xx.size(i));
-  }
-  const DynTensor expanded = clone(make_view(xx, shape, st, xx.raw().offset));
-  return reshape(expanded, out_shape);
+  if (autodiff::should_record({&x})) autodiff::record_repeat(x, repeats, out);
+  return out;
 }
 
 DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
@@ -357,6 +366,8 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
     detail::backend_of(out).copy(p->raw(), dst.raw());
     at += p->size(d);
   }
+  const bool tracked = std::any_of(xs.begin(), xs.end(), [](auto& x) { return x.requires_grad(); });
+  if (tracked && grad_enabled()) autodiff::record_cat(xs, d, out);
   return out;
 }
 
@@ -442,7 +453,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
   const int np = static_cast<int>(pads.size()) / 2;
   if (mode == PadMode::Constant) {
     Shape shape = x.shape();
-    DynTensor src = x;
+    DynTensor src = detach(x);  // recorded once below
     for (int i = 0; i < np; ++i) {
       const int d = x.rank() - 1 - i;
       const int64_t l = pads[2 * static_cast<size_t>(i)], r = pads[2 * static_cast<size_t>(i) + 1];
@@ -460,6 +471,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
       dst = narrow(dst, d, std::max<int64_t>(pads[2 * static_cast<size_t>(i)], 0), src.size(d));
     }
     detail::backend_of(out).copy(src.raw(), dst.raw());
+    if (autodiff::should_record({&x})) autodiff::record_pad(x, pads, out);
     return out;
   }
   DynTensor out = x;
