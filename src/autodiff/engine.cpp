@@ -27,7 +27,9 @@ uint64_t next_node_id() { return g_next_id.fetch_add(1, std::memory_order_relaxe
 
 class LeafNode final : public autodiff::Node {
  public:
-  explicit LeafNode(const DynTensor& x) : Node("leaf", {}, x) { leaf_ = true; }
+  explicit LeafNode(const DynTensor& x) : Node("leaf", std::span<const autodiff::NodePtr>(), x) {
+    leaf_ = true;
+  }
   void backward(autodiff::BackwardArgs&) override {}
 };
 
@@ -47,12 +49,15 @@ void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
 
 namespace autodiff {
 
-Node::Node(const char* name, std::vector<NodePtr> inputs, const DynTensor& out)
-    : name_(name),
-      id_(next_node_id()),
-      inputs_(std::move(inputs)),
-      shape_(out.shape()),
-      dtype_(out.dtype()) {}
+Node::Node(const char* name, std::span<const NodePtr> inputs, const DynTensor& out)
+    : name_(name), id_(next_node_id()), shape_(out.shape()), dtype_(out.dtype()) {
+  if (inputs.size() <= 3) {
+    std::copy(inputs.begin(), inputs.end(), inline_inputs_);
+    num_inputs_ = static_cast<uint32_t>(inputs.size());
+  } else {
+    more_inputs_.assign(inputs.begin(), inputs.end());
+  }
+}
 
 Node::~Node() = default;
 
@@ -67,7 +72,8 @@ DynTensor sum_to(const DynTensor& g, const Shape& shape) {
   const int lead = g.rank() - shape.rank();
   Dims dims;
   for (int i = 0; i < g.rank(); ++i) {
-    if (i < lead || (shape[i - lead] == 1 && g.size(i) != 1)) dims.push_back(i);
+    // Size-1 dims of g need no sum (a batch of one): the reshape below drops them.
+    if (g.size(i) != 1 && (i < lead || shape[i - lead] == 1)) dims.push_back(i);
   }
   const DynTensor s = dims.empty() ? g : sum(g, dims, true);
   return reshape(s, shape);

@@ -91,9 +91,11 @@ DynTensor unary_grad(UnaryOp op, const UnaryParams& p, const DynTensor& x, const
       return mul(gy, mul(s, add(mul(x, sub(1.0, s)), 1.0)));
     }
     case UnaryOp::Softplus: {
-      // Linear above the threshold (as the forward is).
-      const DynTensor bx = mul(x, p.a);
-      return where(gt(bx, p.b), gy, mul(gy, sigmoid(bx)));
+      // Linear above the threshold (as the forward is). softplus(x) leaves the params unset:
+      // beta 1, threshold 20, as the kernels default them.
+      const double beta = p.has_a ? p.a : 1.0, threshold = p.has_b ? p.b : 20.0;
+      const DynTensor bx = mul(x, beta);
+      return where(gt(bx, threshold), gy, mul(gy, sigmoid(bx)));
     }
     case UnaryOp::Clamp: {
       // Gradient passes where x is inside [min, max] (bounds included), as in PyTorch.
@@ -188,20 +190,27 @@ void record_unary(UnaryOp op, const UnaryParams& params, const DynTensor& x, Dyn
 
 void record_binary(BinaryOp op, const DynTensor& a, const DynTensor& b, DynTensor& out) {
   if (!differentiable(op)) return;
-  const bool need_y = op == BinaryOp::Pow;
-  // Add and Sub need neither operand; the rest keep both (the untracked one is a constant).
-  const bool keep = op != BinaryOp::Add && op != BinaryOp::Sub;
-  const DynTensor sa = keep ? a : DynTensor(), sb = keep ? b : DynTensor();
-  const Shape shape_a = a.shape(), shape_b = b.shape();
-  const RawTensor saved_y = need_y ? out.raw() : RawTensor();
-  record(op_name(op).data(), {&a, &b}, out,
-         [op, sa, sb, shape_a, shape_b, saved_y](BackwardArgs& args) {
-           const DynTensor y = saved_y.defined() ? args.output(saved_y) : DynTensor();
-           DynTensor ga, gb;
-           binary_grad(op, sa, sb, y, args.grad, args.needs(0), args.needs(1), ga, gb);
-           if (args.needs(0)) args.input_grads[0] = sum_to(ga, shape_a);
-           if (args.needs(1)) args.input_grads[1] = sum_to(gb, shape_b);
-         });
+  const char* name = op_name(op).data();
+  if (op == BinaryOp::Add || op == BinaryOp::Sub) {
+    // The most frequent ops keep only the shapes: a small node is a cheap one.
+    const Shape shape_a = a.shape(), shape_b = b.shape();
+    record(name, {&a, &b}, out, [op, shape_a, shape_b](BackwardArgs& args) {
+      DynTensor ga, gb;
+      binary_grad(op, {}, {}, {}, args.grad, args.needs(0), args.needs(1), ga, gb);
+      if (args.needs(0)) args.input_grads[0] = sum_to(ga, shape_a);
+      if (args.needs(1)) args.input_grads[1] = sum_to(gb, shape_b);
+    });
+    return;
+  }
+  // The rest keep both operands (an untracked one is a constant) and pow its output.
+  const RawTensor saved_y = op == BinaryOp::Pow ? out.raw() : RawTensor();
+  record(name, {&a, &b}, out, [op, a, b, saved_y](BackwardArgs& args) {
+    const DynTensor y = saved_y.defined() ? args.output(saved_y) : DynTensor();
+    DynTensor ga, gb;
+    binary_grad(op, a, b, y, args.grad, args.needs(0), args.needs(1), ga, gb);
+    if (args.needs(0)) args.input_grads[0] = sum_to(ga, a.shape());
+    if (args.needs(1)) args.input_grads[1] = sum_to(gb, b.shape());
+  });
 }
 
 void record_where(const DynTensor& cond, const DynTensor& a, const DynTensor& b, DynTensor& out) {

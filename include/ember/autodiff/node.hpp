@@ -33,7 +33,7 @@ struct BackwardArgs {
 
 class Node {
  public:
-  Node(const char* name, std::vector<NodePtr> inputs, const DynTensor& out);
+  Node(const char* name, std::span<const NodePtr> inputs, const DynTensor& out);
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -41,7 +41,10 @@ class Node {
   const char* name() const { return name_; }
   /// Unique for the life of the process: Gradients are keyed by it.
   uint64_t id() const { return id_; }
-  const std::vector<NodePtr>& inputs() const { return inputs_; }
+  std::span<const NodePtr> inputs() const {
+    return more_inputs_.empty() ? std::span<const NodePtr>(inline_inputs_, num_inputs_)
+                                : std::span<const NodePtr>(more_inputs_);
+  }
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   bool is_leaf() const { return leaf_; }
@@ -59,7 +62,10 @@ class Node {
  private:
   const char* name_;
   uint64_t id_;
-  std::vector<NodePtr> inputs_;
+  // Up to three edges inline (every primitive but cat and checkpoint): no allocation for them.
+  NodePtr inline_inputs_[3];
+  std::vector<NodePtr> more_inputs_;
+  uint32_t num_inputs_ = 0;
   Shape shape_;
   DType dtype_;
   bool retain_grad_ = false;
@@ -70,8 +76,8 @@ class Node {
 template <class Rule>
 class RuleNode final : public Node {
  public:
-  RuleNode(const char* name, std::vector<NodePtr> inputs, const DynTensor& out, Rule rule)
-      : Node(name, std::move(inputs), out), rule_(std::move(rule)) {}
+  RuleNode(const char* name, std::span<const NodePtr> inputs, const DynTensor& out, Rule rule)
+      : Node(name, inputs, out), rule_(std::move(rule)) {}
   void backward(BackwardArgs& args) override { (*rule_)(args); }
   void release() override {
     rule_.reset();
@@ -95,11 +101,12 @@ template <class Rule>
 void record(const char* name, std::initializer_list<const DynTensor*> inputs, DynTensor& out,
             Rule&& rule) {
   if (!is_floating(out.dtype())) return;
-  std::vector<NodePtr> edges;
-  edges.reserve(inputs.size());
-  for (const DynTensor* t : inputs) edges.push_back(t ? t->node() : nullptr);
-  auto node = std::make_shared<RuleNode<std::decay_t<Rule>>>(name, std::move(edges), out,
-                                                             std::forward<Rule>(rule));
+  NodePtr edges[3];
+  EMBER_CHECK(inputs.size() <= 3, "[", name, "] record() takes at most 3 inputs in a list");
+  size_t n = 0;
+  for (const DynTensor* t : inputs) edges[n++] = t ? t->node() : nullptr;
+  auto node = std::make_shared<RuleNode<std::decay_t<Rule>>>(
+      name, std::span<const NodePtr>(edges, n), out, std::forward<Rule>(rule));
   out = DynTensor(out.raw(), std::move(node));
 }
 
@@ -110,7 +117,7 @@ void record(const char* name, const std::vector<DynTensor>& inputs, DynTensor& o
   std::vector<NodePtr> edges;
   edges.reserve(inputs.size());
   for (const DynTensor& t : inputs) edges.push_back(t.node());
-  auto node = std::make_shared<RuleNode<std::decay_t<Rule>>>(name, std::move(edges), out,
+  auto node = std::make_shared<RuleNode<std::decay_t<Rule>>>(name, edges, out,
                                                              std::forward<Rule>(rule));
   out = DynTensor(out.raw(), std::move(node));
 }
