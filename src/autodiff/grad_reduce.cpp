@@ -62,6 +62,22 @@ DynTensor cumprod_grad(const DynTensor& x, const DynTensor& y, const DynTensor& 
   return where(before_zero, plain, where(first_zero, at_zero, 0));
 }
 
+// The same as sum over m >= k of gy_m * prod(x_i, i <= m, i != k): O(n^2), but every term
+// keeps its dependence on x, which create_graph needs where x has zeros (above, the terms
+// after a zero are cut to a constant 0, whose derivative with respect to the zero is not 0).
+DynTensor cumprod_grad_quadratic(const DynTensor& x, const DynTensor& gy, int dim) {
+  const int64_t n = x.size(dim);
+  const DynTensor xt = transpose(x, dim, -1);
+  Shape square = xt.shape();
+  square.insert(square.rank() - 1, n);  // [..., k, i]
+  const DynTensor k = reshape(arange(0, n, 1, DType::i64, x.device()), Shape{n, 1});
+  const DynTensor i = reshape(arange(0, n, 1, DType::i64, x.device()), Shape{1, n});
+  // Row k: the cumulative product of x with x_k replaced by 1.
+  const DynTensor others = cumprod(where(eq(k, i), 1, expand(unsqueeze(xt, -2), square)), -1);
+  const DynTensor g = unsqueeze(transpose(gy, dim, -1), -2);  // [..., 1, m]
+  return transpose(sum(where(ge(i, k), mul(others, g), 0), {-1}), dim, -1);
+}
+
 }  // namespace
 
 void record_reduce(ReduceOp op, const DynTensor& x, uint32_t mask, DynTensor& out) {
@@ -118,7 +134,9 @@ void record_scan(ScanOp op, const DynTensor& x, int dim, DynTensor& out) {
   }
   const RawTensor y = out.raw();
   record("cumprod", {&x}, out, [x, y, dim](BackwardArgs& a) {
-    a.input_grads[0] = cumprod_grad(x, a.output(y), a.grad, dim);
+    const bool exact = a.options.create_graph && x.rank() > 0 && any(eq(x, 0)).item<bool>();
+    a.input_grads[0] =
+        exact ? cumprod_grad_quadratic(x, a.grad, dim) : cumprod_grad(x, a.output(y), a.grad, dim);
   });
 }
 

@@ -218,9 +218,8 @@ ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
   DynTensor indices = detail::make_empty(x.shape(), DType::i64, x.device());
   if (x.numel() == 0) return {values, indices};
   if (x.rank() == 0) {
-    detail::backend_of(x).copy(x.raw(), values.raw());
     detail::backend_of(x).fill(indices.raw(), 0);
-    return {values, indices};
+    return {clone(x), indices};  // clone records the gradient when x is tracked
   }
   detail::backend_of(x).sort(x.raw(), d, descending, values.raw(), indices.raw());
   if (autodiff::should_record({&x})) autodiff::record_take_along("sort", x, d, indices, values);
