@@ -1,9 +1,18 @@
 // LibTorch's side of the autodiff benchmark: the same MLP and the same 1-element add, with the
-// same thread counts (at::set_num_threads), through LibTorch's autograd.
+// same thread counts, through LibTorch's autograd.
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+// Debian's LibTorch does its GEMMs in OpenBLAS, whose thread pool at::set_num_threads does not
+// size: without this, "1 thread" would run its matrix products on every core.
+extern "C" void openblas_set_num_threads(int n) __attribute__((weak));
+
 namespace {
+
+void set_torch_threads(int n) {
+  at::set_num_threads(n);
+  if (openblas_set_num_threads) openblas_set_num_threads(n);
+}
 
 struct TorchMlp {
   torch::Tensor w1, w2, w3, b1, b2, b3;
@@ -27,7 +36,7 @@ enum class Mode { Inference, Recording, Step };
 
 void run_mlp(benchmark::State& state, Mode mode) {
   const int64_t batch = state.range(0);
-  at::set_num_threads(static_cast<int>(state.range(1)));
+  set_torch_threads(static_cast<int>(state.range(1)));
   const TorchMlp mlp;
   const auto x = torch::randn({batch, 784});
   const auto target = torch::randint(0, 10, {batch});
@@ -40,8 +49,8 @@ void run_mlp(benchmark::State& state, Mode mode) {
       auto loss = mlp.loss(x, target);
       if (mode == Mode::Step) {
         // torch.autograd.grad: gradients returned, not accumulated into .grad (as Ember).
-        auto grads = torch::autograd::grad({loss}, {mlp.w1, mlp.w2, mlp.w3, mlp.b1, mlp.b2,
-                                                    mlp.b3});
+        auto grads =
+            torch::autograd::grad({loss}, {mlp.w1, mlp.w2, mlp.w3, mlp.b1, mlp.b2, mlp.b3});
         benchmark::DoNotOptimize(grads);
       }
       benchmark::DoNotOptimize(loss);
@@ -60,7 +69,7 @@ BENCHMARK(BM_torch_mlp_forward)->TORCH_MLP_ARGS;
 BENCHMARK(BM_torch_mlp_forward_backward)->TORCH_MLP_ARGS;
 
 void BM_torch_add_1elem_tracked(benchmark::State& state) {
-  at::set_num_threads(1);
+  set_torch_threads(1);
   const auto a = torch::full({1}, 1.5f).requires_grad_();
   const auto b = torch::full({1}, 2.5f);
   for (auto _ : state) {

@@ -89,8 +89,8 @@ struct Slot {
 }  // namespace
 
 std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
-                                    const BackwardOptions& options,
-                                    std::span<const NodePtr> stops, Gradients& sink) {
+                                    const BackwardOptions& options, std::span<const NodePtr> stops,
+                                    Gradients& sink) {
   auto stop_index = [&](const Node* n) -> int {
     for (size_t i = 0; i < stops.size(); ++i) {
       if (stops[i].get() == n) return static_cast<int>(i);
@@ -194,8 +194,10 @@ void Gradients::accumulate(uint64_t id, const DynTensor& g) {
 
 DynTensor require_grad(const DynTensor& x) {
   EMBER_CHECK(x.defined(), "[require_grad] the tensor is undefined (default-constructed)");
-  EMBER_CHECK(is_floating(x.dtype()), "[require_grad] only Float tensors can require gradients, "
-              "got ", x.dtype());
+  EMBER_CHECK(is_floating(x.dtype()),
+              "[require_grad] only Float tensors can require gradients, "
+              "got ",
+              x.dtype());
   if (x.requires_grad()) return x;
   return DynTensor(x.raw(), std::make_shared<LeafNode>(x));
 }

@@ -12,7 +12,7 @@ namespace ember::autodiff {
 /// returned (in the order of `stops`) and not propagated further; leaf gradients (and those of
 /// nodes marked retain_grad) are added to `sink`.
 std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
-                                    const BackwardOptions& options,
-                                    std::span<const NodePtr> stops, Gradients& sink);
+                                    const BackwardOptions& options, std::span<const NodePtr> stops,
+                                    Gradients& sink);
 
 }  // namespace ember::autodiff

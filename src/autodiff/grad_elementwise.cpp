@@ -43,6 +43,7 @@ constexpr uint8_t unary_saves(UnaryOp op) {
 DynTensor unary_grad(UnaryOp op, const UnaryParams& p, const DynTensor& x, const DynTensor& y,
                      const DynTensor& gy) {
   using std::numbers::pi;
+  // clang-format off
   switch (op) {
     case UnaryOp::Neg: return neg(gy);
     case UnaryOp::Abs: return mul(gy, sign(x));
@@ -112,6 +113,7 @@ DynTensor unary_grad(UnaryOp op, const UnaryParams& p, const DynTensor& x, const
     case UnaryOp::LogicalNot:
     case UnaryOp::BitwiseNot: break;
   }
+  // clang-format on
   EMBER_FAIL("[", op_name(op), "] has no gradient");
 }
 

@@ -33,7 +33,8 @@ DynTensor product_of_others(const DynTensor& x, uint32_t mask) {
   for (int d = 0; d < x.rank(); ++d) {
     if (mask & (1u << d)) perm.push_back(d);
   }
-  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   const DynTensor moved = permute(x, perm);
   Shape flat = kept_shape;
   flat.push_back(-1);
@@ -89,9 +90,8 @@ void record_reduce(ReduceOp op, const DynTensor& x, uint32_t mask, DynTensor& ou
       return;
     case ReduceOp::Mean: {
       const double n = static_cast<double>(shape.numel()) / static_cast<double>(out.numel());
-      record("mean", {&x}, out, [shape, n](BackwardArgs& a) {
-        a.input_grads[0] = expand(div(a.grad, n), shape);
-      });
+      record("mean", {&x}, out,
+             [shape, n](BackwardArgs& a) { a.input_grads[0] = expand(div(a.grad, n), shape); });
       return;
     }
     case ReduceOp::Prod:
@@ -142,9 +142,8 @@ void record_scan(ScanOp op, const DynTensor& x, int dim, DynTensor& out) {
 
 void record_logsumexp(const DynTensor& x, DynTensor& out) {
   const RawTensor y = out.raw();
-  record("logsumexp", {&x}, out, [x, y](BackwardArgs& a) {
-    a.input_grads[0] = mul(a.grad, exp(sub(x, a.output(y))));
-  });
+  record("logsumexp", {&x}, out,
+         [x, y](BackwardArgs& a) { a.input_grads[0] = mul(a.grad, exp(sub(x, a.output(y)))); });
 }
 
 }  // namespace ember::autodiff

@@ -53,8 +53,8 @@ void record_pad(const DynTensor& x, const std::vector<int64_t>& pads, DynTensor&
 void record_gather(const DynTensor& x, int dim, const DynTensor& index, DynTensor& out);
 void record_scatter(const DynTensor& x, int dim, const DynTensor& index, const DynTensor& src,
                     DynTensor& out);
-void record_scatter_add(const DynTensor& x, int dim, const DynTensor& index,
-                        const DynTensor& src, DynTensor& out);
+void record_scatter_add(const DynTensor& x, int dim, const DynTensor& index, const DynTensor& src,
+                        DynTensor& out);
 void record_index_select(const DynTensor& x, int dim, const DynTensor& index, DynTensor& out);
 void record_index_add(const DynTensor& x, int dim, const DynTensor& index, const DynTensor& src,
                       double alpha, DynTensor& out);

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <utility>
 
+#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
-#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {

@@ -1,10 +1,10 @@
 // Elementwise front end: validation, PyTorch type promotion, broadcasting, then one backend call.
 #include "ember/tensor/ops/elementwise.hpp"
 
+#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
-#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {

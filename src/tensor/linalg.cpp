@@ -1,11 +1,11 @@
 // matmul with PyTorch's 1-D and batch-broadcast rules, dot, outer, and the softmax family.
 #include "ember/tensor/ops/linalg.hpp"
 
+#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
-#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
-#include "../autodiff/rules.hpp"
 #include "internal.hpp"
 
 namespace ember {

@@ -19,8 +19,8 @@ struct Chain {
   Chain(int depth, int64_t width, int64_t batch) {
     Generator gen(5);
     for (int i = 0; i < depth; ++i) {
-      weights.push_back(require_grad(
-          mul(randn(Shape{width, width}, DType::f32, Device::cpu(), &gen), 1.0 / 16)));
+      weights.push_back(
+          require_grad(mul(randn(Shape{width, width}, DType::f32, Device::cpu(), &gen), 1.0 / 16)));
     }
     x = require_grad(randn(Shape{batch, width}, DType::f32, Device::cpu(), &gen));
   }
@@ -86,9 +86,9 @@ TEST(Checkpoint, SameGradientsLowerPeak) {
     DynTensor h = chain.x;
     for (size_t s = 0; s < static_cast<size_t>(depth); s += 4) {
       if (use_checkpoint) {
-        h = checkpoint([&chain, s](const std::vector<DynTensor>& in) {
-          return chain.layers(in[0], s, s + 4);
-        }, {h});
+        h = checkpoint(
+            [&chain, s](const std::vector<DynTensor>& in) { return chain.layers(in[0], s, s + 4); },
+            {h});
       } else {
         h = chain.layers(h, s, s + 4);
       }

@@ -63,15 +63,17 @@ void check_against_torch(DType dtype, double rtol, double atol) {
   EXPECT_TRUE(allclose(cast(softmax(logits, 1), DType::f64), f.at("probs"), rtol, atol));
   EXPECT_NEAR(loss.item<double>(), f.at("loss").item<double>(), atol + rtol);
   const Gradients grads = backward(loss);
-  const std::pair<const char*, DynTensor> expect[] = {
-      {"grad_x", x}, {"grad_w1", mlp.w1}, {"grad_b1", mlp.b1}, {"grad_w2", mlp.w2},
-      {"grad_b2", mlp.b2}};
+  const std::pair<const char*, DynTensor> expect[] = {{"grad_x", x},
+                                                      {"grad_w1", mlp.w1},
+                                                      {"grad_b1", mlp.b1},
+                                                      {"grad_w2", mlp.w2},
+                                                      {"grad_b2", mlp.b2}};
   for (const auto& [name, t] : expect) {
     const DynTensor g = grads.get(t);
     EXPECT_EQ(g.dtype(), dtype) << name;
     EXPECT_TRUE(allclose(cast(g, DType::f64), f.at(name), rtol, atol))
-        << name << ": max |diff| = "
-        << amax(abs(sub(cast(g, DType::f64), f.at(name)))).item<double>();
+        << name
+        << ": max |diff| = " << amax(abs(sub(cast(g, DType::f64), f.at(name)))).item<double>();
   }
 }
 

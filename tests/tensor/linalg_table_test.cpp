@@ -72,7 +72,14 @@ TEST(OpTableLinalg, Matmul) {
                                          {Shape{1, 1}, Shape{1, 1}},
                                          {Shape{67, 130}, Shape{130, 45}},
                                          {Shape{67, 130}, Shape{130, 45}, true, true},
-                                         {Shape{3, 33, 17}, Shape{3, 17, 29}, false, true}};
+                                         {Shape{3, 33, 17}, Shape{3, 17, 29}, false, true},
+                                         // k = 1: outer products (f32 has its own kernel), the
+                                         // big ones written with streaming stores.
+                                         {Shape{4, 1}, Shape{1, 6}},
+                                         {Shape{4, 1}, Shape{1, 6}, true, true},
+                                         {Shape{2, 3, 1}, Shape{2, 1, 5}},
+                                         {Shape{784, 1}, Shape{1, 256}, true, false},
+                                         {Shape{700, 1}, Shape{1, 203}}};
   const Tol tols[] = {tol_for(DType::f32)};
   (void)tols;
   uint32_t seed = 5000;

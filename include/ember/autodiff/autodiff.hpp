@@ -49,9 +49,11 @@ class Gradients {
 
   // Typed forms: grads.get(w) and grads.remove(w) give back w's own type.
   template <class T>
-  requires requires(const T& t) { t.dyn(); } T get(const T& t) const { return T(get(t.dyn())); }
+  requires requires(const T& t) { t.dyn(); }
+  T get(const T& t) const { return T(get(t.dyn())); }
   template <class T>
-  requires requires(const T& t) { t.dyn(); } T remove(const T& t) { return T(remove(t.dyn())); }
+  requires requires(const T& t) { t.dyn(); }
+  T remove(const T& t) { return T(remove(t.dyn())); }
 
   /// Adds `g` to the gradient kept for node `id` (used by the backward engine).
   void accumulate(uint64_t id, const DynTensor& g);

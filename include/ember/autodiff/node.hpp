@@ -117,8 +117,8 @@ void record(const char* name, const std::vector<DynTensor>& inputs, DynTensor& o
   std::vector<NodePtr> edges;
   edges.reserve(inputs.size());
   for (const DynTensor& t : inputs) edges.push_back(t.node());
-  auto node = std::make_shared<RuleNode<std::decay_t<Rule>>>(name, edges, out,
-                                                             std::forward<Rule>(rule));
+  auto node =
+      std::make_shared<RuleNode<std::decay_t<Rule>>>(name, edges, out, std::forward<Rule>(rule));
   out = DynTensor(out.raw(), std::move(node));
 }
 

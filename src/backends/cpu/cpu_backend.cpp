@@ -8,6 +8,9 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(EMBER_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
 
 namespace ember::cpu {
 namespace {
@@ -42,7 +45,10 @@ void set_num_threads(int n) {
 #else
   g_threads = n;
 #if defined(_OPENMP)
-  omp_set_num_threads(n);  // the GEMM library (oneDNN) reads the OpenMP setting
+  omp_set_num_threads(n);       // the GEMM library (oneDNN) reads the OpenMP setting
+#endif
+#if defined(EMBER_HAVE_OPENBLAS)
+  openblas_set_num_threads(n);  // its own thread pool (f64 GEMM), sized the same
 #endif
 #endif
 }
