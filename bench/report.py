@@ -3,7 +3,7 @@
 docs/PERFORMANCE.md. Uses the median of repetitions when there are several, else the one run.
 
     python3 bench/report.py out/bench/bench_gemm.json out/bench/bench_elementwise.json \\
-        out/bench/bench_overhead.json
+        out/bench/bench_overhead.json out/bench/bench_autodiff.json
 """
 import json
 import os
@@ -146,12 +146,52 @@ def overhead(rows):
     print()
 
 
+def autodiff(rows):
+    if not any(k.startswith("BM_ember_mlp_") for k in rows):
+        return
+    print("### 5. Autodiff: 3-layer MLP (784-256-256-10, softmax cross-entropy), µs per step\n")
+    print("forward (no_grad): inference, nothing recorded; forward: recording the graph; "
+          "step: forward + backward (gradients of all 6 parameters). LibTorch runs the same "
+          "model with `torch::autograd::grad`, on the same thread count (its OpenBLAS pool "
+          "sized too). Goals: backward < 2x forward at batch 1; Ember's step below LibTorch's.\n")
+    print("| batch | threads | Ember forward (no_grad) | Ember forward | Ember step | "
+          "Ember backward / forward | LibTorch forward (no_grad) | LibTorch forward | "
+          "LibTorch step | LibTorch backward / forward | step: Ember / LibTorch |")
+    print("|" + "---|" * 11)
+    for batch in (1, 64):
+        for t in (1, 2):
+            arg = f"batch:{batch}/thr:{t}"
+            e0, e1, e2 = (rows.get(f"BM_ember_mlp_{k}/{arg}")
+                          for k in ("forward_no_grad", "forward", "forward_backward"))
+            t0, t1, t2 = (rows.get(f"BM_torch_mlp_{k}/{arg}")
+                          for k in ("forward_no_grad", "forward", "forward_backward"))
+            if not (e0 and e1 and e2):
+                continue
+            us = (lambda r: f"{ns(r) / 1e3:.1f}{cv(r)}" if r else "–")
+            ratio = (lambda f, s: f"{(ns(s) - ns(f)) / ns(f):.2f}x" if f and s else "–")
+            vs = f"{ns(e2) / ns(t2):.2f}" if t2 else "–"
+            print(f"| {batch} | {t} | {us(e0)} | {us(e1)} | {us(e2)} | {ratio(e1, e2)} | "
+                  f"{us(t0)} | {us(t1)} | {us(t2)} | {ratio(t1, t2)} | {vs} |")
+    print()
+    u, tr = rows.get("BM_ember_add_1elem_untracked"), rows.get("BM_ember_add_1elem_tracked")
+    tt, ch = rows.get("BM_torch_add_1elem_tracked"), rows.get("BM_ember_backward_chain32_1elem")
+    if u and tr:
+        print(f"- Recording one op: `a + b` on 1-element tensors takes {ns(u):.0f} ns untracked "
+              f"and {ns(tr):.0f} ns with `a` tracked: **{ns(tr) - ns(u):.0f} ns** to record "
+              "the node." + (f" LibTorch's tracked `a + b`: {ns(tt):.0f} ns." if tt else ""))
+    if ch:
+        print(f"- Backward through a chain of 32 1-element `mul`s: {ns(ch) / 32:.0f} ns per node "
+              "(the rule's own op included).")
+    print()
+
+
 def main():
     rows, contexts = load(sys.argv[1:])
     ctx = next(iter(contexts.values()), {})
     gemm(rows, ctx)
     elementwise(rows)
     overhead(rows)
+    autodiff(rows)
     for path, c in contexts.items():
         extra = {k: v for k, v in c.items() if k.startswith(("onednn", "openblas"))}
         if extra:

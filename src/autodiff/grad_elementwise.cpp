@@ -204,15 +204,19 @@ void record_binary(BinaryOp op, const DynTensor& a, const DynTensor& b, DynTenso
     });
     return;
   }
-  // The rest keep both operands (an untracked one is a constant) and pow its output.
-  const RawTensor saved_y = op == BinaryOp::Pow ? out.raw() : RawTensor();
-  record(name, {&a, &b}, out, [op, a, b, saved_y](BackwardArgs& args) {
-    const DynTensor y = saved_y.defined() ? args.output(saved_y) : DynTensor();
+  // The rest keep both operands (an untracked one is a constant); pow keeps its output too.
+  auto rule = [op, a, b](BackwardArgs& args, const DynTensor& y) {
     DynTensor ga, gb;
     binary_grad(op, a, b, y, args.grad, args.needs(0), args.needs(1), ga, gb);
     if (args.needs(0)) args.input_grads[0] = sum_to(ga, a.shape());
     if (args.needs(1)) args.input_grads[1] = sum_to(gb, b.shape());
-  });
+  };
+  if (op == BinaryOp::Pow) {
+    record(name, {&a, &b}, out,
+           [rule, y = out.raw()](BackwardArgs& args) { rule(args, args.output(y)); });
+  } else {
+    record(name, {&a, &b}, out, [rule](BackwardArgs& args) { rule(args, DynTensor()); });
+  }
 }
 
 void record_where(const DynTensor& cond, const DynTensor& a, const DynTensor& b, DynTensor& out) {

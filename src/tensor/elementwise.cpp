@@ -52,7 +52,7 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   if (same) {
     be.binary(op, a.raw(), b.raw(), out.raw());
   } else {
-    const DynTensor ea = expand(detach(a), out.shape()), eb = expand(detach(b), out.shape());
+    const DynTensor ea = detail::broadcast_view(a, shape), eb = detail::broadcast_view(b, shape);
     be.binary(op, ea.raw(), eb.raw(), out.raw());
   }
   if (autodiff::should_record({&a, &b})) autodiff::record_binary(op, a, b, out);
@@ -182,8 +182,8 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   DynTensor out = detail::make_empty(shape, dtype, a.device());
   const DynTensor ca = cast(a, dtype), cb = cast(b, dtype);
-  const DynTensor ec = expand(cond, shape), ea = expand(detach(ca), shape),
-                  eb = expand(detach(cb), shape);
+  const DynTensor ec = detail::broadcast_view(cond, shape), ea = detail::broadcast_view(ca, shape),
+                  eb = detail::broadcast_view(cb, shape);
   detail::backend_of(out).where(ec.raw(), ea.raw(), eb.raw(), out.raw());
   if (autodiff::should_record({&ca, &cb})) autodiff::record_where(cond, ca, cb, out);
   return out;

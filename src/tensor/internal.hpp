@@ -19,6 +19,17 @@ inline DynTensor make_view(const DynTensor& x, const Shape& shape, const Strides
   return DynTensor(x.raw().view(shape, strides, offset));
 }
 
+/// `x` viewed as `shape`, which it broadcasts to (already checked): stride 0 on the broadcast
+/// dims. Untracked, without expand()'s validation: the inner loop of every broadcasting op.
+inline DynTensor broadcast_view(const DynTensor& x, const Shape& shape) {
+  const int lead = shape.rank() - x.rank();
+  Strides st = Shape::filled(shape.rank(), 0);
+  for (int i = lead; i < shape.rank(); ++i) {
+    if (x.size(i - lead) == shape[i]) st[i] = x.strides()[i - lead];
+  }
+  return make_view(x, shape, st, x.raw().offset);
+}
+
 /// Fails unless `t` is defined; `op` and `what` name it in the message.
 void check_defined(const DynTensor& t, const char* op, const char* what = "input");
 void check_same_device(const DynTensor& a, const DynTensor& b, const char* op);

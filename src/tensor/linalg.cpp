@@ -43,6 +43,17 @@ DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
     s.push_back(c);
     return reshape(expand(cast(t, dtype), s), Shape{nb, r, c});
   };
+  if (a_in.rank() == 2 && b_in.rank() == 2 && a.dtype() == dtype && b.dtype() == dtype) {
+    // Matrix times matrix (every Linear layer, forward and backward): 3-D views directly.
+    auto as3_view = [](const DynTensor& t) {
+      const RawTensor& r = t.raw();
+      return r.view(Shape{1, t.size(0), t.size(1)}, Strides{0, r.strides[0], r.strides[1]},
+                    r.offset);
+    };
+    DynTensor out = detail::make_empty(Shape{m, n}, dtype, a.device());
+    detail::backend_of(out).matmul(as3_view(a), as3_view(b), as3_view(out));
+    return out;
+  }
   const DynTensor a3 = as3(a, m, k), b3 = as3(b, k, n);
   DynTensor out = detail::make_empty(Shape{nb, m, n}, dtype, a.device());
   detail::backend_of(out).matmul(a3.raw(), b3.raw(), out.raw());
