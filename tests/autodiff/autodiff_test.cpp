@@ -125,3 +125,17 @@ TEST(Autodiff, RetainGradKeepsNonLeafGradients) {
 TEST(Autodiff, OnlyFloatTensorsRequireGrad) {
   EXPECT_THROW(require_grad(Tensor<1, Int>::arange(3).dyn()), Error);
 }
+
+TEST(Autodiff, SavedValuesSurviveBufferReuse) {
+  // exp saves its output, tanh(x^T) saves a view's result; the forward handles are dropped and
+  // the allocator hands their sizes out again, filled with other values, before backward runs.
+  auto x = Tensor<2>::randn({16, 8}, Device::cpu(), nullptr, DType::f64).require_grad();
+  auto loss = (exp(x) * 0.5 + tanh(x.t()).t()).sum();
+  std::vector<Tensor<2>> churn;
+  for (int i = 0; i < 32; ++i)
+    churn.push_back(Tensor<2>::full({16, 8}, 1e6, Device::cpu(), DType::f64));
+  auto g = x.grad(loss.backward());
+  auto xd = x.detach();
+  auto expect = exp(xd) * 0.5 + (1.0 - square(tanh(xd)));
+  EXPECT_TRUE(allclose(g, expect, 1e-12, 1e-12));
+}
