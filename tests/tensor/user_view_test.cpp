@@ -1,4 +1,4 @@
-// DESIGN.md's first program, as written (minus the gradient lines, which come with autodiff).
+// DESIGN.md's first program, as written.
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
@@ -9,8 +9,10 @@ using namespace ember;
 TEST(UserView, FirstProgramRunsAsWritten) {
   Device dev = Device::cpu();
   auto x = Tensor<2>::randn({64, 784}, dev);
-  auto w = Tensor<2>::zeros({784, 10}, dev);
+  auto w = Tensor<2>::zeros({784, 10}, dev).require_grad();
   auto loss = relu(matmul(x, w) + 1.0f).mean();
+  Gradients grads = loss.backward();
+  Tensor<2> gw = w.grad(grads);  // gradients come back in a container, as in Burn
   EXPECT_FLOAT_EQ(loss.item<float>(), 1.0f);  // w = 0, so relu(0 + 1) = 1 everywhere
 
   auto a = Tensor<2>::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, dev);
@@ -19,7 +21,7 @@ TEST(UserView, FirstProgramRunsAsWritten) {
   EXPECT_EQ(cols, 3);
   float total = a.sum().item<float>();
   EXPECT_EQ(total, 21.0f);
-  std::vector<float> flat = w.to_vector<float>();
+  std::vector<float> flat = gw.to_vector<float>();
   EXPECT_EQ(flat.size(), 7840u);
   std::ostringstream os;
   os << a << "\n";
