@@ -1,0 +1,9 @@
+// The nn layer in one include: module machinery, layers, activations.
+#pragma once
+
+#include "ember/nn/activation.hpp"
+#include "ember/nn/dropout.hpp"
+#include "ember/nn/linear.hpp"
+#include "ember/nn/module.hpp"
+#include "ember/nn/param.hpp"
+#include "ember/nn/sequential.hpp"

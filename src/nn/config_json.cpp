@@ -1,0 +1,121 @@
+#include "config_json.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "ember/core/error.hpp"
+
+namespace ember::nn::detail {
+
+void JsonWriter::key(const char* name) {
+  if (!body_.empty()) body_ += ", ";
+  body_ += nlohmann::json(name).dump() + ": ";
+}
+
+JsonWriter& JsonWriter::field(const char* name, int64_t value) {
+  key(name);
+  body_ += std::to_string(value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::field(const char* name, double value) {
+  key(name);
+  body_ += nlohmann::json(value).dump();  // shortest form that reads back exactly
+  return *this;
+}
+
+JsonWriter& JsonWriter::field(const char* name, bool value) {
+  key(name);
+  body_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::field(const char* name, std::string_view value) {
+  key(name);
+  body_ += nlohmann::json(std::string(value)).dump();
+  return *this;
+}
+
+JsonWriter& JsonWriter::field(const char* name, const std::vector<int64_t>& values) {
+  key(name);
+  body_ += nlohmann::json(values).dump();
+  return *this;
+}
+
+struct JsonReader::Impl {
+  nlohmann::json j;
+  std::string what;
+
+  const nlohmann::json* find(const char* key) const {
+    auto it = j.find(key);
+    return it == j.end() ? nullptr : &*it;
+  }
+  [[noreturn]] void bad(const char* key, const char* expected) const {
+    EMBER_FAIL("[", what, "] key \"", key, "\" must be ", expected, ", got ",
+               find(key) ? find(key)->dump() : std::string("nothing"));
+  }
+};
+
+JsonReader::JsonReader(const std::string& json, const char* what) : impl_(new Impl) {
+  impl_->what = what;
+  impl_->j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  EMBER_CHECK(impl_->j.is_object(), "[", what, "] expected a JSON object, got: ", json);
+}
+
+JsonReader::~JsonReader() = default;
+
+int64_t JsonReader::integer(const char* key) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v || !v->is_number_integer()) impl_->bad(key, "an integer");
+  return v->get<int64_t>();
+}
+
+int64_t JsonReader::integer(const char* key, int64_t fallback) const {
+  return impl_->find(key) ? integer(key) : fallback;
+}
+
+double JsonReader::number(const char* key, double fallback) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v) return fallback;
+  if (!v->is_number()) impl_->bad(key, "a number");
+  return v->get<double>();
+}
+
+bool JsonReader::boolean(const char* key, bool fallback) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) impl_->bad(key, "true or false");
+  return v->get<bool>();
+}
+
+std::string JsonReader::string(const char* key, const std::string& fallback) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v) return fallback;
+  if (!v->is_string()) impl_->bad(key, "a string");
+  return v->get<std::string>();
+}
+
+DType JsonReader::dtype(const char* key, DType fallback) const {
+  const std::string name = string(key, std::string(dtype_name(fallback)));
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32,
+                  DType::i8, DType::u8, DType::boolean}) {
+    if (dtype_name(t) == name) return t;
+  }
+  impl_->bad(key, "a dtype name (float32, float64, ...)");
+}
+
+std::vector<int64_t> JsonReader::integers(const char* key,
+                                          const std::vector<int64_t>& fallback) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v) return fallback;
+  if (v->is_number_integer()) return {v->get<int64_t>()};  // `3` for `[3, 3]`-style options
+  if (!v->is_array()) impl_->bad(key, "an integer or a list of integers");
+  std::vector<int64_t> out;
+  for (const auto& e : *v) {
+    if (!e.is_number_integer()) impl_->bad(key, "a list of integers");
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+}  // namespace ember::nn::detail

@@ -1,0 +1,290 @@
+// The module machinery: DESIGN.md's Mlp, parameter paths, train/eval, freezing, valid(),
+// deep copies, device/dtype moves, summaries, configs; and the first layers.
+#include <gtest/gtest.h>
+
+#include <ember/ember.hpp>
+#include <ember/nn/nn.hpp>
+
+#include "autodiff/gradcheck.hpp"
+
+using namespace ember;
+
+namespace {
+
+struct Mlp {
+  nn::Linear fc1, fc2;
+  nn::Dropout drop;
+  EMBER_MODULE(Mlp, fc1, fc2, drop)
+  Tensor<2> forward(const Tensor<2>& x) const { return fc2(drop(relu(fc1(x)))); }
+};
+
+std::vector<std::string> paths(const nn::ModuleTree& tree) {
+  std::vector<std::string> out;
+  for (const auto& t : nn::named_tensors(tree)) out.push_back(t.path);
+  return out;
+}
+
+}  // namespace
+
+TEST(Module, DesignMlpAsWritten) {
+  Device dev = Device::cpu();
+  Mlp model{nn::Linear(784, 256, dev), nn::Linear(256, 10, dev), nn::Dropout(0.1)};
+  EXPECT_EQ(model.num_params(), 203530);
+  EXPECT_EQ(paths(nn::module_tree(model)),
+            (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  EXPECT_EQ(model.fc1.weight.shape(), Shape({256, 784}));  // PyTorch's [out, in]
+  auto x = Tensor<2>::randn({8, 784}, dev);
+  auto loss = model.forward(x).sum();
+  Gradients grads = loss.backward();
+  EXPECT_EQ(model.fc1.weight.value().grad(grads).shape(), Shape({256, 784}));
+  EXPECT_EQ(grads.size(), 4u);
+}
+
+namespace {
+
+struct Block {
+  nn::Linear proj;
+  nn::Dropout drop;
+  EMBER_MODULE(Block, proj, drop)
+};
+
+struct Net {
+  nn::Embedding embed;
+  std::vector<Block> layers;
+  std::array<nn::Linear, 2> heads;
+  std::optional<nn::Linear> extra;
+  nn::Sequential<nn::Linear, nn::ReLU, nn::Linear> mlp;
+  int64_t width = 4;  // not part of the module tree
+  EMBER_MODULE(Net, embed, layers, heads, extra, mlp)
+};
+
+Net make_net() {
+  return Net{nn::Embedding(10, 4),
+             {Block{nn::Linear(4, 4), nn::Dropout(0.2)}, Block{nn::Linear(4, 4), nn::Dropout(0.2)}},
+             {nn::Linear(4, 2), nn::Linear(4, 3, Device::cpu())},
+             std::nullopt,
+             nn::Sequential<nn::Linear, nn::ReLU, nn::Linear>(nn::Linear(4, 8), nn::ReLU{},
+                                                              nn::Linear(8, 4))};
+}
+
+}  // namespace
+
+TEST(Module, NestedPathsFollowPyTorch) {
+  Net net = make_net();
+  EXPECT_EQ(
+      paths(nn::module_tree(net)),
+      (std::vector<std::string>{"embed.weight", "layers.0.proj.weight", "layers.0.proj.bias",
+                                "layers.1.proj.weight", "layers.1.proj.bias", "heads.0.weight",
+                                "heads.0.bias", "heads.1.weight", "heads.1.bias", "mlp.0.weight",
+                                "mlp.0.bias", "mlp.2.weight", "mlp.2.bias"}));
+  net.extra = nn::Linear(4, 1);
+  EXPECT_EQ(paths(nn::module_tree(net)).back(), "mlp.2.bias");
+  EXPECT_EQ(paths(nn::module_tree(net))[9], "extra.weight");
+  EXPECT_EQ(net.num_params(), 40 + 2 * 20 + 10 + 15 + 5 + 40 + 36);
+  auto y = net.mlp(Tensor<2>::randn({3, 4}));
+  EXPECT_EQ(y.shape(), Shape({3, 4}));
+}
+
+TEST(Module, TrainEvalReachesEveryDropout) {
+  Net net = make_net();
+  net.eval();
+  for (const Block& b : net.layers) EXPECT_FALSE(b.drop.mode.training);
+  auto x = Tensor<2>::randn({4, 4});
+  EXPECT_TRUE(equal(net.layers[0].drop(x), x));  // identity in eval mode
+  net.train();
+  for (const Block& b : net.layers) EXPECT_TRUE(b.drop.mode.training);
+  auto dropped = net.layers[0].drop(Tensor<2>::ones({64, 64}));
+  const double kept = (dropped != 0.0f).to<Float>().mean().item<float>();
+  EXPECT_NEAR(kept, 0.8, 0.05);
+  EXPECT_NEAR(dropped.max().item<float>(), 1.0 / 0.8, 1e-6);  // survivors scaled by 1/(1-p)
+}
+
+TEST(Module, FreezeByPathPrefixAndRegex) {
+  Net net = make_net();
+  net.freeze("embed");  // a module prefix
+  EXPECT_FALSE(net.embed.weight.trainable());
+  EXPECT_TRUE(net.heads[0].weight.trainable());
+  net.freeze(R"(layers\.\d+\.proj\.bias)");  // a regex
+  EXPECT_FALSE(net.layers[1].proj.bias->trainable());
+  EXPECT_TRUE(net.layers[1].proj.weight.trainable());
+  net.freeze("heads.1.weight");  // an exact path
+  EXPECT_FALSE(net.heads[1].weight.trainable());
+  EXPECT_THROW(net.freeze("nothing.here"), Error);
+
+  // Frozen parameters get no gradient; the others do.
+  auto x = Tensor<2>::randn({2, 4});
+  Gradients g = net.heads[1](net.layers[1].proj(x)).sum().backward();
+  EXPECT_FALSE(g.contains(net.heads[1].weight.dyn()));
+  EXPECT_FALSE(g.contains(net.layers[1].proj.bias->dyn()));
+  EXPECT_TRUE(g.contains(net.layers[1].proj.weight.dyn()));
+  net.unfreeze();
+  EXPECT_TRUE(net.embed.weight.trainable());
+}
+
+TEST(Module, ValidIsAFrozenEvalCopySharingStorage) {
+  Mlp model{nn::Linear(6, 5), nn::Linear(5, 2), nn::Dropout(0.5)};
+  const Mlp inference = model.valid();
+  EXPECT_FALSE(inference.drop.mode.training);
+  EXPECT_TRUE(model.drop.mode.training);
+  EXPECT_FALSE(inference.fc1.weight.trainable());
+  EXPECT_TRUE(model.fc1.weight.trainable());
+  EXPECT_EQ(inference.fc1.weight.id(), model.fc1.weight.id());
+  auto y = inference.forward(Tensor<2>::randn({3, 6}));
+  EXPECT_FALSE(y.requires_grad());  // records nothing
+  EXPECT_EQ(inference.fc1.weight.dyn().raw().data(), model.fc1.weight.dyn().raw().data());
+}
+
+TEST(Module, CopiesShareIdsDeepCopiesDoNot) {
+  Mlp model{nn::Linear(6, 5), nn::Linear(5, 2), nn::Dropout(0.5)};
+  const Mlp shallow = model;
+  EXPECT_EQ(shallow.fc2.weight.id(), model.fc2.weight.id());
+  const Mlp deep = model.deep_copy();
+  EXPECT_NE(deep.fc2.weight.id(), model.fc2.weight.id());
+  EXPECT_NE(deep.fc2.weight.dyn().raw().data(), model.fc2.weight.dyn().raw().data());
+  EXPECT_TRUE(equal(deep.fc2.weight.value(), model.fc2.weight.value()));
+  EXPECT_TRUE(deep.fc2.weight.trainable());
+}
+
+TEST(Module, ParamIdSurvivesUpdates) {
+  nn::Linear lin(3, 2);
+  const nn::ParamId id = lin.weight.id();
+  auto w = lin.weight.value();
+  lin.weight.set(w - w.detach() * 0.5f);
+  EXPECT_EQ(lin.weight.id(), id);
+  EXPECT_TRUE(lin.weight.value().requires_grad());
+  // The new value is a fresh leaf, not the update's graph.
+  auto g = lin.weight.value().grad(lin.weight.value().sum().backward());
+  EXPECT_TRUE(equal(g, Tensor<2>::ones({2, 3})));
+}
+
+TEST(Module, ToDtypeKeepsIds) {
+  Mlp model{nn::Linear(6, 5), nn::Linear(5, 2), nn::Dropout(0.5)};
+  const nn::ParamId id = model.fc1.bias->id();
+  model.to(DType::f64);
+  EXPECT_EQ(model.fc1.weight.dyn().dtype(), DType::f64);
+  EXPECT_EQ(model.fc1.bias->id(), id);
+  EXPECT_TRUE(model.fc1.weight.trainable());
+  EXPECT_EQ(model.forward(Tensor<2>::randn({2, 6}, Device::cpu(), nullptr, DType::f64)).dtype(),
+            DType::f64);
+  model.to(Device::cpu());
+  EXPECT_THROW(model.to(DType::i64), Error);
+}
+
+TEST(Module, SummaryTable) {
+  Mlp model{nn::Linear(784, 256), nn::Linear(256, 10), nn::Dropout(0.1)};
+  model.freeze("fc2");
+  const std::string s = model.summary();
+  EXPECT_NE(s.find("(root)"), std::string::npos) << s;
+  EXPECT_NE(s.find("Mlp"), std::string::npos) << s;
+  EXPECT_NE(s.find("fc1.weight"), std::string::npos) << s;
+  EXPECT_NE(s.find("[256, 784]"), std::string::npos) << s;
+  EXPECT_NE(s.find("200,960"), std::string::npos) << s;  // fc1's count
+  EXPECT_NE(s.find("Param (frozen)"), std::string::npos) << s;
+  EXPECT_NE(s.find("total parameters: 203,530 (trainable 200,960, frozen 2,570)"),
+            std::string::npos)
+      << s;
+}
+
+TEST(Layers, LinearMatchesItsDefinitionAndInit) {
+  Generator gen(3);
+  nn::Linear lin(nn::LinearConfig(50, 7), Device::cpu(), &gen);
+  const double bound = 1.0 / std::sqrt(50.0);
+  EXPECT_LE(abs(lin.weight.value()).max().item<float>(), bound);
+  EXPECT_GT(abs(lin.weight.value()).max().item<float>(), 0.9 * bound);
+  auto x = Tensor<3>::randn({2, 3, 50});
+  auto y = lin(x);
+  EXPECT_EQ(y.shape(), Shape({2, 3, 7}));
+  EXPECT_TRUE(allclose(y, matmul(x, lin.weight.t()) + lin.bias->value(), 1e-5, 1e-6));
+  nn::Linear no_bias(nn::LinearConfig(4, 2).bias(false));
+  EXPECT_FALSE(no_bias.bias.has_value());
+  EXPECT_EQ(no_bias.num_params(), 8);
+  EXPECT_THROW(lin(Tensor<2>::randn({2, 49})), Error);
+}
+
+TEST(Layers, ConfigsRoundTripThroughJson) {
+  const auto c = nn::LinearConfig(3, 4).bias(false).with_dtype(DType::f64);
+  const auto back = nn::LinearConfig::from_json(c.to_json());
+  EXPECT_EQ(back.in_features, 3);
+  EXPECT_EQ(back.out_features, 4);
+  EXPECT_FALSE(back.has_bias);
+  EXPECT_EQ(back.dtype, DType::f64);
+  EXPECT_EQ(c.to_json(),
+            R"({"in_features": 3, "out_features": 4, "bias": false, "dtype": "float64"})");
+  const auto e =
+      nn::EmbeddingConfig::from_json(nn::EmbeddingConfig(10, 3).padding_idx(0).to_json());
+  EXPECT_EQ(e.padding, 0);
+  EXPECT_THROW(nn::LinearConfig::from_json(R"({"in_features": "3"})"), Error);
+  EXPECT_THROW(nn::LinearConfig::from_json("not json"), Error);
+}
+
+TEST(Layers, EmbeddingPaddingRowGetsNoGradient) {
+  nn::Embedding emb(nn::EmbeddingConfig(5, 3).padding_idx(1));
+  EXPECT_TRUE(equal(emb.weight.value().select(0, 1), Tensor<1>::zeros({3})));
+  auto idx = Tensor<2, Int>::from_vector<int64_t>({0, 1, 1, 4, 0, 2}, {2, 3});
+  auto out = emb(idx);
+  EXPECT_EQ(out.shape(), Shape({2, 3, 3}));
+  auto g = emb.weight.value().grad(out.sum().backward());
+  auto gv = g.to_vector<float>();
+  const std::vector<float> counts = {2, 0, 1, 0, 1};  // row 1 is padding
+  for (int r = 0; r < 5; ++r) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(gv[static_cast<size_t>(r * 3 + c)], counts[r]) << r;
+  }
+  EXPECT_THROW(emb(Tensor<1, Int>::from_vector<int64_t>({7})), Error);
+}
+
+TEST(Layers, ActivationsMatchTheirFormulas) {
+  auto x = Tensor<1>::from_vector<double>({-2.5, -0.5, 0.25, 1.5, 4.0});
+  auto xd = x.to_vector<double>();
+  auto check = [&](const DynTensor& y, auto f, const char* name) {
+    auto v = y.to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(v[i], f(xd[i]), 1e-12) << name << " " << i;
+  };
+  check(
+      nn::leaky_relu(x.dyn(), 0.1), [](double v) { return v > 0 ? v : 0.1 * v; }, "leaky_relu");
+  check(
+      nn::elu(x.dyn(), 1.5), [](double v) { return v > 0 ? v : 1.5 * std::expm1(v); }, "elu");
+  check(
+      nn::hardsigmoid(x.dyn()), [](double v) { return std::clamp(v + 3, 0.0, 6.0) / 6; },
+      "hardsigmoid");
+  check(
+      nn::hardswish(x.dyn()), [](double v) { return v * std::clamp(v + 3, 0.0, 6.0) / 6; },
+      "hardswish");
+  check(
+      nn::mish(x.dyn()), [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }, "mish");
+  check(
+      nn::selu(x.dyn()),
+      [](double v) {
+        return 1.0507009873554804934 * (v > 0 ? v : 1.6732632423543772848 * std::expm1(v));
+      },
+      "selu");
+  auto g = nn::glu(Tensor<2>::from_vector<double>({1, 2, 3, 4}, {1, 4}).dyn()).to_vector<double>();
+  EXPECT_NEAR(g[0], 1 / (1 + std::exp(-3.0)), 1e-12);
+  EXPECT_NEAR(g[1], 2 / (1 + std::exp(-4.0)), 1e-12);
+  EXPECT_THROW(nn::glu(Tensor<1>::ones({3}).dyn()), Error);  // odd size
+}
+
+TEST(Layers, ActivationGradients) {
+  using namespace ember::test;
+  const GradInput in{Shape{3, 4},
+                     Layout::Transposed,
+                     {-2.1, -1.3, -0.6, -0.2, 0.3, 0.7, 1.1, 1.9, 2.4, -2.7, 0.45, -0.35}};
+  const GradInput ch{Shape{4}, Layout::Contiguous, {0.2, 0.3, -0.1, 0.5}};
+  EXPECT_TRUE(gradcheck("leaky_relu", [](auto& v) { return nn::leaky_relu(v[0], 0.2); }, {in}));
+  EXPECT_TRUE(gradcheck("elu", [](auto& v) { return nn::elu(v[0], 1.3); }, {in}));
+  EXPECT_TRUE(gradcheck("selu", [](auto& v) { return nn::selu(v[0]); }, {in}));
+  EXPECT_TRUE(gradcheck("mish", [](auto& v) { return nn::mish(v[0]); }, {in}));
+  EXPECT_TRUE(gradcheck("hardswish", [](auto& v) { return nn::hardswish(v[0]); }, {in}));
+  EXPECT_TRUE(gradcheck("glu", [](auto& v) { return nn::glu(v[0], 1); }, {in}));
+  EXPECT_TRUE(gradcheck("swiglu", [](auto& v) { return nn::swiglu(v[0], 1); }, {in}));
+  EXPECT_TRUE(
+      gradcheck("prelu", [](auto& v) { return nn::prelu(v[0], v[1]); },
+                {GradInput{Shape{2, 4, 3},
+                           Layout::Contiguous,
+                           {-2.1, -1.3, -0.6, -0.2, 0.3, 0.7,  1.1, 1.9,  2.4, -2.7, 0.45, -0.35,
+                            1.2,  -1.7, 0.8,  -0.9, 2.2, -0.4, 0.6, -1.1, 1.4, -2.3, 0.9,  0.15}},
+                 ch}));
+  EXPECT_TRUE(gradcheck(
+      "linear", [](auto& v) { return nn::linear(v[0], v[1], v[2]); },
+      {in, GradInput{Shape{2, 4}, Layout::Transposed, {0.3, -0.2, 0.5, 0.1, -0.4, 0.6, 0.2, -0.1}},
+       GradInput{Shape{2}, Layout::Contiguous, {0.05, -0.15}}}));
+}
