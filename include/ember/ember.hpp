@@ -6,6 +6,7 @@
 #include "ember/core/device.hpp"
 #include "ember/core/dtype.hpp"
 #include "ember/core/error.hpp"
+#include "ember/io/safetensors.hpp"
 #include "ember/tensor/generator.hpp"
 #include "ember/tensor/print.hpp"
 #include "ember/tensor/tensor.hpp"

@@ -3,39 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
 
+#include "autodiff/fixture.hpp"
+
 using namespace ember;
+using ember::test::load_fixture;
 
 namespace {
-
-std::map<std::string, DynTensor> load_fixture(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::map<std::string, DynTensor> out;
-  std::string header, values;
-  while (std::getline(in, header)) {
-    if (header.empty() || header[0] == '#') continue;
-    std::getline(in, values);
-    std::istringstream h(header), v(values);
-    std::string name;
-    int rank = 0;
-    h >> name >> rank;
-    Shape shape;
-    for (int i = 0; i < rank; ++i) {
-      int64_t d = 0;
-      h >> d;
-      shape.push_back(d);
-    }
-    std::vector<double> data;
-    for (double x = 0; v >> x;) data.push_back(x);
-    out[name] = from_data(TensorData::from(data, shape));
-  }
-  return out;
-}
 
 // PyTorch's nn.functional.cross_entropy (mean over the batch), composed from primitives.
 DynTensor cross_entropy(const DynTensor& logits, const DynTensor& target) {

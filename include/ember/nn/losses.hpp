@@ -1,0 +1,164 @@
+// Loss functions with torch.nn.functional's names, arguments and semantics. Each has a DynTensor
+// form (any reduction) and a typed form that returns the reduced 0-d loss. Class weights and
+// pos_weight are constants, as in PyTorch (no gradient flows to them); every other floating
+// input gets a gradient, to any order. docs/NN.md lists what matches PyTorch and what does not.
+#pragma once
+
+#include <cstdint>
+
+#include "ember/tensor/tensor.hpp"
+
+namespace ember::nn {
+
+/// How a loss reduces its per-element values. BatchMean (sum / batch size) is kl_div's only.
+enum class Reduction : uint8_t { None, Mean, Sum, BatchMean };
+
+/// Options of cross_entropy, for designated initialisers:
+/// `nn::cross_entropy(logits, target, {.ignore_index = 0, .label_smoothing = 0.1})`.
+struct CrossEntropyOptions {
+  DynTensor weight{};           // [C] class weights (undefined: all 1)
+  int64_t ignore_index = -100;  // class-index targets equal to this add nothing
+  Reduction reduction = Reduction::Mean;
+  double label_smoothing = 0.0;  // in [0, 1]
+};
+
+struct NllLossOptions {
+  DynTensor weight{};  // [C] class weights (undefined: all 1)
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::Mean;
+};
+
+struct BinaryCrossEntropyOptions {
+  DynTensor weight{};  // broadcasts to the input (undefined: all 1)
+  Reduction reduction = Reduction::Mean;
+};
+
+struct BceWithLogitsOptions {
+  DynTensor weight{};      // broadcasts to the input
+  DynTensor pos_weight{};  // weight of positive examples, broadcasts along the last dim ([C])
+  Reduction reduction = Reduction::Mean;
+};
+
+/// Logits `input` [N, C] or [N, C, d1...] (classes in dim 1) or [C]. `target` is either class
+/// indices (Int) of shape [N] / [N, d1...] / [], or class probabilities of the input's shape.
+/// With weights, Mean divides by the summed weight of the non-ignored targets. Class-index
+/// targets run as one fused node (log_softmax + gather forward, softmax - one-hot backward).
+DynTensor cross_entropy(const DynTensor& input, const DynTensor& target,
+                        const CrossEntropyOptions& options = {});
+/// Negative log-likelihood of log-probabilities `input`; targets are class indices.
+DynTensor nll_loss(const DynTensor& input, const DynTensor& target,
+                   const NllLossOptions& options = {});
+DynTensor mse_loss(const DynTensor& input, const DynTensor& target,
+                   Reduction reduction = Reduction::Mean);
+DynTensor l1_loss(const DynTensor& input, const DynTensor& target,
+                  Reduction reduction = Reduction::Mean);
+/// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta).
+DynTensor huber_loss(const DynTensor& input, const DynTensor& target,
+                     Reduction reduction = Reduction::Mean, double delta = 1.0);
+/// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (l1_loss when beta = 0).
+DynTensor smooth_l1_loss(const DynTensor& input, const DynTensor& target,
+                         Reduction reduction = Reduction::Mean, double beta = 1.0);
+/// Probabilities `input` in [0, 1]; the logs are clamped at -100 as in PyTorch.
+DynTensor binary_cross_entropy(const DynTensor& input, const DynTensor& target,
+                               const BinaryCrossEntropyOptions& options = {});
+/// sigmoid + binary cross-entropy in the stable form (no overflow for any logit).
+DynTensor binary_cross_entropy_with_logits(const DynTensor& input, const DynTensor& target,
+                                           const BceWithLogitsOptions& options = {});
+/// KL(target || exp(input)) with `input` log-probabilities; `target` probabilities, or
+/// log-probabilities when log_target. BatchMean divides the sum by input.size(0).
+DynTensor kl_div(const DynTensor& input, const DynTensor& target,
+                 Reduction reduction = Reduction::Mean, bool log_target = false);
+/// 1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1. Inputs [N, D] with
+/// target [N], or [D] with a 0-d target.
+DynTensor cosine_embedding_loss(const DynTensor& input1, const DynTensor& input2,
+                                const DynTensor& target, double margin = 0.0,
+                                Reduction reduction = Reduction::Mean);
+/// max(0, -target * (input1 - input2) + margin).
+DynTensor margin_ranking_loss(const DynTensor& input1, const DynTensor& input2,
+                              const DynTensor& target, double margin = 0.0,
+                              Reduction reduction = Reduction::Mean);
+
+// Typed forms: the reduced loss as a 0-d tensor. Reduction::None is an error here (its result
+// has the input's rank, known only at run time); the DynTensor forms above return it.
+namespace detail {
+/// The 0-d typed result of a loss; fails for Reduction::None.
+Tensor<0> reduced(DynTensor loss, Reduction reduction, const char* op);
+}  // namespace detail
+
+template <int D>
+Tensor<0> cross_entropy(const Tensor<D>& input, const Tensor<ember::detail::drop1(D), Int>& target,
+                        const CrossEntropyOptions& options = {}) {
+  return detail::reduced(cross_entropy(input.dyn(), target.dyn(), options), options.reduction,
+                         "cross_entropy");
+}
+/// Probability targets.
+template <int D>
+Tensor<0> cross_entropy(const Tensor<D>& input, const Tensor<D>& target,
+                        const CrossEntropyOptions& options = {}) {
+  return detail::reduced(cross_entropy(input.dyn(), target.dyn(), options), options.reduction,
+                         "cross_entropy");
+}
+template <int D>
+Tensor<0> nll_loss(const Tensor<D>& input, const Tensor<ember::detail::drop1(D), Int>& target,
+                   const NllLossOptions& options = {}) {
+  return detail::reduced(nll_loss(input.dyn(), target.dyn(), options), options.reduction,
+                         "nll_loss");
+}
+template <int D>
+Tensor<0> mse_loss(const Tensor<D>& input, const Tensor<D>& target,
+                   Reduction reduction = Reduction::Mean) {
+  return detail::reduced(mse_loss(input.dyn(), target.dyn(), reduction), reduction, "mse_loss");
+}
+template <int D>
+Tensor<0> l1_loss(const Tensor<D>& input, const Tensor<D>& target,
+                  Reduction reduction = Reduction::Mean) {
+  return detail::reduced(l1_loss(input.dyn(), target.dyn(), reduction), reduction, "l1_loss");
+}
+template <int D>
+Tensor<0> huber_loss(const Tensor<D>& input, const Tensor<D>& target,
+                     Reduction reduction = Reduction::Mean, double delta = 1.0) {
+  return detail::reduced(huber_loss(input.dyn(), target.dyn(), reduction, delta), reduction,
+                         "huber_loss");
+}
+template <int D>
+Tensor<0> smooth_l1_loss(const Tensor<D>& input, const Tensor<D>& target,
+                         Reduction reduction = Reduction::Mean, double beta = 1.0) {
+  return detail::reduced(smooth_l1_loss(input.dyn(), target.dyn(), reduction, beta), reduction,
+                         "smooth_l1_loss");
+}
+template <int D>
+Tensor<0> binary_cross_entropy(const Tensor<D>& input, const Tensor<D>& target,
+                               const BinaryCrossEntropyOptions& options = {}) {
+  return detail::reduced(binary_cross_entropy(input.dyn(), target.dyn(), options),
+                         options.reduction, "binary_cross_entropy");
+}
+template <int D>
+Tensor<0> binary_cross_entropy_with_logits(const Tensor<D>& input, const Tensor<D>& target,
+                                           const BceWithLogitsOptions& options = {}) {
+  return detail::reduced(binary_cross_entropy_with_logits(input.dyn(), target.dyn(), options),
+                         options.reduction, "binary_cross_entropy_with_logits");
+}
+template <int D>
+Tensor<0> kl_div(const Tensor<D>& input, const Tensor<D>& target,
+                 Reduction reduction = Reduction::Mean, bool log_target = false) {
+  return detail::reduced(kl_div(input.dyn(), target.dyn(), reduction, log_target), reduction,
+                         "kl_div");
+}
+template <int D>
+Tensor<0> cosine_embedding_loss(const Tensor<D>& input1, const Tensor<D>& input2,
+                                const Tensor<ember::detail::drop1(D)>& target, double margin = 0.0,
+                                Reduction reduction = Reduction::Mean) {
+  return detail::reduced(
+      cosine_embedding_loss(input1.dyn(), input2.dyn(), target.dyn(), margin, reduction), reduction,
+      "cosine_embedding_loss");
+}
+template <int D>
+Tensor<0> margin_ranking_loss(const Tensor<D>& input1, const Tensor<D>& input2,
+                              const Tensor<D>& target, double margin = 0.0,
+                              Reduction reduction = Reduction::Mean) {
+  return detail::reduced(
+      margin_ranking_loss(input1.dyn(), input2.dyn(), target.dyn(), margin, reduction), reduction,
+      "margin_ranking_loss");
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,62 @@
+// OS-dependent file access for the io layer, behind small classes: a read-only mapping of a whole
+// file, and an atomic replace (temp file, fsync, rename, fsync of the directory). POSIX only; the
+// embedded build does not build the io layer.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember::io::detail {
+
+/// Bytes that tensors may share: a file mapping or an owned buffer.
+class Bytes {
+ public:
+  virtual ~Bytes() = default;
+  const unsigned char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ protected:
+  const unsigned char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// A heap buffer (parse_safetensors).
+class BufferBytes final : public Bytes {
+ public:
+  explicit BufferBytes(std::vector<unsigned char> buffer) : buffer_(std::move(buffer)) {
+    data_ = buffer_.data();
+    size_ = buffer_.size();
+  }
+
+ private:
+  std::vector<unsigned char> buffer_;
+};
+
+/// A whole file mapped read-only (PROT_READ, MAP_PRIVATE); unmapped when destroyed. `what` names
+/// the caller in errors ("[safetensors]").
+std::shared_ptr<const Bytes> map_file(const std::string& path, const char* what);
+
+/// Writes a file atomically: bytes go to a temp file beside `path`; commit() fsyncs it, renames it
+/// over `path` and fsyncs the directory. Destroyed without commit() (an error midway), it removes
+/// the temp file, so the old file at `path` stays as it was.
+class AtomicFile {
+ public:
+  AtomicFile(const std::string& path, const char* what);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t nbytes);
+  void commit();
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  std::string path_;  // the target (a symlink's target when path is a symlink)
+  std::string temp_path_;
+  const char* what_;
+  int fd_ = -1;
+};
+
+}  // namespace ember::io::detail

@@ -1,0 +1,159 @@
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "ember/core/error.hpp"
+#include "file.hpp"
+
+namespace ember::io::detail {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+class MappedBytes final : public Bytes {
+ public:
+  MappedBytes(void* base, size_t size) : base_(base) {
+    data_ = static_cast<const unsigned char*>(base);
+    size_ = size;
+  }
+  ~MappedBytes() override {
+    if (base_) munmap(base_, size_);
+  }
+
+ private:
+  void* base_;
+};
+
+void close_quietly(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+std::shared_ptr<const Bytes> map_file(const std::string& path, const char* what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EMBER_CHECK(fd >= 0, what, " cannot open '", path, "': ", errno_text(errno));
+  struct stat st {};
+  const bool stat_ok = fstat(fd, &st) == 0;
+  if (!stat_ok || !S_ISREG(st.st_mode)) {
+    const int err = stat_ok ? 0 : errno;
+    close_quietly(fd);
+    EMBER_FAIL(what, " '", path, "' is not a readable regular file",
+               S_ISDIR(st.st_mode) ? " (it is a directory)" : "",
+               err != 0 ? ": " + errno_text(err) : std::string());
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size == 0) {  // mmap refuses length 0; the parser reports the short file
+    close_quietly(fd);
+    return std::make_shared<BufferBytes>(std::vector<unsigned char>{});
+  }
+  void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  close_quietly(fd);  // the mapping keeps the file open
+  EMBER_CHECK(base != MAP_FAILED, what, " cannot mmap '", path, "' (", size,
+              " bytes): ", errno_text(err));
+  return std::make_shared<MappedBytes>(base, size);
+}
+
+AtomicFile::AtomicFile(const std::string& path, const char* what) : path_(path), what_(what) {
+  // Replace the file a symlink points to, as a plain open() for writing would, not the link.
+  struct stat lst {};
+  if (lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    char resolved[PATH_MAX];
+    if (realpath(path.c_str(), resolved)) path_ = resolved;
+  }
+  EMBER_CHECK(!path_.empty() && path_.back() != '/', what_, " '", path, "' is not a file path");
+  const std::string dir = dir_of(path_);
+  const std::string base = path_.substr(path_.find_last_of('/') + 1);
+
+  // A unique name in the same directory: rename() is atomic only within one filesystem.
+  static std::atomic<uint64_t> counter{0};
+  const auto stamp =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  int err = 0;
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    temp_path_ = (dir == "/" ? "" : dir) + "/." + base + ".tmp." + std::to_string(getpid()) + "." +
+                 std::to_string(stamp % 1000000007) + "." + std::to_string(counter++);
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    err = errno;
+    if (fd_ < 0 && err != EEXIST) break;
+  }
+  EMBER_CHECK(fd_ >= 0, what_, " cannot create a temp file in '", dir, "' to write '", path,
+              "': ", errno_text(err));
+  // An overwritten file keeps its permissions, as it would when written in place.
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) fchmod(fd_, st.st_mode & 07777);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {
+    close_quietly(fd_);
+    ::unlink(temp_path_.c_str());
+  }
+}
+
+void AtomicFile::write(const void* data, size_t nbytes) {
+  EMBER_CHECK(fd_ >= 0, what_, " write to '", path_, "' after it was committed");
+  const auto* p = static_cast<const unsigned char*>(data);
+  while (nbytes > 0) {
+    // Writes of more than ~2 GiB are split by the kernel anyway; keep each call bounded.
+    const size_t chunk = nbytes < (size_t{1} << 30) ? nbytes : (size_t{1} << 30);
+    const ssize_t n = ::write(fd_, p, chunk);
+    if (n < 0 && errno == EINTR) continue;
+    EMBER_CHECK(n > 0, what_, " writing '", path_,
+                "' failed: ", n < 0 ? errno_text(errno) : std::string("no progress"),
+                "; the previous file, if any, is unchanged");
+    p += n;
+    nbytes -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  EMBER_CHECK(fd_ >= 0, what_, " '", path_, "' was already committed");
+  if (fsync(fd_) != 0) {
+    EMBER_FAIL(what_, " fsync of '", temp_path_, "' failed: ", errno_text(errno),
+               "; the previous file, if any, is unchanged");
+  }
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp_path_.c_str());
+    EMBER_FAIL(what_, " closing '", temp_path_, "' failed: ", errno_text(err));
+  }
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp_path_.c_str());
+    EMBER_FAIL(what_, " cannot rename '", temp_path_, "' to '", path_, "': ", errno_text(err),
+               "; the previous file, if any, is unchanged");
+  }
+  // The rename is durable only once the directory entry is on disk. Some filesystems cannot
+  // fsync a directory (EINVAL): nothing more can be done there.
+  const std::string dir = dir_of(path_);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    const int rc = fsync(dfd);
+    const int err = errno;
+    close_quietly(dfd);
+    EMBER_CHECK(rc == 0 || err == EINVAL || err == ENOTSUP, what_, " '", path_,
+                "' was written, but the fsync of its directory '", dir,
+                "' failed: ", errno_text(err));
+  }
+}
+
+}  // namespace ember::io::detail

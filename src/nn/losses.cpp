@@ -1,0 +1,469 @@
+// Loss functions, composed from tensor ops so that autodiff differentiates them to any order.
+// cross_entropy with class indices and binary_cross_entropy_with_logits record one fused node
+// each: the first is the hot loss of training, the second needs an exact gradient at 0 that the
+// stable composite (relu + log1p(exp(-|x|))) would lose. Formulas follow ATen's Loss.cpp and
+// LossNLL.cpp; docs/NN.md lists the decisions.
+#include "ember/nn/losses.hpp"
+
+#include "ember/autodiff/node.hpp"
+
+namespace ember::nn {
+namespace {
+
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::None:
+      return "None";
+    case Reduction::Mean:
+      return "Mean";
+    case Reduction::Sum:
+      return "Sum";
+    case Reduction::BatchMean:
+      return "BatchMean";
+  }
+  return "?";
+}
+
+void check_floating(const DynTensor& t, const char* op, const char* what) {
+  EMBER_CHECK(t.defined(), "[", op, "] ", what, " is undefined");
+  EMBER_CHECK(is_floating(t.dtype()), "[", op, "] ", what, " must be a floating tensor, got ",
+              t.dtype());
+}
+
+void check_same_shape(const DynTensor& input, const DynTensor& other, const char* op,
+                      const char* what) {
+  EMBER_CHECK(other.defined(), "[", op, "] ", what, " is undefined");
+  // PyTorch warns and broadcasts here; a [N] target against a [N, 1] input is a classic silent
+  // bug, so Ember asks for equal shapes.
+  EMBER_CHECK(input.shape() == other.shape(), "[", op, "] ", what, " shape ", other.shape(),
+              " differs from input shape ", input.shape());
+}
+
+void check_reduction(Reduction r, const char* op) {
+  EMBER_CHECK(r != Reduction::BatchMean, "[", op,
+              "] Reduction::BatchMean is only for kl_div; use Mean, Sum or None");
+}
+
+DynTensor reduce_loss(const DynTensor& loss, Reduction r, const char* op) {
+  check_reduction(r, op);
+  switch (r) {
+    case Reduction::Mean:
+      return mean(loss);
+    case Reduction::Sum:
+      return sum(loss);
+    default:
+      return loss;
+  }
+}
+
+/// True when `from` broadcasts to `to` without growing it.
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  for (int i = 1; i <= from.rank(); ++i) {
+    const int64_t f = from[from.rank() - i], t = to[to.rank() - i];
+    if (f != 1 && f != t) return false;
+  }
+  return true;
+}
+
+/// A constant weight in the input's dtype (PyTorch gives weights no gradient).
+DynTensor constant_weight(const DynTensor& w, const DynTensor& input, const char* op,
+                          const char* what) {
+  if (!w.defined()) return w;
+  check_floating(w, op, what);
+  EMBER_CHECK(w.device() == input.device(), "[", op, "] ", what, " is on ", w.device(),
+              " but input is on ", input.device());
+  return cast(detach(w), input.dtype());
+}
+
+// Class-index targets, checked and normalised: input [N, C, d...], target [N, d...] (i64, with
+// ignored entries replaced by class 0), the per-target weights (0 where ignored) and their sum.
+struct ClassTargets {
+  DynTensor input;
+  DynTensor target;   // i64, every entry a valid class
+  DynTensor valid;    // Bool: target != ignore_index
+  DynTensor weights;  // input's dtype: weight[target], 0 where ignored
+  DynTensor weight;   // [C] constant, or undefined
+  int64_t classes = 0;
+  bool unbatched = false;
+};
+
+ClassTargets class_targets(const DynTensor& input, const DynTensor& target, const DynTensor& weight,
+                           int64_t ignore_index, const char* op) {
+  check_floating(input, op, "input");
+  EMBER_CHECK(target.defined(), "[", op, "] target is undefined");
+  EMBER_CHECK(is_integral(target.dtype()), "[", op,
+              "] class-index target must be an Int tensor, got ", target.dtype());
+  EMBER_CHECK(input.rank() >= 1, "[", op, "] input must have a class dim, got shape ",
+              input.shape());
+  EMBER_CHECK(target.device() == input.device(), "[", op, "] target is on ", target.device(),
+              " but input is on ", input.device());
+  ClassTargets ct;
+  ct.unbatched = input.rank() == 1;
+  if (ct.unbatched) {
+    EMBER_CHECK(target.rank() == 0, "[", op, "] a 1-D input [C] takes a 0-d target, got shape ",
+                target.shape());
+    ct.input = unsqueeze(input, 0);
+    ct.target = reshape(target, {1});
+  } else {
+    EMBER_CHECK(target.rank() == input.rank() - 1, "[", op, "] target shape ", target.shape(),
+                " does not fit input shape ", input.shape(),
+                ": class indices have the input's shape without dim 1");
+    EMBER_CHECK(target.size(0) == input.size(0), "[", op, "] target has ", target.size(0),
+                " entries but input has batch ", input.size(0));
+    for (int d = 1; d < target.rank(); ++d) {
+      EMBER_CHECK(target.size(d) == input.size(d + 1), "[", op, "] target shape ", target.shape(),
+                  " does not match input shape ", input.shape(), " without its class dim 1");
+    }
+    ct.input = input;
+    ct.target = target;
+  }
+  ct.classes = ct.input.size(1);
+  if (weight.defined()) {
+    EMBER_CHECK(weight.rank() == 1 && weight.size(0) == ct.classes, "[", op,
+                "] weight must have shape [", ct.classes, "] (one per class), got ",
+                weight.shape());
+    ct.weight = constant_weight(weight, input, op, "weight");
+  }
+  const DynTensor t = cast(detach(ct.target), DType::i64);
+  ct.valid = ne(t, ignore_index);
+  ct.target = where(ct.valid, t, 0);
+  if (t.numel() > 0) {
+    const int64_t lo = amin(ct.target).item<int64_t>(), hi = amax(ct.target).item<int64_t>();
+    EMBER_CHECK(lo >= 0 && hi < ct.classes, "[", op, "] target class ", lo < 0 ? lo : hi,
+                " is out of range for ", ct.classes, " classes (ignore_index is ", ignore_index,
+                ")");
+  }
+  DynTensor w = ct.weight.defined()
+                    ? reshape(index_select(ct.weight, 0, flatten(ct.target)), ct.target.shape())
+                    : ones(ct.target.shape(), input.dtype(), input.device());
+  ct.weights = where(ct.valid, w, 0.0);
+  return ct;
+}
+
+/// The weight viewed along dim 1 of an [N, C, d...] tensor: [1, C, 1...].
+DynTensor class_view(const DynTensor& weight, int rank) {
+  Shape s = Shape::filled(rank, 1);
+  s[1] = weight.size(0);
+  return reshape(weight, s);
+}
+
+/// -input[target] * weight[target], reduced. Mean divides by the summed target weights; when
+/// every target is ignored the loss is NaN (0 / 0) and the gradient 0, as in PyTorch.
+DynTensor nll_of(const DynTensor& picked, const ClassTargets& ct, Reduction r) {
+  switch (r) {
+    case Reduction::None: {
+      const DynTensor elems = neg(mul(picked, ct.weights));
+      return ct.unbatched ? reshape(elems, Shape{}) : elems;
+    }
+    case Reduction::Sum:
+      return neg(sum(mul(picked, ct.weights)));
+    default: {
+      const DynTensor total = sum(ct.weights);
+      const DynTensor scale = where(ct.valid, div(ct.weights, total), 0.0);
+      const DynTensor nan_if_none = div(mul(total, 0.0), total);  // 0, or NaN when total is 0
+      return add(neg(sum(mul(picked, scale))), nan_if_none);
+    }
+  }
+}
+
+// cross_entropy with class indices as one node. Per element i (w = 1 without weights,
+// W = sum_c w_c, e = label_smoothing, v_i = 0 where ignored):
+//   loss_i = v_i [(1 - e) w_{t_i} (-logp_{i,t_i}) + (e / C) sum_c w_c (-logp_{i,c})]
+//   dloss_i / dx_{i,k} = v_i [(1 - e) w_{t_i} (p_{i,k} - [k = t_i]) + (e / C) (W p_{i,k} - w_k)]
+DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
+                              const CrossEntropyOptions& o) {
+  constexpr const char* op = "cross_entropy";
+  EMBER_CHECK(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0, "[", op,
+              "] label_smoothing must be in [0, 1], got ", o.label_smoothing);
+  if (input.dtype() == DType::f16 || input.dtype() == DType::bf16) {
+    CrossEntropyOptions f32 = o;
+    if (o.weight.defined()) f32.weight = cast(o.weight, DType::f32);
+    return cast(cross_entropy_fused(cast(input, DType::f32), target, f32), input.dtype());
+  }
+  check_reduction(o.reduction, op);
+  const ClassTargets ct = class_targets(input, target, o.weight, o.ignore_index, op);
+  const double eps = o.label_smoothing;
+  const int64_t classes = ct.classes;
+  const int rank = ct.input.rank();
+  const DynTensor index = unsqueeze(ct.target, 1);
+
+  const DynTensor logp = log_softmax(detach(ct.input), 1);
+  DynTensor elems = neg(mul(squeeze(gather(logp, 1, index), 1), ct.weights));
+  if (eps > 0.0) {
+    const DynTensor weighted = ct.weight.defined() ? mul(logp, class_view(ct.weight, rank)) : logp;
+    const DynTensor smooth = where(ct.valid, neg(sum(weighted, {1})), 0.0);
+    elems = add(mul(elems, 1.0 - eps), mul(smooth, eps / static_cast<double>(classes)));
+  }
+  const DynTensor denom = o.reduction == Reduction::Mean ? sum(ct.weights) : DynTensor();
+  DynTensor out = o.reduction == Reduction::None  ? elems
+                  : o.reduction == Reduction::Sum ? sum(elems)
+                                                  : div(sum(elems), denom);
+  if (!autodiff::should_record({&ct.input})) {
+    return ct.unbatched && o.reduction == Reduction::None ? reshape(out, Shape{}) : out;
+  }
+  const DynTensor smooth_w =
+      eps > 0.0 ? (ct.weight.defined() ? class_view(ct.weight, rank) : DynTensor()) : DynTensor();
+  const double weight_total = eps > 0.0 && ct.weight.defined() ? sum(ct.weight).item<double>()
+                                                               : static_cast<double>(classes);
+  autodiff::record(
+      op, {&ct.input}, out,
+      [x = ct.input, logp = logp.raw(), index, weights = ct.weights, valid = ct.valid, denom,
+       smooth_w, eps, classes, weight_total, r = o.reduction](autodiff::BackwardArgs& a) {
+        // Per-element upstream gradient, of the target's shape.
+        DynTensor g = a.grad;
+        if (r == Reduction::Mean) g = div(g, denom);
+        if (r != Reduction::None) g = expand(g, weights.shape());
+        // Under create_graph, p is recomputed from the tracked input so that it has a gradient.
+        const DynTensor p = a.options.create_graph ? softmax(x, 1) : exp(DynTensor(logp));
+        // w_t g, 0 where ignored (not 0 * inf when every target is ignored and denom is 0).
+        DynTensor coef = where(valid, mul(g, weights), 0.0);
+        DynTensor gx;
+        if (eps > 0.0) {
+          coef = mul(coef, 1.0 - eps);
+          const DynTensor b = mul(where(valid, g, 0.0), eps / static_cast<double>(classes));
+          gx = mul(p, unsqueeze(add(coef, mul(b, weight_total)), 1));
+          const DynTensor b1 = unsqueeze(b, 1);
+          gx = sub(gx, smooth_w.defined() ? mul(b1, smooth_w) : b1);
+        } else {
+          gx = mul(p, unsqueeze(coef, 1));
+        }
+        a.input_grads[0] = scatter_add(gx, 1, index, neg(unsqueeze(coef, 1)));
+      });
+  return ct.unbatched && o.reduction == Reduction::None ? reshape(out, Shape{}) : out;
+}
+
+DynTensor cross_entropy_probs(const DynTensor& input, const DynTensor& target,
+                              const CrossEntropyOptions& o) {
+  constexpr const char* op = "cross_entropy";
+  check_floating(input, op, "input");
+  check_same_shape(input, target, op, "probability target");
+  check_reduction(o.reduction, op);
+  EMBER_CHECK(o.ignore_index < 0, "[", op,
+              "] ignore_index is not supported for probability targets, got ", o.ignore_index);
+  EMBER_CHECK(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0, "[", op,
+              "] label_smoothing must be in [0, 1], got ", o.label_smoothing);
+  const int64_t cdim = input.rank() == 1 ? 0 : 1;
+  const int64_t classes = input.size(static_cast<int>(cdim));
+  DynTensor t = target;
+  if (o.label_smoothing > 0.0) {
+    t = add(mul(t, 1.0 - o.label_smoothing), o.label_smoothing / static_cast<double>(classes));
+  }
+  DynTensor prod = mul(log_softmax(input, cdim), t);
+  if (o.weight.defined()) {
+    EMBER_CHECK(o.weight.rank() == 1 && o.weight.size(0) == classes, "[", op,
+                "] weight must have shape [", classes, "] (one per class), got ", o.weight.shape());
+    const DynTensor w = constant_weight(o.weight, input, op, "weight");
+    prod = mul(prod, input.rank() == 1 ? w : class_view(w, input.rank()));
+  }
+  switch (o.reduction) {
+    case Reduction::None:
+      return neg(sum(prod, {cdim}));
+    case Reduction::Sum:
+      return neg(sum(prod));
+    default:
+      return div(neg(sum(prod)), static_cast<double>(classes > 0 ? input.numel() / classes : 0));
+  }
+}
+
+}  // namespace
+
+namespace detail {
+Tensor<0> reduced(DynTensor loss, Reduction reduction, const char* op) {
+  EMBER_CHECK(reduction != Reduction::None, "[", op,
+              "] the typed form returns the reduced 0-d loss; for Reduction::None call the "
+              "DynTensor form (pass x.dyn())");
+  return Tensor<0>(std::move(loss));
+}
+}  // namespace detail
+
+DynTensor cross_entropy(const DynTensor& input, const DynTensor& target,
+                        const CrossEntropyOptions& options) {
+  check_floating(input, "cross_entropy", "input");
+  EMBER_CHECK(target.defined(), "[cross_entropy] target is undefined");
+  return is_floating(target.dtype()) ? cross_entropy_probs(input, target, options)
+                                     : cross_entropy_fused(input, target, options);
+}
+
+DynTensor nll_loss(const DynTensor& input, const DynTensor& target, const NllLossOptions& o) {
+  constexpr const char* op = "nll_loss";
+  check_reduction(o.reduction, op);
+  const ClassTargets ct = class_targets(input, target, o.weight, o.ignore_index, op);
+  return nll_of(squeeze(gather(ct.input, 1, unsqueeze(ct.target, 1)), 1), ct, o.reduction);
+}
+
+DynTensor mse_loss(const DynTensor& input, const DynTensor& target, Reduction reduction) {
+  check_floating(input, "mse_loss", "input");
+  check_same_shape(input, target, "mse_loss", "target");
+  return reduce_loss(square(sub(input, target)), reduction, "mse_loss");
+}
+
+DynTensor l1_loss(const DynTensor& input, const DynTensor& target, Reduction reduction) {
+  check_floating(input, "l1_loss", "input");
+  check_same_shape(input, target, "l1_loss", "target");
+  return reduce_loss(abs(sub(input, target)), reduction, "l1_loss");
+}
+
+DynTensor huber_loss(const DynTensor& input, const DynTensor& target, Reduction reduction,
+                     double delta) {
+  check_floating(input, "huber_loss", "input");
+  check_same_shape(input, target, "huber_loss", "target");
+  EMBER_CHECK(delta > 0.0, "[huber_loss] delta must be positive, got ", delta);
+  const DynTensor d = sub(input, target);
+  const DynTensor ad = abs(d);
+  const DynTensor loss =
+      where(lt(ad, delta), mul(square(d), 0.5), mul(sub(ad, 0.5 * delta), delta));
+  return reduce_loss(loss, reduction, "huber_loss");
+}
+
+DynTensor smooth_l1_loss(const DynTensor& input, const DynTensor& target, Reduction reduction,
+                         double beta) {
+  check_floating(input, "smooth_l1_loss", "input");
+  check_same_shape(input, target, "smooth_l1_loss", "target");
+  EMBER_CHECK(beta >= 0.0, "[smooth_l1_loss] beta must be non-negative, got ", beta);
+  const DynTensor d = sub(input, target);
+  const DynTensor ad = abs(d);
+  if (beta == 0.0) return reduce_loss(ad, reduction, "smooth_l1_loss");
+  const DynTensor loss = where(lt(ad, beta), mul(square(d), 0.5 / beta), sub(ad, 0.5 * beta));
+  return reduce_loss(loss, reduction, "smooth_l1_loss");
+}
+
+DynTensor binary_cross_entropy(const DynTensor& input, const DynTensor& target,
+                               const BinaryCrossEntropyOptions& o) {
+  constexpr const char* op = "binary_cross_entropy";
+  check_floating(input, op, "input");
+  check_same_shape(input, target, op, "target");
+  check_floating(target, op, "target");
+  check_reduction(o.reduction, op);
+  if (input.numel() > 0) {
+    auto guard = no_grad();
+    EMBER_CHECK(amin(input).item<double>() >= 0.0 && amax(input).item<double>() <= 1.0, "[", op,
+                "] input values must be probabilities in [0, 1]");
+    EMBER_CHECK(amin(target).item<double>() >= 0.0 && amax(target).item<double>() <= 1.0, "[", op,
+                "] target values must be in [0, 1]");
+  }
+  // -(t log x + (1 - t) log(1 - x)), each log clamped at -100 as ATen does.
+  const DynTensor log_x = clamp_min(log(input), -100.0);
+  const DynTensor log_1mx = clamp_min(log1p(neg(input)), -100.0);
+  DynTensor loss = sub(mul(sub(target, 1.0), log_1mx), mul(target, log_x));
+  if (o.weight.defined()) {
+    EMBER_CHECK(broadcasts_to(o.weight.shape(), input.shape()), "[", op, "] weight shape ",
+                o.weight.shape(), " does not broadcast to input shape ", input.shape());
+    loss = mul(loss, constant_weight(o.weight, input, op, "weight"));
+  }
+  return reduce_loss(loss, o.reduction, op);
+}
+
+DynTensor binary_cross_entropy_with_logits(const DynTensor& input, const DynTensor& target,
+                                           const BceWithLogitsOptions& o) {
+  constexpr const char* op = "binary_cross_entropy_with_logits";
+  check_floating(input, op, "input");
+  check_same_shape(input, target, op, "target");
+  check_floating(target, op, "target");
+  check_reduction(o.reduction, op);
+  DynTensor w, pw;
+  if (o.weight.defined()) {
+    EMBER_CHECK(broadcasts_to(o.weight.shape(), input.shape()), "[", op, "] weight shape ",
+                o.weight.shape(), " does not broadcast to input shape ", input.shape());
+    w = constant_weight(o.weight, input, op, "weight");
+  }
+  if (o.pos_weight.defined()) {
+    EMBER_CHECK(broadcasts_to(o.pos_weight.shape(), input.shape()), "[", op, "] pos_weight shape ",
+                o.pos_weight.shape(), " does not broadcast to input shape ", input.shape());
+    pw = constant_weight(o.pos_weight, input, op, "pos_weight");
+  }
+  // loss = w [(1 - t) x - lw log_sigmoid(x)], lw = 1 + (pw - 1) t, with the stable
+  // log_sigmoid(x) = -(max(-x, 0) + log1p(exp(-|x|))).
+  const auto log_sigmoid = [](const DynTensor& x) {
+    return neg(add(relu(neg(x)), log1p(exp(neg(abs(x))))));
+  };
+  const DynTensor x = detach(input), t = detach(target);
+  const DynTensor ls = log_sigmoid(x);
+  DynTensor loss =
+      sub(mul(sub(1.0, t), x), pw.defined() ? mul(add(mul(sub(pw, 1.0), t), 1.0), ls) : ls);
+  if (w.defined()) loss = mul(loss, w);
+  if (autodiff::should_record({&input, &target})) {
+    autodiff::record(op, {&input, &target}, loss,
+                     [input, target, w, pw, log_sigmoid](autodiff::BackwardArgs& a) {
+                       const DynTensor g = w.defined() ? mul(a.grad, w) : a.grad;
+                       const DynTensor& xx = input;
+                       const DynTensor& tt = target;
+                       if (a.needs(0)) {
+                         // d/dx = (1 - t) - lw sigmoid(-x)
+                         const DynTensor s = sigmoid(neg(xx));
+                         const DynTensor lw_s =
+                             pw.defined() ? mul(add(mul(sub(pw, 1.0), tt), 1.0), s) : s;
+                         a.input_grads[0] = mul(g, sub(sub(1.0, tt), lw_s));
+                       }
+                       if (a.needs(1)) {
+                         // d/dt = -x - (pw - 1) log_sigmoid(x)
+                         DynTensor d = neg(xx);
+                         if (pw.defined()) d = sub(d, mul(sub(pw, 1.0), log_sigmoid(xx)));
+                         a.input_grads[1] = mul(g, d);
+                       }
+                     });
+  }
+  return reduce_loss(loss, o.reduction, op);
+}
+
+DynTensor kl_div(const DynTensor& input, const DynTensor& target, Reduction reduction,
+                 bool log_target) {
+  check_floating(input, "kl_div", "input");
+  check_same_shape(input, target, "kl_div", "target");
+  check_floating(target, "kl_div", "target");
+  DynTensor loss;
+  if (log_target) {
+    loss = mul(exp(target), sub(target, input));
+  } else {
+    // xlogy(t, t) - t * input; t log t is 0 at t = 0 (log of 1 there keeps gradients finite).
+    const DynTensor safe = where(eq(target, 0.0), ones_like(target), target);
+    loss = sub(mul(target, log(safe)), mul(target, input));
+  }
+  switch (reduction) {
+    case Reduction::None:
+      return loss;
+    case Reduction::Mean:
+      return mean(loss);
+    case Reduction::Sum:
+      return sum(loss);
+    case Reduction::BatchMean:
+      return input.rank() == 0 ? sum(loss) : div(sum(loss), static_cast<double>(input.size(0)));
+  }
+  EMBER_FAIL("[kl_div] unknown reduction ", reduction_name(reduction));
+}
+
+DynTensor cosine_embedding_loss(const DynTensor& input1, const DynTensor& input2,
+                                const DynTensor& target, double margin, Reduction reduction) {
+  constexpr const char* op = "cosine_embedding_loss";
+  check_floating(input1, op, "input1");
+  check_same_shape(input1, input2, op, "input2");
+  EMBER_CHECK(input1.rank() == 1 || input1.rank() == 2, "[", op,
+              "] inputs must be [N, D] or [D], got ", input1.shape());
+  EMBER_CHECK(target.defined(), "[", op, "] target is undefined");
+  EMBER_CHECK(target.rank() == input1.rank() - 1 &&
+                  (target.rank() == 0 || target.size(0) == input1.size(0)),
+              "[", op, "] target shape ", target.shape(), " does not fit inputs of shape ",
+              input1.shape(), ": one entry per row expected");
+  // As ATen: cos = <x1, x2> / sqrt((|x1|^2 + eps) (|x2|^2 + eps)), eps = 1e-12.
+  constexpr double kEps = 1e-12;
+  const int64_t dim = input1.rank() - 1;
+  const DynTensor dot = sum(mul(input1, input2), {dim});
+  const DynTensor mag1 = add(sum(square(input1), {dim}), kEps);
+  const DynTensor mag2 = add(sum(square(input2), {dim}), kEps);
+  const DynTensor cos = div(dot, sqrt(mul(mag1, mag2)));
+  const DynTensor pos = where(eq(target, 1), sub(1.0, cos), 0.0);
+  const DynTensor negative = where(eq(target, -1), clamp_min(sub(cos, margin), 0.0), 0.0);
+  return reduce_loss(add(pos, negative), reduction, op);
+}
+
+DynTensor margin_ranking_loss(const DynTensor& input1, const DynTensor& input2,
+                              const DynTensor& target, double margin, Reduction reduction) {
+  constexpr const char* op = "margin_ranking_loss";
+  check_floating(input1, op, "input1");
+  check_same_shape(input1, input2, op, "input2");
+  check_same_shape(input1, target, op, "target");
+  const DynTensor loss = clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0);
+  return reduce_loss(loss, reduction, op);
+}
+
+}  // namespace ember::nn
