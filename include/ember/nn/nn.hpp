@@ -5,5 +5,6 @@
 #include "ember/nn/dropout.hpp"
 #include "ember/nn/linear.hpp"
 #include "ember/nn/module.hpp"
+#include "ember/nn/norm.hpp"
 #include "ember/nn/param.hpp"
 #include "ember/nn/sequential.hpp"

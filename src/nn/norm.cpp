@@ -1,0 +1,274 @@
+// Normalisation composites, each as PyTorch defines it (biased variance for normalising).
+#include "ember/nn/norm.hpp"
+
+#include <limits>
+
+#include "config_json.hpp"
+#include "ember/core/error.hpp"
+
+namespace ember::nn {
+namespace {
+
+// The last n dims of a rank-r tensor, after checking they equal `shape`.
+Dims last_dims(const DynTensor& x, const std::vector<int64_t>& shape, const char* op) {
+  const int n = static_cast<int>(shape.size());
+  EMBER_CHECK(n >= 1 && x.rank() >= n, "[", op, "] normalized_shape of ", n,
+              " dims does not fit an input of shape ", x.shape());
+  Dims dims;
+  for (int i = 0; i < n; ++i) {
+    const int d = x.rank() - n + i;
+    EMBER_CHECK(x.size(d) == shape[static_cast<size_t>(i)], "[", op, "] input ", x.shape(),
+                " does not end in normalized_shape ", Shape(std::span<const int64_t>(shape)));
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+DynTensor normalize(const DynTensor& x, const Dims& dims, double eps) {
+  const DynTensor mu = mean(x, dims, true);
+  const DynTensor centered = sub(x, mu);
+  const DynTensor v = mean(square(centered), dims, true);
+  return mul(centered, rsqrt(add(v, eps)));
+}
+
+// [C] parameters against [N, C, *]: viewed as [C, 1, ...].
+DynTensor per_channel(const DynTensor& p, const DynTensor& x) {
+  Shape s = Shape::filled(x.rank() - 1, 1);
+  s[0] = p.numel();
+  return reshape(p, s);
+}
+
+DynTensor affine(const DynTensor& y, const DynTensor& weight, const DynTensor& bias,
+                 const DynTensor& x) {
+  DynTensor out = y;
+  if (weight.defined()) out = mul(out, per_channel(weight, x));
+  if (bias.defined()) out = add(out, per_channel(bias, x));
+  return out;
+}
+
+void check_channels(const DynTensor& x, const DynTensor& p, const char* op, const char* what) {
+  if (!p.defined()) return;
+  EMBER_CHECK(p.rank() == 1 && p.numel() == x.size(1), "[", op, "] ", what, " of shape ", p.shape(),
+              " does not match the ", x.size(1), " channels of input ", x.shape());
+}
+
+}  // namespace
+
+DynTensor layer_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
+                     const DynTensor& weight, const DynTensor& bias, double eps) {
+  const Dims dims = last_dims(x, normalized_shape, "layer_norm");
+  DynTensor y = normalize(x, dims, eps);
+  if (weight.defined()) y = mul(y, weight);
+  if (bias.defined()) y = add(y, bias);
+  return y;
+}
+
+DynTensor rms_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
+                   const DynTensor& weight, std::optional<double> eps) {
+  const Dims dims = last_dims(x, normalized_shape, "rms_norm");
+  double e = 0;
+  if (eps) {
+    e = *eps;
+  } else {
+    // torch.finfo(x.dtype).eps, PyTorch's default.
+    switch (x.dtype()) {
+      case DType::f64:
+        e = std::numeric_limits<double>::epsilon();
+        break;
+      case DType::f16:
+        e = 0.0009765625;
+        break;
+      case DType::bf16:
+        e = 0.0078125;
+        break;
+      default:
+        e = std::numeric_limits<float>::epsilon();
+        break;
+    }
+  }
+  DynTensor y = mul(x, rsqrt(add(mean(square(x), dims, true), e)));
+  if (weight.defined()) y = mul(y, weight);
+  return y;
+}
+
+DynTensor group_norm(const DynTensor& x, int64_t num_groups, const DynTensor& weight,
+                     const DynTensor& bias, double eps) {
+  EMBER_CHECK(x.rank() >= 2, "[group_norm] expects [N, C, *], got ", x.shape());
+  EMBER_CHECK(num_groups > 0 && x.size(1) % num_groups == 0, "[group_norm] ", x.size(1),
+              " channels do not split into ", num_groups, " groups");
+  check_channels(x, weight, "group_norm", "weight");
+  check_channels(x, bias, "group_norm", "bias");
+  const DynTensor grouped = reshape(x, Shape{x.size(0), num_groups, -1});
+  const DynTensor y = reshape(normalize(grouped, {2}, eps), x.shape());
+  return affine(y, weight, bias, x);
+}
+
+DynTensor instance_norm(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
+                        double eps) {
+  EMBER_CHECK(x.rank() >= 3, "[instance_norm] expects [N, C, L] or [N, C, H, W], got ", x.shape());
+  check_channels(x, weight, "instance_norm", "weight");
+  check_channels(x, bias, "instance_norm", "bias");
+  Dims spatial;
+  for (int d = 2; d < x.rank(); ++d) spatial.push_back(d);
+  return affine(normalize(x, spatial, eps), weight, bias, x);
+}
+
+BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
+                           const DynTensor& running_var, const DynTensor& weight,
+                           const DynTensor& bias, bool training, double momentum, double eps) {
+  EMBER_CHECK(x.rank() >= 2, "[batch_norm] expects [N, C, *], got ", x.shape());
+  check_channels(x, weight, "batch_norm", "weight");
+  check_channels(x, bias, "batch_norm", "bias");
+  check_channels(x, running_mean, "batch_norm", "running_mean");
+  check_channels(x, running_var, "batch_norm", "running_var");
+  Dims dims{0};
+  for (int d = 2; d < x.rank(); ++d) dims.push_back(d);
+  BatchNormOutput out;
+  if (!training) {
+    EMBER_CHECK(running_mean.defined() && running_var.defined(),
+                "[batch_norm] evaluation mode needs running statistics");
+    const DynTensor scale = rsqrt(add(per_channel(running_var, x), eps));
+    out.y = affine(mul(sub(x, per_channel(running_mean, x)), scale), weight, bias, x);
+    return out;
+  }
+  const int64_t n = x.numel() / x.size(1);
+  EMBER_CHECK(n > 1, "[batch_norm] training needs more than one value per channel, got input ",
+              x.shape());
+  out.y = affine(normalize(x, dims, eps), weight, bias, x);
+  if (running_mean.defined()) {
+    // The running statistics never carry gradients.
+    const DynTensor xd = detach(x);
+    const DynTensor batch_mean = reshape(mean(xd, dims), Shape{x.size(1)});
+    const DynTensor batch_var = reshape(var(xd, dims, 1), Shape{x.size(1)});
+    out.running_mean = add(mul(running_mean, 1.0 - momentum), mul(batch_mean, momentum));
+    out.running_var = add(mul(running_var, 1.0 - momentum), mul(batch_var, momentum));
+  }
+  return out;
+}
+
+std::string LayerNormConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("normalized_shape", normalized_shape)
+      .field("eps", eps)
+      .field("elementwise_affine", elementwise_affine)
+      .field("bias", has_bias)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+LayerNormConfig LayerNormConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "LayerNormConfig");
+  LayerNormConfig c(r.integers("normalized_shape", {}));
+  c.eps = r.number("eps", 1e-5);
+  c.elementwise_affine = r.boolean("elementwise_affine", true);
+  c.has_bias = r.boolean("bias", true);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+LayerNorm::LayerNorm(const LayerNormConfig& config, Device device)
+    : normalized_shape(config.normalized_shape), eps(config.eps) {
+  EMBER_CHECK(!normalized_shape.empty(), "[LayerNorm] normalized_shape is empty");
+  if (config.elementwise_affine) {
+    EMBER_CHECK(normalized_shape.size() == 1,
+                "[LayerNorm] affine parameters over several dims are not supported yet; use "
+                "LayerNormConfig(...).affine(false) for a normalized shape of ",
+                normalized_shape.size(), " dims");
+    const Shape s{normalized_shape[0]};
+    weight = Param<1>(Tensor<1>(ones(s, config.dtype, device)));
+    if (config.has_bias) bias = Param<1>(Tensor<1>(zeros(s, config.dtype, device)));
+  }
+}
+
+DynTensor LayerNorm::forward(const DynTensor& x) const {
+  return layer_norm(x, normalized_shape, weight ? weight->dyn() : DynTensor(),
+                    bias ? bias->dyn() : DynTensor(), eps);
+}
+
+RMSNorm::RMSNorm(int64_t dim, std::optional<double> eps_in, bool affine, Device device, DType dtype)
+    : normalized_shape{dim}, eps(eps_in) {
+  if (affine) weight = Param<1>(Tensor<1>(ones(Shape{dim}, dtype, device)));
+}
+
+GroupNorm::GroupNorm(int64_t groups, int64_t num_channels, double eps_in, bool affine,
+                     Device device, DType dtype)
+    : num_groups(groups), eps(eps_in) {
+  EMBER_CHECK(groups > 0 && num_channels % groups == 0, "[GroupNorm] ", num_channels,
+              " channels do not split into ", groups, " groups");
+  if (affine) {
+    weight = Param<1>(Tensor<1>(ones(Shape{num_channels}, dtype, device)));
+    bias = Param<1>(Tensor<1>(zeros(Shape{num_channels}, dtype, device)));
+  }
+}
+
+std::string BatchNormConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("num_features", num_features)
+      .field("eps", eps)
+      .field("momentum", momentum)
+      .field("affine", has_affine)
+      .field("track_running_stats", track_running_stats)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+BatchNormConfig BatchNormConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "BatchNormConfig");
+  BatchNormConfig c(r.integer("num_features"));
+  c.eps = r.number("eps", 1e-5);
+  c.momentum = r.number("momentum", 0.1);
+  c.has_affine = r.boolean("affine", true);
+  c.track_running_stats = r.boolean("track_running_stats", true);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+BatchNorm::BatchNorm(const BatchNormConfig& config, Device device, int min_rank_in, int max_rank_in,
+                     const char* name_in)
+    : eps(config.eps),
+      momentum(config.momentum),
+      min_rank(min_rank_in),
+      max_rank(max_rank_in),
+      name(name_in) {
+  EMBER_CHECK(config.num_features > 0, "[", name, "] num_features must be positive, got ",
+              config.num_features);
+  const Shape s{config.num_features};
+  if (config.has_affine) {
+    weight = Param<1>(Tensor<1>(ones(s, config.dtype, device)));
+    bias = Param<1>(Tensor<1>(zeros(s, config.dtype, device)));
+  }
+  if (config.track_running_stats) {
+    running_mean = Buffer<1>(Tensor<1>(zeros(s, config.dtype, device)));
+    running_var = Buffer<1>(Tensor<1>(ones(s, config.dtype, device)));
+    num_batches_tracked = Buffer<0, Int>(Tensor<0, Int>::zeros({}, device));
+  }
+}
+
+DynTensor BatchNorm::forward(const DynTensor& x) const {
+  EMBER_CHECK(x.rank() >= min_rank && x.rank() <= max_rank, "[", name,
+              "] expects an input of rank ", min_rank,
+              min_rank == max_rank ? "" : " or " + std::to_string(max_rank), ", got ", x.shape());
+  // Without running statistics the batch's are used in evaluation too (PyTorch).
+  const bool use_batch = mode.training || !running_mean;
+  BatchNormOutput out = batch_norm(x, running_mean ? running_mean->dyn() : DynTensor(),
+                                   running_var ? running_var->dyn() : DynTensor(),
+                                   weight ? weight->dyn() : DynTensor(),
+                                   bias ? bias->dyn() : DynTensor(), use_batch, momentum, eps);
+  if (mode.training && running_mean) {
+    running_mean->set_dyn(out.running_mean);
+    running_var->set_dyn(out.running_var);
+    num_batches_tracked->set_dyn(add(num_batches_tracked->dyn(), 1));
+  }
+  return out.y;
+}
+
+InstanceNorm::InstanceNorm(int64_t num_features, double eps_in, bool affine, Device device,
+                           DType dtype)
+    : eps(eps_in) {
+  if (affine) {
+    weight = Param<1>(Tensor<1>(ones(Shape{num_features}, dtype, device)));
+    bias = Param<1>(Tensor<1>(zeros(Shape{num_features}, dtype, device)));
+  }
+}
+
+}  // namespace ember::nn
