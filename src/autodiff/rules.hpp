@@ -37,6 +37,19 @@ void record_matmul(const DynTensor& a, const DynTensor& b, DynTensor& out);
 void record_softmax(const DynTensor& x, int64_t dim, DynTensor& out);
 void record_log_softmax(const DynTensor& x, int64_t dim, DynTensor& out);
 
+// grad_conv.cpp. Each rule is written with the conv and pool primitives of
+// ember/tensor/ops/conv.hpp, which record themselves, so second derivatives work.
+void record_convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                        const ConvParams& p, bool transposed, DynTensor& out);
+void record_conv_backward_weight(const DynTensor& x, const DynTensor& grad_out, const ConvParams& p,
+                                 DynTensor& out);
+void record_max_pool(const DynTensor& x, const DynTensor& indices, const PoolParams& p,
+                     DynTensor& out);
+void record_max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
+                              const PoolParams& p, DynTensor& out);
+void record_avg_pool(const DynTensor& x, const PoolParams& p, DynTensor& out);
+void record_avg_pool_backward(const DynTensor& grad_out, const PoolParams& p, DynTensor& out);
+
 // grad_movement.cpp. Views are recorded too: a view of a tracked tensor is tracked.
 void record_reshape(const DynTensor& x, DynTensor& out);
 void record_transpose(const DynTensor& x, int dim0, int dim1, DynTensor& out);

@@ -81,6 +81,31 @@ class Backend {
                             const RawTensor& out) = 0;
   /// Coordinates of the non-zero elements, [count, rank] i64, row-major order.
   virtual RawTensor nonzero(const RawTensor& x) = 0;
+
+  // Convolution (OpFamily::Conv), NC + spatial layouts as in PyTorch: x [N, C, *in],
+  // w [O, C / groups, *k], out [N, O, *out]. Every operand is contiguous and of one float dtype;
+  // the front end has checked the geometry. `bias` ([O]) may be undefined.
+  virtual void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+                    const ConvParams& p, const RawTensor& out) = 0;
+  /// grad_in [N, C, *in] = the gradient of conv w.r.t. x for grad_out [N, O, *out]: the
+  /// transposed convolution. grad_in's shape decides the input size (output_padding).
+  virtual void conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
+                                  const ConvParams& p, const RawTensor& grad_in) = 0;
+  /// grad_w [O, C / groups, *k] = the gradient of conv w.r.t. w.
+  virtual void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
+                                    const ConvParams& p, const RawTensor& grad_w) = 0;
+
+  // Pooling (OpFamily::Pool) over the trailing `p.spatial` dims of contiguous [B..., *in]
+  // tensors; out's shape gives the output size. Max pooling writes, per output, the flat index
+  // of its maximum within the input's spatial plane (i64, PyTorch's convention; NaN wins).
+  virtual void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
+                        const RawTensor& indices) = 0;
+  /// grad_in (zeroed by the kernel) += grad_out at `indices`.
+  virtual void max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
+                                 const PoolParams& p, const RawTensor& grad_in) = 0;
+  virtual void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) = 0;
+  virtual void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
+                                 const RawTensor& grad_in) = 0;
 };
 
 }  // namespace ember

@@ -9,6 +9,7 @@
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
+#include "ember/tensor/ops/conv.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
@@ -444,4 +445,5 @@ class Tensor {
 
 }  // namespace ember
 
+#include "ember/tensor/conv_ops.hpp"
 #include "ember/tensor/tensor_ops.hpp"

@@ -57,6 +57,9 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
     case OpFamily::Matmul:
       return dtype != DType::boolean;
+    case OpFamily::Conv:
+    case OpFamily::Pool:
+      return is_floating(dtype);
     default:
       return true;
   }

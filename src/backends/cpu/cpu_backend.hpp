@@ -1,5 +1,6 @@
 // The Cpu backend: one method per op family, each defined in the family's own file
-// (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, index.cpp, random.cpp).
+// (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, index.cpp, random.cpp,
+// conv.cpp, pool.cpp).
 #pragma once
 
 #include "ember/core/backend.hpp"
@@ -42,6 +43,21 @@ class CpuBackend final : public Backend {
   void index_select(const RawTensor& x, int dim, const RawTensor& index,
                     const RawTensor& out) override;
   RawTensor nonzero(const RawTensor& x) override;
+
+  void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias, const ConvParams& p,
+            const RawTensor& out) override;
+  void conv_backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,
+                          const RawTensor& grad_in) override;
+  void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
+                            const RawTensor& grad_w) override;
+
+  void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
+                const RawTensor& indices) override;
+  void max_pool_backward(const RawTensor& grad_out, const RawTensor& indices, const PoolParams& p,
+                         const RawTensor& grad_in) override;
+  void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) override;
+  void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
+                         const RawTensor& grad_in) override;
 };
 
 /// A fresh contiguous tensor on the Cpu.

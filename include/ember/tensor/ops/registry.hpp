@@ -71,6 +71,33 @@ enum class RandomOp : uint8_t { Uniform, Normal, RandInt, Bernoulli };
 
 enum class ScatterReduce : uint8_t { None, Add };
 
+/// Geometry of a convolution over `spatial` (1 to 3) dims, with PyTorch's meaning; entries past
+/// `spatial` are unused. `output_padding` only matters for transposed convolutions (it picks
+/// the output size, which strides make ambiguous).
+struct ConvParams {
+  int spatial = 2;
+  int64_t stride[3] = {1, 1, 1};
+  int64_t padding[3] = {0, 0, 0};
+  int64_t dilation[3] = {1, 1, 1};
+  int64_t output_padding[3] = {0, 0, 0};
+  int64_t groups = 1;
+};
+
+/// Geometry of a pooling window over `spatial` (1 to 3) dims. Adaptive pooling ignores kernel,
+/// stride, padding and dilation: window i of an output of size o over an input of size n is
+/// [floor(i n / o), ceil((i + 1) n / o)).
+struct PoolParams {
+  int spatial = 2;
+  int64_t kernel[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1};
+  int64_t padding[3] = {0, 0, 0};
+  int64_t dilation[3] = {1, 1, 1};
+  int64_t output_size[3] = {1, 1, 1};  // adaptive only
+  bool ceil_mode = false;              // the front end's output size; kernels read out's shape
+  bool count_include_pad = true;       // average: divide by the window's size within the padding
+  bool adaptive = false;
+};
+
 /// Every op a backend may or may not support, for Backend::supports(op, dtype).
 enum class OpFamily : uint8_t {
   Copy,
@@ -89,7 +116,9 @@ enum class OpFamily : uint8_t {
   Gather,
   Scatter,
   IndexSelect,
-  NonZero
+  NonZero,
+  Conv,  // convolution forward, backward data (= transposed conv) and backward weight
+  Pool   // max and average pooling (plain and adaptive), forward and backward
 };
 
 std::string_view op_name(UnaryOp op);

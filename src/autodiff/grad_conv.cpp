@@ -1,0 +1,104 @@
+// Gradient rules of convolution and pooling, each written with the primitives of
+// ember/tensor/ops/conv.hpp so that the backward pass records itself (second order):
+//   conv:              dx = conv_transpose(g, w)   dw = conv_backward_weight(x, g)   db = sum(g)
+//   conv_transpose:    dx = conv(g, w)             dw = conv_backward_weight(g, x)   db = sum(g)
+//   conv_backward_weight(x, gy) is bilinear:  dx = conv_transpose(gy, G)  dgy = conv(x, G)
+//   max_pool:          dx = max_pool_backward(g) (to the argmax);  its own rule gathers back
+//   avg_pool:          dx = avg_pool_backward(g) (spread);         its own rule is avg_pool
+#include "ember/tensor/ops/conv.hpp"
+#include "ember/tensor/ops/indexing.hpp"
+#include "ember/tensor/ops/reduce.hpp"
+#include "rules.hpp"
+
+namespace ember::autodiff {
+namespace {
+
+// The transposed conv of `g` with `w` whose output has exactly the spatial sizes of `target`
+// (output_padding picks them; strides make the size ambiguous).
+DynTensor transposed_to(const DynTensor& g, const DynTensor& w, ConvParams p, const Shape& target) {
+  for (int i = 0; i < p.spatial; ++i) {
+    const int64_t eff = p.dilation[i] * (w.size(2 + i) - 1) + 1;
+    p.output_padding[i] =
+        target[2 + i] - ((g.size(2 + i) - 1) * p.stride[i] - 2 * p.padding[i] + eff);
+  }
+  return convolution(g, w, DynTensor(), p, true);
+}
+
+// `t` cut to `target`'s spatial sizes: a conv of a transposed conv's output can reach further
+// than the input when output_padding was not below the stride.
+DynTensor cut_to(DynTensor t, const Shape& target, int spatial) {
+  for (int i = 0; i < spatial; ++i) {
+    if (t.size(2 + i) != target[2 + i]) t = narrow(t, 2 + i, 0, target[2 + i]);
+  }
+  return t;
+}
+
+Dims bias_dims(int rank) {
+  Dims d = {0};
+  for (int i = 2; i < rank; ++i) d.push_back(i);
+  return d;
+}
+
+}  // namespace
+
+void record_convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                        const ConvParams& p, bool transposed, DynTensor& out) {
+  record(transposed ? "conv_transpose" : "convolution", {&x, &w, &bias}, out,
+         [x, w, p, transposed](BackwardArgs& a) {
+           const DynTensor& g = a.grad;
+           if (a.needs(0)) {
+             a.input_grads[0] =
+                 transposed ? cut_to(convolution(g, w, DynTensor(), p, false), x.shape(), p.spatial)
+                            : transposed_to(g, w, p, x.shape());
+           }
+           if (a.needs(1)) {
+             a.input_grads[1] = transposed ? conv_backward_weight(g, x, w.shape(), p)
+                                           : conv_backward_weight(x, g, w.shape(), p);
+           }
+           if (a.needs(2)) a.input_grads[2] = sum(g, bias_dims(g.rank()));
+         });
+}
+
+void record_conv_backward_weight(const DynTensor& x, const DynTensor& grad_out, const ConvParams& p,
+                                 DynTensor& out) {
+  record("conv_backward_weight", {&x, &grad_out}, out, [x, grad_out, p](BackwardArgs& a) {
+    const DynTensor& g = a.grad;  // shaped like the weight
+    if (a.needs(0)) a.input_grads[0] = transposed_to(grad_out, g, p, x.shape());
+    if (a.needs(1)) {
+      a.input_grads[1] =
+          cut_to(convolution(x, g, DynTensor(), p, false), grad_out.shape(), p.spatial);
+    }
+  });
+}
+
+void record_max_pool(const DynTensor& x, const DynTensor& indices, const PoolParams& p,
+                     DynTensor& out) {
+  const Shape shape = x.shape();
+  record("max_pool", {&x}, out, [indices, shape, p](BackwardArgs& a) {
+    a.input_grads[0] = max_pool_backward(a.grad, indices, shape, p);
+  });
+}
+
+void record_max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
+                              const PoolParams& p, DynTensor& out) {
+  const Shape shape = grad_out.shape();
+  record("max_pool_backward", {&grad_out}, out, [indices, shape, p](BackwardArgs& a) {
+    // Reads the gradient back at the argmax of each window.
+    const int64_t start = a.grad.rank() - p.spatial;
+    const DynTensor flat = gather(flatten(a.grad, start), start, flatten(indices, start));
+    a.input_grads[0] = reshape(flat, shape);
+  });
+}
+
+void record_avg_pool(const DynTensor& x, const PoolParams& p, DynTensor& out) {
+  const Shape shape = x.shape();
+  record("avg_pool", {&x}, out,
+         [shape, p](BackwardArgs& a) { a.input_grads[0] = avg_pool_backward(a.grad, shape, p); });
+}
+
+void record_avg_pool_backward(const DynTensor& grad_out, const PoolParams& p, DynTensor& out) {
+  record("avg_pool_backward", {&grad_out}, out,
+         [p](BackwardArgs& a) { a.input_grads[0] = avg_pool(a.grad, p); });
+}
+
+}  // namespace ember::autodiff

@@ -1,0 +1,500 @@
+// Convolution: forward, backward data (the transposed convolution) and backward weight, over 1 to
+// 3 spatial dims with stride, padding, dilation and groups. f32 runs through oneDNN's
+// convolution primitives when it is present; f64, builds without oneDNN (embedded) and shapes
+// oneDNN rejects use im2col + the backend's GEMM (OpenBLAS or the blocked kernel). f16 and bf16
+// are computed in f32 and rounded once, as PyTorch's CPU kernels do.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu_backend.hpp"
+#include "ember/backends/cpu/cpu.hpp"
+#include "ember/core/error.hpp"
+#include "parallel.hpp"
+
+#if defined(EMBER_HAVE_DNNL)
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+#endif
+
+namespace ember::cpu {
+namespace {
+
+// The geometry with the spatial dims right-aligned in three slots (leading slots have size 1),
+// so one loop nest serves 1-d, 2-d and 3-d.
+struct Geo {
+  int64_t n, c, o, g, cg, og;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+  int64_t in_size = 1, out_size = 1, k_size = 1;  // products over the spatial dims
+};
+
+Geo geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
+  Geo g{};
+  g.n = x[0];
+  g.c = x[1];
+  g.o = y[1];
+  g.g = p.groups;
+  g.cg = g.c / g.g;
+  g.og = g.o / g.g;
+  for (int i = 0; i < 3; ++i) {
+    const int j = i - (3 - p.spatial);  // index into the op's spatial dims, < 0 for padding slots
+    const bool used = j >= 0;
+    g.in[i] = used ? x[2 + j] : 1;
+    g.out[i] = used ? y[2 + j] : 1;
+    g.k[i] = used ? w[2 + j] : 1;
+    g.s[i] = used ? p.stride[j] : 1;
+    g.p[i] = used ? p.padding[j] : 0;
+    g.d[i] = used ? p.dilation[j] : 1;
+    g.in_size *= g.in[i];
+    g.out_size *= g.out[i];
+    g.k_size *= g.k[i];
+  }
+  return g;
+}
+
+// A 1x1 kernel with stride 1 and no padding reads x itself as its im2col matrix.
+bool is_pointwise(const Geo& g) {
+  for (int i = 0; i < 3; ++i) {
+    if (g.k[i] != 1 || g.s[i] != 1 || g.p[i] != 0) return false;
+  }
+  return true;
+}
+
+// col[(c, kd, kh, kw), (od, oh, ow)] = x[c, od*s - p + kd*d, ...] (0 outside) for `channels`
+// planes of one image. Parallel over (channel, kernel offset) rows.
+template <class T>
+void im2col(const T* x, const Geo& g, int64_t channels, T* col) {
+  const int64_t rows = channels * g.k_size;
+  parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.out_size)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const int64_t c = r / g.k_size, kk = r % g.k_size;
+                   const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1],
+                                 kw = kk % g.k[2];
+                   const T* plane = x + c * g.in_size;
+                   T* dst = col + r * g.out_size;
+                   for (int64_t od = 0; od < g.out[0]; ++od) {
+                     const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+                     for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+                       const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+                       T* row = dst + (od * g.out[1] + oh) * g.out[2];
+                       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                         std::fill(row, row + g.out[2], T(0));
+                         continue;
+                       }
+                       const T* src = plane + (id * g.in[1] + ih) * g.in[2];
+                       const int64_t w0 = kw * g.d[2] - g.p[2];
+                       for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+                         const int64_t iw = ow * g.s[2] + w0;
+                         row[ow] = iw >= 0 && iw < g.in[2] ? src[iw] : T(0);
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+// The adjoint of im2col: x[c, ...] += col[(c, k...), (o...)], x zeroed first. Parallel over
+// channels, each of which owns its plane.
+template <class T>
+void col2im(const T* col, const Geo& g, int64_t channels, T* x) {
+  parallel_for(0, channels,
+               std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.k_size * g.out_size)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t c = lo; c < hi; ++c) {
+                   T* plane = x + c * g.in_size;
+                   std::fill(plane, plane + g.in_size, T(0));
+                   for (int64_t kk = 0; kk < g.k_size; ++kk) {
+                     const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1],
+                                   kw = kk % g.k[2];
+                     const T* src = col + (c * g.k_size + kk) * g.out_size;
+                     for (int64_t od = 0; od < g.out[0]; ++od) {
+                       const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+                       if (id < 0 || id >= g.in[0]) continue;
+                       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+                         const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+                         if (ih < 0 || ih >= g.in[1]) continue;
+                         T* dst = plane + (id * g.in[1] + ih) * g.in[2];
+                         const T* row = src + (od * g.out[1] + oh) * g.out[2];
+                         const int64_t w0 = kw * g.d[2] - g.p[2];
+                         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+                           const int64_t iw = ow * g.s[2] + w0;
+                           if (iw >= 0 && iw < g.in[2]) dst[iw] += row[ow];
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+// A [rows, cols] matrix at `offset` elements into t's storage, with row stride `ld`, as the
+// 3-D operand the backend's matmul takes; `trans` views it transposed.
+RawTensor mat(const RawTensor& t, int64_t offset, int64_t rows, int64_t cols, int64_t ld,
+              bool trans = false) {
+  if (trans) return t.view(Shape{1, cols, rows}, Strides{0, 1, ld}, t.offset + offset);
+  return t.view(Shape{1, rows, cols}, Strides{0, ld, 1}, t.offset + offset);
+}
+
+// out[n, g] = w[g] @ col[n, g] (+ bias), one GEMM per (image, group); the GEMM is threaded.
+template <class T>
+void conv_gemm(Backend& be, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+               const Geo& g, const RawTensor& out) {
+  const bool pointwise = is_pointwise(g);
+  const int64_t ck = g.cg * g.k_size;
+  RawTensor col;
+  if (!pointwise) col = empty_raw(Shape{g.c * g.k_size, g.out_size}, x.dtype);
+  for (int64_t n = 0; n < g.n; ++n) {
+    RawTensor src = x;  // this image's columns: x itself when pointwise
+    int64_t src_off = n * g.c * g.in_size;
+    if (!pointwise) {
+      im2col(x.data_as<T>() + n * g.c * g.in_size, g, g.c, col.data_as<T>());
+      src = col;
+      src_off = 0;
+    }
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      be.matmul(mat(w, gi * g.og * ck, g.og, ck, ck),
+                mat(src, src_off + gi * ck * g.out_size, ck, g.out_size, g.out_size),
+                mat(out, (n * g.o + gi * g.og) * g.out_size, g.og, g.out_size, g.out_size));
+    }
+  }
+  if (!bias.defined()) return;
+  T* y = out.data_as<T>();
+  const T* b = bias.data_as<T>();
+  parallel_for(0, g.n * g.o, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.out_size)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const T bv = b[r % g.o];
+                   T* row = y + r * g.out_size;
+                   for (int64_t j = 0; j < g.out_size; ++j) row[j] += bv;
+                 }
+               });
+}
+
+// grad_in[n] = col2im(w[g]^T @ grad_out[n, g]).
+template <class T>
+void conv_backward_data_gemm(Backend& be, const RawTensor& gy, const RawTensor& w, const Geo& g,
+                             const RawTensor& gx) {
+  const int64_t ck = g.cg * g.k_size;
+  const bool pointwise = is_pointwise(g);
+  RawTensor col;
+  if (!pointwise) col = empty_raw(Shape{g.c * g.k_size, g.out_size}, gx.dtype);
+  for (int64_t n = 0; n < g.n; ++n) {
+    // Pointwise: the columns are grad_in itself.
+    const RawTensor& dst = pointwise ? gx : col;
+    const int64_t dst_off = pointwise ? n * g.c * g.in_size : 0;
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      be.matmul(mat(w, gi * g.og * ck, g.og, ck, ck, /*trans=*/true),
+                mat(gy, (n * g.o + gi * g.og) * g.out_size, g.og, g.out_size, g.out_size),
+                mat(dst, dst_off + gi * ck * g.out_size, ck, g.out_size, g.out_size));
+    }
+    if (!pointwise) col2im(col.data_as<T>(), g, g.c, gx.data_as<T>() + n * g.c * g.in_size);
+  }
+}
+
+// grad_w[g] = sum over n of grad_out[n, g] @ col[n, g]^T.
+template <class T>
+void conv_backward_weight_gemm(Backend& be, const RawTensor& x, const RawTensor& gy, const Geo& g,
+                               const RawTensor& gw) {
+  const int64_t ck = g.cg * g.k_size;
+  const bool pointwise = is_pointwise(g);
+  RawTensor col, part = empty_raw(Shape{g.o, ck}, gw.dtype);
+  if (!pointwise) col = empty_raw(Shape{g.c * g.k_size, g.out_size}, x.dtype);
+  T* acc = gw.data_as<T>();
+  const T* pp = part.data_as<T>();
+  std::fill(acc, acc + gw.numel(), T(0));
+  for (int64_t n = 0; n < g.n; ++n) {
+    RawTensor src = x;
+    int64_t src_off = n * g.c * g.in_size;
+    if (!pointwise) {
+      im2col(x.data_as<T>() + n * g.c * g.in_size, g, g.c, col.data_as<T>());
+      src = col;
+      src_off = 0;
+    }
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      be.matmul(mat(gy, (n * g.o + gi * g.og) * g.out_size, g.og, g.out_size, g.out_size),
+                mat(src, src_off + gi * ck * g.out_size, ck, g.out_size, g.out_size, true),
+                mat(part, gi * g.og * ck, g.og, ck, ck));
+    }
+    for (int64_t i = 0; i < gw.numel(); ++i) acc[i] += pp[i];
+  }
+}
+
+#if defined(EMBER_HAVE_DNNL)
+// ---- oneDNN (f32) -------------------------------------------------------------------------------
+// Primitives are cached by geometry: building a primitive descriptor walks oneDNN's
+// implementation list and costs more than a small convolution (see docs/ARCHITECTURE.md).
+
+enum class DnnlOp : uint8_t { Forward, BackwardData, BackwardWeight };
+
+using Key = std::tuple<DnnlOp, int, bool, std::vector<int64_t>>;
+
+struct Cached {
+  dnnl::primitive prim;
+  dnnl::memory::desc src, wei, dst;  // the layouts the primitive wants (src/dst: plain)
+};
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::memory::dims dims_of(std::initializer_list<int64_t> lead, const int64_t* sp, int spatial) {
+  dnnl::memory::dims d(lead);
+  for (int i = 0; i < spatial; ++i) d.push_back(sp[3 - spatial + i]);
+  return d;
+}
+
+dnnl::memory::format_tag plain_tag(int spatial) {
+  using tag = dnnl::memory::format_tag;
+  return spatial == 1 ? tag::ncw : spatial == 2 ? tag::nchw : tag::ncdhw;
+}
+dnnl::memory::format_tag weight_tag(int spatial, bool grouped) {
+  using tag = dnnl::memory::format_tag;
+  if (grouped) return spatial == 1 ? tag::goiw : spatial == 2 ? tag::goihw : tag::goidhw;
+  return spatial == 1 ? tag::oiw : spatial == 2 ? tag::oihw : tag::oidhw;
+}
+
+struct DnnlDescs {
+  dnnl::memory::desc src, wei, bias, dst;  // with format `any` for the primitive to choose
+  dnnl::memory::desc src_plain, wei_plain, dst_plain;
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;
+};
+
+DnnlDescs descs(const Geo& g, int spatial) {
+  using md = dnnl::memory::desc;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  DnnlDescs d;
+  const bool grouped = g.g > 1;
+  const auto src = dims_of({g.n, g.c}, g.in, spatial), dst = dims_of({g.n, g.o}, g.out, spatial);
+  const auto wei =
+      grouped ? dims_of({g.g, g.og, g.cg}, g.k, spatial) : dims_of({g.o, g.cg}, g.k, spatial);
+  d.src = md(src, dt::f32, tag::any);
+  d.dst = md(dst, dt::f32, tag::any);
+  d.wei = md(wei, dt::f32, tag::any);
+  d.bias = md({g.o}, dt::f32, tag::x);
+  d.src_plain = md(src, dt::f32, plain_tag(spatial));
+  d.dst_plain = md(dst, dt::f32, plain_tag(spatial));
+  d.wei_plain = md(wei, dt::f32, weight_tag(spatial, grouped));
+  for (int i = 3 - spatial; i < 3; ++i) {
+    d.strides.push_back(g.s[i]);
+    d.dilates.push_back(g.d[i] - 1);  // oneDNN counts the gaps: 0 is a dense kernel
+    d.pad_l.push_back(g.p[i]);
+    // The right padding that makes the sizes consistent (it may be below the left one).
+    d.pad_r.push_back((g.out[i] - 1) * g.s[i] + (g.k[i] - 1) * g.d[i] + 1 - g.in[i] - g.p[i]);
+  }
+  return d;
+}
+
+dnnl::convolution_forward::desc forward_desc(const DnnlDescs& d, bool bias, dnnl::prop_kind pk) {
+  using namespace dnnl;
+  if (bias) {
+    return convolution_forward::desc(pk, algorithm::convolution_direct, d.src, d.wei, d.bias, d.dst,
+                                     d.strides, d.dilates, d.pad_l, d.pad_r);
+  }
+  return convolution_forward::desc(pk, algorithm::convolution_direct, d.src, d.wei, d.dst,
+                                   d.strides, d.dilates, d.pad_l, d.pad_r);
+}
+
+const Cached& primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
+  using namespace dnnl;
+  static std::mutex mu;
+  static std::map<Key, Cached> cache;
+  std::vector<int64_t> k = {g.n, g.c, g.o, g.g};
+  for (int i = 0; i < 3; ++i) {
+    k.insert(k.end(), {g.in[i], g.out[i], g.k[i], g.s[i], g.p[i], g.d[i]});
+  }
+  Key key{op, spatial, bias, std::move(k)};
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 512) cache.clear();  // a bound for programs that sweep shapes
+
+  const DnnlDescs d = descs(g, spatial);
+  Cached c;
+  if (op == DnnlOp::Forward) {
+    const convolution_forward::primitive_desc pd(forward_desc(d, bias, prop_kind::forward_training),
+                                                 engine());
+    c = {convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
+  } else {
+    const convolution_forward::primitive_desc hint(
+        forward_desc(d, false, prop_kind::forward_training), engine());
+    if (op == DnnlOp::BackwardData) {
+      const convolution_backward_data::primitive_desc pd(
+          convolution_backward_data::desc(algorithm::convolution_direct, d.src, d.wei, d.dst,
+                                          d.strides, d.dilates, d.pad_l, d.pad_r),
+          engine(), hint);
+      c = {convolution_backward_data(pd), pd.diff_src_desc(), pd.weights_desc(),
+           pd.diff_dst_desc()};
+    } else {
+      const convolution_backward_weights::primitive_desc pd(
+          convolution_backward_weights::desc(algorithm::convolution_direct, d.src, d.wei, d.dst,
+                                             d.strides, d.dilates, d.pad_l, d.pad_r),
+          engine(), hint);
+      c = {convolution_backward_weights(pd), pd.src_desc(), pd.diff_weights_desc(),
+           pd.diff_dst_desc()};
+    }
+  }
+  return cache.emplace(std::move(key), std::move(c)).first->second;
+}
+
+// A oneDNN memory over `t`'s buffer in the plain layout, reordered to `want` when the primitive
+// prefers another one (blocked channels); `write_back` copies results out again.
+struct Arg {
+  dnnl::memory user, used;
+};
+Arg bind(const dnnl::memory::desc& plain, const dnnl::memory::desc& want, void* data,
+         dnnl::stream& s, bool is_input) {
+  dnnl::memory user(plain, engine(), data);
+  if (want == plain) return {user, user};
+  dnnl::memory used(want, engine());
+  if (is_input) dnnl::reorder(user, used).execute(s, user, used);
+  return {user, used};
+}
+void write_back(Arg& a, dnnl::stream& s) {
+  if (a.used != a.user) dnnl::reorder(a.used, a.user).execute(s, a.used, a.user);
+}
+
+void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
+               const RawTensor& bias, const RawTensor& y) {
+  const Cached& c = primitive_for(op, g, spatial, bias.defined());
+  const DnnlDescs d = descs(g, spatial);
+  dnnl::stream s(engine());
+  const bool src_in = op != DnnlOp::BackwardData, wei_in = op != DnnlOp::BackwardWeight,
+             dst_in = op != DnnlOp::Forward;
+  Arg src = bind(d.src_plain, c.src, x.data(), s, src_in);
+  Arg wei = bind(d.wei_plain, c.wei, w.data(), s, wei_in);
+  Arg dst = bind(d.dst_plain, c.dst, y.data(), s, dst_in);
+  std::unordered_map<int, dnnl::memory> args;
+  switch (op) {
+    case DnnlOp::Forward:
+      args = {{DNNL_ARG_SRC, src.used}, {DNNL_ARG_WEIGHTS, wei.used}, {DNNL_ARG_DST, dst.used}};
+      if (bias.defined()) {
+        args[DNNL_ARG_BIAS] = dnnl::memory(d.bias, engine(), bias.data());
+      }
+      break;
+    case DnnlOp::BackwardData:
+      args = {{DNNL_ARG_DIFF_SRC, src.used},
+              {DNNL_ARG_WEIGHTS, wei.used},
+              {DNNL_ARG_DIFF_DST, dst.used}};
+      break;
+    case DnnlOp::BackwardWeight:
+      args = {{DNNL_ARG_SRC, src.used},
+              {DNNL_ARG_DIFF_WEIGHTS, wei.used},
+              {DNNL_ARG_DIFF_DST, dst.used}};
+      break;
+  }
+  c.prim.execute(s, args);
+  if (!src_in) write_back(src, s);
+  if (!wei_in) write_back(wei, s);
+  if (!dst_in) write_back(dst, s);
+  s.wait();
+}
+
+// Runs oneDNN; false when it rejects the geometry (an output_padding past the right padding),
+// so the caller falls back to the portable kernel.
+bool try_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
+              const RawTensor& bias, const RawTensor& y) {
+  try {
+    conv_dnnl(op, g, spatial, x, w, bias, y);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+#endif
+
+RawTensor to_f32(Backend& be, const RawTensor& t) {
+  if (!t.defined()) return t;
+  RawTensor c = empty_raw(t.shape, DType::f32);
+  be.copy(t, c);
+  return c;
+}
+
+}  // namespace
+
+// Each entry: empty problems first, then f16/bf16 through f32, then oneDNN or the GEMM path.
+void CpuBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+                      const ConvParams& p, const RawTensor& out) {
+  if (out.numel() == 0) return;
+  const Geo g = geometry(x.shape, w.shape, out.shape, p);
+  num_threads();  // settles the thread count before oneDNN or BLAS reads it
+  switch (out.dtype) {
+    case DType::f32:
+#if defined(EMBER_HAVE_DNNL)
+      if (try_dnnl(DnnlOp::Forward, g, p.spatial, x, w, bias, out)) return;
+#endif
+      return conv_gemm<float>(*this, x, w, bias, g, out);
+    case DType::f64:
+      return conv_gemm<double>(*this, x, w, bias, g, out);
+    case DType::f16:
+    case DType::bf16: {
+      const RawTensor y32 = empty_raw(out.shape, DType::f32);
+      conv(to_f32(*this, x), to_f32(*this, w), to_f32(*this, bias), p, y32);
+      return copy(y32, out);
+    }
+    default:
+      break;
+  }
+  EMBER_FAIL("[conv] has no Cpu kernel for ", out.dtype);
+}
+
+void CpuBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
+                                    const ConvParams& p, const RawTensor& grad_in) {
+  if (grad_in.numel() == 0) return;
+  if (grad_out.numel() == 0) return fill(grad_in, Scalar(0));
+  const Geo g = geometry(grad_in.shape, w.shape, grad_out.shape, p);
+  num_threads();
+  switch (grad_in.dtype) {
+    case DType::f32:
+#if defined(EMBER_HAVE_DNNL)
+      if (try_dnnl(DnnlOp::BackwardData, g, p.spatial, grad_in, w, RawTensor{}, grad_out)) return;
+#endif
+      return conv_backward_data_gemm<float>(*this, grad_out, w, g, grad_in);
+    case DType::f64:
+      return conv_backward_data_gemm<double>(*this, grad_out, w, g, grad_in);
+    case DType::f16:
+    case DType::bf16: {
+      const RawTensor gx32 = empty_raw(grad_in.shape, DType::f32);
+      conv_backward_data(to_f32(*this, grad_out), to_f32(*this, w), p, gx32);
+      return copy(gx32, grad_in);
+    }
+    default:
+      break;
+  }
+  EMBER_FAIL("[conv_transpose] has no Cpu kernel for ", grad_in.dtype);
+}
+
+void CpuBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
+                                      const ConvParams& p, const RawTensor& grad_w) {
+  if (grad_w.numel() == 0) return;
+  if (grad_out.numel() == 0) return fill(grad_w, Scalar(0));
+  const Geo g = geometry(x.shape, grad_w.shape, grad_out.shape, p);
+  num_threads();
+  switch (grad_w.dtype) {
+    case DType::f32:
+#if defined(EMBER_HAVE_DNNL)
+      if (try_dnnl(DnnlOp::BackwardWeight, g, p.spatial, x, grad_w, RawTensor{}, grad_out)) {
+        return;
+      }
+#endif
+      return conv_backward_weight_gemm<float>(*this, x, grad_out, g, grad_w);
+    case DType::f64:
+      return conv_backward_weight_gemm<double>(*this, x, grad_out, g, grad_w);
+    case DType::f16:
+    case DType::bf16: {
+      const RawTensor gw32 = empty_raw(grad_w.shape, DType::f32);
+      conv_backward_weight(to_f32(*this, x), to_f32(*this, grad_out), p, gw32);
+      return copy(gw32, grad_w);
+    }
+    default:
+      break;
+  }
+  EMBER_FAIL("[conv_backward_weight] has no Cpu kernel for ", grad_w.dtype);
+}
+
+}  // namespace ember::cpu

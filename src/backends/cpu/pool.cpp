@@ -1,0 +1,253 @@
+// Pooling over 1 to 3 trailing spatial dims: max (with PyTorch's flat indices), average and
+// adaptive average, forward and backward. Direct loops threaded over the (batch x channel)
+// planes; pooling is memory bound, so there is no library path. f16 and bf16 accumulate in f32.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "convert.hpp"
+#include "cpu_backend.hpp"
+#include "ember/core/error.hpp"
+#include "parallel.hpp"
+
+namespace ember::cpu {
+namespace {
+
+// Spatial sizes right-aligned in three slots (leading slots size 1), as in conv.cpp.
+struct Geo {
+  int64_t planes = 1;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+  int64_t in_size = 1, out_size = 1;
+  bool adaptive = false, count_include_pad = true;
+};
+
+Geo geometry(const Shape& x, const Shape& y, const PoolParams& p) {
+  Geo g;
+  const int r = x.rank();
+  for (int i = 0; i < r - p.spatial; ++i) g.planes *= x[i];
+  for (int i = 0; i < 3; ++i) {
+    const int j = i - (3 - p.spatial);
+    const bool used = j >= 0;
+    g.in[i] = used ? x[r - p.spatial + j] : 1;
+    g.out[i] = used ? y[r - p.spatial + j] : 1;
+    g.k[i] = used ? p.kernel[j] : 1;
+    g.s[i] = used ? p.stride[j] : 1;
+    g.p[i] = used ? p.padding[j] : 0;
+    g.d[i] = used ? p.dilation[j] : 1;
+    g.in_size *= g.in[i];
+    g.out_size *= g.out[i];
+  }
+  g.adaptive = p.adaptive;
+  g.count_include_pad = p.count_include_pad;
+  return g;
+}
+
+// The average window of output position o along slot i: [lo, hi) clipped to the input, and the
+// count it divides by.
+struct Window {
+  int64_t lo, hi, count;
+};
+Window avg_window(const Geo& g, int i, int64_t o) {
+  if (g.adaptive) {
+    const int64_t lo = o * g.in[i] / g.out[i];
+    const int64_t hi = ((o + 1) * g.in[i] + g.out[i] - 1) / g.out[i];
+    return {lo, hi, hi - lo};
+  }
+  int64_t lo = o * g.s[i] - g.p[i];
+  int64_t hi = std::min(lo + g.k[i], g.in[i] + g.p[i]);
+  const int64_t padded = hi - lo;  // PyTorch: windows past the right padding are cut there
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min(hi, g.in[i]);
+  return {lo, hi, g.count_include_pad ? padded : hi - lo};
+}
+
+// Calls f(plane) for every plane, threaded.
+template <class F>
+void for_planes(const Geo& g, int64_t work_per_plane, const F& f) {
+  parallel_for(0, g.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work_per_plane)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t b = lo; b < hi; ++b) f(b);
+               });
+}
+
+template <class T>
+void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
+                     const RawTensor& indices) {
+  using C = Compute<T>;
+  const T* xp = x.data_as<T>();
+  T* yp = out.data_as<T>();
+  int64_t* ip = indices.data_as<int64_t>();
+  for_planes(g, g.out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t b) {
+    const T* plane = xp + b * g.in_size;
+    int64_t o = b * g.out_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+          C best = -INFINITY;
+          int64_t arg = -1;
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+              if (ih < 0 || ih >= g.in[1]) continue;
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
+                if (iw < 0 || iw >= g.in[2]) continue;
+                const int64_t at = (id * g.in[1] + ih) * g.in[2] + iw;
+                const C v = static_cast<C>(plane[at]);
+                // The first in-range element seeds the max (an all -inf window points at it);
+                // NaN wins and stays, as in PyTorch.
+                if (arg < 0 || v > best || (v != v && best == best)) {
+                  best = v;
+                  arg = at;
+                }
+              }
+            }
+          }
+          yp[o] = static_cast<T>(best);
+          ip[o] = arg;
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void max_pool_backward_kernel(const RawTensor& gy, const RawTensor& indices, const Geo& g,
+                              const RawTensor& gx) {
+  using C = Compute<T>;
+  const T* gyp = gy.data_as<T>();
+  const int64_t* ip = indices.data_as<int64_t>();
+  T* gxp = gx.data_as<T>();
+  for_planes(g, g.in_size + g.out_size, [&](int64_t b) {
+    T* plane = gxp + b * g.in_size;
+    if constexpr (is_half_v<T>) {
+      // Accumulate in f32 so overlapping windows round once.
+      std::vector<float> acc(static_cast<size_t>(g.in_size), 0.0f);
+      for (int64_t o = b * g.out_size; o < (b + 1) * g.out_size; ++o) {
+        if (ip[o] >= 0) acc[static_cast<size_t>(ip[o])] += static_cast<C>(gyp[o]);
+      }
+      for (int64_t i = 0; i < g.in_size; ++i) plane[i] = T(acc[static_cast<size_t>(i)]);
+    } else {
+      std::fill(plane, plane + g.in_size, T(0));
+      for (int64_t o = b * g.out_size; o < (b + 1) * g.out_size; ++o) {
+        if (ip[o] >= 0) plane[ip[o]] += gyp[o];  // -1: a window with no input element
+      }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out) {
+  using C = Compute<T>;
+  const T* xp = x.data_as<T>();
+  T* yp = out.data_as<T>();
+  for_planes(g, g.out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t b) {
+    const T* plane = xp + b * g.in_size;
+    int64_t o = b * g.out_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      const Window wd = avg_window(g, 0, od);
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const Window wh = avg_window(g, 1, oh);
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+          const Window ww = avg_window(g, 2, ow);
+          C sum = 0;
+          for (int64_t id = wd.lo; id < wd.hi; ++id) {
+            for (int64_t ih = wh.lo; ih < wh.hi; ++ih) {
+              const T* row = plane + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t iw = ww.lo; iw < ww.hi; ++iw) sum += static_cast<C>(row[iw]);
+            }
+          }
+          const int64_t count = wd.count * wh.count * ww.count;
+          yp[o] = static_cast<T>(count > 0 ? sum / static_cast<C>(count) : C(0));
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_backward_kernel(const RawTensor& gy, const Geo& g, const RawTensor& gx) {
+  using C = Compute<T>;
+  const T* gyp = gy.data_as<T>();
+  T* gxp = gx.data_as<T>();
+  for_planes(g, g.in_size + g.out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t b) {
+    std::vector<C> acc(static_cast<size_t>(g.in_size), C(0));
+    int64_t o = b * g.out_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      const Window wd = avg_window(g, 0, od);
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const Window wh = avg_window(g, 1, oh);
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+          const Window ww = avg_window(g, 2, ow);
+          const int64_t count = wd.count * wh.count * ww.count;
+          if (count <= 0) continue;
+          const C v = static_cast<C>(gyp[o]) / static_cast<C>(count);
+          for (int64_t id = wd.lo; id < wd.hi; ++id) {
+            for (int64_t ih = wh.lo; ih < wh.hi; ++ih) {
+              C* row = acc.data() + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t iw = ww.lo; iw < ww.hi; ++iw) row[iw] += v;
+            }
+          }
+        }
+      }
+    }
+    T* plane = gxp + b * g.in_size;
+    for (int64_t i = 0; i < g.in_size; ++i) plane[i] = static_cast<T>(acc[static_cast<size_t>(i)]);
+  });
+}
+
+// Calls fn<T>() for the floating dtypes.
+template <class F>
+void dispatch_float(DType dtype, const char* op, const F& fn) {
+  switch (dtype) {
+    case DType::f32:
+      return fn(float{});
+    case DType::f64:
+      return fn(double{});
+    case DType::f16:
+      return fn(Half{});
+    case DType::bf16:
+      return fn(BFloat16{});
+    default:
+      break;
+  }
+  EMBER_FAIL("[", op, "] has no Cpu kernel for ", dtype);
+}
+
+}  // namespace
+
+void CpuBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
+                          const RawTensor& indices) {
+  if (out.numel() == 0) return;
+  const Geo g = geometry(x.shape, out.shape, p);
+  dispatch_float(x.dtype, "max_pool",
+                 [&](auto t) { max_pool_kernel<decltype(t)>(x, g, out, indices); });
+}
+
+void CpuBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
+                                   const PoolParams& p, const RawTensor& grad_in) {
+  if (grad_in.numel() == 0) return;
+  const Geo g = geometry(grad_in.shape, grad_out.shape, p);
+  dispatch_float(grad_in.dtype, "max_pool_backward", [&](auto t) {
+    max_pool_backward_kernel<decltype(t)>(grad_out, indices, g, grad_in);
+  });
+}
+
+void CpuBackend::avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) {
+  if (out.numel() == 0) return;
+  const Geo g = geometry(x.shape, out.shape, p);
+  dispatch_float(x.dtype, "avg_pool", [&](auto t) { avg_pool_kernel<decltype(t)>(x, g, out); });
+}
+
+void CpuBackend::avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
+                                   const RawTensor& grad_in) {
+  if (grad_in.numel() == 0) return;
+  const Geo g = geometry(grad_in.shape, grad_out.shape, p);
+  dispatch_float(grad_in.dtype, "avg_pool_backward",
+                 [&](auto t) { avg_pool_backward_kernel<decltype(t)>(grad_out, g, grad_in); });
+}
+
+}  // namespace ember::cpu

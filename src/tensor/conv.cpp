@@ -1,0 +1,443 @@
+// Convolution and pooling: argument parsing and validation (errors name the op and every shape),
+// output sizes, and the calls into the backend's Conv and Pool families. Gradients are in
+// src/autodiff/grad_conv.cpp.
+#include "ember/tensor/ops/conv.hpp"
+
+#include <string>
+
+#include "../autodiff/rules.hpp"
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "internal.hpp"
+
+namespace ember {
+namespace {
+
+std::string list(const int64_t* v, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+std::string list(const SpatialArg& v) { return list(v.data(), static_cast<int>(v.size())); }
+
+// PyTorch's int-or-tuple argument: one value for every spatial dim or one per dim, each >= min.
+void spatial_arg(const std::string& op, const char* what, const SpatialArg& v, int spatial,
+                 int64_t min, int64_t* dst) {
+  EMBER_CHECK(v.size() == 1 || v.size() == static_cast<size_t>(spatial), "[", op, "] ", what,
+              " needs 1 or ", spatial, " values, got ", list(v));
+  for (int i = 0; i < spatial; ++i) {
+    dst[i] = v.size() == 1 ? v[0] : v[static_cast<size_t>(i)];
+    EMBER_CHECK(dst[i] >= min, "[", op, "] ", what, " must be at least ", min, ", got ", list(v));
+  }
+}
+
+std::string conv_name(int spatial, bool transposed) {
+  return std::string(transposed ? "conv_transpose" : "conv") + std::to_string(spatial) + "d";
+}
+
+std::string pool_name(const char* kind, int spatial) {
+  return std::string(kind) + std::to_string(spatial) + "d";
+}
+
+void check_float(const DynTensor& t, const std::string& op, const char* what) {
+  EMBER_CHECK(is_floating(t.dtype()), "[", op, "] ", what, " must be floating, got ", t.dtype());
+}
+
+// Checks the weight's rank and the channel counts of x (batched or not) against it; returns the
+// output channel count. Conv weight [O, C / g, k...]; transposed weight [C, O / g, k...].
+int64_t check_channels(const std::string& op, const DynTensor& x, const DynTensor& w, int64_t g,
+                       bool transposed) {
+  const int64_t c = x.size(x.rank() == w.rank() ? 1 : 0);
+  EMBER_CHECK(g >= 1, "[", op, "] groups must be at least 1, got ", g);
+  if (!transposed) {
+    EMBER_CHECK(w.size(0) % g == 0, "[", op, "] weight has ", w.size(0),
+                " output channels, not divisible by groups ", g, ": weight ", w.shape());
+    EMBER_CHECK(c == w.size(1) * g, "[", op, "] input has ", c, " channels but weight expects ",
+                w.size(1) * g, " (groups ", g, "): input ", x.shape(), ", weight ", w.shape());
+    return w.size(0);
+  }
+  EMBER_CHECK(c == w.size(0), "[", op, "] input has ", c, " channels but weight expects ",
+              w.size(0), ": input ", x.shape(), ", weight ", w.shape());
+  EMBER_CHECK(c % g == 0, "[", op, "] input channels ", c, " are not divisible by groups ", g,
+              ": input ", x.shape(), ", weight ", w.shape());
+  return w.size(1) * g;
+}
+
+// conv1d/2d/3d and conv_transpose accept unbatched [C, *spatial] inputs, as PyTorch does.
+template <class F>
+DynTensor maybe_unbatched(const DynTensor& x, const DynTensor& w, const ConvParams& p,
+                          bool transposed, const std::string& op, const F& f) {
+  const int spatial = p.spatial;
+  detail::check_defined(x, op.c_str());
+  detail::check_defined(w, op.c_str(), "weight");
+  EMBER_CHECK(w.rank() == spatial + 2, "[", op, "] expects a ", spatial + 2, "-D weight, got ",
+              w.shape());
+  EMBER_CHECK(x.rank() == spatial + 1 || x.rank() == spatial + 2, "[", op, "] expects a ",
+              spatial + 2, "-D input [N, C, ",
+              spatial == 1   ? "L"
+              : spatial == 2 ? "H, W"
+                             : "D, H, W",
+              "] or a ", spatial + 1, "-D unbatched one, got ", x.shape());
+  if (x.rank() == spatial + 2) return f(x);
+  check_channels(op, x, w, p.groups, transposed);  // names the unbatched shape on failure
+  return squeeze(f(unsqueeze(x, 0)), 0);
+}
+
+DynTensor conv_nd(int spatial, const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                  const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
+                  int64_t groups) {
+  const std::string op = conv_name(spatial, false);
+  ConvParams p;
+  p.spatial = spatial;
+  spatial_arg(op, "stride", stride, spatial, 1, p.stride);
+  spatial_arg(op, "padding", padding, spatial, 0, p.padding);
+  spatial_arg(op, "dilation", dilation, spatial, 1, p.dilation);
+  p.groups = groups;
+  return maybe_unbatched(x, w, p, false, op,
+                         [&](const DynTensor& xb) { return convolution(xb, w, bias, p, false); });
+}
+
+DynTensor conv_transpose_nd(int spatial, const DynTensor& x, const DynTensor& w,
+                            const DynTensor& bias, const SpatialArg& stride,
+                            const SpatialArg& padding, const SpatialArg& output_padding,
+                            int64_t groups, const SpatialArg& dilation) {
+  const std::string op = conv_name(spatial, true);
+  ConvParams p;
+  p.spatial = spatial;
+  spatial_arg(op, "stride", stride, spatial, 1, p.stride);
+  spatial_arg(op, "padding", padding, spatial, 0, p.padding);
+  spatial_arg(op, "output_padding", output_padding, spatial, 0, p.output_padding);
+  spatial_arg(op, "dilation", dilation, spatial, 1, p.dilation);
+  p.groups = groups;
+  for (int i = 0; i < spatial; ++i) {
+    EMBER_CHECK(p.output_padding[i] < p.stride[i] || p.output_padding[i] < p.dilation[i], "[", op,
+                "] output_padding ", list(p.output_padding, spatial),
+                " must be smaller than either stride ", list(p.stride, spatial), " or dilation ",
+                list(p.dilation, spatial));
+  }
+  return maybe_unbatched(x, w, p, true, op,
+                         [&](const DynTensor& xb) { return convolution(xb, w, bias, p, true); });
+}
+
+// bias [O] viewed as [1, O, 1, ...] to broadcast over an output of rank `rank`.
+DynTensor bias_view(const DynTensor& bias, int rank) {
+  Shape s = Shape::filled(rank, 1);
+  s[1] = bias.size(0);
+  return reshape(bias, s);
+}
+
+// The output size of a pooling window along one dim, PyTorch's formula with ceil_mode.
+int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d, bool ceil_mode) {
+  const int64_t span = in + 2 * pad - d * (k - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (span + (ceil_mode ? s - 1 : 0)) / s + 1;
+  // The last window must start inside the input or its left padding.
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
+// Validates a pooling input and its parameters; returns the output shape.
+Shape pool_shape(const DynTensor& x, const PoolParams& p, const std::string& op) {
+  detail::check_defined(x, op.c_str());
+  const int sp = p.spatial;
+  EMBER_CHECK(x.rank() == sp + 1 || x.rank() == sp + 2, "[", op, "] expects a ", sp + 2,
+              "-D input [N, C, ",
+              sp == 1   ? "L"
+              : sp == 2 ? "H, W"
+                        : "D, H, W",
+              "] or a ", sp + 1, "-D unbatched one, got ", x.shape());
+  check_float(x, op, "input");
+  Shape out = x.shape();
+  for (int i = 0; i < sp; ++i) {
+    const int dim = x.rank() - sp + i;
+    const int64_t in = x.size(dim);
+    EMBER_CHECK(in > 0, "[", op, "] spatial dims must be non-empty, got input ", x.shape());
+    if (p.adaptive) {
+      out[dim] = p.output_size[i];
+      continue;
+    }
+    const int64_t eff = p.dilation[i] * (p.kernel[i] - 1) + 1;
+    EMBER_CHECK(2 * p.padding[i] <= eff, "[", op, "] padding ", list(p.padding, sp),
+                " must be at most half the kernel size ", list(p.kernel, sp),
+                p.dilation[i] > 1 ? " (dilated)" : "");
+    out[dim] = pool_out(in, p.kernel[i], p.stride[i], p.padding[i], p.dilation[i], p.ceil_mode);
+    EMBER_CHECK(out[dim] > 0, "[", op, "] the output would be empty: input ", x.shape(),
+                ", kernel ", list(p.kernel, sp), ", stride ", list(p.stride, sp), ", padding ",
+                list(p.padding, sp), ", dilation ", list(p.dilation, sp));
+  }
+  return out;
+}
+
+PoolParams window_params(const std::string& op, int spatial, const SpatialArg& kernel,
+                         const SpatialArg& stride, const SpatialArg& padding,
+                         const SpatialArg& dilation, bool ceil_mode) {
+  PoolParams p;
+  p.spatial = spatial;
+  spatial_arg(op, "kernel_size", kernel, spatial, 1, p.kernel);
+  spatial_arg(op, "stride", stride.empty() ? kernel : stride, spatial, 1, p.stride);
+  spatial_arg(op, "padding", padding, spatial, 0, p.padding);
+  spatial_arg(op, "dilation", dilation, spatial, 1, p.dilation);
+  p.ceil_mode = ceil_mode;
+  return p;
+}
+
+}  // namespace
+
+DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                      const ConvParams& p, bool transposed) {
+  if (autodiff::should_record({&x, &w, &bias})) {
+    DynTensor out = convolution(detach(x), detach(w), detach(bias), p, transposed);
+    autodiff::record_convolution(x, w, bias, p, transposed, out);
+    return out;
+  }
+  const int sp = p.spatial;
+  EMBER_CHECK(sp >= 1 && sp <= 3, "[convolution] supports 1 to 3 spatial dims, got ", sp);
+  const std::string op = conv_name(sp, transposed);
+  detail::check_defined(x, op.c_str());
+  detail::check_defined(w, op.c_str(), "weight");
+  detail::check_same_device(x, w, op.c_str());
+  EMBER_CHECK(x.rank() == sp + 2 && w.rank() == sp + 2, "[", op, "] expects a ", sp + 2,
+              "-D input and weight, got input ", x.shape(), ", weight ", w.shape());
+  check_float(x, op, "input");
+  EMBER_CHECK(x.dtype() == w.dtype(), "[", op, "] input (", x.dtype(), ") and weight (", w.dtype(),
+              ") must have the same dtype");
+  const int64_t o = check_channels(op, x, w, p.groups, transposed);
+  if (bias.defined()) {
+    detail::check_same_device(x, bias, op.c_str());
+    EMBER_CHECK(bias.rank() == 1 && bias.size(0) == o, "[", op, "] bias must have shape [", o,
+                "], got ", bias.shape());
+    EMBER_CHECK(bias.dtype() == x.dtype(), "[", op, "] bias (", bias.dtype(), ") and input (",
+                x.dtype(), ") must have the same dtype");
+  }
+  Shape out_shape{x.size(0), o};
+  for (int i = 0; i < sp; ++i) {
+    EMBER_CHECK(
+        p.stride[i] >= 1 && p.dilation[i] >= 1 && p.padding[i] >= 0 && p.output_padding[i] >= 0,
+        "[", op, "] needs stride and dilation >= 1, padding and output_padding >= 0, got ",
+        "stride ", list(p.stride, sp), ", padding ", list(p.padding, sp), ", dilation ",
+        list(p.dilation, sp), ", output_padding ", list(p.output_padding, sp));
+    const int64_t in = x.size(2 + i), eff = p.dilation[i] * (w.size(2 + i) - 1) + 1;
+    int64_t out = 0;
+    if (!transposed) {
+      EMBER_CHECK(in + 2 * p.padding[i] >= eff, "[", op, "] the kernel (", eff,
+                  " wide after dilation) is larger than the padded input: input ", x.shape(),
+                  ", weight ", w.shape(), ", padding ", list(p.padding, sp), ", dilation ",
+                  list(p.dilation, sp));
+      out = (in + 2 * p.padding[i] - eff) / p.stride[i] + 1;
+    } else {
+      out = (in - 1) * p.stride[i] - 2 * p.padding[i] + eff + p.output_padding[i];
+      EMBER_CHECK(out >= 1, "[", op, "] the output would be empty: input ", x.shape(), ", weight ",
+                  w.shape(), ", stride ", list(p.stride, sp), ", padding ", list(p.padding, sp));
+    }
+    out_shape.push_back(out);
+  }
+  detail::check_supported(x, OpFamily::Conv, x.dtype(), op.c_str());
+
+  const DynTensor xc = contiguous(x), wc = contiguous(w);
+  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device());
+  Backend& be = detail::backend_of(out);
+  if (!transposed) {
+    const DynTensor bc = bias.defined() ? contiguous(bias) : DynTensor();
+    be.conv(xc.raw(), wc.raw(), bc.raw(), p, out.raw());
+    return out;
+  }
+  // The transposed conv is the data gradient of the conv from its output back to its input.
+  be.conv_backward_data(xc.raw(), wc.raw(), p, out.raw());
+  return bias.defined() ? add(out, bias_view(bias, out.rank())) : out;
+}
+
+DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
+                               const Shape& weight_shape, const ConvParams& p) {
+  if (autodiff::should_record({&x, &grad_out})) {
+    DynTensor out = conv_backward_weight(detach(x), detach(grad_out), weight_shape, p);
+    autodiff::record_conv_backward_weight(x, grad_out, p, out);
+    return out;
+  }
+  const char* op = "conv_backward_weight";
+  const int sp = p.spatial;
+  detail::check_defined(x, op);
+  detail::check_defined(grad_out, op, "grad_out");
+  detail::check_same_device(x, grad_out, op);
+  EMBER_CHECK(sp >= 1 && sp <= 3 && x.rank() == sp + 2 && grad_out.rank() == sp + 2 &&
+                  weight_shape.rank() == sp + 2,
+              "[", op, "] expects ", sp + 2, "-D tensors, got input ", x.shape(), ", grad_out ",
+              grad_out.shape(), ", weight ", weight_shape);
+  EMBER_CHECK(x.dtype() == grad_out.dtype() && is_floating(x.dtype()), "[", op,
+              "] input and grad_out must share a floating dtype, got ", x.dtype(), " and ",
+              grad_out.dtype());
+  const int64_t g = p.groups;
+  EMBER_CHECK(g >= 1 && x.size(0) == grad_out.size(0) && weight_shape[0] == grad_out.size(1) &&
+                  weight_shape[0] % g == 0 && weight_shape[1] * g == x.size(1),
+              "[", op, "] shapes do not match (groups ", g, "): input ", x.shape(), ", grad_out ",
+              grad_out.shape(), ", weight ", weight_shape);
+  for (int i = 0; i < sp; ++i) {
+    // Every output window must lie within the padded input (a grad_out may be cut short).
+    const int64_t eff = p.dilation[i] * (weight_shape[2 + i] - 1) + 1;
+    EMBER_CHECK(
+        p.stride[i] >= 1 && p.dilation[i] >= 1 && p.padding[i] >= 0 &&
+            (grad_out.size(2 + i) - 1) * p.stride[i] + eff <= x.size(2 + i) + 2 * p.padding[i],
+        "[", op, "] grad_out ", grad_out.shape(), " does not fit input ", x.shape(),
+        " with weight ", weight_shape, ", stride ", list(p.stride, sp), ", padding ",
+        list(p.padding, sp), ", dilation ", list(p.dilation, sp));
+  }
+  detail::check_supported(x, OpFamily::Conv, x.dtype(), op);
+  const DynTensor xc = contiguous(x), gc = contiguous(grad_out);
+  DynTensor out = detail::make_empty(weight_shape, x.dtype(), x.device());
+  detail::backend_of(out).conv_backward_weight(xc.raw(), gc.raw(), p, out.raw());
+  return out;
+}
+
+ValuesIndices max_pool(const DynTensor& x, const PoolParams& p) {
+  const std::string op = pool_name("max_pool", p.spatial);
+  if (autodiff::should_record({&x})) {
+    ValuesIndices r = max_pool(detach(x), p);
+    autodiff::record_max_pool(x, r.indices, p, r.values);
+    return r;
+  }
+  EMBER_CHECK(p.spatial >= 1 && p.spatial <= 3, "[max_pool] supports 1 to 3 spatial dims");
+  const Shape out_shape = pool_shape(x, p, op);
+  detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
+  const DynTensor xc = contiguous(x);
+  ValuesIndices r{detail::make_empty(out_shape, x.dtype(), x.device()),
+                  detail::make_empty(out_shape, DType::i64, x.device())};
+  detail::backend_of(xc).max_pool(xc.raw(), p, r.values.raw(), r.indices.raw());
+  return r;
+}
+
+DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
+                            const Shape& input_shape, const PoolParams& p) {
+  if (autodiff::should_record({&grad_out})) {
+    DynTensor out = max_pool_backward(detach(grad_out), indices, input_shape, p);
+    autodiff::record_max_pool_backward(grad_out, indices, p, out);
+    return out;
+  }
+  const char* op = "max_pool_backward";
+  detail::check_defined(grad_out, op, "grad_out");
+  detail::check_defined(indices, op, "indices");
+  EMBER_CHECK(grad_out.shape() == indices.shape() && indices.dtype() == DType::i64 &&
+                  input_shape.rank() == grad_out.rank() && p.spatial >= 1 &&
+                  p.spatial < grad_out.rank() + 1,
+              "[", op, "] grad_out ", grad_out.shape(), " and i64 indices ", indices.shape(),
+              " must match, for an input of shape ", input_shape);
+  const DynTensor gc = contiguous(grad_out), ic = contiguous(indices);
+  DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device());
+  detail::backend_of(out).max_pool_backward(gc.raw(), ic.raw(), p, out.raw());
+  return out;
+}
+
+DynTensor avg_pool(const DynTensor& x, const PoolParams& p) {
+  if (autodiff::should_record({&x})) {
+    DynTensor out = avg_pool(detach(x), p);
+    autodiff::record_avg_pool(x, p, out);
+    return out;
+  }
+  EMBER_CHECK(p.spatial >= 1 && p.spatial <= 3, "[avg_pool] supports 1 to 3 spatial dims");
+  const std::string op = pool_name(p.adaptive ? "adaptive_avg_pool" : "avg_pool", p.spatial);
+  const Shape out_shape = pool_shape(x, p, op);
+  detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
+  const DynTensor xc = contiguous(x);
+  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device());
+  detail::backend_of(out).avg_pool(xc.raw(), p, out.raw());
+  return out;
+}
+
+DynTensor avg_pool_backward(const DynTensor& grad_out, const Shape& input_shape,
+                            const PoolParams& p) {
+  if (autodiff::should_record({&grad_out})) {
+    DynTensor out = avg_pool_backward(detach(grad_out), input_shape, p);
+    autodiff::record_avg_pool_backward(grad_out, p, out);
+    return out;
+  }
+  const char* op = "avg_pool_backward";
+  detail::check_defined(grad_out, op, "grad_out");
+  EMBER_CHECK(
+      input_shape.rank() == grad_out.rank() && p.spatial >= 1 && p.spatial < grad_out.rank() + 1,
+      "[", op, "] grad_out ", grad_out.shape(), " does not match an input of shape ", input_shape);
+  const DynTensor gc = contiguous(grad_out);
+  DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device());
+  detail::backend_of(out).avg_pool_backward(gc.raw(), p, out.raw());
+  return out;
+}
+
+// ---- The named functions --------------------------------------------------------------------
+
+DynTensor conv1d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                 const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
+                 int64_t groups) {
+  return conv_nd(1, x, w, bias, stride, padding, dilation, groups);
+}
+DynTensor conv2d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                 const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
+                 int64_t groups) {
+  return conv_nd(2, x, w, bias, stride, padding, dilation, groups);
+}
+DynTensor conv3d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                 const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
+                 int64_t groups) {
+  return conv_nd(3, x, w, bias, stride, padding, dilation, groups);
+}
+DynTensor conv_transpose1d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                           const SpatialArg& stride, const SpatialArg& padding,
+                           const SpatialArg& output_padding, int64_t groups,
+                           const SpatialArg& dilation) {
+  return conv_transpose_nd(1, x, w, bias, stride, padding, output_padding, groups, dilation);
+}
+DynTensor conv_transpose2d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                           const SpatialArg& stride, const SpatialArg& padding,
+                           const SpatialArg& output_padding, int64_t groups,
+                           const SpatialArg& dilation) {
+  return conv_transpose_nd(2, x, w, bias, stride, padding, output_padding, groups, dilation);
+}
+
+ValuesIndices max_pool1d_with_indices(const DynTensor& x, const SpatialArg& kernel,
+                                      const SpatialArg& stride, const SpatialArg& padding,
+                                      const SpatialArg& dilation, bool ceil_mode) {
+  return max_pool(x, window_params("max_pool1d", 1, kernel, stride, padding, dilation, ceil_mode));
+}
+ValuesIndices max_pool2d_with_indices(const DynTensor& x, const SpatialArg& kernel,
+                                      const SpatialArg& stride, const SpatialArg& padding,
+                                      const SpatialArg& dilation, bool ceil_mode) {
+  return max_pool(x, window_params("max_pool2d", 2, kernel, stride, padding, dilation, ceil_mode));
+}
+DynTensor max_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
+                     const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
+  return max_pool1d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
+}
+DynTensor max_pool2d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
+                     const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
+  return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
+}
+
+DynTensor avg_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
+                     const SpatialArg& padding, bool ceil_mode, bool count_include_pad) {
+  PoolParams p = window_params("avg_pool1d", 1, kernel, stride, padding, {1}, ceil_mode);
+  p.count_include_pad = count_include_pad;
+  return avg_pool(x, p);
+}
+DynTensor avg_pool2d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
+                     const SpatialArg& padding, bool ceil_mode, bool count_include_pad) {
+  PoolParams p = window_params("avg_pool2d", 2, kernel, stride, padding, {1}, ceil_mode);
+  p.count_include_pad = count_include_pad;
+  return avg_pool(x, p);
+}
+
+DynTensor adaptive_avg_pool1d(const DynTensor& x, const SpatialArg& output_size) {
+  PoolParams p;
+  p.spatial = 1;
+  p.adaptive = true;
+  spatial_arg("adaptive_avg_pool1d", "output_size", output_size, 1, 1, p.output_size);
+  return avg_pool(x, p);
+}
+DynTensor adaptive_avg_pool2d(const DynTensor& x, const SpatialArg& output_size) {
+  PoolParams p;
+  p.spatial = 2;
+  p.adaptive = true;
+  spatial_arg("adaptive_avg_pool2d", "output_size", output_size, 2, 1, p.output_size);
+  return avg_pool(x, p);
+}
+
+}  // namespace ember

@@ -1,0 +1,606 @@
+// Convolution (1-d, 2-d, 3-d, transposed; stride, padding, dilation, groups, depthwise, bias)
+// and pooling (max with indices, average, adaptive average) against naive float64 references
+// on random inputs, in every float dtype and in non-contiguous layouts; then the error paths.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace ember::test {
+namespace {
+
+// Spatial sizes right-aligned in three slots (leading slots 1), so one loop nest is N-d.
+struct Sp {
+  int64_t v[3] = {1, 1, 1};
+  int64_t size() const { return v[0] * v[1] * v[2]; }
+};
+Sp sp_of(const Shape& s, int first, int spatial) {
+  Sp r;
+  for (int i = 0; i < spatial; ++i) r.v[3 - spatial + i] = s[first + i];
+  return r;
+}
+Sp sp_args(const std::vector<int64_t>& a, int spatial, int64_t pad_value) {
+  Sp r;
+  for (int i = 0; i < 3; ++i) r.v[i] = pad_value;
+  for (int i = 0; i < spatial; ++i) r.v[3 - spatial + i] = a.size() == 1 ? a[0] : a[size_t(i)];
+  return r;
+}
+
+struct ConvCase {
+  int spatial;
+  int64_t n, c, o;
+  std::vector<int64_t> in, k, stride = {1}, padding = {0}, dilation = {1};
+  int64_t groups = 1;
+  bool bias = true;
+  bool transposed = false;
+  std::vector<int64_t> output_padding = {0};
+  Layout layout = Layout::Contiguous;  // of the input
+};
+
+std::string describe(const ConvCase& c) {
+  auto l = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ",";
+      s += std::to_string(v[i]);
+    }
+    return s + "]";
+  };
+  return std::string(c.transposed ? "conv_transpose" : "conv") + std::to_string(c.spatial) + "d n" +
+         std::to_string(c.n) + " c" + std::to_string(c.c) + " o" + std::to_string(c.o) + " in" +
+         l(c.in) + " k" + l(c.k) + " s" + l(c.stride) + " p" + l(c.padding) + " d" + l(c.dilation) +
+         " g" + std::to_string(c.groups) + (c.bias ? " bias" : "") +
+         (c.transposed ? " op" + l(c.output_padding) : "") + " " + layout_name(c.layout);
+}
+
+// Reference conv / transposed conv on host values; also the sum of |terms| per output (the
+// scale rounding errors grow with).
+void conv_ref(const ConvCase& c, const Host& x, const Host& w, const Host* b, const Shape& y_shape,
+              std::vector<double>* out, std::vector<double>* scale) {
+  const int sp = c.spatial;
+  const Sp in = sp_of(x.shape, 2, sp), k = sp_of(w.shape, 2, sp), yo = sp_of(y_shape, 2, sp);
+  const Sp s = sp_args(c.stride, sp, 1), p = sp_args(c.padding, sp, 0),
+           d = sp_args(c.dilation, sp, 1);
+  const int64_t g = c.groups, cg = c.c / g, og = c.o / g;
+  out->assign(size_t(y_shape.numel()), 0.0);
+  scale->assign(out->size(), 0.0);
+  auto add = [&](int64_t n, int64_t o, const int64_t* pos, double v) {
+    const int64_t at =
+        ((n * c.o + o) * yo.v[0] + pos[0]) * yo.v[1] * yo.v[2] + pos[1] * yo.v[2] + pos[2];
+    (*out)[size_t(at)] += v;
+    (*scale)[size_t(at)] += std::fabs(v);
+  };
+  // Walk every (input position, kernel offset) pair; the output position follows from both.
+  for (int64_t n = 0; n < c.n; ++n) {
+    for (int64_t ci = 0; ci < c.c; ++ci) {
+      const int64_t gi = ci / cg;
+      for (int64_t oi = 0; oi < og; ++oi) {
+        const int64_t o = gi * og + oi;
+        for (int64_t kk = 0; kk < k.size(); ++kk) {
+          const int64_t kp[3] = {kk / (k.v[1] * k.v[2]), (kk / k.v[2]) % k.v[1], kk % k.v[2]};
+          const double wv = c.transposed ? w.v[size_t((ci * og + oi) * k.size() + kk)]
+                                         : w.v[size_t((o * cg + ci % cg) * k.size() + kk)];
+          if (!c.transposed) {
+            for (int64_t yy = 0; yy < yo.size(); ++yy) {
+              const int64_t op[3] = {yy / (yo.v[1] * yo.v[2]), (yy / yo.v[2]) % yo.v[1],
+                                     yy % yo.v[2]};
+              int64_t ip[3];
+              bool inside = true;
+              for (int i = 0; i < 3; ++i) {
+                ip[i] = op[i] * s.v[i] - p.v[i] + kp[i] * d.v[i];
+                inside = inside && ip[i] >= 0 && ip[i] < in.v[i];
+              }
+              if (!inside) continue;
+              const double xv = x.v[size_t((n * c.c + ci) * in.size() +
+                                           (ip[0] * in.v[1] + ip[1]) * in.v[2] + ip[2])];
+              add(n, o, op, xv * wv);
+            }
+          } else {
+            for (int64_t xx = 0; xx < in.size(); ++xx) {
+              const int64_t ip[3] = {xx / (in.v[1] * in.v[2]), (xx / in.v[2]) % in.v[1],
+                                     xx % in.v[2]};
+              int64_t op[3];
+              bool inside = true;
+              for (int i = 0; i < 3; ++i) {
+                op[i] = ip[i] * s.v[i] - p.v[i] + kp[i] * d.v[i];
+                inside = inside && op[i] >= 0 && op[i] < yo.v[i];
+              }
+              if (!inside) continue;
+              add(n, o, op, x.v[size_t((n * c.c + ci) * in.size() + xx)] * wv);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (b) {
+    for (int64_t i = 0; i < y_shape.numel(); ++i) {
+      const int64_t o = (i / yo.size()) % c.o;
+      (*out)[size_t(i)] += b->v[size_t(o)];
+      (*scale)[size_t(i)] += std::fabs(b->v[size_t(o)]);
+    }
+  }
+}
+
+DynTensor conv_call(const ConvCase& c, const DynTensor& x, const DynTensor& w, const DynTensor& b) {
+  if (c.transposed) {
+    return c.spatial == 1 ? conv_transpose1d(x, w, b, c.stride, c.padding, c.output_padding,
+                                             c.groups, c.dilation)
+                          : conv_transpose2d(x, w, b, c.stride, c.padding, c.output_padding,
+                                             c.groups, c.dilation);
+  }
+  switch (c.spatial) {
+    case 1:
+      return conv1d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+    case 2:
+      return conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+    default:
+      return conv3d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+  }
+}
+
+Shape conv_out_shape(const ConvCase& c, const Shape& wshape) {
+  Shape s{c.n, c.o};
+  const Sp st = sp_args(c.stride, c.spatial, 1), p = sp_args(c.padding, c.spatial, 0),
+           d = sp_args(c.dilation, c.spatial, 1), op = sp_args(c.output_padding, c.spatial, 0);
+  for (int i = 0; i < c.spatial; ++i) {
+    const int j = 3 - c.spatial + i;
+    const int64_t eff = d.v[j] * (wshape[2 + i] - 1) + 1, in = c.in[size_t(i)];
+    s.push_back(c.transposed ? (in - 1) * st.v[j] - 2 * p.v[j] + eff + op.v[j]
+                             : (in + 2 * p.v[j] - eff) / st.v[j] + 1);
+  }
+  return s;
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      // 2-d: the common layers.
+      {2, 2, 3, 4, {7, 6}, {3, 3}},
+      {2, 2, 3, 4, {7, 6}, {3, 3}, {1}, {1}},
+      {2, 1, 4, 6, {9, 8}, {3, 2}, {2, 1}, {1, 0}, {1}, 1, false},
+      {2, 2, 4, 6, {9, 9}, {3, 3}, {2}, {2}, {2}, 2},  // groups 2, dilation
+      {2, 2, 4, 4, {8, 7}, {3, 3}, {1}, {1}, {1}, 4},  // depthwise
+      {2, 1, 4, 8, {6, 6}, {3, 3}, {2}, {1}, {1}, 4, true, false, {0}, Layout::Strided},
+      {2, 3, 5, 3, {5, 4}, {1, 1}},  // pointwise
+      {2, 2, 3, 5, {6, 5}, {1, 1}, {2}, {0}, {1}, 1, true, false, {0}, Layout::Transposed},
+      {2, 2, 3, 4, {5, 5}, {5, 5}, {1}, {2}},                  // kernel as large as input
+      {2, 1, 2, 3, {10, 11}, {2, 3}, {3, 2}, {0, 1}, {2, 3}},  // stride not dividing
+      {2, 1, 16, 16, {12, 12}, {3, 3}, {1}, {1}},              // wider channels
+      {2, 2, 3, 4, {7, 6}, {3, 3}, {1}, {1}, {1}, 1, true, false, {0}, Layout::Transposed},
+      // 1-d and 3-d.
+      {1, 2, 3, 4, {11}, {3}},
+      {1, 2, 4, 6, {13}, {4}, {3}, {2}, {2}, 2},
+      {1, 1, 6, 6, {9}, {5}, {1}, {2}, {1}, 6, true, false, {0}, Layout::Strided},
+      {3, 1, 2, 3, {5, 4, 6}, {2, 3, 3}, {1}, {1}},
+      {3, 2, 4, 4, {5, 5, 5}, {3, 3, 3}, {2, 1, 2}, {1, 0, 1}, {1, 2, 1}, 2},
+      // Transposed.
+      {2, 2, 3, 4, {4, 5}, {3, 3}, {1}, {0}, {1}, 1, true, true},
+      {2, 2, 4, 6, {4, 3}, {3, 2}, {2}, {1}, {1}, 2, true, true, {1}},
+      {2, 1, 4, 4, {3, 4}, {3, 3}, {2, 3}, {1, 0}, {2, 1}, 4, false, true, {1, 2}},
+      {2, 2, 3, 2, {5, 5}, {2, 2}, {1}, {0}, {3}, 1, true, true, {2}},  // output_padding < dil
+      {2, 1, 3, 5, {4, 4}, {3, 3}, {2}, {1}, {1}, 1, true, true, {1}, Layout::Transposed},
+      {1, 2, 4, 6, {7}, {3}, {2}, {1}, {1}, 2, true, true, {1}},
+      {1, 1, 3, 2, {5}, {4}, {3}, {0}, {2}, 1, false, true, {0}, Layout::Strided},
+  };
+  return cases;
+}
+
+TEST(ConvTable, Conv) {
+  uint32_t seed = 700;
+  int checked = 0;
+  for (DType dtype : kFloatTypes) {
+    for (const ConvCase& c : conv_cases()) {
+      Shape xs{c.n, c.c};
+      for (int64_t v : c.in) xs.push_back(v);
+      Shape ws = c.transposed ? Shape{c.c, c.o / c.groups} : Shape{c.o, c.c / c.groups};
+      for (int64_t v : c.k) ws.push_back(v);
+      const DynTensor x = make_input(xs, dtype, c.layout, -2, 2, seed++);
+      const DynTensor w = make_input(ws, dtype, Layout::Contiguous, -1, 1, seed++);
+      const DynTensor b =
+          c.bias ? make_input(Shape{c.o}, dtype, Layout::Contiguous, -1, 1, seed++) : DynTensor();
+      const std::string what = std::string(dtype_name(dtype)) + " " + describe(c);
+      const Shape ys = conv_out_shape(c, ws);
+      const Host hb = c.bias ? Host::of(b) : Host{};
+      std::vector<double> want, scale;
+      conv_ref(c, Host::of(x), Host::of(w), c.bias ? &hb : nullptr, ys, &want, &scale);
+      DynTensor y;
+      try {
+        y = conv_call(c, x, w, b);
+      } catch (const Error& e) {
+        ADD_FAILURE() << what << ": threw " << e.what();
+        continue;
+      }
+      ASSERT_EQ(to_string(y.shape()), to_string(ys)) << what;
+      ASSERT_EQ(y.dtype(), dtype) << what;
+      const std::vector<double> got = y.to_vector<double>();
+      const Tol tol = tol_for(dtype);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_LE(std::fabs(got[i] - want[i]),
+                  tol.atol + tol.rtol * (std::fabs(want[i]) + scale[i]))
+            << what << " element " << i << ": got " << got[i] << ", expected " << want[i];
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, int(conv_cases().size() * kFloatTypes.size()));
+}
+
+// Large enough for the library paths (oneDNN's blocked layouts, BLAS) and several threads, in
+// f32 and f64, forward and both backward kernels through autodiff, against the f64 result.
+TEST(ConvTable, LargeMatchesFloat64) {
+  const DynTensor x64 = make_input(Shape{3, 32, 20, 18}, DType::f64, Layout::Contiguous, -1, 1, 1);
+  const DynTensor w64 = make_input(Shape{48, 16, 3, 3}, DType::f64, Layout::Contiguous, -1, 1, 2);
+  const DynTensor g64 = make_input(Shape{3, 48, 10, 9}, DType::f64, Layout::Contiguous, -1, 1, 3);
+  auto run = [&](DType dt) {
+    const DynTensor x = require_grad(cast(x64, dt)), w = require_grad(cast(w64, dt));
+    const DynTensor y = conv2d(x, w, {}, {2}, {1}, {1}, 2);
+    const std::vector<DynTensor> gs = grad(y, {x, w}, cast(g64, dt));
+    return std::vector<DynTensor>{y, gs[0], gs[1]};
+  };
+  const auto ref = run(DType::f64);
+  const auto f32 = run(DType::f32);
+  const char* names[] = {"forward", "grad input", "grad weight"};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::vector<double> a = f32[i].to_vector<double>(), b = ref[i].to_vector<double>();
+    double worst = 0;
+    for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::fabs(a[j] - b[j]));
+    EXPECT_LT(worst, 2e-4) << names[i];
+  }
+}
+
+// ---- Pooling --------------------------------------------------------------------------------
+
+enum class PoolKind { Max, Avg, Adaptive };
+
+struct PoolCase {
+  PoolKind kind;
+  int spatial;
+  Shape x;
+  std::vector<int64_t> k, stride = {}, padding = {0}, dilation = {1};
+  bool ceil_mode = false, count_include_pad = true;
+  Layout layout = Layout::Contiguous;
+};
+
+std::string describe(const PoolCase& c) {
+  auto l = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ",";
+      s += std::to_string(v[i]);
+    }
+    return s + "]";
+  };
+  const char* kind = c.kind == PoolKind::Max   ? "max_pool"
+                     : c.kind == PoolKind::Avg ? "avg_pool"
+                                               : "adaptive_avg_pool";
+  return std::string(kind) + std::to_string(c.spatial) + "d x" + to_string(c.x) + " k" + l(c.k) +
+         " s" + l(c.stride) + " p" + l(c.padding) + " d" + l(c.dilation) +
+         (c.ceil_mode ? " ceil" : "") + (c.count_include_pad ? "" : " exclude_pad") + " " +
+         layout_name(c.layout);
+}
+
+int64_t pool_out_ref(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const double v = double(in + 2 * p - d * (k - 1) - 1) / double(s);
+  int64_t out = int64_t(ceil_mode ? std::ceil(v) : std::floor(v)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+// Reference pooling: values and (max) flat indices per output, output shape in `shape`.
+void pool_ref(const PoolCase& c, const Host& x, Shape* shape, std::vector<double>* vals,
+              std::vector<int64_t>* idx) {
+  const int sp = c.spatial, lead = x.shape.rank() - sp;
+  const Sp in = sp_of(x.shape, lead, sp);
+  Sp k = sp_args(c.k, sp, 1), s = sp_args(c.stride.empty() ? c.k : c.stride, sp, 1),
+     p = sp_args(c.padding, sp, 0), d = sp_args(c.dilation, sp, 1), out;
+  *shape = x.shape;
+  for (int i = 0; i < 3; ++i) {
+    if (i < 3 - sp) continue;
+    out.v[i] = c.kind == PoolKind::Adaptive
+                   ? k.v[i]
+                   : pool_out_ref(in.v[i], k.v[i], s.v[i], p.v[i], d.v[i], c.ceil_mode);
+    (*shape)[lead + i - (3 - sp)] = out.v[i];
+  }
+  int64_t planes = 1;
+  for (int i = 0; i < lead; ++i) planes *= x.shape[i];
+  vals->clear();
+  idx->clear();
+  for (int64_t b = 0; b < planes; ++b) {
+    for (int64_t oo = 0; oo < out.size(); ++oo) {
+      const int64_t op[3] = {oo / (out.v[1] * out.v[2]), (oo / out.v[2]) % out.v[1], oo % out.v[2]};
+      int64_t lo[3], hi[3], cnt = 1, step[3];
+      for (int i = 0; i < 3; ++i) {
+        if (c.kind == PoolKind::Adaptive) {
+          lo[i] = int64_t(std::floor(double(op[i] * in.v[i]) / double(out.v[i])));
+          hi[i] = int64_t(std::ceil(double((op[i] + 1) * in.v[i]) / double(out.v[i])));
+          step[i] = 1;
+          cnt *= hi[i] - lo[i];
+        } else {
+          lo[i] = op[i] * s.v[i] - p.v[i];
+          hi[i] = lo[i] + (k.v[i] - 1) * d.v[i] + 1;
+          step[i] = d.v[i];
+          const int64_t padded_hi = std::min(hi[i], in.v[i] + p.v[i]);
+          cnt *= c.count_include_pad ? padded_hi - lo[i]
+                                     : std::min(hi[i], in.v[i]) - std::max<int64_t>(lo[i], 0);
+        }
+      }
+      double best = -INFINITY, sum = 0;
+      int64_t arg = -1;
+      for (int64_t a0 = lo[0]; a0 < hi[0]; a0 += step[0]) {
+        for (int64_t a1 = lo[1]; a1 < hi[1]; a1 += step[1]) {
+          for (int64_t a2 = lo[2]; a2 < hi[2]; a2 += step[2]) {
+            if (a0 < 0 || a1 < 0 || a2 < 0 || a0 >= in.v[0] || a1 >= in.v[1] || a2 >= in.v[2]) {
+              continue;
+            }
+            const int64_t at = (a0 * in.v[1] + a1) * in.v[2] + a2;
+            const double v = x.v[size_t(b * in.size() + at)];
+            sum += v;
+            if (arg < 0 || v > best) best = v, arg = at;
+          }
+        }
+      }
+      vals->push_back(c.kind == PoolKind::Max ? best : sum / double(cnt));
+      idx->push_back(arg);
+    }
+  }
+}
+
+const std::vector<PoolCase>& pool_cases() {
+  using K = PoolKind;
+  static const std::vector<PoolCase> cases = {
+      {K::Max, 2, Shape{2, 3, 8, 7}, {2}},
+      {K::Max, 2, Shape{2, 3, 9, 8}, {3}, {2}, {1}},
+      {K::Max, 2, Shape{1, 2, 9, 10}, {3, 2}, {2, 3}, {1, 0}, {2, 1}},
+      {K::Max, 2, Shape{2, 2, 8, 8}, {3}, {2}, {1}, {1}, true, true, Layout::Transposed},
+      {K::Max, 2, Shape{2, 7, 7}, {3}, {2}, {0}, {1}, true},  // unbatched, ceil_mode
+      {K::Max, 2, Shape{1, 3, 5, 6}, {2}, {1}, {1}, {2}, false, true, Layout::Strided},
+      {K::Max, 1, Shape{2, 3, 11}, {3}, {2}, {1}},
+      {K::Max, 1, Shape{3, 12}, {4}, {3}, {2}, {1}, true},
+      {K::Max, 1, Shape{2, 2, 10}, {2}, {1}, {0}, {3}, false, true, Layout::Strided},
+      {K::Avg, 2, Shape{2, 3, 8, 7}, {2}},
+      {K::Avg, 2, Shape{2, 3, 9, 8}, {3}, {2}, {1}},
+      {K::Avg, 2, Shape{2, 3, 9, 8}, {3}, {2}, {1}, {1}, false, false},
+      {K::Avg, 2, Shape{1, 2, 7, 7}, {3}, {2}, {1}, {1}, true, true, Layout::Transposed},
+      {K::Avg, 2, Shape{1, 2, 7, 7}, {3}, {2}, {1}, {1}, true, false},
+      {K::Avg, 2, Shape{3, 6, 5}, {2, 3}, {1, 2}, {1, 1}},
+      {K::Avg, 1, Shape{2, 3, 11}, {3}, {2}, {1}},
+      {K::Avg, 1, Shape{2, 3, 10}, {4}, {3}, {2}, {1}, true, false, Layout::Strided},
+      {K::Adaptive, 2, Shape{2, 3, 8, 8}, {1, 1}},
+      {K::Adaptive, 2, Shape{2, 3, 10, 7}, {3, 4}},
+      {K::Adaptive, 2, Shape{1, 2, 5, 5}, {7, 6}, {}, {0}, {1}, false, true, Layout::Transposed},
+      {K::Adaptive, 2, Shape{3, 9, 9}, {4}},
+      {K::Adaptive, 1, Shape{2, 3, 13}, {5}},
+      {K::Adaptive, 1, Shape{2, 3, 4}, {4}, {}, {0}, {1}, false, true, Layout::Strided},
+  };
+  return cases;
+}
+
+TEST(PoolTable, Pool) {
+  uint32_t seed = 900;
+  int checked = 0;
+  for (DType dtype : kFloatTypes) {
+    for (const PoolCase& c : pool_cases()) {
+      const DynTensor x = make_input(c.x, dtype, c.layout, -3, 3, seed++);
+      const std::string what = std::string(dtype_name(dtype)) + " " + describe(c);
+      Shape shape;
+      std::vector<double> want;
+      std::vector<int64_t> want_idx;
+      pool_ref(c, Host::of(x), &shape, &want, &want_idx);
+      DynTensor y, idx;
+      try {
+        if (c.kind == PoolKind::Max) {
+          ValuesIndices r =
+              c.spatial == 1
+                  ? max_pool1d_with_indices(x, c.k, c.stride, c.padding, c.dilation, c.ceil_mode)
+                  : max_pool2d_with_indices(x, c.k, c.stride, c.padding, c.dilation, c.ceil_mode);
+          y = r.values;
+          idx = r.indices;
+        } else if (c.kind == PoolKind::Avg) {
+          y = c.spatial == 1
+                  ? avg_pool1d(x, c.k, c.stride, c.padding, c.ceil_mode, c.count_include_pad)
+                  : avg_pool2d(x, c.k, c.stride, c.padding, c.ceil_mode, c.count_include_pad);
+        } else {
+          y = c.spatial == 1 ? adaptive_avg_pool1d(x, c.k) : adaptive_avg_pool2d(x, c.k);
+        }
+      } catch (const Error& e) {
+        ADD_FAILURE() << what << ": threw " << e.what();
+        continue;
+      }
+      expect_close(y, shape, want, tol_for(dtype), what);
+      if (idx.defined()) {
+        // Random values have no ties, so the argmax is unique (also after rounding, mostly:
+        // compare the values there instead of the positions).
+        const std::vector<int64_t> got = idx.to_vector<int64_t>();
+        const Host hx = Host::of(x);
+        const int sp = c.spatial;
+        int64_t in_size = 1, out_size = 1;
+        for (int i = 0; i < sp; ++i) {
+          in_size *= c.x[c.x.rank() - sp + i];
+          out_size *= shape[shape.rank() - sp + i];
+        }
+        ASSERT_EQ(got.size(), want_idx.size()) << what;
+        for (size_t i = 0; i < got.size(); ++i) {
+          const int64_t b = int64_t(i) / out_size;
+          ASSERT_GE(got[i], 0) << what;
+          ASSERT_LT(got[i], in_size) << what;
+          EXPECT_EQ(hx.v[size_t(b * in_size + got[i])], hx.v[size_t(b * in_size + want_idx[i])])
+              << what << " index " << i;
+        }
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, int(pool_cases().size() * kFloatTypes.size()));
+}
+
+TEST(PoolTable, MaxPoolNanAndInfinity) {
+  const DynTensor x = from_data(TensorData::from(
+      std::vector<double>{1, NAN, 3, 4, -INFINITY, -INFINITY, 2, 5}, Shape{1, 1, 2, 4}));
+  ValuesIndices r = max_pool2d_with_indices(x, {2});
+  const std::vector<double> v = r.values.to_vector<double>();
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_TRUE(std::isnan(v[0]));  // NaN wins, as in PyTorch
+  EXPECT_EQ(v[1], 5.0);
+  EXPECT_EQ(r.indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 7}));
+  // A window of only -inf points at its first element.
+  const DynTensor m = full(Shape{1, 1, 2, 2}, -INFINITY, DType::f32);
+  EXPECT_EQ(max_pool2d_with_indices(m, {2}).indices.to_vector<int64_t>(),
+            (std::vector<int64_t>{0}));
+}
+
+TEST(ConvTable, TypedApi) {
+  const auto x = Tensor<4>::ones({1, 2, 4, 4});
+  const auto w = Tensor<4>::ones({3, 2, 3, 3});
+  const auto b = Tensor<1>::from_vector<float>({0, 1, 2}, {3});
+  const Tensor<4> y = conv2d(x, w, b, {1}, {1});
+  EXPECT_EQ(y.dims(), (std::array<int64_t, 4>{1, 3, 4, 4}));
+  EXPECT_EQ(y.to_vector<float>()[0], 8.0f);  // a corner: 2 channels x 2 x 2
+  const Tensor<3> unbatched = conv2d(Tensor<3>::ones({2, 4, 4}), w);
+  EXPECT_EQ(unbatched.dims(), (std::array<int64_t, 3>{3, 2, 2}));
+  EXPECT_EQ(conv_transpose2d(y, Tensor<4>::ones({3, 2, 2, 2}), {}, {2}).dims(),
+            (std::array<int64_t, 4>{1, 2, 8, 8}));
+  EXPECT_EQ(max_pool2d(y, {2}).dims(), (std::array<int64_t, 4>{1, 3, 2, 2}));
+  EXPECT_EQ(avg_pool1d(Tensor<3>::ones({1, 2, 6}), {3}).to_vector<float>(),
+            std::vector<float>(4, 1.0f));
+  EXPECT_EQ(adaptive_avg_pool2d(y, {1}).dims(), (std::array<int64_t, 4>{1, 3, 1, 1}));
+  const auto [v, i] =
+      max_pool1d_with_indices(Tensor<2>::from_vector<float>({1, 3, 2, 0}, {1, 4}), {2});
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(
+      conv3d(Tensor<5>::ones({1, 1, 3, 3, 3}), Tensor<5>::ones({1, 1, 3, 3, 3})).item<float>(),
+      27.0f);
+  EXPECT_EQ(conv1d(Tensor<3>::ones({1, 1, 5}), Tensor<3>::ones({1, 1, 2})).dims(),
+            (std::array<int64_t, 3>{1, 1, 4}));
+}
+
+// ---- Errors -----------------------------------------------------------------------------------
+
+void expect_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing: " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << needle;
+  }
+}
+
+TEST(ConvTable, Errors) {
+  const DynTensor x = zeros(Shape{2, 3, 8, 8}, DType::f32);
+  const DynTensor w = zeros(Shape{5, 4, 3, 3}, DType::f32);
+  const DynTensor w3 = zeros(Shape{6, 3, 3, 3}, DType::f32);
+  expect_error([&] { conv2d(x, w); },
+               "[conv2d] input has 3 channels but weight expects 4 (groups 1): input [2, 3, 8, 8], "
+               "weight [5, 4, 3, 3]");
+  expect_error(
+      [&] {
+        conv2d(zeros(Shape{3, 8}, DType::f32), w3);
+      },
+      "[conv2d] expects a 4-D input [N, C, H, W] or a 3-D unbatched one, got [3, 8]");
+  expect_error(
+      [&] {
+        conv2d(zeros(Shape{2, 3, 8}, DType::f32), w3);
+      },
+      "[conv2d] input has 2 channels but weight expects 3 (groups 1): input [2, 3, 8], "
+      "weight [6, 3, 3, 3]");
+  expect_error(
+      [&] {
+        conv2d(x, zeros(Shape{6, 3, 3}, DType::f32));
+      },
+      "[conv2d] expects a 4-D weight, got [6, 3, 3]");
+  expect_error(
+      [&] {
+        convolution(x, zeros(Shape{6, 3, 3}, DType::f32), {}, ConvParams{}, false);
+      },
+      "[conv2d] expects a 4-D input and weight, got input [2, 3, 8, 8], weight [6, 3, 3]");
+  expect_error(
+      [&] {
+        conv2d(x, zeros(Shape{5, 1, 3, 3}, DType::f32), {}, {1}, {0}, {1}, 3);
+      },
+      "[conv2d] weight has 5 output channels, not divisible by groups 3");
+  expect_error([&] { conv2d(x, w3, zeros(Shape{5}, DType::f32)); },
+               "[conv2d] bias must have shape [6], got [5]");
+  expect_error([&] { conv2d(x, w3, {}, {0}); }, "[conv2d] stride must be at least 1, got [0]");
+  expect_error(
+      [&] {
+        conv2d(x, w3, {}, {1, 1, 1});
+      },
+      "[conv2d] stride needs 1 or 2 values, got [1, 1, 1]");
+  expect_error([&] { conv2d(x, w3, {}, {1}, {-1}); }, "[conv2d] padding must be at least 0");
+  expect_error([&] { conv2d(x, w3, {}, {1}, {0}, {5}); },
+               "[conv2d] the kernel (11 wide after dilation) is larger than the padded input: "
+               "input [2, 3, 8, 8], weight [6, 3, 3, 3]");
+  expect_error([&] { conv2d(x, w3, {}, {1}, {0}, {1}, 0); },
+               "[conv2d] groups must be at least 1, got 0");
+  expect_error([&] { conv2d(x, cast(w3, DType::f64)); },
+               "[conv2d] input (float32) and weight (float64) must have the same dtype");
+  expect_error([&] { conv2d(cast(x, DType::i64), cast(w3, DType::i64)); },
+               "[conv2d] input must be floating, got int64");
+  expect_error(
+      [&] {
+        conv1d(zeros(Shape{1, 2, 2}, DType::f32), zeros(Shape{1, 2, 3}, DType::f32));
+      },
+      "[conv1d] the kernel (3 wide after dilation) is larger than the padded input");
+  expect_error(
+      [&] {
+        conv3d(zeros(Shape{2, 3, 8}, DType::f32), zeros(Shape{6, 3, 3, 3, 3}, DType::f32));
+      },
+      "[conv3d] expects a 5-D input [N, C, D, H, W] or a 4-D unbatched one, got [2, 3, 8]");
+  expect_error([&] { conv_transpose2d(x, w3); },
+               "[conv_transpose2d] input has 3 channels but weight expects 6: input [2, 3, 8, 8], "
+               "weight [6, 3, 3, 3]");
+  expect_error(
+      [&] {
+        conv_transpose2d(x, zeros(Shape{3, 2, 3, 3}, DType::f32), {}, {2}, {0}, {2});
+      },
+      "[conv_transpose2d] output_padding [2, 2] must be smaller than either stride [2, 2] or "
+      "dilation [1, 1]");
+  expect_error(
+      [&] {
+        conv_transpose1d(zeros(Shape{1, 4, 5}, DType::f32), zeros(Shape{4, 1, 3}, DType::f32), {},
+                         {1}, {0}, {0}, 3);
+      },
+      "[conv_transpose1d] input channels 4 are not divisible by groups 3");
+}
+
+TEST(PoolTable, Errors) {
+  const DynTensor x = zeros(Shape{2, 3, 8, 8}, DType::f32);
+  expect_error(
+      [&] {
+        max_pool2d(zeros(Shape{8, 8}, DType::f32), {2});
+      },
+      "[max_pool2d] expects a 4-D input [N, C, H, W] or a 3-D unbatched one, got [8, 8]");
+  expect_error([&] { max_pool2d(x, {3}, {1}, {2}); },
+               "[max_pool2d] padding [2, 2] must be at most half the kernel size [3, 3]");
+  expect_error([&] { max_pool2d(x, {0}); }, "[max_pool2d] kernel_size must be at least 1, got [0]");
+  expect_error([&] { max_pool2d(x, {9}); },
+               "[max_pool2d] the output would be empty: input [2, 3, 8, 8], kernel [9, 9]");
+  expect_error(
+      [&] {
+        max_pool1d(zeros(Shape{2, 3, 8}, DType::f32), {2}, {0});
+      },
+      "[max_pool1d] stride must be at least 1, got [0]");
+  expect_error([&] { max_pool2d(cast(x, DType::i32), {2}); },
+               "[max_pool2d] input must be floating, got int32");
+  expect_error(
+      [&] {
+        avg_pool2d(x, {2, 2, 2});
+      },
+      "[avg_pool2d] kernel_size needs 1 or 2 values, got [2, 2, 2]");
+  expect_error(
+      [&] {
+        avg_pool1d(zeros(Shape{2, 3, 8}, DType::f32), {2}, {}, {2});
+      },
+      "[avg_pool1d] padding [2] must be at most half the kernel size [2]");
+  expect_error([&] { adaptive_avg_pool2d(x, {0}); },
+               "[adaptive_avg_pool2d] output_size must be at least 1, got [0]");
+  expect_error(
+      [&] {
+        adaptive_avg_pool1d(zeros(Shape{2, 3, 0}, DType::f32), {2});
+      },
+      "[adaptive_avg_pool1d] spatial dims must be non-empty, got input [2, 3, 0]");
+}
+
+}  // namespace
+}  // namespace ember::test
