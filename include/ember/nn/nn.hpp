@@ -8,3 +8,4 @@
 #include "ember/nn/norm.hpp"
 #include "ember/nn/param.hpp"
 #include "ember/nn/sequential.hpp"
+#include "ember/nn/serialize.hpp"
