@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache                           # toolchain
   libgtest-dev libgmock-dev libbenchmark-dev             # tests and benchmarks
+  nlohmann-json3-dev                                     # JSON (safetensors headers), private
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev         # GEMM (dnnl's CMake package needs OpenCL)
   gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib       # the embedded cross-compile
 )

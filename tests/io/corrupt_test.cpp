@@ -12,7 +12,13 @@ void save_to_corpus(const std::vector<unsigned char>& bytes) {
   const char* dir = std::getenv("EMBER_IO_WRITE_CORPUS");
   if (!dir || !*dir) return;
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  write_file((fs::path(dir) / (std::string(info->name()) + ".safetensors")).string(), bytes);
+  static std::string last_test;  // a test with several cases saves name.safetensors, name_2, ...
+  static int count = 0;
+  count = last_test == info->name() ? count + 1 : 1;
+  last_test = info->name();
+  std::string file = info->name();
+  if (count > 1) file.append("_").append(std::to_string(count));
+  write_file((fs::path(dir) / file.append(".safetensors")).string(), bytes);
 }
 
 // Loads the bytes from a file and every tensor in it (as the fuzz target does), expecting an
