@@ -522,6 +522,90 @@ std::vector<Row> indexing_rows() {
   // clang-format on
 }
 
+std::vector<Row> conv_rows() {
+  // x, weight, bias: small f64 shapes; non-contiguous inputs in some cases.
+  const std::vector<Case> conv2d_cases = {
+      {{Shape{2, 3, 5, 4}}, {Shape{2, 3, 3, 3}}, {Shape{2}}},
+      {{Shape{1, 2, 4, 5}, kT}, {Shape{3, 2, 2, 3}, kS}, {Shape{3}}},
+  };
+  const std::vector<Case> grouped_cases = {
+      {{Shape{1, 4, 6, 5}}, {Shape{4, 2, 3, 2}}, {Shape{4}}},
+      {{Shape{2, 4, 5, 5}, kS}, {Shape{4, 2, 2, 2}}, {Shape{4}, kS}},
+  };
+  const std::vector<Case> depthwise_cases = {{{Shape{1, 3, 5, 4}}, {Shape{3, 1, 3, 3}}}};
+  const std::vector<Case> conv1d_cases = {
+      {{Shape{2, 2, 7}}, {Shape{3, 2, 3}}, {Shape{3}}},
+      {{Shape{1, 2, 6}, kS}, {Shape{2, 2, 2}, kT}, {Shape{2}}},
+  };
+  const std::vector<Case> conv3d_cases = {{{Shape{1, 2, 3, 4, 3}}, {Shape{2, 2, 2, 2, 2}}}};
+  // Transposed: x [N, C, ...], weight [C, O / groups, ...].
+  const std::vector<Case> transpose2d_cases = {
+      {{Shape{1, 2, 3, 3}}, {Shape{2, 3, 3, 2}}, {Shape{3}}},
+      {{Shape{2, 4, 2, 3}, kT}, {Shape{4, 1, 2, 2}}, {Shape{2}}},
+  };
+  const std::vector<Case> transpose1d_cases = {{{Shape{2, 2, 4}}, {Shape{2, 3, 3}}, {Shape{3}}}};
+  const std::vector<Case> pool2d_cases = {
+      {{Shape{2, 2, 5, 6}}}, {{Shape{1, 3, 6, 5}, kT}}, {{Shape{2, 5, 5}, kS}}};
+  const std::vector<Case> pool1d_cases = {{{Shape{2, 3, 9}}}, {{Shape{3, 8}, kS}}};
+  // clang-format off
+  return {
+      {"conv2d(x, w, b, stride 1, padding 1)", [](const Xs& x) {
+         return conv2d(x[0], x[1], x[2], {1}, {1});
+       }, conv2d_cases},
+      {"conv2d(x, w, b, stride {2, 1}, padding {0, 1}, dilation {1, 2})", [](const Xs& x) {
+         return conv2d(x[0], x[1], x[2], {2, 1}, {0, 1}, {1, 2});
+       }, conv2d_cases},
+      {"conv2d(x, w, b, stride 2, padding 1, groups 2)", [](const Xs& x) {
+         return conv2d(x[0], x[1], x[2], {2}, {1}, {1}, 2);
+       }, grouped_cases},
+      {"conv2d(x, w, depthwise, padding 1)", [](const Xs& x) {
+         return conv2d(x[0], x[1], {}, {1}, {1}, {1}, 3);
+       }, depthwise_cases},
+      {"conv1d(x, w, b, stride 2, padding 1)", [](const Xs& x) {
+         return conv1d(x[0], x[1], x[2], {2}, {1});
+       }, conv1d_cases},
+      {"conv3d(x, w, padding {1, 0, 1})", [](const Xs& x) {
+         return conv3d(x[0], x[1], {}, {1}, {1, 0, 1});
+       }, conv3d_cases},
+      {"conv_transpose2d(x, w, b, stride 2, padding 1, output_padding 1)", [](const Xs& x) {
+         return conv_transpose2d(x[0], x[1], x[2], {2}, {1}, {1});
+       }, {transpose2d_cases[0]}},
+      {"conv_transpose2d(x, w, b, stride {1, 2}, groups 2, dilation 2)", [](const Xs& x) {
+         return conv_transpose2d(x[0], x[1], x[2], {1, 2}, {0}, {0}, 2, {2});
+       }, {transpose2d_cases[1]}},
+      {"conv_transpose1d(x, w, b, stride 3, padding 1, output_padding 2)", [](const Xs& x) {
+         return conv_transpose1d(x[0], x[1], x[2], {3}, {1}, {2});
+       }, transpose1d_cases},
+      {"max_pool2d(x, 2)", [](const Xs& x) { return max_pool2d(x[0], {2}); }, pool2d_cases},
+      {"max_pool2d(x, 3, stride 2, padding 1, ceil_mode)", [](const Xs& x) {
+         return max_pool2d(x[0], {3}, {2}, {1}, {1}, true);
+       }, pool2d_cases},
+      {"max_pool2d(x, {2, 3}, stride 1, dilation {2, 1})", [](const Xs& x) {
+         return max_pool2d(x[0], {2, 3}, {1}, {0}, {2, 1});
+       }, pool2d_cases},
+      {"max_pool1d(x, 3, stride 2, padding 1)", [](const Xs& x) {
+         return max_pool1d(x[0], {3}, {2}, {1});
+       }, pool1d_cases},
+      {"avg_pool2d(x, 2)", [](const Xs& x) { return avg_pool2d(x[0], {2}); }, pool2d_cases},
+      {"avg_pool2d(x, 3, stride 2, padding 1, ceil_mode, exclude pad)", [](const Xs& x) {
+         return avg_pool2d(x[0], {3}, {2}, {1}, true, false);
+       }, pool2d_cases},
+      {"avg_pool1d(x, 3, stride 2, padding 1)", [](const Xs& x) {
+         return avg_pool1d(x[0], {3}, {2}, {1});
+       }, pool1d_cases},
+      {"adaptive_avg_pool2d(x, {3, 4})", [](const Xs& x) {
+         return adaptive_avg_pool2d(x[0], {3, 4});
+       }, pool2d_cases},
+      {"adaptive_avg_pool2d(x, 1)", [](const Xs& x) {
+         return adaptive_avg_pool2d(x[0], {1});
+       }, pool2d_cases},
+      {"adaptive_avg_pool1d(x, 4)", [](const Xs& x) {
+         return adaptive_avg_pool1d(x[0], {4});
+       }, pool1d_cases},
+  };
+  // clang-format on
+}
+
 // ---- Running the table --------------------------------------------------------------------------
 
 std::vector<double> draw(const Arg& arg, const Range& range, std::mt19937& gen) {
@@ -591,6 +675,7 @@ TEST(Gradcheck, Reductions) { run("reductions", reduce_rows()); }
 TEST(Gradcheck, Linalg) { run("linalg", linalg_rows()); }
 TEST(Gradcheck, Movement) { run("movement", movement_rows()); }
 TEST(Gradcheck, Indexing) { run("indexing", indexing_rows()); }
+TEST(Gradcheck, Conv) { run("conv and pool", conv_rows()); }
 
 // The failure messages `fn` reports, captured instead of failing the running test.
 std::vector<std::string> failures_of(const std::function<void()>& fn) {

@@ -226,26 +226,57 @@ TEST(ConvTable, Conv) {
   EXPECT_EQ(checked, int(conv_cases().size() * kFloatTypes.size()));
 }
 
-// Large enough for the library paths (oneDNN's blocked layouts, BLAS) and several threads, in
-// f32 and f64, forward and both backward kernels through autodiff, against the f64 result.
+// Large enough for the library paths (oneDNN's blocked layouts, BLAS) and several threads: f32
+// forward and both backward kernels (through autodiff) against the same in f64.
 TEST(ConvTable, LargeMatchesFloat64) {
-  const DynTensor x64 = make_input(Shape{3, 32, 20, 18}, DType::f64, Layout::Contiguous, -1, 1, 1);
-  const DynTensor w64 = make_input(Shape{48, 16, 3, 3}, DType::f64, Layout::Contiguous, -1, 1, 2);
-  const DynTensor g64 = make_input(Shape{3, 48, 10, 9}, DType::f64, Layout::Contiguous, -1, 1, 3);
-  auto run = [&](DType dt) {
-    const DynTensor x = require_grad(cast(x64, dt)), w = require_grad(cast(w64, dt));
-    const DynTensor y = conv2d(x, w, {}, {2}, {1}, {1}, 2);
-    const std::vector<DynTensor> gs = grad(y, {x, w}, cast(g64, dt));
-    return std::vector<DynTensor>{y, gs[0], gs[1]};
+  struct Big {
+    Shape x, w;
+    SpatialArg stride, padding, dilation;
+    int64_t groups;
+    bool transposed;
   };
-  const auto ref = run(DType::f64);
-  const auto f32 = run(DType::f32);
-  const char* names[] = {"forward", "grad input", "grad weight"};
-  for (size_t i = 0; i < 3; ++i) {
-    const std::vector<double> a = f32[i].to_vector<double>(), b = ref[i].to_vector<double>();
-    double worst = 0;
-    for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::fabs(a[j] - b[j]));
-    EXPECT_LT(worst, 2e-4) << names[i];
+  const std::vector<Big> bigs = {
+      {Shape{3, 32, 20, 18}, Shape{48, 16, 3, 3}, {2}, {1}, {1}, 2, false},
+      {Shape{2, 64, 14, 14}, Shape{64, 64, 3, 3}, {1}, {1}, {1}, 1, false},
+      {Shape{2, 32, 15, 16}, Shape{32, 1, 3, 3}, {1}, {2}, {2}, 32, false},
+      {Shape{2, 24, 40}, Shape{40, 24, 5}, {2}, {2}, {1}, 1, false},
+      {Shape{1, 8, 6, 9, 7}, Shape{16, 8, 3, 3, 3}, {1, 2, 1}, {1}, {1}, 1, false},
+      {Shape{2, 32, 9, 10}, Shape{32, 16, 4, 4}, {2}, {1}, {1}, 1, true},
+      {Shape{2, 64, 12, 12}, Shape{32, 64, 1, 1}, {1}, {0}, {1}, 1, false},
+  };
+  uint32_t seed = 1;
+  for (const Big& b : bigs) {
+    const DynTensor x64 = make_input(b.x, DType::f64, Layout::Contiguous, -1, 1, seed++);
+    const DynTensor w64 = make_input(b.w, DType::f64, Layout::Contiguous, -1, 1, seed++);
+    ConvParams p;
+    p.spatial = b.x.rank() - 2;
+    for (int i = 0; i < p.spatial; ++i) {
+      p.stride[i] = b.stride.size() == 1 ? b.stride[0] : b.stride[size_t(i)];
+      p.padding[i] = b.padding[0];
+      p.dilation[i] = b.dilation[0];
+    }
+    p.groups = b.groups;
+    auto run = [&](DType dt) {
+      const DynTensor x = require_grad(cast(x64, dt)), w = require_grad(cast(w64, dt));
+      const DynTensor y = convolution(x, w, {}, p, b.transposed);
+      const DynTensor g =
+          cast(make_input(y.shape(), DType::f64, Layout::Contiguous, -1, 1, 99), dt);
+      const std::vector<DynTensor> gs = grad(y, {x, w}, g);
+      return std::vector<DynTensor>{y, gs[0], gs[1]};
+    };
+    const auto ref = run(DType::f64);
+    const auto f32 = run(DType::f32);
+    const char* names[] = {"forward", "grad input", "grad weight"};
+    for (size_t i = 0; i < 3; ++i) {
+      const std::vector<double> a = f32[i].to_vector<double>(), r = ref[i].to_vector<double>();
+      double worst = 0, big = 0;
+      for (size_t j = 0; j < a.size(); ++j) {
+        worst = std::max(worst, std::fabs(a[j] - r[j]));
+        big = std::max(big, std::fabs(r[j]));
+      }
+      EXPECT_LT(worst, 1e-5 * (1 + big)) << names[i] << " x " << to_string(b.x) << " w "
+                                         << to_string(b.w) << (b.transposed ? " transposed" : "");
+    }
   }
 }
 
