@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ember/nn/activation.hpp"
+#include "ember/nn/attention.hpp"
 #include "ember/nn/dropout.hpp"
 #include "ember/nn/linear.hpp"
 #include "ember/nn/module.hpp"

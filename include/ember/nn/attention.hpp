@@ -1,0 +1,155 @@
+// Attention (torch.nn.functional.scaled_dot_product_attention, torch.nn.MultiheadAttention) and
+// the Transformer encoder (torch.nn.TransformerEncoderLayer / TransformerEncoder), with
+// PyTorch's parameter names, layouts and defaults.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/nn/dropout.hpp"
+#include "ember/nn/linear.hpp"
+#include "ember/nn/norm.hpp"
+
+namespace ember::nn {
+
+/// softmax(q k^T * scale + mask) v over the last two dims ([..., L, E] queries, [..., S, E]
+/// keys, [..., S, Ev] values). attn_mask broadcasts to [..., L, S]: Bool (true = attend, as
+/// PyTorch) or Float (added). is_causal masks j > i. scale defaults to 1 / sqrt(E).
+DynTensor scaled_dot_product_attention(const DynTensor& q, const DynTensor& k, const DynTensor& v,
+                                       const DynTensor& attn_mask = {}, double dropout_p = 0.0,
+                                       bool is_causal = false,
+                                       std::optional<double> scale = std::nullopt,
+                                       Generator* gen = nullptr);
+
+struct MultiheadAttentionConfig {
+  int64_t embed_dim;
+  int64_t num_heads;
+  double dropout_p = 0.0;
+  bool has_bias = true;
+  bool batch_first = false;
+  DType dtype = DType::f32;
+
+  MultiheadAttentionConfig(int64_t embed, int64_t heads) : embed_dim(embed), num_heads(heads) {}
+  MultiheadAttentionConfig& dropout(double p) {
+    dropout_p = p;
+    return *this;
+  }
+  MultiheadAttentionConfig& bias(bool on) {
+    has_bias = on;
+    return *this;
+  }
+  MultiheadAttentionConfig& batch_first_layout(bool on) {
+    batch_first = on;
+    return *this;
+  }
+  std::string to_json() const;
+  static MultiheadAttentionConfig from_json(const std::string& json);
+};
+
+/// The attention output and, when asked for, the weights averaged over heads [N, L, S].
+struct AttentionOutput {
+  DynTensor output;
+  DynTensor weights;
+};
+
+class MultiheadAttention {
+ public:
+  Param<2> in_proj_weight;               // [3E, E]: query, key and value projections stacked
+  std::optional<Param<1>> in_proj_bias;  // [3E]
+  Linear out_proj;
+  ModeFlag mode;
+  int64_t embed_dim = 0, num_heads = 1;
+  double dropout_p = 0.0;
+  bool batch_first = false;
+  EMBER_MODULE(MultiheadAttention, in_proj_weight, in_proj_bias, out_proj, mode)
+
+  MultiheadAttention() = default;
+  /// Xavier-uniform projections, zero biases (PyTorch's _reset_parameters).
+  explicit MultiheadAttention(const MultiheadAttentionConfig& config, Device device = Device::cpu(),
+                              Generator* gen = nullptr);
+
+  /// query [L, N, E] ([N, L, E] when batch_first), key and value [S, N, E]. key_padding_mask
+  /// [N, S]: Bool (true = ignore, as PyTorch) or Float (added). attn_mask [L, S] or
+  /// [N * heads, L, S]: Bool (true = not allowed, as PyTorch's MultiheadAttention) or Float.
+  AttentionOutput forward(const DynTensor& query, const DynTensor& key, const DynTensor& value,
+                          const DynTensor& key_padding_mask = {}, bool need_weights = true,
+                          const DynTensor& attn_mask = {}, bool is_causal = false) const;
+  Tensor<3> operator()(const Tensor<3>& query, const Tensor<3>& key, const Tensor<3>& value) const {
+    return Tensor<3>(forward(query.dyn(), key.dyn(), value.dyn(), {}, false).output);
+  }
+};
+
+struct TransformerEncoderLayerConfig {
+  int64_t d_model;
+  int64_t nhead;
+  int64_t dim_feedforward = 2048;
+  double dropout_p = 0.1;
+  bool gelu_activation = false;  // relu (PyTorch's default) or gelu
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;
+  DType dtype = DType::f32;
+
+  TransformerEncoderLayerConfig(int64_t d, int64_t heads) : d_model(d), nhead(heads) {}
+  TransformerEncoderLayerConfig& feedforward(int64_t dim) {
+    dim_feedforward = dim;
+    return *this;
+  }
+  TransformerEncoderLayerConfig& dropout(double p) {
+    dropout_p = p;
+    return *this;
+  }
+  TransformerEncoderLayerConfig& gelu(bool on = true) {
+    gelu_activation = on;
+    return *this;
+  }
+  TransformerEncoderLayerConfig& batch_first_layout(bool on) {
+    batch_first = on;
+    return *this;
+  }
+  TransformerEncoderLayerConfig& pre_norm(bool on) {
+    norm_first = on;
+    return *this;
+  }
+  std::string to_json() const;
+  static TransformerEncoderLayerConfig from_json(const std::string& json);
+};
+
+class TransformerEncoderLayer {
+ public:
+  MultiheadAttention self_attn;
+  Linear linear1;
+  Dropout dropout;
+  Linear linear2;
+  LayerNorm norm1, norm2;
+  Dropout dropout1, dropout2;
+  bool norm_first = false, gelu_activation = false;
+  EMBER_MODULE(TransformerEncoderLayer, self_attn, linear1, dropout, linear2, norm1, norm2,
+               dropout1, dropout2)
+
+  TransformerEncoderLayer() = default;
+  explicit TransformerEncoderLayer(const TransformerEncoderLayerConfig& config,
+                                   Device device = Device::cpu(), Generator* gen = nullptr);
+  /// src [S, N, E] ([N, S, E] when batch_first); masks as MultiheadAttention's.
+  DynTensor forward(const DynTensor& src, const DynTensor& src_mask = {},
+                    const DynTensor& src_key_padding_mask = {}, bool is_causal = false) const;
+  Tensor<3> operator()(const Tensor<3>& src) const { return Tensor<3>(forward(src.dyn())); }
+};
+
+/// num_layers copies of a layer (independent parameters), then an optional final LayerNorm.
+class TransformerEncoder {
+ public:
+  std::vector<TransformerEncoderLayer> layers;
+  std::optional<LayerNorm> norm;
+  EMBER_MODULE(TransformerEncoder, layers, norm)
+
+  TransformerEncoder() = default;
+  TransformerEncoder(const TransformerEncoderLayer& layer, int64_t num_layers,
+                     std::optional<LayerNorm> final_norm = std::nullopt);
+  DynTensor forward(const DynTensor& src, const DynTensor& mask = {},
+                    const DynTensor& src_key_padding_mask = {}, bool is_causal = false) const;
+  Tensor<3> operator()(const Tensor<3>& src) const { return Tensor<3>(forward(src.dyn())); }
+};
+
+}  // namespace ember::nn

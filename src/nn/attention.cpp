@@ -1,0 +1,256 @@
+// Attention and the Transformer encoder, following PyTorch's math path step by step (so that
+// results agree to rounding with its implementation on the same weights).
+#include "ember/nn/attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "config_json.hpp"
+#include "ember/core/error.hpp"
+
+namespace ember::nn {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A Bool mask as an additive one: `blocked` positions get -inf.
+DynTensor additive(const DynTensor& mask, bool true_blocks, DType dtype) {
+  if (mask.dtype() != DType::boolean) return cast(mask, dtype);
+  const DynTensor zero = zeros(Shape{}, dtype, mask.device());
+  return true_blocks ? where(mask, -kInf, zero) : where(mask, zero, -kInf);
+}
+
+DynTensor causal_mask(int64_t l, int64_t s, DType dtype, Device device) {
+  const DynTensor i = reshape(arange(0, l, 1, DType::i64, device), Shape{l, 1});
+  const DynTensor j = reshape(arange(0, s, 1, DType::i64, device), Shape{1, s});
+  return additive(gt(j, i), true, dtype);
+}
+
+}  // namespace
+
+DynTensor scaled_dot_product_attention(const DynTensor& q, const DynTensor& k, const DynTensor& v,
+                                       const DynTensor& attn_mask, double dropout_p, bool is_causal,
+                                       std::optional<double> scale, Generator* gen) {
+  EMBER_CHECK(q.rank() >= 2 && k.rank() >= 2 && v.rank() >= 2,
+              "[scaled_dot_product_attention] q, k, v need at least 2 dims, got ", q.shape(), ", ",
+              k.shape(), ", ", v.shape());
+  EMBER_CHECK(q.size(-1) == k.size(-1) && k.size(-2) == v.size(-2),
+              "[scaled_dot_product_attention] shapes do not agree: q ", q.shape(), ", k ",
+              k.shape(), ", v ", v.shape());
+  EMBER_CHECK(!(is_causal && attn_mask.defined()),
+              "[scaled_dot_product_attention] give attn_mask or is_causal, not both");
+  const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  DynTensor scores = mul(matmul(q, transpose(k, -2, -1)), s);
+  if (is_causal) {
+    scores = add(scores, causal_mask(q.size(-2), k.size(-2), scores.dtype(), q.device()));
+  }
+  if (attn_mask.defined()) scores = add(scores, additive(attn_mask, false, scores.dtype()));
+  DynTensor weights = softmax(scores, -1);
+  if (dropout_p > 0.0) weights = dropout(weights, dropout_p, true, gen);
+  return matmul(weights, v);
+}
+
+std::string MultiheadAttentionConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("embed_dim", embed_dim)
+      .field("num_heads", num_heads)
+      .field("dropout", dropout_p)
+      .field("bias", has_bias)
+      .field("batch_first", batch_first)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+MultiheadAttentionConfig MultiheadAttentionConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "MultiheadAttentionConfig");
+  MultiheadAttentionConfig c(r.integer("embed_dim"), r.integer("num_heads"));
+  c.dropout_p = r.number("dropout", 0.0);
+  c.has_bias = r.boolean("bias", true);
+  c.batch_first = r.boolean("batch_first", false);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config, Device device,
+                                       Generator* gen)
+    : embed_dim(config.embed_dim),
+      num_heads(config.num_heads),
+      dropout_p(config.dropout_p),
+      batch_first(config.batch_first) {
+  const int64_t e = config.embed_dim;
+  EMBER_CHECK(e > 0 && config.num_heads > 0 && e % config.num_heads == 0,
+              "[MultiheadAttention] embed_dim ", e, " must be a positive multiple of num_heads ",
+              config.num_heads);
+  // xavier_uniform_ on [3E, E]: fan_in E, fan_out 3E.
+  const double bound = std::sqrt(6.0 / static_cast<double>(e + 3 * e));
+  in_proj_weight =
+      Param<2>(Tensor<2>(rand(Shape{3 * e, e}, config.dtype, device, gen, -bound, bound)));
+  out_proj = Linear(LinearConfig(e, e).bias(config.has_bias).with_dtype(config.dtype), device, gen);
+  if (config.has_bias) {
+    in_proj_bias = Param<1>(Tensor<1>(zeros(Shape{3 * e}, config.dtype, device)));
+    out_proj.bias->set_dyn(zeros(Shape{e}, config.dtype, device));
+  }
+}
+
+AttentionOutput MultiheadAttention::forward(const DynTensor& query_in, const DynTensor& key_in,
+                                            const DynTensor& value_in,
+                                            const DynTensor& key_padding_mask, bool need_weights,
+                                            const DynTensor& attn_mask, bool is_causal) const {
+  const char* op = "MultiheadAttention";
+  EMBER_CHECK(query_in.rank() == 3 && key_in.rank() == 3 && value_in.rank() == 3, "[", op,
+              "] expects 3-D query, key, value, got ", query_in.shape(), ", ", key_in.shape(), ", ",
+              value_in.shape());
+  // Sequence first inside, as PyTorch's implementation: [L, N, E].
+  const DynTensor query = batch_first ? transpose(query_in, 0, 1) : query_in;
+  const DynTensor key = batch_first ? transpose(key_in, 0, 1) : key_in;
+  const DynTensor value = batch_first ? transpose(value_in, 0, 1) : value_in;
+  const int64_t l = query.size(0), n = query.size(1), e = embed_dim, s = key.size(0);
+  const int64_t h = num_heads, hd = e / h;
+  EMBER_CHECK(query.size(2) == e && key.size(2) == e && value.size(2) == e, "[", op,
+              "] embed_dim is ", e, " but query, key, value are ", query_in.shape(), ", ",
+              key_in.shape(), ", ", value_in.shape());
+  EMBER_CHECK(key.size(1) == n && value.size(1) == n && value.size(0) == s, "[", op,
+              "] batch or source length differ: query ", query_in.shape(), ", key ", key_in.shape(),
+              ", value ", value_in.shape());
+
+  const std::vector<DynTensor> w = chunk(in_proj_weight.dyn(), 3, 0);
+  std::vector<DynTensor> b(3);
+  if (in_proj_bias) b = chunk(in_proj_bias->dyn(), 3, 0);
+  const DynTensor q = linear(query, w[0], b[0]), k = linear(key, w[1], b[1]),
+                  v = linear(value, w[2], b[2]);
+  // [L, N, E] -> [N * H, L, hd]
+  auto heads = [&](const DynTensor& t, int64_t len) {
+    return transpose(reshape(t, Shape{len, n * h, hd}), 0, 1);
+  };
+  const DynTensor qh = heads(q, l), kh = heads(k, s), vh = heads(v, s);
+
+  DynTensor mask;  // additive, broadcasting to [N * H, L, S]
+  if (attn_mask.defined()) {
+    EMBER_CHECK((attn_mask.rank() == 2 && attn_mask.size(0) == l && attn_mask.size(1) == s) ||
+                    (attn_mask.rank() == 3 && attn_mask.size(0) == n * h &&
+                     attn_mask.size(1) == l && attn_mask.size(2) == s),
+                "[", op, "] attn_mask must be [", l, ", ", s, "] or [", n * h, ", ", l, ", ", s,
+                "], got ", attn_mask.shape());
+    mask = additive(attn_mask, true, q.dtype());
+  } else if (is_causal) {
+    mask = causal_mask(l, s, q.dtype(), q.device());
+  }
+  if (key_padding_mask.defined()) {
+    EMBER_CHECK(key_padding_mask.rank() == 2 && key_padding_mask.size(0) == n &&
+                    key_padding_mask.size(1) == s,
+                "[", op, "] key_padding_mask must be [", n, ", ", s, "], got ",
+                key_padding_mask.shape());
+    const DynTensor kpm =
+        reshape(expand(reshape(additive(key_padding_mask, true, q.dtype()), Shape{n, 1, 1, s}),
+                       Shape{n, h, 1, s}),
+                Shape{n * h, 1, s});
+    mask = mask.defined() ? add(mask, kpm) : kpm;
+  }
+
+  const DynTensor scaled_q = mul(qh, std::sqrt(1.0 / static_cast<double>(hd)));
+  DynTensor scores = matmul(scaled_q, transpose(kh, -2, -1));
+  if (mask.defined()) scores = add(scores, mask);
+  DynTensor weights = softmax(scores, -1);
+  if (mode.training && dropout_p > 0.0) weights = dropout(weights, dropout_p, true);
+  const DynTensor attended = matmul(weights, vh);  // [N * H, L, hd]
+  const DynTensor merged = reshape(transpose(attended, 0, 1), Shape{l * n, e});
+  DynTensor out = reshape(out_proj.forward(merged), Shape{l, n, e});
+  if (batch_first) out = transpose(out, 0, 1);
+  AttentionOutput result{out, {}};
+  if (need_weights) result.weights = mean(reshape(weights, Shape{n, h, l, s}), {1});
+  return result;
+}
+
+std::string TransformerEncoderLayerConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("d_model", d_model)
+      .field("nhead", nhead)
+      .field("dim_feedforward", dim_feedforward)
+      .field("dropout", dropout_p)
+      .field("activation", gelu_activation ? "gelu" : "relu")
+      .field("layer_norm_eps", layer_norm_eps)
+      .field("batch_first", batch_first)
+      .field("norm_first", norm_first)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+TransformerEncoderLayerConfig TransformerEncoderLayerConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "TransformerEncoderLayerConfig");
+  TransformerEncoderLayerConfig c(r.integer("d_model"), r.integer("nhead"));
+  c.dim_feedforward = r.integer("dim_feedforward", 2048);
+  c.dropout_p = r.number("dropout", 0.1);
+  const std::string act = r.string("activation", "relu");
+  EMBER_CHECK(act == "relu" || act == "gelu",
+              "[TransformerEncoderLayerConfig] activation must be relu or gelu, got ", act);
+  c.gelu_activation = act == "gelu";
+  c.layer_norm_eps = r.number("layer_norm_eps", 1e-5);
+  c.batch_first = r.boolean("batch_first", false);
+  c.norm_first = r.boolean("norm_first", false);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerConfig& c,
+                                                 Device device, Generator* gen)
+    : self_attn(MultiheadAttentionConfig(c.d_model, c.nhead)
+                    .dropout(c.dropout_p)
+                    .batch_first_layout(c.batch_first),
+                device, gen),
+      linear1(LinearConfig(c.d_model, c.dim_feedforward).with_dtype(c.dtype), device, gen),
+      dropout(c.dropout_p),
+      linear2(LinearConfig(c.dim_feedforward, c.d_model).with_dtype(c.dtype), device, gen),
+      norm1(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      norm2(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      dropout1(c.dropout_p),
+      dropout2(c.dropout_p),
+      norm_first(c.norm_first),
+      gelu_activation(c.gelu_activation) {
+  if (c.dtype != DType::f32) {
+    self_attn.to(c.dtype);
+    norm1.to(c.dtype);
+    norm2.to(c.dtype);
+  }
+}
+
+DynTensor TransformerEncoderLayer::forward(const DynTensor& src, const DynTensor& src_mask,
+                                           const DynTensor& src_key_padding_mask,
+                                           bool is_causal) const {
+  auto sa_block = [&](const DynTensor& x) {
+    return dropout1.forward(
+        self_attn.forward(x, x, x, src_key_padding_mask, false, src_mask, is_causal).output);
+  };
+  auto ff_block = [&](const DynTensor& x) {
+    const DynTensor hidden = linear1.forward(x);
+    const DynTensor act = gelu_activation ? gelu(hidden, false) : relu(hidden);
+    return dropout2.forward(linear2.forward(dropout.forward(act)));
+  };
+  DynTensor x = src;
+  if (norm_first) {
+    x = add(x, sa_block(norm1.forward(x)));
+    x = add(x, ff_block(norm2.forward(x)));
+  } else {
+    x = norm1.forward(add(x, sa_block(x)));
+    x = norm2.forward(add(x, ff_block(x)));
+  }
+  return x;
+}
+
+TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& layer, int64_t num_layers,
+                                       std::optional<LayerNorm> final_norm)
+    : norm(std::move(final_norm)) {
+  EMBER_CHECK(num_layers > 0, "[TransformerEncoder] num_layers must be positive, got ", num_layers);
+  // Copies with their own parameters, as PyTorch's deepcopy of the layer.
+  for (int64_t i = 0; i < num_layers; ++i) layers.push_back(layer.deep_copy());
+}
+
+DynTensor TransformerEncoder::forward(const DynTensor& src, const DynTensor& mask,
+                                      const DynTensor& src_key_padding_mask, bool is_causal) const {
+  DynTensor x = src;
+  for (const TransformerEncoderLayer& layer : layers) {
+    x = layer.forward(x, mask, src_key_padding_mask, is_causal);
+  }
+  return norm ? norm->forward(x) : x;
+}
+
+}  // namespace ember::nn

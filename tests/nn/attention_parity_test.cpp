@@ -1,0 +1,120 @@
+// Attention against PyTorch (fixtures/make_attention_fixtures.py): scaled_dot_product_attention
+// with a Bool mask and causally, MultiheadAttention with padding and float masks (output, head-
+// averaged weights), TransformerEncoderLayer post- and pre-norm; outputs and every gradient in
+// float64, to 1e-9 relative.
+#include <gtest/gtest.h>
+
+#include <ember/ember.hpp>
+#include <ember/nn/nn.hpp>
+
+#include "autodiff/fixture.hpp"
+
+using namespace ember;
+
+namespace {
+
+const std::map<std::string, DynTensor>& fixture() {
+  static const auto f = test::load_fixture(EMBER_NN_FIXTURES "/attention.txt");
+  return f;
+}
+
+DynTensor get(const std::string& name) {
+  auto it = fixture().find(name);
+  EXPECT_NE(it, fixture().end()) << "missing " << name;
+  return it == fixture().end() ? DynTensor() : it->second;
+}
+
+void expect_close(const DynTensor& got, const std::string& name) {
+  const DynTensor want = get(name);
+  ASSERT_TRUE(got.defined()) << name;
+  ASSERT_EQ(got.shape(), want.shape()) << name;
+  EXPECT_TRUE(allclose(got, want, 1e-9, 1e-11))
+      << name << ": max |diff| " << amax(abs(sub(got, want))).item<double>();
+}
+
+// Loads every parameter of `m` from `<case>.p.<path>`.
+template <class M>
+void load_params(M& m, const std::string& c) {
+  for (const auto& t : nn::named_params(nn::module_tree(m)))
+    t.slot->set_dyn(get(c + ".p." + t.path));
+}
+
+template <class M>
+void expect_param_grads(M& m, const Gradients& g, const std::string& c) {
+  for (const auto& t : nn::named_params(nn::module_tree(m))) {
+    expect_close(g.get(t.slot->dyn()), c + ".grad." + t.path);
+  }
+}
+
+}  // namespace
+
+TEST(AttentionParity, ScaledDotProductAttention) {
+  for (const std::string c : {"sdpa_bool", "sdpa_causal"}) {
+    SCOPED_TRACE(c);
+    const DynTensor q = require_grad(get(c + ".in.q")), k = require_grad(get(c + ".in.k")),
+                    v = require_grad(get(c + ".in.v"));
+    const DynTensor mask = c == "sdpa_bool" ? cast(get(c + ".mask"), DType::boolean) : DynTensor();
+    const DynTensor y =
+        nn::scaled_dot_product_attention(q, k, v, mask, 0.0, /*is_causal=*/c == "sdpa_causal");
+    expect_close(y, c + ".y");
+    const Gradients g = backward(y, get(c + ".seed"));
+    expect_close(g.get(q), c + ".grad.q");
+    expect_close(g.get(k), c + ".grad.k");
+    expect_close(g.get(v), c + ".grad.v");
+  }
+}
+
+TEST(AttentionParity, MultiheadAttentionWithMasks) {
+  nn::MultiheadAttention mha(nn::MultiheadAttentionConfig(8, 2));
+  mha.to(DType::f64).eval();
+  load_params(mha, "mha");
+  const DynTensor query = require_grad(get("mha.in.query")), key = require_grad(get("mha.in.key")),
+                  value = require_grad(get("mha.in.value"));
+  const DynTensor kpm = cast(get("mha.kpm"), DType::boolean);
+  const nn::AttentionOutput out = mha.forward(query, key, value, kpm, true, get("mha.attn_mask"));
+  expect_close(out.output, "mha.y");
+  expect_close(out.weights, "mha.weights");
+  const Gradients g = backward(out.output, get("mha.seed"));
+  expect_close(g.get(query), "mha.grad.query");
+  expect_close(g.get(key), "mha.grad.key");
+  expect_close(g.get(value), "mha.grad.value");
+  expect_param_grads(mha, g, "mha");
+}
+
+TEST(AttentionParity, TransformerEncoderLayer) {
+  for (const bool pre : {false, true}) {
+    const std::string c = pre ? "encoder_pre" : "encoder_post";
+    SCOPED_TRACE(c);
+    nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerConfig(8, 2)
+                                          .feedforward(16)
+                                          .dropout(0.0)
+                                          .batch_first_layout(true)
+                                          .pre_norm(pre)
+                                          .gelu(pre));
+    layer.to(DType::f64);
+    load_params(layer, c);
+    const DynTensor src = require_grad(get(c + ".in.src"));
+    const DynTensor y = layer.forward(src);
+    expect_close(y, c + ".y");
+    const Gradients g = backward(y, get(c + ".seed"));
+    expect_close(g.get(src), c + ".grad.src");
+    expect_param_grads(layer, g, c);
+  }
+}
+
+TEST(Attention, EncoderStackHasIndependentLayersAndPyTorchPaths) {
+  nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerConfig(8, 2).feedforward(16));
+  nn::TransformerEncoder enc(layer, 3, nn::LayerNorm(8));
+  EXPECT_EQ(enc.layers.size(), 3u);
+  EXPECT_NE(enc.layers[0].linear1.weight.id(), enc.layers[1].linear1.weight.id());
+  const auto named = nn::named_params(nn::module_tree(enc));
+  EXPECT_EQ(named.front().path, "layers.0.self_attn.in_proj_weight");
+  EXPECT_EQ(named.back().path, "norm.bias");
+  auto x = Tensor<3>::randn({5, 2, 8});
+  EXPECT_EQ(enc.eval()(x).shape(), Shape({5, 2, 8}));
+  EXPECT_THROW(nn::MultiheadAttention(nn::MultiheadAttentionConfig(10, 3)), Error);
+  nn::MultiheadAttention mha(nn::MultiheadAttentionConfig(8, 2));
+  EXPECT_THROW(
+      mha(Tensor<3>::randn({4, 2, 8}), Tensor<3>::randn({5, 3, 8}), Tensor<3>::randn({5, 3, 8})),
+      Error);
+}
