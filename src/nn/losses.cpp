@@ -188,11 +188,22 @@ DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
   const int rank = ct.input.rank();
   const DynTensor index = unsqueeze(ct.target, 1);
 
-  const DynTensor logp = log_softmax(detach(ct.input), 1);
-  DynTensor elems = neg(mul(squeeze(gather(logp, 1, index), 1), ct.weights));
+  // log_softmax's own steps, kept apart: the picked log-probabilities need only
+  // shifted[t] - lse, and the backward reuses exp(shifted) / sum as the softmax (one exp in all).
+  const DynTensor shifted = sub(detach(ct.input), amax(detach(ct.input), {1}, true));
+  const DynTensor e = exp(shifted);
+  const DynTensor total = sum(e, {1}, true);
+  const DynTensor lse = squeeze(log(total), 1);
+  const DynTensor picked = sub(squeeze(gather(shifted, 1, index), 1), lse);
+  DynTensor elems = neg(mul(picked, ct.weights));
+  const double weight_total = eps > 0.0 && ct.weight.defined() ? sum(ct.weight).item<double>()
+                                                               : static_cast<double>(classes);
+  const DynTensor smooth_w =
+      eps > 0.0 && ct.weight.defined() ? class_view(ct.weight, rank) : DynTensor();
   if (eps > 0.0) {
-    const DynTensor weighted = ct.weight.defined() ? mul(logp, class_view(ct.weight, rank)) : logp;
-    const DynTensor smooth = where(ct.valid, neg(sum(weighted, {1})), 0.0);
+    // sum_c w_c logp_c = sum_c w_c shifted_c - W lse
+    const DynTensor wsum = sum(smooth_w.defined() ? mul(shifted, smooth_w) : shifted, {1});
+    const DynTensor smooth = where(ct.valid, neg(sub(wsum, mul(lse, weight_total))), 0.0);
     elems = add(mul(elems, 1.0 - eps), mul(smooth, eps / static_cast<double>(classes)));
   }
   const DynTensor denom = o.reduction == Reduction::Mean ? sum(ct.weights) : DynTensor();
@@ -202,20 +213,17 @@ DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
   if (!autodiff::should_record({&ct.input})) {
     return ct.unbatched && o.reduction == Reduction::None ? reshape(out, Shape{}) : out;
   }
-  const DynTensor smooth_w =
-      eps > 0.0 ? (ct.weight.defined() ? class_view(ct.weight, rank) : DynTensor()) : DynTensor();
-  const double weight_total = eps > 0.0 && ct.weight.defined() ? sum(ct.weight).item<double>()
-                                                               : static_cast<double>(classes);
+  const DynTensor probs = div(e, total);
   autodiff::record(
       op, {&ct.input}, out,
-      [x = ct.input, logp = logp.raw(), index, weights = ct.weights, valid = ct.valid, denom,
+      [x = ct.input, probs = probs.raw(), index, weights = ct.weights, valid = ct.valid, denom,
        smooth_w, eps, classes, weight_total, r = o.reduction](autodiff::BackwardArgs& a) {
         // Per-element upstream gradient, of the target's shape.
         DynTensor g = a.grad;
         if (r == Reduction::Mean) g = div(g, denom);
         if (r != Reduction::None) g = expand(g, weights.shape());
         // Under create_graph, p is recomputed from the tracked input so that it has a gradient.
-        const DynTensor p = a.options.create_graph ? softmax(x, 1) : exp(DynTensor(logp));
+        const DynTensor p = a.options.create_graph ? softmax(x, 1) : DynTensor(probs);
         // w_t g, 0 where ignored (not 0 * inf when every target is ignored and denom is 0).
         DynTensor coef = where(valid, mul(g, weights), 0.0);
         DynTensor gx;
