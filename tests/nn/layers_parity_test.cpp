@@ -144,3 +144,53 @@ TEST(LayerParity, Activations) {
   }
   g_rtol = 1e-10;
 }
+
+TEST(LayerParity, ConvolutionsAndPooling) {
+  nn::Conv2d conv2(nn::Conv2dConfig(3, 4, {3}).stride({2}).padding({1}).with_dtype(DType::f64));
+  load(conv2.weight, "conv2d.weight");
+  load(*conv2.bias, "conv2d.bias");
+  check_case("conv2d", [&](const DynTensor& x) { return conv2.forward(x); },
+             {{"weight", &conv2.weight}, {"bias", &*conv2.bias}});
+
+  nn::Conv1d conv1(
+      nn::Conv1dConfig(4, 6, {3}).padding({2}).dilation({2}).groups(2).with_dtype(DType::f64));
+  load(conv1.weight, "conv1d_groups.weight");
+  load(*conv1.bias, "conv1d_groups.bias");
+  check_case("conv1d_groups", [&](const DynTensor& x) { return conv1.forward(x); },
+             {{"weight", &conv1.weight}, {"bias", &*conv1.bias}});
+
+  nn::Conv3d conv3(nn::Conv3dConfig(2, 3, {2, 3, 2}).bias(false).with_dtype(DType::f64));
+  load(conv3.weight, "conv3d.weight");
+  check_case("conv3d", [&](const DynTensor& x) { return conv3.forward(x); },
+             {{"weight", &conv3.weight}});
+
+  nn::ConvTranspose2d convt(
+      nn::ConvTranspose2dConfig(3, 2, {3}).stride({2}).padding({1}).output_padding({1}).with_dtype(
+          DType::f64));
+  load(convt.weight, "conv_transpose2d.weight");
+  load(*convt.bias, "conv_transpose2d.bias");
+  check_case("conv_transpose2d", [&](const DynTensor& x) { return convt.forward(x); },
+             {{"weight", &convt.weight}, {"bias", &*convt.bias}});
+
+  const nn::MaxPool2d maxpool{{3}, {2}, {1}};
+  check_case("max_pool2d", [&](const DynTensor& x) { return maxpool.forward(x); });
+  const nn::AvgPool2d avgpool{{2}, {2}, {0}, true, false};
+  check_case("avg_pool2d", [&](const DynTensor& x) { return avgpool.forward(x); });
+  const nn::AdaptiveAvgPool2d adaptive{{3, 2}};
+  check_case("adaptive_avg_pool2d", [&](const DynTensor& x) { return adaptive.forward(x); });
+}
+
+TEST(LayerParity, ConvModuleShapesNamesAndInit) {
+  nn::Conv2d conv(nn::Conv2dConfig(1, 32, {3, 3}).padding({1}).bias(false));  // DESIGN.md's
+  EXPECT_EQ(conv.weight.shape(), Shape({32, 1, 3, 3}));
+  EXPECT_FALSE(conv.bias.has_value());
+  EXPECT_LE(abs(conv.weight.value()).max().item<float>(), 1.0 / 3.0);  // 1/sqrt(1 * 9)
+  EXPECT_NE(conv.summary().find("Conv2d"), std::string::npos) << conv.summary();
+  auto y = conv(Tensor<4>::randn({2, 1, 28, 28}));
+  EXPECT_EQ(y.shape(), Shape({2, 32, 28, 28}));
+  const auto back = nn::ConvConfig::from_json(nn::Conv2dConfig(3, 8, {3, 5}).groups(1).to_json());
+  EXPECT_EQ(back.kernel_size, (SpatialArg{3, 5}));
+  EXPECT_THROW(nn::Conv2d(nn::Conv2dConfig(3, 8, {3}).groups(2)), Error);  // 3 % 2 != 0
+  nn::Flatten<2> flat;
+  EXPECT_EQ(flat(y).shape(), Shape({2, 32 * 28 * 28}));
+}

@@ -155,8 +155,11 @@ ModuleTree module_tree(const M& m) {
 #define EMBER_MODULE_FIELD(field) ember_visitor(#field, field);
 
 /// Lists a struct's module fields and gives it the module members (see the top of this file).
-#define EMBER_MODULE(Type, ...)                                                               \
-  static constexpr const char* ember_module_name() { return #Type; }                          \
+#define EMBER_MODULE(Type, ...) EMBER_MODULE_NAMED(Type, #Type __VA_OPT__(, ) __VA_ARGS__)
+
+/// The same, with the name summaries print given as an expression (templates: "Conv2d").
+#define EMBER_MODULE_NAMED(Type, name, ...)                                                   \
+  static constexpr const char* ember_module_name() { return name; }                           \
   template <class EmberVisitor>                                                               \
   void ember_visit([[maybe_unused]] EmberVisitor& ember_visitor){                             \
       EMBER_FOR_EACH(EMBER_MODULE_FIELD, __VA_ARGS__)} /** Elements of every parameter. */    \

@@ -3,6 +3,7 @@
 
 #include "ember/nn/activation.hpp"
 #include "ember/nn/attention.hpp"
+#include "ember/nn/conv.hpp"
 #include "ember/nn/dropout.hpp"
 #include "ember/nn/linear.hpp"
 #include "ember/nn/module.hpp"

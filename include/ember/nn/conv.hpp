@@ -1,0 +1,181 @@
+// Convolution and pooling layers (torch.nn.Conv1d/2d/3d, ConvTranspose1d/2d, MaxPool, AvgPool,
+// AdaptiveAvgPool, Flatten) with PyTorch's parameter names, layouts and initialisation.
+#pragma once
+
+#include <string>
+
+#include "ember/nn/module.hpp"
+#include "ember/tensor/ops/conv.hpp"
+
+namespace ember::nn {
+
+/// Options of a convolution; per-dim options take one value for every dim or one per dim.
+struct ConvConfig {
+  int64_t in_channels;
+  int64_t out_channels;
+  SpatialArg kernel_size;
+  SpatialArg stride_ = {1};
+  SpatialArg padding_ = {0};
+  SpatialArg output_padding_ = {0};  // transposed convolutions only
+  SpatialArg dilation_ = {1};
+  int64_t groups_ = 1;
+  bool has_bias = true;
+  DType dtype = DType::f32;
+
+  ConvConfig(int64_t in, int64_t out, SpatialArg kernel)
+      : in_channels(in), out_channels(out), kernel_size(std::move(kernel)) {}
+  ConvConfig& stride(SpatialArg s) {
+    stride_ = std::move(s);
+    return *this;
+  }
+  ConvConfig& padding(SpatialArg p) {
+    padding_ = std::move(p);
+    return *this;
+  }
+  ConvConfig& output_padding(SpatialArg p) {
+    output_padding_ = std::move(p);
+    return *this;
+  }
+  ConvConfig& dilation(SpatialArg d) {
+    dilation_ = std::move(d);
+    return *this;
+  }
+  ConvConfig& groups(int64_t g) {
+    groups_ = g;
+    return *this;
+  }
+  ConvConfig& bias(bool on) {
+    has_bias = on;
+    return *this;
+  }
+  ConvConfig& with_dtype(DType t) {
+    dtype = t;
+    return *this;
+  }
+  std::string to_json() const;
+  static ConvConfig from_json(const std::string& json);
+};
+using Conv1dConfig = ConvConfig;
+using Conv2dConfig = ConvConfig;
+using Conv3dConfig = ConvConfig;
+using ConvTranspose1dConfig = ConvConfig;
+using ConvTranspose2dConfig = ConvConfig;
+
+/// Conv1d/2d/3d: weight [out, in / groups, k...], bias [out]; inputs [N, C, *] or [C, *].
+template <int N>
+class Conv {
+ public:
+  Param<N + 2> weight;
+  std::optional<Param<1>> bias;
+  SpatialArg stride{1}, padding{0}, dilation{1};
+  int64_t groups = 1;
+  EMBER_MODULE_NAMED(Conv, N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d"), weight, bias)
+
+  Conv() = default;
+  /// Weight and bias uniform on [-1/sqrt(fan_in), 1/sqrt(fan_in)], fan_in = in / groups * k
+  /// (PyTorch's kaiming_uniform_(a = sqrt(5)) and bias bound).
+  explicit Conv(const ConvConfig& config, Device device = Device::cpu(), Generator* gen = nullptr);
+  Conv(int64_t in, int64_t out, SpatialArg kernel, Device device = Device::cpu())
+      : Conv(ConvConfig(in, out, std::move(kernel)), device) {}
+
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const;
+};
+using Conv1d = Conv<1>;
+using Conv2d = Conv<2>;
+using Conv3d = Conv<3>;
+
+/// ConvTranspose1d/2d: weight [in, out / groups, k...], bias [out].
+template <int N>
+class ConvTranspose {
+ public:
+  Param<N + 2> weight;
+  std::optional<Param<1>> bias;
+  SpatialArg stride{1}, padding{0}, output_padding{0}, dilation{1};
+  int64_t groups = 1;
+  EMBER_MODULE_NAMED(ConvTranspose, N == 1 ? "ConvTranspose1d" : "ConvTranspose2d", weight, bias)
+
+  ConvTranspose() = default;
+  explicit ConvTranspose(const ConvConfig& config, Device device = Device::cpu(),
+                         Generator* gen = nullptr);
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const;
+};
+using ConvTranspose1d = ConvTranspose<1>;
+using ConvTranspose2d = ConvTranspose<2>;
+
+extern template class Conv<1>;
+extern template class Conv<2>;
+extern template class Conv<3>;
+extern template class ConvTranspose<1>;
+extern template class ConvTranspose<2>;
+
+/// MaxPool1d/2d (an empty stride means the kernel size, as PyTorch's default).
+template <int N>
+struct MaxPool {
+  SpatialArg kernel_size, stride{}, padding{0}, dilation{1};
+  bool ceil_mode = false;
+  EMBER_MODULE_NAMED(MaxPool, N == 1 ? "MaxPool1d" : "MaxPool2d")
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const {
+    return N == 1 ? max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode)
+                  : max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+  }
+};
+using MaxPool1d = MaxPool<1>;
+using MaxPool2d = MaxPool<2>;
+
+template <int N>
+struct AvgPool {
+  SpatialArg kernel_size, stride{}, padding{0};
+  bool ceil_mode = false, count_include_pad = true;
+  EMBER_MODULE_NAMED(AvgPool, N == 1 ? "AvgPool1d" : "AvgPool2d")
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const {
+    return N == 1 ? avg_pool1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+                  : avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad);
+  }
+};
+using AvgPool1d = AvgPool<1>;
+using AvgPool2d = AvgPool<2>;
+
+template <int N>
+struct AdaptiveAvgPool {
+  SpatialArg output_size;
+  EMBER_MODULE_NAMED(AdaptiveAvgPool, N == 1 ? "AdaptiveAvgPool1d" : "AdaptiveAvgPool2d")
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const {
+    return N == 1 ? adaptive_avg_pool1d(x, output_size) : adaptive_avg_pool2d(x, output_size);
+  }
+};
+using AdaptiveAvgPool1d = AdaptiveAvgPool<1>;
+using AdaptiveAvgPool2d = AdaptiveAvgPool<2>;
+
+/// Flattens dims start_dim..end_dim (torch.nn.Flatten: from dim 1 by default). Out is the
+/// result's rank, given because a module's output type is fixed at compile time.
+template <int Out = 2>
+struct Flatten {
+  int64_t start_dim = 1, end_dim = -1;
+  EMBER_MODULE(Flatten)
+  template <int D>
+  Tensor<Out> operator()(const Tensor<D>& x) const {
+    return Tensor<Out>(flatten(x.dyn(), start_dim, end_dim));
+  }
+};
+
+}  // namespace ember::nn

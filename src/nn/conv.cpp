@@ -1,0 +1,122 @@
+#include "ember/nn/conv.hpp"
+
+#include <cmath>
+
+#include "config_json.hpp"
+#include "ember/core/error.hpp"
+
+namespace ember::nn {
+
+std::string ConvConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("in_channels", in_channels)
+      .field("out_channels", out_channels)
+      .field("kernel_size", kernel_size)
+      .field("stride", stride_)
+      .field("padding", padding_)
+      .field("output_padding", output_padding_)
+      .field("dilation", dilation_)
+      .field("groups", groups_)
+      .field("bias", has_bias)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+ConvConfig ConvConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "ConvConfig");
+  ConvConfig c(r.integer("in_channels"), r.integer("out_channels"), r.integers("kernel_size", {}));
+  c.stride_ = r.integers("stride", {1});
+  c.padding_ = r.integers("padding", {0});
+  c.output_padding_ = r.integers("output_padding", {0});
+  c.dilation_ = r.integers("dilation", {1});
+  c.groups_ = r.integer("groups", 1);
+  c.has_bias = r.boolean("bias", true);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+namespace {
+
+// The kernel's N sizes (one value repeated, or one per dim).
+Shape kernel_dims(const ConvConfig& c, int n, const char* op) {
+  const size_t k = c.kernel_size.size();
+  EMBER_CHECK(k == 1 || k == static_cast<size_t>(n), "[", op, "] kernel_size needs 1 or ", n,
+              " values, got ", k);
+  Shape out;
+  for (int i = 0; i < n; ++i) {
+    const int64_t v = c.kernel_size[k == 1 ? 0 : static_cast<size_t>(i)];
+    EMBER_CHECK(v > 0, "[", op, "] kernel sizes must be positive, got ", v);
+    out.push_back(v);
+  }
+  return out;
+}
+
+void check_channels(const ConvConfig& c, const char* op) {
+  EMBER_CHECK(c.in_channels > 0 && c.out_channels > 0 && c.groups_ > 0 &&
+                  c.in_channels % c.groups_ == 0 && c.out_channels % c.groups_ == 0,
+              "[", op, "] in_channels ", c.in_channels, " and out_channels ", c.out_channels,
+              " must be positive multiples of groups ", c.groups_);
+}
+
+}  // namespace
+
+template <int N>
+Conv<N>::Conv(const ConvConfig& c, Device device, Generator* gen)
+    : stride(c.stride_), padding(c.padding_), dilation(c.dilation_), groups(c.groups_) {
+  const char* op = N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d");
+  check_channels(c, op);
+  Shape shape{c.out_channels, c.in_channels / c.groups_};
+  const Shape k = kernel_dims(c, N, op);
+  for (int64_t d : k) shape.push_back(d);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(c.in_channels / c.groups_ * k.numel()));
+  weight = Param<N + 2>(Tensor<N + 2>(rand(shape, c.dtype, device, gen, -bound, bound)));
+  if (c.has_bias) {
+    bias = Param<1>(Tensor<1>(rand(Shape{c.out_channels}, c.dtype, device, gen, -bound, bound)));
+  }
+}
+
+template <int N>
+DynTensor Conv<N>::forward(const DynTensor& x) const {
+  const DynTensor b = bias ? bias->dyn() : DynTensor();
+  if constexpr (N == 1) return conv1d(x, weight.dyn(), b, stride, padding, dilation, groups);
+  if constexpr (N == 2) return conv2d(x, weight.dyn(), b, stride, padding, dilation, groups);
+  if constexpr (N == 3) return conv3d(x, weight.dyn(), b, stride, padding, dilation, groups);
+}
+
+template <int N>
+ConvTranspose<N>::ConvTranspose(const ConvConfig& c, Device device, Generator* gen)
+    : stride(c.stride_),
+      padding(c.padding_),
+      output_padding(c.output_padding_),
+      dilation(c.dilation_),
+      groups(c.groups_) {
+  const char* op = N == 1 ? "ConvTranspose1d" : "ConvTranspose2d";
+  check_channels(c, op);
+  Shape shape{c.in_channels, c.out_channels / c.groups_};
+  const Shape k = kernel_dims(c, N, op);
+  for (int64_t d : k) shape.push_back(d);
+  // PyTorch's fan_in of a transposed weight [in, out / groups, k...] is out / groups * k.
+  const double bound = 1.0 / std::sqrt(static_cast<double>(c.out_channels / c.groups_ * k.numel()));
+  weight = Param<N + 2>(Tensor<N + 2>(rand(shape, c.dtype, device, gen, -bound, bound)));
+  if (c.has_bias) {
+    bias = Param<1>(Tensor<1>(rand(Shape{c.out_channels}, c.dtype, device, gen, -bound, bound)));
+  }
+}
+
+template <int N>
+DynTensor ConvTranspose<N>::forward(const DynTensor& x) const {
+  const DynTensor b = bias ? bias->dyn() : DynTensor();
+  if constexpr (N == 1) {
+    return conv_transpose1d(x, weight.dyn(), b, stride, padding, output_padding, groups, dilation);
+  } else {
+    return conv_transpose2d(x, weight.dyn(), b, stride, padding, output_padding, groups, dilation);
+  }
+}
+
+template class Conv<1>;
+template class Conv<2>;
+template class Conv<3>;
+template class ConvTranspose<1>;
+template class ConvTranspose<2>;
+
+}  // namespace ember::nn
