@@ -1,4 +1,4 @@
-// The one header users include: tensors, ops, autodiff, devices, printing.
+// The one header users include: tensors, ops, autodiff, devices, printing, nn.
 #pragma once
 
 #include "ember/autodiff/autodiff.hpp"
@@ -7,6 +7,8 @@
 #include "ember/core/dtype.hpp"
 #include "ember/core/error.hpp"
 #include "ember/io/safetensors.hpp"
+#include "ember/nn/init.hpp"
+#include "ember/nn/losses.hpp"
 #include "ember/tensor/generator.hpp"
 #include "ember/tensor/print.hpp"
 #include "ember/tensor/tensor.hpp"
