@@ -149,6 +149,14 @@ TensorInfo parse_entry(const std::string& name, const Json& entry, const std::st
                 " has more elements than an int64 can count");
     info.shape.push_back(static_cast<int64_t>(size));
   }
+  // An empty tensor's other sizes still make its strides: they must fit an int64 too.
+  int64_t stride = 1;
+  for (int64_t d : info.shape) {
+    EMBER_CHECK(!__builtin_mul_overflow(stride, std::max<int64_t>(d, 1), &stride), where, "tensor ",
+                q, ": shape ", brief(shape),
+                " is too large for Ember's strides (the product of its sizes other than 0 "
+                "overflows an int64)");
+  }
   const unsigned __int128 bits = static_cast<unsigned __int128>(numel) * format->bits;
   EMBER_CHECK(bits / 8 <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where,
               "tensor ", q, ": shape ", brief(shape), " of ", info.format_dtype,

@@ -157,6 +157,12 @@ TEST(SafetensorsCorrupt, ElementCountOverflowsInt64) {
                  {"more elements than an int64"});
 }
 
+TEST(SafetensorsCorrupt, EmptyShapeWithOverflowingStrides) {
+  // 0 elements (Python accepts it), but the strides of [0, 2^62, 4] overflow an int64.
+  expect_corrupt(st_bytes(obj({f32_entry("a", "[0,4611686018427387904,4]", 0, 0)}), ""),
+                 {"shape [0,4611686018427387904,4] is too large for Ember's strides"});
+}
+
 TEST(SafetensorsCorrupt, ByteSizeOverflowsInt64) {
   // 2^61 elements fit an int64, but 2^61 f64 values are 2^64 bytes.
   expect_corrupt(
