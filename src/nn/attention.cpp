@@ -253,4 +253,86 @@ DynTensor TransformerEncoder::forward(const DynTensor& src, const DynTensor& mas
   return norm ? norm->forward(x) : x;
 }
 
+TransformerDecoderLayer::TransformerDecoderLayer(const TransformerEncoderLayerConfig& c,
+                                                 Device device, Generator* gen)
+    : self_attn(MultiheadAttentionConfig(c.d_model, c.nhead)
+                    .dropout(c.dropout_p)
+                    .batch_first_layout(c.batch_first),
+                device, gen),
+      multihead_attn(MultiheadAttentionConfig(c.d_model, c.nhead)
+                         .dropout(c.dropout_p)
+                         .batch_first_layout(c.batch_first),
+                     device, gen),
+      linear1(LinearConfig(c.d_model, c.dim_feedforward).with_dtype(c.dtype), device, gen),
+      dropout(c.dropout_p),
+      linear2(LinearConfig(c.dim_feedforward, c.d_model).with_dtype(c.dtype), device, gen),
+      norm1(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      norm2(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      norm3(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      dropout1(c.dropout_p),
+      dropout2(c.dropout_p),
+      dropout3(c.dropout_p),
+      norm_first(c.norm_first),
+      gelu_activation(c.gelu_activation) {
+  if (c.dtype != DType::f32) {
+    self_attn.to(c.dtype);
+    multihead_attn.to(c.dtype);
+    norm1.to(c.dtype);
+    norm2.to(c.dtype);
+    norm3.to(c.dtype);
+  }
+}
+
+DynTensor TransformerDecoderLayer::forward(const DynTensor& tgt, const DynTensor& memory,
+                                           const DynTensor& tgt_mask, const DynTensor& memory_mask,
+                                           const DynTensor& tgt_key_padding_mask,
+                                           const DynTensor& memory_key_padding_mask,
+                                           bool tgt_is_causal) const {
+  auto sa_block = [&](const DynTensor& x) {
+    return dropout1.forward(
+        self_attn.forward(x, x, x, tgt_key_padding_mask, false, tgt_mask, tgt_is_causal).output);
+  };
+  auto mha_block = [&](const DynTensor& x) {
+    return dropout2.forward(
+        multihead_attn.forward(x, memory, memory, memory_key_padding_mask, false, memory_mask)
+            .output);
+  };
+  auto ff_block = [&](const DynTensor& x) {
+    const DynTensor hidden = linear1.forward(x);
+    const DynTensor act = gelu_activation ? gelu(hidden, false) : relu(hidden);
+    return dropout3.forward(linear2.forward(dropout.forward(act)));
+  };
+  DynTensor x = tgt;
+  if (norm_first) {
+    x = add(x, sa_block(norm1.forward(x)));
+    x = add(x, mha_block(norm2.forward(x)));
+    x = add(x, ff_block(norm3.forward(x)));
+  } else {
+    x = norm1.forward(add(x, sa_block(x)));
+    x = norm2.forward(add(x, mha_block(x)));
+    x = norm3.forward(add(x, ff_block(x)));
+  }
+  return x;
+}
+
+TransformerDecoder::TransformerDecoder(const TransformerDecoderLayer& layer, int64_t num_layers,
+                                       std::optional<LayerNorm> final_norm)
+    : norm(std::move(final_norm)) {
+  EMBER_CHECK(num_layers > 0, "[TransformerDecoder] num_layers must be positive, got ", num_layers);
+  for (int64_t i = 0; i < num_layers; ++i) layers.push_back(layer.deep_copy());
+}
+
+DynTensor TransformerDecoder::forward(const DynTensor& tgt, const DynTensor& memory,
+                                      const DynTensor& tgt_mask, const DynTensor& memory_mask,
+                                      const DynTensor& tgt_key_padding_mask,
+                                      const DynTensor& memory_key_padding_mask,
+                                      bool tgt_is_causal) const {
+  DynTensor x = tgt;
+  for (const TransformerDecoderLayer& layer : layers) {
+    x = layer.forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                      memory_key_padding_mask, tgt_is_causal);
+  }
+  return norm ? norm->forward(x) : x;
+}
+
 }  // namespace ember::nn

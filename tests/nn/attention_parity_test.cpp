@@ -118,3 +118,32 @@ TEST(Attention, EncoderStackHasIndependentLayersAndPyTorchPaths) {
       mha(Tensor<3>::randn({4, 2, 8}), Tensor<3>::randn({5, 3, 8}), Tensor<3>::randn({5, 3, 8})),
       Error);
 }
+
+TEST(AttentionParity, TransformerDecoderLayer) {
+  for (const bool pre : {false, true}) {
+    const std::string c = pre ? "decoder_pre" : "decoder_post";
+    SCOPED_TRACE(c);
+    nn::TransformerDecoderLayer layer(nn::TransformerEncoderLayerConfig(8, 2)
+                                          .feedforward(16)
+                                          .dropout(0.0)
+                                          .batch_first_layout(true)
+                                          .pre_norm(pre)
+                                          .gelu(pre));
+    layer.to(DType::f64);
+    load_params(layer, c);
+    const DynTensor tgt = require_grad(get(c + ".in.tgt"));
+    const DynTensor memory = require_grad(get(c + ".in.memory"));
+    const DynTensor y = layer.forward(tgt, memory, {}, {}, {}, {}, /*tgt_is_causal=*/true);
+    expect_close(y, c + ".y");
+    const Gradients g = backward(y, get(c + ".seed"));
+    expect_close(g.get(tgt), c + ".grad.tgt");
+    expect_close(g.get(memory), c + ".grad.memory");
+    expect_param_grads(layer, g, c);
+  }
+  nn::TransformerDecoder dec(nn::TransformerDecoderLayer(nn::TransformerEncoderLayerConfig(8, 2)),
+                             2);
+  EXPECT_EQ(nn::named_params(nn::module_tree(dec))[4].path,
+            "layers.0.multihead_attn.in_proj_weight");
+  EXPECT_EQ(dec.eval()(Tensor<3>::randn({4, 2, 8}), Tensor<3>::randn({6, 2, 8})).shape(),
+            Shape({4, 2, 8}));
+}

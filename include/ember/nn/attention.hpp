@@ -152,4 +152,51 @@ class TransformerEncoder {
   Tensor<3> operator()(const Tensor<3>& src) const { return Tensor<3>(forward(src.dyn())); }
 };
 
+/// torch.nn.TransformerDecoderLayer: self-attention, attention over the encoder's output
+/// ("memory"), feed-forward; post-norm by default, pre-norm with norm_first. Configured as the
+/// encoder layer (d_model, nhead, dim_feedforward, dropout, activation, batch_first, norm_first).
+class TransformerDecoderLayer {
+ public:
+  MultiheadAttention self_attn, multihead_attn;
+  Linear linear1;
+  Dropout dropout;
+  Linear linear2;
+  LayerNorm norm1, norm2, norm3;
+  Dropout dropout1, dropout2, dropout3;
+  bool norm_first = false, gelu_activation = false;
+  EMBER_MODULE(TransformerDecoderLayer, self_attn, multihead_attn, linear1, dropout, linear2, norm1,
+               norm2, norm3, dropout1, dropout2, dropout3)
+
+  TransformerDecoderLayer() = default;
+  explicit TransformerDecoderLayer(const TransformerEncoderLayerConfig& config,
+                                   Device device = Device::cpu(), Generator* gen = nullptr);
+  /// tgt [T, N, E], memory [S, N, E] (batch first when configured so); masks as
+  /// MultiheadAttention's; tgt_is_causal masks future target positions.
+  DynTensor forward(const DynTensor& tgt, const DynTensor& memory, const DynTensor& tgt_mask = {},
+                    const DynTensor& memory_mask = {}, const DynTensor& tgt_key_padding_mask = {},
+                    const DynTensor& memory_key_padding_mask = {},
+                    bool tgt_is_causal = false) const;
+  Tensor<3> operator()(const Tensor<3>& tgt, const Tensor<3>& memory) const {
+    return Tensor<3>(forward(tgt.dyn(), memory.dyn()));
+  }
+};
+
+class TransformerDecoder {
+ public:
+  std::vector<TransformerDecoderLayer> layers;
+  std::optional<LayerNorm> norm;
+  EMBER_MODULE(TransformerDecoder, layers, norm)
+
+  TransformerDecoder() = default;
+  TransformerDecoder(const TransformerDecoderLayer& layer, int64_t num_layers,
+                     std::optional<LayerNorm> final_norm = std::nullopt);
+  DynTensor forward(const DynTensor& tgt, const DynTensor& memory, const DynTensor& tgt_mask = {},
+                    const DynTensor& memory_mask = {}, const DynTensor& tgt_key_padding_mask = {},
+                    const DynTensor& memory_key_padding_mask = {},
+                    bool tgt_is_causal = false) const;
+  Tensor<3> operator()(const Tensor<3>& tgt, const Tensor<3>& memory) const {
+    return Tensor<3>(forward(tgt.dyn(), memory.dyn()));
+  }
+};
+
 }  // namespace ember::nn
