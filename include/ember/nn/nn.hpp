@@ -9,5 +9,6 @@
 #include "ember/nn/module.hpp"
 #include "ember/nn/norm.hpp"
 #include "ember/nn/param.hpp"
+#include "ember/nn/rnn.hpp"
 #include "ember/nn/sequential.hpp"
 #include "ember/nn/serialize.hpp"
