@@ -301,7 +301,8 @@ dnnl::convolution_forward::desc forward_desc(const DnnlDescs& d, bool bias, dnnl
                                    d.strides, d.dilates, d.pad_l, d.pad_r);
 }
 
-const Cached& primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
+// A copy (handles are shared), so a concurrent clear() cannot pull it from under the caller.
+Cached primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
   using namespace dnnl;
   static std::mutex mu;
   static std::map<Key, Cached> cache;
@@ -361,7 +362,7 @@ void write_back(Arg& a, dnnl::stream& s) {
 
 void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
                const RawTensor& bias, const RawTensor& y) {
-  const Cached& c = primitive_for(op, g, spatial, bias.defined());
+  const Cached c = primitive_for(op, g, spatial, bias.defined());
   const DnnlDescs d = descs(g, spatial);
   dnnl::stream s(engine());
   const bool src_in = op != DnnlOp::BackwardData, wei_in = op != DnnlOp::BackwardWeight,
