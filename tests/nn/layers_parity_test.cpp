@@ -3,6 +3,8 @@
 // in float64, to 1e-10 (relative) / 1e-12 (absolute).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
 #include <functional>
@@ -193,4 +195,51 @@ TEST(LayerParity, ConvModuleShapesNamesAndInit) {
   EXPECT_THROW(nn::Conv2d(nn::Conv2dConfig(3, 8, {3}).groups(2)), Error);  // 3 % 2 != 0
   nn::Flatten<2> flat;
   EXPECT_EQ(flat(y).shape(), Shape({2, 32 * 28 * 28}));
+}
+
+TEST(LayerParity, Interpolate) {
+  using nn::InterpolateMode;
+  check_case("nearest_size", [](const DynTensor& x) {
+    return nn::interpolate(x, std::vector<int64_t>{7, 4});
+  });
+  check_case("nearest_scale",
+             [](const DynTensor& x) { return nn::interpolate(x, std::vector<double>{2.0}); });
+  check_case("bilinear", [](const DynTensor& x) {
+    return nn::interpolate(x, std::vector<int64_t>{8, 3}, InterpolateMode::Bilinear);
+  });
+  check_case("bilinear_corners", [](const DynTensor& x) {
+    return nn::interpolate(x, std::vector<int64_t>{9, 11}, InterpolateMode::Bilinear, true);
+  });
+  check_case("bilinear_scale", [](const DynTensor& x) {
+    return nn::interpolate(x, std::vector<double>{1.5, 0.5}, InterpolateMode::Bilinear);
+  });
+  check_case("linear", [](const DynTensor& x) {
+    return nn::interpolate(x, std::vector<int64_t>{9}, InterpolateMode::Linear);
+  });
+  EXPECT_THROW(nn::interpolate(Tensor<4>::ones({1, 1, 2, 2}).dyn(), std::vector<int64_t>{3},
+                               InterpolateMode::Linear),
+               Error);
+}
+
+TEST(Layers, PositionalAndRotaryEncodings) {
+  nn::PositionalEncoding pos(6, 50, 0.0);
+  // pe[p, 2i] = sin(p / 10000^(2i/6)), pe[p, 2i+1] = cos(...).
+  const auto pe = pos.pe.value().to_vector<float>();
+  EXPECT_NEAR(pe[3 * 6 + 2], std::sin(3.0 / std::pow(10000.0, 2.0 / 6.0)), 1e-6);
+  EXPECT_NEAR(pe[3 * 6 + 3], std::cos(3.0 / std::pow(10000.0, 2.0 / 6.0)), 1e-6);
+  auto x = Tensor<3>::zeros({4, 2, 6});
+  auto y = pos(x);
+  EXPECT_TRUE(equal(y.select(1, 1), pos.pe.value().slice(0, 0, 4)));
+  EXPECT_EQ(nn::named_tensors(nn::module_tree(pos))[0].path, "pe");
+
+  // RoPE: dot products of rotated queries and keys depend only on the position difference.
+  nn::RotaryEncoding rope{8};
+  auto q = Tensor<2>::randn({1, 8}, Device::cpu(), nullptr, DType::f64);
+  auto k = Tensor<2>::randn({1, 8}, Device::cpu(), nullptr, DType::f64);
+  auto score = [&](int64_t m, int64_t n) { return (rope(q, m) * rope(k, n)).sum().item<double>(); };
+  EXPECT_NEAR(score(3, 1), score(10, 8), 1e-12);
+  EXPECT_NEAR(score(0, 5), score(7, 12), 1e-12);
+  EXPECT_TRUE(allclose(rope(q, 0), q));  // position 0 is the identity
+  // Norms are kept (a rotation).
+  EXPECT_NEAR(rope(q, 17).norm().item<double>(), q.norm().item<double>(), 1e-12);
 }

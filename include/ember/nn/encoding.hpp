@@ -1,0 +1,54 @@
+// Position encodings and resampling: sinusoidal PositionalEncoding (Vaswani et al.), rotary
+// position embeddings (RoPE, Su et al.), and interpolate (torch.nn.functional.interpolate).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ember/nn/dropout.hpp"
+
+namespace ember::nn {
+
+enum class InterpolateMode : uint8_t { Nearest, Linear, Bilinear };
+
+/// Resizes the spatial dims of x [N, C, L] (Nearest, Linear) or [N, C, H, W] (Nearest,
+/// Bilinear) to `size`, or by `scale_factor` (output = floor(input * scale)), as PyTorch does
+/// (its legacy "nearest", and align_corners for the linear modes).
+DynTensor interpolate(const DynTensor& x, const std::vector<int64_t>& size,
+                      InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
+DynTensor interpolate(const DynTensor& x, const std::vector<double>& scale_factor,
+                      InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
+
+/// pe[pos, 2i] = sin(pos / 10000^(2i / d)), pe[pos, 2i + 1] = cos(...), added to the input
+/// ([L, N, d], or [N, L, d] when batch_first), then dropout — PyTorch's Transformer tutorial.
+class PositionalEncoding {
+ public:
+  Buffer<2> pe;  // [max_len, d_model]
+  Dropout dropout;
+  bool batch_first = false;
+  EMBER_MODULE(PositionalEncoding, pe, dropout)
+
+  explicit PositionalEncoding(int64_t d_model, int64_t max_len = 5000, double dropout_p = 0.1,
+                              bool batch_first = false, Device device = Device::cpu(),
+                              DType dtype = DType::f32);
+  Tensor<3> operator()(const Tensor<3>& x) const { return Tensor<3>(forward(x.dyn())); }
+  DynTensor forward(const DynTensor& x) const;
+};
+
+/// Rotary position embeddings for queries and keys [..., L, dim], in the rotate-half layout of
+/// GPT-NeoX and Hugging Face's LLaMA: x * cos + rotate_half(x) * sin, the angle of position p
+/// and pair i being p * theta^(-2i / dim). No parameters; cos and sin are computed per call.
+struct RotaryEncoding {
+  int64_t dim = 0;
+  double theta = 10000.0;
+  EMBER_MODULE(RotaryEncoding)
+
+  /// Positions start_pos, start_pos + 1, ... (start_pos > 0 for cached decoding).
+  DynTensor forward(const DynTensor& x, int64_t start_pos = 0) const;
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x, int64_t start_pos = 0) const {
+    return Tensor<D>(forward(x.dyn(), start_pos));
+  }
+};
+
+}  // namespace ember::nn
