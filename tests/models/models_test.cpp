@@ -1,9 +1,12 @@
-// Reference models: the Fashion-MNIST CNN and ResNet-18/50 build with PyTorch's (torchvision's)
-// parameter names and counts, and run forward and backward on the Cpu backend.
+// Reference models: the Fashion-MNIST CNN, ResNet-18/50, GPT-2 and a BERT encoder build with
+// the parameter names and counts of their PyTorch originals (torchvision, Hugging Face), and run
+// forward and backward on the Cpu backend.
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
+#include <ember/models/bert.hpp>
 #include <ember/models/fashion_cnn.hpp>
+#include <ember/models/gpt2.hpp>
 #include <ember/models/resnet.hpp>
 
 using namespace ember;
@@ -72,4 +75,87 @@ TEST(Models, ResNet50NamesCountsForwardBackward) {
   auto logits = net(x);
   EXPECT_EQ(logits.shape(), Shape({1, 1000}));
   expect_all_gradients(net, logits.sum().backward());
+}
+
+namespace {
+
+std::vector<std::string> all_paths(const nn::ModuleTree& tree) {
+  std::vector<std::string> out;
+  for (const auto& t : nn::named_tensors(tree)) out.push_back(t.path);
+  return out;
+}
+
+bool has(const std::vector<std::string>& paths, const std::string& p) {
+  return std::find(paths.begin(), paths.end(), p) != paths.end();
+}
+
+}  // namespace
+
+TEST(Models, Gpt2NamesCountsCausality) {
+  EXPECT_EQ(models::Gpt2Config::small().num_params(), 124439808);  // GPT2Model, gpt2
+  models::Gpt2Config cfg;
+  cfg.vocab_size = 50;
+  cfg.n_positions = 16;
+  cfg.n_embd = 16;
+  cfg.n_layer = 2;
+  cfg.n_head = 4;
+  Generator gen(4);
+  models::Gpt2 gpt(cfg, Device::cpu(), &gen);
+  EXPECT_EQ(gpt.num_params(), cfg.num_params());
+  const auto paths = all_paths(nn::module_tree(gpt));
+  for (const char* p :
+       {"wte", "wpe", "h.0.ln_1.weight", "h.0.attn.c_attn.weight", "h.0.attn.c_proj.bias",
+        "h.1.mlp.c_fc.weight", "h.1.mlp.c_proj.bias", "ln_f.bias"}) {
+    EXPECT_TRUE(has(paths, p)) << p;
+  }
+  EXPECT_EQ(gpt.h[0].attn.c_attn.weight.shape(), Shape({16, 48}));  // Conv1D: [in, out]
+  auto ids = Tensor<2, Int>::randint(0, 50, {2, 7}, Device::cpu(), &gen);
+  auto logits = gpt(ids);
+  EXPECT_EQ(logits.shape(), Shape({2, 7, 50}));
+  expect_all_gradients(gpt, logits.sum().backward());
+  // Causal: changing the last token leaves the logits of earlier positions unchanged.
+  const auto inference = gpt.valid();
+  auto other = ids.slice_assign({Slice{0, 2}, Slice{6, 7}}, Tensor<2, Int>::zeros({2, 1}));
+  auto a = inference(ids).slice(1, 0, 6), b = inference(other).slice(1, 0, 6);
+  EXPECT_TRUE(allclose(a, b, 1e-5, 1e-6));
+  EXPECT_FALSE(allclose(inference(ids).slice(1, 6, 7), inference(other).slice(1, 6, 7)));
+}
+
+TEST(Models, BertNamesCountsPadding) {
+  EXPECT_EQ(models::BertConfig::minilm_l6().num_params(), 22713216);  // all-MiniLM-L6-v2
+  EXPECT_EQ(models::BertConfig::base().num_params(), 109482240);      // bert-base-uncased
+  models::BertConfig cfg;
+  cfg.vocab_size = 40;
+  cfg.hidden_size = 16;
+  cfg.num_hidden_layers = 2;
+  cfg.num_attention_heads = 4;
+  cfg.intermediate_size = 32;
+  cfg.max_position_embeddings = 20;
+  Generator gen(5);
+  models::Bert bert(cfg, Device::cpu(), &gen);
+  EXPECT_EQ(bert.num_params(), cfg.num_params());
+  const auto paths = all_paths(nn::module_tree(bert));
+  for (const char* p :
+       {"embeddings.word_embeddings.weight", "embeddings.token_type_embeddings.weight",
+        "embeddings.LayerNorm.weight", "encoder.layer.1.attention.self.query.weight",
+        "encoder.layer.0.attention.output.dense.bias",
+        "encoder.layer.0.attention.output.LayerNorm.bias",
+        "encoder.layer.0.intermediate.dense.weight", "encoder.layer.1.output.LayerNorm.weight",
+        "pooler.dense.bias"}) {
+    EXPECT_TRUE(has(paths, p)) << p;
+  }
+  auto ids = Tensor<2, Int>::randint(1, 40, {2, 6}, Device::cpu(), &gen);
+  auto mask = Tensor<2, Int>::from_vector<int64_t>({1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1}, {2, 6});
+  auto out = bert.forward(ids, mask);
+  EXPECT_EQ(out.last_hidden_state.shape(), Shape({2, 6, 16}));
+  EXPECT_EQ(out.pooler_output.shape(), Shape({2, 16}));
+  expect_all_gradients(bert, (out.last_hidden_state.sum() + out.pooler_output.sum()).backward());
+  // Padded tokens do not change the real ones (evaluation mode: no dropout).
+  const auto inference = bert.valid();
+  auto padded = ids.slice_assign({Slice{0, 1}, Slice{4, 6}}, Tensor<2, Int>::full({1, 2}, 3));
+  auto a = inference.forward(ids, mask).last_hidden_state.slice(1, 0, 4).select(0, 0);
+  auto b = inference.forward(padded, mask).last_hidden_state.slice(1, 0, 4).select(0, 0);
+  EXPECT_TRUE(allclose(a, b, 1e-5, 1e-6));
+  auto pooled = models::mean_pooling(inference.forward(ids, mask).last_hidden_state, mask);
+  EXPECT_EQ(pooled.shape(), Shape({2, 16}));
 }
