@@ -1,0 +1,97 @@
+// The nn layer's functional ops in the gradient table: each against central finite differences
+// in float64 (first and second order), on non-contiguous inputs where the op allows.
+#include <gtest/gtest.h>
+
+#include <ember/ember.hpp>
+#include <ember/nn/nn.hpp>
+
+#include "autodiff/gradcheck.hpp"
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+GradInput input(Shape shape, uint32_t seed, Layout layout = Layout::Contiguous, double lo = -2,
+                double hi = 2) {
+  const int64_t n = shape.numel();
+  return GradInput{shape, layout, random_values(n, lo, hi, false, seed)};
+}
+
+// First and second order of one row.
+void check(const std::string& name, const GradFn& f, const std::vector<GradInput>& inputs) {
+  EXPECT_TRUE(gradcheck(name, f, inputs)) << name;
+  EXPECT_TRUE(gradgradcheck(name, f, inputs)) << name;
+}
+
+}  // namespace
+
+TEST(NnGradcheck, Normalisation) {
+  const auto x = input(Shape{3, 4, 5}, 1, Layout::Transposed);
+  const auto w = input(Shape{5}, 2), b = input(Shape{5}, 3);
+  check("layer_norm", [](auto& v) { return nn::layer_norm(v[0], {5}, v[1], v[2]); }, {x, w, b});
+  check("layer_norm 2 dims", [](auto& v) { return nn::layer_norm(v[0], {4, 5}); }, {x});
+  check("rms_norm", [](auto& v) { return nn::rms_norm(v[0], {5}, v[1], 1e-6); }, {x, w});
+  const auto xc = input(Shape{2, 4, 3}, 4, Layout::Strided);
+  const auto wc = input(Shape{4}, 5), bc = input(Shape{4}, 6);
+  check("group_norm", [](auto& v) { return nn::group_norm(v[0], 2, v[1], v[2]); }, {xc, wc, bc});
+  check("instance_norm", [](auto& v) { return nn::instance_norm(v[0], v[1], v[2]); }, {xc, wc, bc});
+  check("batch_norm train",
+        [](auto& v) { return nn::batch_norm(v[0], {}, {}, v[1], v[2], true).y; }, {xc, wc, bc});
+  const auto rm = input(Shape{4}, 7), rv = input(Shape{4}, 8, Layout::Contiguous, 0.5, 2);
+  // In evaluation the running statistics are plain inputs of the arithmetic (as in PyTorch).
+  check("batch_norm eval",
+        [](auto& v) { return nn::batch_norm(v[0], v[3], v[4], v[1], v[2], false).y; },
+        {xc, wc, bc, rm, rv});
+}
+
+TEST(NnGradcheck, AttentionAndInterpolation) {
+  const auto q = input(Shape{2, 3, 4}, 11, Layout::Transposed), k = input(Shape{2, 5, 4}, 12),
+             v = input(Shape{2, 5, 3}, 13);
+  check("sdpa", [](auto& t) { return nn::scaled_dot_product_attention(t[0], t[1], t[2]); },
+        {q, k, v});
+  const DynTensor mask =
+      from_data(TensorData::from(std::vector<bool>{true, false, true, true, false, true, true, true,
+                                                   false, true, true, false, true, false, true},
+                                 Shape{3, 5}));
+  check("sdpa bool mask",
+        [mask](auto& t) { return nn::scaled_dot_product_attention(t[0], t[1], t[2], mask); },
+        {q, k, v});
+  const auto qc = input(Shape{2, 4, 4}, 14), kc = input(Shape{2, 4, 4}, 15),
+             vc = input(Shape{2, 4, 3}, 16);
+  check("sdpa causal",
+        [](auto& t) { return nn::scaled_dot_product_attention(t[0], t[1], t[2], {}, 0.0, true); },
+        {qc, kc, vc});
+  const auto img = input(Shape{1, 2, 3, 4}, 17, Layout::Strided);
+  check("interpolate bilinear",
+        [](auto& t) {
+          return nn::interpolate(t[0], std::vector<int64_t>{5, 3}, nn::InterpolateMode::Bilinear);
+        },
+        {img});
+  check("interpolate bilinear corners",
+        [](auto& t) {
+          return nn::interpolate(t[0], std::vector<int64_t>{4, 7}, nn::InterpolateMode::Bilinear,
+                                 true);
+        },
+        {img});
+  check("interpolate nearest",
+        [](auto& t) { return nn::interpolate(t[0], std::vector<double>{2.0}); }, {img});
+}
+
+TEST(NnGradcheck, EmbeddingLinearActivations) {
+  const DynTensor idx =
+      from_data(TensorData::from(std::vector<int64_t>{0, 3, 3, 1, 2, 0}, Shape{2, 3}));
+  check("embedding", [idx](auto& t) { return nn::embedding(idx, t[0]); },
+        {input(Shape{4, 5}, 21, Layout::Transposed)});
+  // (padding_idx rows get no gradient by definition, so differences do not apply to them: the
+  // module test checks that row.)
+  const auto x = input(Shape{3, 6}, 23, Layout::Transposed);
+  check("linear", [](auto& t) { return nn::linear(t[0], t[1], t[2]); },
+        {x, input(Shape{4, 6}, 24), input(Shape{4}, 25)});
+  check("glu", [](auto& t) { return nn::glu(t[0]); }, {x});
+  check("swiglu", [](auto& t) { return nn::swiglu(t[0]); }, {x});
+  check("elu", [](auto& t) { return nn::elu(t[0], 0.7); }, {x});
+  check("mish", [](auto& t) { return nn::mish(t[0]); }, {x});
+  nn::RotaryEncoding rope{6};
+  check("rotary", [rope](auto& t) { return rope.forward(t[0], 3); }, {x});
+}
