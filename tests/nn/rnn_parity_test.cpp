@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
+#include <filesystem>
 
 #include "autodiff/fixture.hpp"
 
@@ -139,6 +140,30 @@ TEST(Rnn, PyTorchParameterPathsAndInit) {
   const nn::RnnOutput g = m.gru.forward(randn(Shape{7, 5}, DType::f32));
   EXPECT_EQ(g.output.shape(), Shape({7, 8}));
   EXPECT_EQ(g.h_n.shape(), Shape({1, 8}));
+}
+
+TEST(Rnn, LoadsPyTorchStateDictAndRoundTrips) {
+  // PyTorch's state dicts, written by Python's safetensors, load by name and give its outputs.
+  RnnModel m{
+      nn::LSTM(nn::LSTMConfig(3, 4).layers(2).bidirectional().with_dtype(DType::f64)),
+      nn::GRU(nn::GRUConfig(3, 4).layers(2).bidirectional().batch_first_layout(true).with_dtype(
+          DType::f64))};
+  const nn::LoadReport r = load(m, EMBER_NN_FIXTURES "/torch_rnn.safetensors");
+  EXPECT_TRUE(r.complete());
+  EXPECT_EQ(r.loaded.size(), 32u);
+  const std::string lc = "lstm_bi_sf_h0";
+  expect_close(m.lstm.forward(get(lc + ".in.x"), get(lc + ".in.h0"), get(lc + ".in.c0")).output,
+               lc + ".y");
+  expect_close(m.gru.forward(get("gru_bi_bf.in.x")).output, "gru_bi_bf.y");
+
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ember_rnn_roundtrip.safetensors").string();
+  save(m, path);
+  RnnModel b{nn::LSTM(nn::LSTMConfig(3, 4).layers(2).bidirectional().with_dtype(DType::f64)),
+             nn::GRU(nn::GRUConfig(3, 4).layers(2).bidirectional().with_dtype(DType::f64))};
+  EXPECT_TRUE(load(b, path).complete());
+  EXPECT_TRUE(equal(b.gru.weights[3].bias_hh->dyn(), m.gru.weights[3].bias_hh->dyn()));
+  std::filesystem::remove(path);
 }
 
 TEST(Rnn, ConfigJsonRoundTrip) {
