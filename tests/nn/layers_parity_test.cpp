@@ -213,7 +213,7 @@ TEST(LayerParity, Interpolate) {
   check_case("bilinear_scale", [](const DynTensor& x) {
     return nn::interpolate(x, std::vector<double>{1.5, 0.5}, InterpolateMode::Bilinear);
   });
-  check_case("linear", [](const DynTensor& x) {
+  check_case("interp_linear", [](const DynTensor& x) {
     return nn::interpolate(x, std::vector<int64_t>{9}, InterpolateMode::Linear);
   });
   EXPECT_THROW(nn::interpolate(Tensor<4>::ones({1, 1, 2, 2}).dyn(), std::vector<int64_t>{3},
