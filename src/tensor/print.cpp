@@ -263,5 +263,6 @@ std::string to_string(const DynTensor& t) {
 }
 
 std::ostream& operator<<(std::ostream& os, const DynTensor& t) { return os << to_string(t); }
+std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << to_string(shape); }
 
 }  // namespace ember

@@ -26,6 +26,8 @@ PrintOptions print_options();
 /// "tensor([1., 2.])": the text `str(t)` gives in PyTorch; "tensor(undefined)" for an empty handle.
 std::string to_string(const DynTensor& t);
 std::ostream& operator<<(std::ostream& os, const DynTensor& t);
+/// "[2, 3]", as errors print shapes (and test frameworks, through this operator).
+std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 template <int D, class K>
 std::string to_string(const Tensor<D, K>& t) {
