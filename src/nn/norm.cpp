@@ -185,6 +185,73 @@ DynTensor LayerNorm::forward(const DynTensor& x) const {
                     bias ? bias->dyn() : DynTensor(), eps);
 }
 
+std::string RMSNormConfig::to_json() const {
+  detail::JsonWriter w;
+  w.field("normalized_shape", normalized_shape);
+  if (eps) w.field("eps", *eps);
+  return w.field("elementwise_affine", elementwise_affine).field("dtype", dtype_name(dtype)).str();
+}
+
+RMSNormConfig RMSNormConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "RMSNormConfig");
+  RMSNormConfig c(r.integers("normalized_shape", {}));
+  const double e = r.number("eps", -1.0);
+  if (e >= 0) c.eps = e;
+  c.elementwise_affine = r.boolean("elementwise_affine", true);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+std::string GroupNormConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("num_groups", num_groups)
+      .field("num_channels", num_channels)
+      .field("eps", eps)
+      .field("affine", has_affine)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+GroupNormConfig GroupNormConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "GroupNormConfig");
+  GroupNormConfig c(r.integer("num_groups"), r.integer("num_channels"));
+  c.eps = r.number("eps", 1e-5);
+  c.has_affine = r.boolean("affine", true);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+std::string InstanceNormConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("num_features", num_features)
+      .field("eps", eps)
+      .field("affine", has_affine)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+InstanceNormConfig InstanceNormConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "InstanceNormConfig");
+  InstanceNormConfig c(r.integer("num_features"));
+  c.eps = r.number("eps", 1e-5);
+  c.has_affine = r.boolean("affine", false);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+RMSNorm::RMSNorm(const RMSNormConfig& config, Device device)
+    : normalized_shape(config.normalized_shape), eps(config.eps) {
+  EMBER_CHECK(normalized_shape.size() == 1 || !config.elementwise_affine,
+              "[RMSNorm] affine parameters over several dims are not supported yet; use "
+              "RMSNormConfig(...).affine(false)");
+  if (config.elementwise_affine) {
+    weight = Param<1>(Tensor<1>(ones(Shape{normalized_shape[0]}, config.dtype, device)));
+  }
+}
+
+GroupNorm::GroupNorm(const GroupNormConfig& c, Device device)
+    : GroupNorm(c.num_groups, c.num_channels, c.eps, c.has_affine, device, c.dtype) {}
+
 RMSNorm::RMSNorm(int64_t dim, std::optional<double> eps_in, bool affine, Device device, DType dtype)
     : normalized_shape{dim}, eps(eps_in) {
   if (affine) weight = Param<1>(Tensor<1>(ones(Shape{dim}, dtype, device)));

@@ -288,3 +288,32 @@ TEST(Layers, ActivationGradients) {
       {in, GradInput{Shape{2, 4}, Layout::Transposed, {0.3, -0.2, 0.5, 0.1, -0.4, 0.6, 0.2, -0.1}},
        GradInput{Shape{2}, Layout::Contiguous, {0.05, -0.15}}}));
 }
+
+TEST(Layers, NormConfigsRoundTripThroughJson) {
+  const auto g = nn::GroupNormConfig::from_json(nn::GroupNormConfig(4, 8).epsilon(1e-3).to_json());
+  EXPECT_EQ(g.num_groups, 4);
+  EXPECT_EQ(g.num_channels, 8);
+  EXPECT_DOUBLE_EQ(g.eps, 1e-3);
+  nn::GroupNorm gn(g);
+  EXPECT_EQ(gn.num_params(), 16);
+  const auto r = nn::RMSNormConfig::from_json(nn::RMSNormConfig({6}).epsilon(1e-6).to_json());
+  EXPECT_EQ(r.eps, 1e-6);
+  EXPECT_FALSE(nn::RMSNormConfig::from_json(nn::RMSNormConfig({6}).to_json()).eps.has_value());
+  nn::RMSNorm rms(r);
+  EXPECT_EQ(rms.num_params(), 6);
+  const auto in =
+      nn::InstanceNormConfig::from_json(nn::InstanceNormConfig(3).affine(true).to_json());
+  EXPECT_TRUE(in.has_affine);
+  EXPECT_EQ(nn::InstanceNorm(in).num_params(), 6);
+  const auto b =
+      nn::BatchNormConfig::from_json(nn::BatchNormConfig(5).with_momentum(0.3).to_json());
+  EXPECT_DOUBLE_EQ(b.momentum, 0.3);
+  const auto l = nn::LayerNormConfig::from_json(nn::LayerNormConfig({7}).bias(false).to_json());
+  EXPECT_FALSE(l.has_bias);
+  const auto m = nn::MultiheadAttentionConfig::from_json(
+      nn::MultiheadAttentionConfig(8, 2).batch_first_layout(true).to_json());
+  EXPECT_TRUE(m.batch_first);
+  const auto t = nn::TransformerEncoderLayerConfig::from_json(
+      nn::TransformerEncoderLayerConfig(8, 2).gelu().pre_norm(true).to_json());
+  EXPECT_TRUE(t.gelu_activation && t.norm_first);
+}

@@ -82,6 +82,64 @@ class LayerNorm {
   DynTensor forward(const DynTensor& x) const;
 };
 
+struct RMSNormConfig {
+  std::vector<int64_t> normalized_shape;
+  std::optional<double> eps;  // default: the dtype's epsilon
+  bool elementwise_affine = true;
+  DType dtype = DType::f32;
+
+  explicit RMSNormConfig(std::vector<int64_t> shape) : normalized_shape(std::move(shape)) {}
+  RMSNormConfig& epsilon(double e) {
+    eps = e;
+    return *this;
+  }
+  RMSNormConfig& affine(bool on) {
+    elementwise_affine = on;
+    return *this;
+  }
+  std::string to_json() const;
+  static RMSNormConfig from_json(const std::string& json);
+};
+
+struct GroupNormConfig {
+  int64_t num_groups;
+  int64_t num_channels;
+  double eps = 1e-5;
+  bool has_affine = true;
+  DType dtype = DType::f32;
+
+  GroupNormConfig(int64_t groups, int64_t channels) : num_groups(groups), num_channels(channels) {}
+  GroupNormConfig& epsilon(double e) {
+    eps = e;
+    return *this;
+  }
+  GroupNormConfig& affine(bool on) {
+    has_affine = on;
+    return *this;
+  }
+  std::string to_json() const;
+  static GroupNormConfig from_json(const std::string& json);
+};
+
+struct InstanceNormConfig {
+  int64_t num_features;
+  double eps = 1e-5;
+  bool has_affine = false;  // PyTorch's default for InstanceNorm
+  DType dtype = DType::f32;
+
+  explicit InstanceNormConfig(int64_t features) : num_features(features) {}
+  InstanceNormConfig& epsilon(double e) {
+    eps = e;
+    return *this;
+  }
+  InstanceNormConfig& affine(bool on) {
+    has_affine = on;
+    return *this;
+  }
+  std::string to_json() const;
+  static InstanceNormConfig from_json(const std::string& json);
+};
+
 class RMSNorm {
  public:
   std::optional<Param<1>> weight;
@@ -90,6 +148,7 @@ class RMSNorm {
   EMBER_MODULE(RMSNorm, weight)
 
   RMSNorm() = default;
+  explicit RMSNorm(const RMSNormConfig& config, Device device = Device::cpu());
   explicit RMSNorm(int64_t dim, std::optional<double> eps = std::nullopt, bool affine = true,
                    Device device = Device::cpu(), DType dtype = DType::f32);
   template <int D>
@@ -109,6 +168,7 @@ class GroupNorm {
   EMBER_MODULE(GroupNorm, weight, bias)
 
   GroupNorm() = default;
+  explicit GroupNorm(const GroupNormConfig& config, Device device = Device::cpu());
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true,
             Device device = Device::cpu(), DType dtype = DType::f32);
   template <int D>
@@ -196,6 +256,8 @@ class InstanceNorm {
   double eps = 1e-5;
   EMBER_MODULE(InstanceNorm, weight, bias)
 
+  explicit InstanceNorm(const InstanceNormConfig& config, Device device = Device::cpu())
+      : InstanceNorm(config.num_features, config.eps, config.has_affine, device, config.dtype) {}
   explicit InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = false,
                         Device device = Device::cpu(), DType dtype = DType::f32);
   template <int D>
