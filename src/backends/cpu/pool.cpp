@@ -86,22 +86,37 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
         for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
           C best = -INFINITY;
           int64_t arg = -1;
-          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-            if (id < 0 || id >= g.in[0]) continue;
-            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-              const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-              if (ih < 0 || ih >= g.in[1]) continue;
-              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
-                if (iw < 0 || iw >= g.in[2]) continue;
-                const int64_t at = (id * g.in[1] + ih) * g.in[2] + iw;
-                const C v = static_cast<C>(plane[at]);
-                // The first in-range element seeds the max (an all -inf window points at it);
-                // NaN wins and stays, as in PyTorch.
-                if (arg < 0 || v > best || (v != v && best == best)) {
-                  best = v;
-                  arg = at;
+          // NaN wins (a later NaN replaces an earlier one), as in PyTorch; the first in-range
+          // element seeds the max, so an all -inf window points at it.
+          auto visit = [&](int64_t at) {
+            const C v = static_cast<C>(plane[at]);
+            if (arg < 0 || v > best || v != v) {
+              best = v;
+              arg = at;
+            }
+          };
+          const int64_t d0 = od * g.s[0] - g.p[0], h0 = oh * g.s[1] - g.p[1],
+                        w0 = ow * g.s[2] - g.p[2];
+          const bool inside =
+              d0 >= 0 && h0 >= 0 && w0 >= 0 && d0 + (g.k[0] - 1) * g.d[0] < g.in[0] &&
+              h0 + (g.k[1] - 1) * g.d[1] < g.in[1] && w0 + (g.k[2] - 1) * g.d[2] < g.in[2];
+          if (inside) {  // most windows: no bounds checks
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                const int64_t row = ((d0 + kd * g.d[0]) * g.in[1] + h0 + kh * g.d[1]) * g.in[2];
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) visit(row + w0 + kw * g.d[2]);
+              }
+            }
+          } else {
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              const int64_t id = d0 + kd * g.d[0];
+              if (id < 0 || id >= g.in[0]) continue;
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                const int64_t ih = h0 + kh * g.d[1];
+                if (ih < 0 || ih >= g.in[1]) continue;
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  const int64_t iw = w0 + kw * g.d[2];
+                  if (iw >= 0 && iw < g.in[2]) visit((id * g.in[1] + ih) * g.in[2] + iw);
                 }
               }
             }
