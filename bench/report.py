@@ -3,7 +3,7 @@
 docs/PERFORMANCE.md. Uses the median of repetitions when there are several, else the one run.
 
     python3 bench/report.py out/bench/bench_gemm.json out/bench/bench_elementwise.json \\
-        out/bench/bench_overhead.json out/bench/bench_autodiff.json
+        out/bench/bench_overhead.json out/bench/bench_autodiff.json out/bench/bench_nn.json
 """
 import json
 import os
@@ -185,6 +185,37 @@ def autodiff(rows):
     print()
 
 
+def nn_layers(rows):
+    cases = [("resnet_block", "ResNet basic block (64 ch, 56x56)"),
+             ("lstm", "LSTM (2 layers, hidden 256, seq 64)"),
+             ("transformer_encoder", "TransformerEncoderLayer (d 256, 4 heads, ff 1024, seq 128)")]
+    if not any(k.startswith("BM_ember_" + c + "/") for c, _ in cases for k in rows):
+        return
+    print("### 6. Layers: forward + backward (gradients of every parameter and the input), "
+          "ms per step\n")
+    print("Training mode, the sum of the output as the loss. LibTorch runs the same layers "
+          "(`torch::nn`, `torch::autograd::grad`) in the same process on the same thread count "
+          "(its OpenBLAS pool sized too). ratio = Ember / LibTorch. "
+          "Goal: at or below PyTorch's time.\n")
+    print("| case | batch | threads | Ember ms | LibTorch ms | ratio | goal: at or below PyTorch |")
+    print("|---|---|---|---|---|---|---|")
+    order = [c for c, _ in cases]
+    pattern = re.compile(r"BM_ember_(\w+)/batch:(\d+)/thr:(\d+)$")
+    keys = []
+    for k in rows:
+        m = pattern.match(k)
+        if m:
+            rank = order.index(m[1]) if m[1] in order else len(order)
+            keys.append((rank, int(m[2]), int(m[3]), m[1], k))
+    for _, batch, t, case, key in sorted(keys):
+        e, p = rows[key], rows.get(key.replace("BM_ember_", "BM_torch_"))
+        ms = (lambda r: f"{ns(r) / 1e6:.1f}{cv(r)}" if r else "–")
+        ratio = ns(e) / ns(p) if p else None
+        print(f"| {dict(cases).get(case, case)} | {batch} | {t} | {ms(e)} | {ms(p)} | "
+              f"{f'{ratio:.2f}' if ratio else '–'} | {met(ratio <= 1.0) if ratio else '–'} |")
+    print()
+
+
 def main():
     rows, contexts = load(sys.argv[1:])
     ctx = next(iter(contexts.values()), {})
@@ -192,6 +223,7 @@ def main():
     elementwise(rows)
     overhead(rows)
     autodiff(rows)
+    nn_layers(rows)
     for path, c in contexts.items():
         extra = {k: v for k, v in c.items() if k.startswith(("onednn", "openblas"))}
         if extra:

@@ -37,7 +37,7 @@ if command -v ninja > /dev/null; then generator=(-G Ninja); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DEMBER_BUILD_BENCH=ON -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_EXAMPLES=OFF
 cmake --build "$build" --target bench_gemm bench_elementwise bench_overhead bench_autodiff \
-  -j "$(nproc 2> /dev/null || echo 2)"
+  bench_nn -j "$(nproc 2> /dev/null || echo 2)"
 
 # Timings on a busy machine are meaningless: wait a while for it to be quiet, then say how it was.
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -53,7 +53,7 @@ fi
 mkdir -p "$out"
 # Repetitions run in random order, interleaved across benchmarks, so that a slow spell of this
 # (virtual) machine does not land on one implementation only; the report takes medians.
-for b in bench_gemm bench_elementwise bench_overhead bench_autodiff; do
+for b in bench_gemm bench_elementwise bench_overhead bench_autodiff bench_nn; do
   echo "== $b (load average $(load))"
   "$build/bench/$b" --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
     --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
@@ -61,5 +61,5 @@ for b in bench_gemm bench_elementwise bench_overhead bench_autodiff; do
     --benchmark_out="$out/$b.json" --benchmark_out_format=json | tee "$out/$b.txt"
 done
 python3 "$root/bench/report.py" "$out"/bench_gemm.json "$out"/bench_elementwise.json \
-  "$out"/bench_overhead.json "$out"/bench_autodiff.json | tee "$out/report.md"
+  "$out"/bench_overhead.json "$out"/bench_autodiff.json "$out"/bench_nn.json | tee "$out/report.md"
 echo "bench.sh: results in $out"

@@ -306,7 +306,9 @@ Cached primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
   using namespace dnnl;
   static std::mutex mu;
   static std::map<Key, Cached> cache;
-  std::vector<int64_t> k = {g.n, g.c, g.o, g.g};
+  // oneDNN fixes a primitive's thread count when it is created: one made on 1 thread runs on 1
+  // thread ever after, so the count is part of the key.
+  std::vector<int64_t> k = {g.n, g.c, g.o, g.g, num_threads()};
   for (int i = 0; i < 3; ++i) {
     k.insert(k.end(), {g.in[i], g.out[i], g.k[i], g.s[i], g.p[i], g.d[i]});
   }
