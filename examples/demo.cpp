@@ -1,5 +1,6 @@
 // A tour of the tensor API: creation, arithmetic with broadcasting, reductions, views, matmul,
-// indexing, gradients and a clear error. Run with `ember_demo` (the README's first command builds it).
+// indexing, gradients and a clear error. Run with `ember_demo` (the README's first command builds
+// it).
 #include <ember/ember.hpp>
 #include <iostream>
 

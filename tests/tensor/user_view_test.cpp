@@ -12,7 +12,7 @@ TEST(UserView, FirstProgramRunsAsWritten) {
   auto w = Tensor<2>::zeros({784, 10}, dev).require_grad();
   auto loss = relu(matmul(x, w) + 1.0f).mean();
   Gradients grads = loss.backward();
-  Tensor<2> gw = w.grad(grads);  // gradients come back in a container, as in Burn
+  Tensor<2> gw = w.grad(grads);               // gradients come back in a container, as in Burn
   EXPECT_FLOAT_EQ(loss.item<float>(), 1.0f);  // w = 0, so relu(0 + 1) = 1 everywhere
 
   auto a = Tensor<2>::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, dev);
