@@ -20,6 +20,25 @@ DynTensor additive(const DynTensor& mask, bool true_blocks, DType dtype) {
   return true_blocks ? where(mask, -kInf, zero) : where(mask, zero, -kInf);
 }
 
+// The feed-forward block of both Transformer layers: linear2(dropout(act(linear1(x)))), then
+// the block's own output dropout.
+DynTensor feed_forward(const Linear& linear1, const Dropout& dropout, const Linear& linear2,
+                       const Dropout& out_dropout, bool gelu_activation, const DynTensor& x) {
+  const DynTensor hidden = linear1.forward(x);
+  const DynTensor act = gelu_activation ? gelu(hidden, false) : relu(hidden);
+  return out_dropout.forward(linear2.forward(dropout.forward(act)));
+}
+
+// One residual sub-block: x + f(norm(x)) when norm_first, else norm(x + f(x)) (PyTorch's two).
+template <class F>
+DynTensor residual(const LayerNorm& norm, bool norm_first, const DynTensor& x, F&& f) {
+  return norm_first ? add(x, f(norm.forward(x))) : norm.forward(add(x, f(x)));
+}
+
+LayerNorm transformer_norm(const TransformerEncoderLayerConfig& c, Device device) {
+  return LayerNorm(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device);
+}
+
 DynTensor causal_mask(int64_t l, int64_t s, DType dtype, Device device) {
   const DynTensor i = reshape(arange(0, l, 1, DType::i64, device), Shape{l, 1});
   const DynTensor j = reshape(arange(0, s, 1, DType::i64, device), Shape{1, s});
@@ -200,8 +219,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerCo
       linear1(LinearConfig(c.d_model, c.dim_feedforward).with_dtype(c.dtype), device, gen),
       dropout(c.dropout_p),
       linear2(LinearConfig(c.dim_feedforward, c.d_model).with_dtype(c.dtype), device, gen),
-      norm1(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
-      norm2(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      norm1(transformer_norm(c, device)),
+      norm2(transformer_norm(c, device)),
       dropout1(c.dropout_p),
       dropout2(c.dropout_p),
       norm_first(c.norm_first),
@@ -221,19 +240,10 @@ DynTensor TransformerEncoderLayer::forward(const DynTensor& src, const DynTensor
         self_attn.forward(x, x, x, src_key_padding_mask, false, src_mask, is_causal).output);
   };
   auto ff_block = [&](const DynTensor& x) {
-    const DynTensor hidden = linear1.forward(x);
-    const DynTensor act = gelu_activation ? gelu(hidden, false) : relu(hidden);
-    return dropout2.forward(linear2.forward(dropout.forward(act)));
+    return feed_forward(linear1, dropout, linear2, dropout2, gelu_activation, x);
   };
-  DynTensor x = src;
-  if (norm_first) {
-    x = add(x, sa_block(norm1.forward(x)));
-    x = add(x, ff_block(norm2.forward(x)));
-  } else {
-    x = norm1.forward(add(x, sa_block(x)));
-    x = norm2.forward(add(x, ff_block(x)));
-  }
-  return x;
+  const DynTensor x = residual(norm1, norm_first, src, sa_block);
+  return residual(norm2, norm_first, x, ff_block);
 }
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& layer, int64_t num_layers,
@@ -266,9 +276,9 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerEncoderLayerCo
       linear1(LinearConfig(c.d_model, c.dim_feedforward).with_dtype(c.dtype), device, gen),
       dropout(c.dropout_p),
       linear2(LinearConfig(c.dim_feedforward, c.d_model).with_dtype(c.dtype), device, gen),
-      norm1(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
-      norm2(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
-      norm3(LayerNormConfig({c.d_model}).epsilon(c.layer_norm_eps), device),
+      norm1(transformer_norm(c, device)),
+      norm2(transformer_norm(c, device)),
+      norm3(transformer_norm(c, device)),
       dropout1(c.dropout_p),
       dropout2(c.dropout_p),
       dropout3(c.dropout_p),
@@ -298,21 +308,11 @@ DynTensor TransformerDecoderLayer::forward(const DynTensor& tgt, const DynTensor
             .output);
   };
   auto ff_block = [&](const DynTensor& x) {
-    const DynTensor hidden = linear1.forward(x);
-    const DynTensor act = gelu_activation ? gelu(hidden, false) : relu(hidden);
-    return dropout3.forward(linear2.forward(dropout.forward(act)));
+    return feed_forward(linear1, dropout, linear2, dropout3, gelu_activation, x);
   };
-  DynTensor x = tgt;
-  if (norm_first) {
-    x = add(x, sa_block(norm1.forward(x)));
-    x = add(x, mha_block(norm2.forward(x)));
-    x = add(x, ff_block(norm3.forward(x)));
-  } else {
-    x = norm1.forward(add(x, sa_block(x)));
-    x = norm2.forward(add(x, mha_block(x)));
-    x = norm3.forward(add(x, ff_block(x)));
-  }
-  return x;
+  DynTensor x = residual(norm1, norm_first, tgt, sa_block);
+  x = residual(norm2, norm_first, x, mha_block);
+  return residual(norm3, norm_first, x, ff_block);
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerDecoderLayer& layer, int64_t num_layers,
