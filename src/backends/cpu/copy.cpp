@@ -1,4 +1,6 @@
 // Copies and casts, fills, iota and host transfers.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "convert.hpp"
@@ -6,6 +8,53 @@
 #include "loops.hpp"
 
 namespace ember::cpu {
+namespace {
+
+// Copies [.., R, C] planes whose source is transposed (the R dim is the contiguous one) into a
+// contiguous destination in 32 x 32 tiles: the element-by-element strided copy missed the cache
+// on every read (a 2048 x 1024 f32 transpose took ~20 ms). Same dtype only.
+template <class E>
+void transpose_planes(const RawTensor& src, const RawTensor& dst) {
+  const int r = dst.rank();
+  const int64_t rows = dst.shape[r - 2], cols = dst.shape[r - 1];
+  const int64_t src_row = src.strides[r - 2], src_col = src.strides[r - 1];
+  const int64_t planes = dst.numel() / std::max<int64_t>(rows * cols, 1);
+  const E* sp = static_cast<const E*>(src.data());
+  E* dp = static_cast<E*>(dst.data());
+  constexpr int64_t kTile = 32;
+  const int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
+  parallel_for(0, planes * tiles_r, std::max<int64_t>(1, kGrain / (kTile * cols)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t t = b; t < e; ++t) {
+                   const int64_t plane = t / tiles_r, i0 = (t % tiles_r) * kTile;
+                   // The plane's source offset, from its index over the leading dims.
+                   int64_t off = 0, rest = plane;
+                   for (int d = r - 3; d >= 0; --d) {
+                     off += (rest % src.shape[d]) * src.strides[d];
+                     rest /= src.shape[d];
+                   }
+                   const E* s = sp + off;
+                   E* d = dp + plane * rows * cols;
+                   const int64_t i1 = std::min(rows, i0 + kTile);
+                   for (int64_t tc = 0; tc < tiles_c; ++tc) {
+                     const int64_t j0 = tc * kTile, j1 = std::min(cols, j0 + kTile);
+                     for (int64_t i = i0; i < i1; ++i) {
+                       for (int64_t j = j0; j < j1; ++j)
+                         d[i * cols + j] = s[i * src_row + j * src_col];
+                     }
+                   }
+                 }
+               });
+}
+
+// True when `src` is [.., R, C] with its R dim contiguous and C strided, and dst is contiguous.
+bool is_transposed_copy(const RawTensor& src, const RawTensor& dst) {
+  const int r = src.rank();
+  return src.dtype == dst.dtype && r >= 2 && dst.is_contiguous() && src.strides[r - 2] == 1 &&
+         src.strides[r - 1] != 1 && src.shape[r - 2] >= 32 && src.shape[r - 1] >= 32;
+}
+
+}  // namespace
 
 void CpuBackend::copy(const RawTensor& src, const RawTensor& dst) {
   if (src.dtype == dst.dtype && src.is_contiguous() && dst.is_contiguous()) {
@@ -16,6 +65,20 @@ void CpuBackend::copy(const RawTensor& src, const RawTensor& dst) {
       std::memcpy(d + b, s + b, static_cast<size_t>(e - b));
     });
     return;
+  }
+  if (is_transposed_copy(src, dst)) {
+    switch (dtype_size(src.dtype)) {
+      case 1:
+        return transpose_planes<uint8_t>(src, dst);
+      case 2:
+        return transpose_planes<uint16_t>(src, dst);
+      case 4:
+        return transpose_planes<uint32_t>(src, dst);
+      case 8:
+        return transpose_planes<uint64_t>(src, dst);
+      default:
+        break;
+    }
   }
   StridedLoop<2> loop(dst.shape, {&dst, &src});
   visit_dtype(src.dtype, [&](auto s_tag) {
