@@ -222,6 +222,40 @@ void BM_ember_sum(benchmark::State& state) {
   });
 }
 
+// The same 16M f32 seen as a matrix: a transposed copy (contiguous() of x.t(): 2 x 64 MB, like
+// memcpy) and reductions along rows (LayerNorm/softmax rows of 256) and down columns (a bias
+// gradient over 65536 tokens), each reading 64 MB.
+void BM_ember_transpose(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ember::cpu::set_num_threads(threads);
+  const auto x = random_input(5).reshape({4096, 4096});
+  const auto t = x.t();
+  {
+    const auto c = t.contiguous();
+    if (c.to_vector<float>()[1] != x.to_vector<float>()[4096]) {
+      state.SkipWithError("transpose gave a wrong result");
+      return;
+    }
+  }
+  run_timed(state, 2.0 * kBytes, threads, [&] {
+    auto c = t.contiguous();
+    benchmark::DoNotOptimize(c);
+  });
+}
+
+template <int kDim>
+void ember_matrix_sum(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ember::cpu::set_num_threads(threads);
+  const auto x = random_input(6).reshape({kN / 256, 256});
+  run_timed(state, 1.0 * kBytes, threads, [&] {
+    auto s = x.sum(kDim);
+    benchmark::DoNotOptimize(s);
+  });
+}
+void BM_ember_rowsum(benchmark::State& state) { ember_matrix_sum<1>(state); }
+void BM_ember_colsum(benchmark::State& state) { ember_matrix_sum<0>(state); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -234,6 +268,9 @@ int main(int argc, char** argv) {
     {"ember_add", BM_ember_add},
     {"ember_exp", BM_ember_exp},
     {"ember_sum", BM_ember_sum},
+    {"ember_transpose", BM_ember_transpose},
+    {"ember_rowsum", BM_ember_rowsum},
+    {"ember_colsum", BM_ember_colsum},
     {"add_loop", BM_add_loop},
 #if defined(EMBER_BENCH_X86)
     {"add_stream", BM_add_stream},

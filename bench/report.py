@@ -100,6 +100,9 @@ def elementwise(rows):
     print("|---|---|---|---|---|---|---|")
     labels = [("ember_add", "Ember `a + b`"), ("ember_exp", "Ember `exp(x)`"),
               ("ember_sum", "Ember `x.sum()`"),
+              ("ember_transpose", "Ember `x.t().contiguous()`, [4096, 4096]"),
+              ("ember_rowsum", "Ember `x.sum(1)`, [65536, 256] (rows)"),
+              ("ember_colsum", "Ember `x.sum(0)`, [65536, 256] (columns)"),
               ("add_loop", "reference: plain add loop (ordinary stores)"),
               ("add_stream", "reference: add loop with streaming stores"),
               ("sum_loop", "reference: plain sum loop")]

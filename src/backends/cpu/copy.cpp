@@ -22,7 +22,7 @@ void transpose_planes(const RawTensor& src, const RawTensor& dst) {
   const E* sp = static_cast<const E*>(src.data());
   E* dp = static_cast<E*>(dst.data());
   constexpr int64_t kTile = 32;
-  const int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
+  const int64_t tiles_r = (rows + kTile - 1) / kTile;
   parallel_for(0, planes * tiles_r, std::max<int64_t>(1, kGrain / (kTile * cols)),
                [&](int64_t b, int64_t e) {
                  for (int64_t t = b; t < e; ++t) {
@@ -35,12 +35,20 @@ void transpose_planes(const RawTensor& src, const RawTensor& dst) {
                    }
                    const E* s = sp + off;
                    E* d = dp + plane * rows * cols;
-                   const int64_t i1 = std::min(rows, i0 + kTile);
-                   for (int64_t tc = 0; tc < tiles_c; ++tc) {
-                     const int64_t j0 = tc * kTile, j1 = std::min(cols, j0 + kTile);
-                     for (int64_t i = i0; i < i1; ++i) {
-                       for (int64_t j = j0; j < j1; ++j)
-                         d[i * cols + j] = s[i * src_row + j * src_col];
+                   const int64_t ni = std::min(kTile, rows - i0);
+                   // Through a tile buffer: each source column piece is read, and each
+                   // destination row piece written, in one contiguous burst (strided access
+                   // inside the tile thrashed the cache at power-of-two sizes).
+                   E buf[kTile][kTile];
+                   for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+                     const int64_t nj = std::min(kTile, cols - j0);
+                     for (int64_t j = 0; j < nj; ++j) {
+                       const E* col = s + (j0 + j) * src_col + i0 * src_row;
+                       for (int64_t i = 0; i < ni; ++i) buf[i][j] = col[i];
+                     }
+                     for (int64_t i = 0; i < ni; ++i) {
+                       E* row = d + (i0 + i) * cols + j0;
+                       for (int64_t j = 0; j < nj; ++j) row[j] = buf[i][j];
                      }
                    }
                  }
