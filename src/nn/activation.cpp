@@ -1,6 +1,7 @@
 // Activation composites, written as PyTorch defines them.
 #include "ember/nn/activation.hpp"
 
+#include "config_json.hpp"
 #include "ember/core/error.hpp"
 
 namespace ember::nn {
@@ -62,6 +63,40 @@ DynTensor swiglu(const DynTensor& x, int64_t dim) {
 PReLU::PReLU(int64_t num_parameters, double init, Device device, DType dtype) {
   EMBER_CHECK(num_parameters >= 1, "[PReLU] num_parameters must be positive, got ", num_parameters);
   weight = Param<1>(Tensor<1>(full(Shape{num_parameters}, init, dtype, device)));
+}
+
+std::string LeakyReLU::to_json() const {
+  return detail::JsonWriter().field("negative_slope", negative_slope).str();
+}
+LeakyReLU LeakyReLU::from_json(const std::string& json) {
+  return LeakyReLU{detail::JsonReader(json, "LeakyReLU").number("negative_slope", 0.01)};
+}
+std::string ELU::to_json() const { return detail::JsonWriter().field("alpha", alpha).str(); }
+ELU ELU::from_json(const std::string& json) {
+  return ELU{detail::JsonReader(json, "ELU").number("alpha", 1.0)};
+}
+std::string GELU::to_json() const {
+  return detail::JsonWriter().field("approximate", tanh_approximation ? "tanh" : "none").str();
+}
+GELU GELU::from_json(const std::string& json) {
+  const std::string a = detail::JsonReader(json, "GELU").string("approximate", "none");
+  EMBER_CHECK(a == "none" || a == "tanh", "[GELU] approximate must be none or tanh, got ", a);
+  return GELU{a == "tanh"};
+}
+std::string Softplus::to_json() const {
+  return detail::JsonWriter().field("beta", beta).field("threshold", threshold).str();
+}
+Softplus Softplus::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "Softplus");
+  return Softplus{r.number("beta", 1.0), r.number("threshold", 20.0)};
+}
+std::string GLU::to_json() const { return detail::JsonWriter().field("dim", dim).str(); }
+GLU GLU::from_json(const std::string& json) {
+  return GLU{detail::JsonReader(json, "GLU").integer("dim", -1)};
+}
+std::string SwiGLU::to_json() const { return detail::JsonWriter().field("dim", dim).str(); }
+SwiGLU SwiGLU::from_json(const std::string& json) {
+  return SwiGLU{detail::JsonReader(json, "SwiGLU").integer("dim", -1)};
 }
 
 }  // namespace ember::nn

@@ -113,6 +113,58 @@ DynTensor ConvTranspose<N>::forward(const DynTensor& x) const {
   }
 }
 
+template <int N>
+std::string MaxPool<N>::to_json() const {
+  return detail::JsonWriter()
+      .field("kernel_size", kernel_size)
+      .field("stride", stride)
+      .field("padding", padding)
+      .field("dilation", dilation)
+      .field("ceil_mode", ceil_mode)
+      .str();
+}
+template <int N>
+MaxPool<N> MaxPool<N>::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "MaxPool");
+  return MaxPool<N>{r.integers("kernel_size", {}), r.integers("stride", {}),
+                    r.integers("padding", {0}), r.integers("dilation", {1}),
+                    r.boolean("ceil_mode", false)};
+}
+
+template <int N>
+std::string AvgPool<N>::to_json() const {
+  return detail::JsonWriter()
+      .field("kernel_size", kernel_size)
+      .field("stride", stride)
+      .field("padding", padding)
+      .field("ceil_mode", ceil_mode)
+      .field("count_include_pad", count_include_pad)
+      .str();
+}
+template <int N>
+AvgPool<N> AvgPool<N>::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "AvgPool");
+  return AvgPool<N>{r.integers("kernel_size", {}), r.integers("stride", {}),
+                    r.integers("padding", {0}), r.boolean("ceil_mode", false),
+                    r.boolean("count_include_pad", true)};
+}
+
+template <int N>
+std::string AdaptiveAvgPool<N>::to_json() const {
+  return detail::JsonWriter().field("output_size", output_size).str();
+}
+template <int N>
+AdaptiveAvgPool<N> AdaptiveAvgPool<N>::from_json(const std::string& json) {
+  return AdaptiveAvgPool<N>{
+      detail::JsonReader(json, "AdaptiveAvgPool").integers("output_size", {})};
+}
+
+template struct MaxPool<1>;
+template struct MaxPool<2>;
+template struct AvgPool<1>;
+template struct AvgPool<2>;
+template struct AdaptiveAvgPool<1>;
+template struct AdaptiveAvgPool<2>;
 template class Conv<1>;
 template class Conv<2>;
 template class Conv<3>;

@@ -18,6 +18,12 @@ Dropout::Dropout(double p_in) : p(p_in) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[Dropout] p must be in [0, 1], got ", p);
 }
 
+std::string Dropout::to_json() const { return detail::JsonWriter().field("p", p).str(); }
+
+Dropout Dropout::from_json(const std::string& json) {
+  return Dropout(detail::JsonReader(json, "Dropout").number("p", 0.5));
+}
+
 DynTensor embedding(const DynTensor& indices, const DynTensor& weight, int64_t padding_idx) {
   EMBER_CHECK(indices.defined() && weight.defined(),
               "[embedding] indices and weight must be "

@@ -317,3 +317,22 @@ TEST(Layers, NormConfigsRoundTripThroughJson) {
       nn::TransformerEncoderLayerConfig(8, 2).gelu().pre_norm(true).to_json());
   EXPECT_TRUE(t.gelu_activation && t.norm_first);
 }
+
+TEST(Layers, ParameterFreeModulesAreTheirOwnConfigs) {
+  EXPECT_DOUBLE_EQ(nn::LeakyReLU::from_json(nn::LeakyReLU{0.2}.to_json()).negative_slope, 0.2);
+  EXPECT_DOUBLE_EQ(nn::ELU::from_json(nn::ELU{1.5}.to_json()).alpha, 1.5);
+  EXPECT_TRUE(nn::GELU::from_json(nn::GELU{true}.to_json()).tanh_approximation);
+  EXPECT_EQ(nn::GELU{true}.to_json(), R"({"approximate": "tanh"})");
+  EXPECT_DOUBLE_EQ(nn::Softplus::from_json(nn::Softplus{2.0, 5.0}.to_json()).threshold, 5.0);
+  EXPECT_EQ(nn::GLU::from_json(nn::GLU{1}.to_json()).dim, 1);
+  EXPECT_EQ(nn::SwiGLU::from_json(nn::SwiGLU{2}.to_json()).dim, 2);
+  EXPECT_DOUBLE_EQ(nn::Dropout::from_json(nn::Dropout(0.3).to_json()).p, 0.3);
+  EXPECT_THROW(nn::GELU::from_json(R"({"approximate": "erf"})"), Error);
+  EXPECT_THROW(nn::Dropout::from_json(R"({"p": 2})"), Error);
+  const auto pool = nn::MaxPool2d::from_json(nn::MaxPool2d{{3}, {2}, {1}}.to_json());
+  EXPECT_EQ(pool.kernel_size, (SpatialArg{3}));
+  EXPECT_EQ(pool.padding, (SpatialArg{1}));
+  EXPECT_TRUE(nn::AvgPool1d::from_json(nn::AvgPool1d{{2}, {}, {0}, true}.to_json()).ceil_mode);
+  EXPECT_EQ(nn::AdaptiveAvgPool2d::from_json(nn::AdaptiveAvgPool2d{{3, 2}}.to_json()).output_size,
+            (SpatialArg{3, 2}));
+}

@@ -2,6 +2,8 @@
 // functions are composites of primitive ops, so their gradients come from autodiff.
 #pragma once
 
+#include <string>
+
 #include "ember/nn/module.hpp"
 
 namespace ember::nn {
@@ -42,6 +44,9 @@ EMBER_ACTIVATION_MODULE(Hardswish, hardswish(x))
 struct LeakyReLU {
   double negative_slope = 0.01;
   EMBER_MODULE(LeakyReLU)
+  /// The options as JSON (the module is its own config).
+  std::string to_json() const;
+  static LeakyReLU from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -52,6 +57,9 @@ struct LeakyReLU {
 struct ELU {
   double alpha = 1.0;
   EMBER_MODULE(ELU)
+  /// The options as JSON (the module is its own config).
+  std::string to_json() const;
+  static ELU from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -62,6 +70,9 @@ struct ELU {
 struct GELU {
   bool tanh_approximation = false;  // torch's approximate="tanh"
   EMBER_MODULE(GELU)
+  /// The options as JSON (the module is its own config).
+  std::string to_json() const;
+  static GELU from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -73,6 +84,9 @@ struct Softplus {
   double beta = 1.0;
   double threshold = 20.0;
   EMBER_MODULE(Softplus)
+  /// The options as JSON (the module is its own config).
+  std::string to_json() const;
+  static Softplus from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -98,6 +112,9 @@ class PReLU {
 struct GLU {
   int64_t dim = -1;
   EMBER_MODULE(GLU)
+  /// The options as JSON (the module is its own config).
+  std::string to_json() const;
+  static GLU from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -108,6 +125,9 @@ struct GLU {
 struct SwiGLU {
   int64_t dim = -1;
   EMBER_MODULE(SwiGLU)
+  /// The options as JSON (the module is its own config).
+  std::string to_json() const;
+  static SwiGLU from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));

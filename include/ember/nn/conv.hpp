@@ -122,6 +122,8 @@ struct MaxPool {
   SpatialArg kernel_size, stride{}, padding{0}, dilation{1};
   bool ceil_mode = false;
   EMBER_MODULE_NAMED(MaxPool, N == 1 ? "MaxPool1d" : "MaxPool2d")
+  std::string to_json() const;
+  static MaxPool from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -139,6 +141,8 @@ struct AvgPool {
   SpatialArg kernel_size, stride{}, padding{0};
   bool ceil_mode = false, count_include_pad = true;
   EMBER_MODULE_NAMED(AvgPool, N == 1 ? "AvgPool1d" : "AvgPool2d")
+  std::string to_json() const;
+  static AvgPool from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -155,6 +159,8 @@ template <int N>
 struct AdaptiveAvgPool {
   SpatialArg output_size;
   EMBER_MODULE_NAMED(AdaptiveAvgPool, N == 1 ? "AdaptiveAvgPool1d" : "AdaptiveAvgPool2d")
+  std::string to_json() const;
+  static AdaptiveAvgPool from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -165,6 +171,13 @@ struct AdaptiveAvgPool {
 };
 using AdaptiveAvgPool1d = AdaptiveAvgPool<1>;
 using AdaptiveAvgPool2d = AdaptiveAvgPool<2>;
+
+extern template struct MaxPool<1>;
+extern template struct MaxPool<2>;
+extern template struct AvgPool<1>;
+extern template struct AvgPool<2>;
+extern template struct AdaptiveAvgPool<1>;
+extern template struct AdaptiveAvgPool<2>;
 
 /// Flattens dims start_dim..end_dim (torch.nn.Flatten: from dim 1 by default). Out is the
 /// result's rank, given because a module's output type is fixed at compile time.

@@ -16,6 +16,8 @@ class Dropout {
   EMBER_MODULE(Dropout, mode)
 
   explicit Dropout(double p = 0.5);
+  std::string to_json() const;
+  static Dropout from_json(const std::string& json);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
