@@ -222,6 +222,37 @@ void BM_ember_sum(benchmark::State& state) {
   });
 }
 
+// tanh over 16M f32 (2 x 64 MB), beside a plain loop over std::tanh (libm, scalar): the peer
+// Ember's vectorised tanh replaced.
+void BM_ember_tanh(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ember::cpu::set_num_threads(threads);
+  const auto x = random_input(7);
+  {
+    const auto vx = x.to_vector<float>();
+    if (!sampled_ok(ember::tanh(x).to_vector<float>(),
+                    [&](size_t i) { return std::tanh(double(vx[i])); })) {
+      state.SkipWithError("tanh(x) gave a wrong result");
+      return;
+    }
+  }
+  run_timed(state, 2.0 * kBytes, threads, [&] {
+    auto y = ember::tanh(x);
+    benchmark::DoNotOptimize(y);
+  });
+}
+
+void BM_tanh_libm(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  HostBuffer x, y;
+  run_timed(state, 2.0 * kBytes, threads, [&] {
+    on_threads(threads, [&](int, int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) y.p[i] = std::tanh(x.p[i]);
+    });
+    benchmark::ClobberMemory();
+  });
+}
+
 // The same 16M f32 seen as a matrix: a transposed copy (contiguous() of x.t(): 2 x 64 MB, like
 // memcpy) and reductions along rows (LayerNorm/softmax rows of 256) and down columns (a bias
 // gradient over 65536 tokens), each reading 64 MB.
@@ -268,6 +299,8 @@ int main(int argc, char** argv) {
     {"ember_add", BM_ember_add},
     {"ember_exp", BM_ember_exp},
     {"ember_sum", BM_ember_sum},
+    {"ember_tanh", BM_ember_tanh},
+    {"tanh_libm", BM_tanh_libm},
     {"ember_transpose", BM_ember_transpose},
     {"ember_rowsum", BM_ember_rowsum},
     {"ember_colsum", BM_ember_colsum},

@@ -100,6 +100,8 @@ def elementwise(rows):
     print("|---|---|---|---|---|---|---|")
     labels = [("ember_add", "Ember `a + b`"), ("ember_exp", "Ember `exp(x)`"),
               ("ember_sum", "Ember `x.sum()`"),
+              ("ember_tanh", "Ember `tanh(x)`"),
+              ("tanh_libm", "reference: plain loop over std::tanh (libm)"),
               ("ember_transpose", "Ember `x.t().contiguous()`, [4096, 4096]"),
               ("ember_rowsum", "Ember `x.sum(1)`, [65536, 256] (rows)"),
               ("ember_colsum", "Ember `x.sum(0)`, [65536, 256] (columns)"),

@@ -42,6 +42,15 @@ template <class C>
   }
 }
 
+template <class C>
+[[gnu::always_inline]] inline C tanh_of(C v) {
+  if constexpr (std::is_same_v<C, float>) {
+    return vtanh(v);
+  } else {
+    return std::tanh(v);
+  }
+}
+
 template <class T>
 void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const RawTensor& out) {
   using C = Compute<T>;
@@ -92,7 +101,7 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::Cosh:
       return map_unary<T, T>(x, out, [](C v) { return std::cosh(v); });
     case UnaryOp::Tanh:
-      return map_unary<T, T>(x, out, [](C v) { return std::tanh(v); });
+      return map_unary<T, T>(x, out, [](C v) { return tanh_of(v); });
     case UnaryOp::Erf:
       return map_unary<T, T>(x, out, [](C v) { return std::erf(v); });
     case UnaryOp::Sigmoid:
@@ -104,7 +113,7 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::GeluTanh:
       return map_unary<T, T>(x, out, [](C v) {
         const C inner = C(0.79788456080286535588) * (v + C(0.044715) * v * v * v);
-        return C(0.5) * v * (C(1) + std::tanh(inner));
+        return C(0.5) * v * (C(1) + tanh_of(inner));
       });
     case UnaryOp::Silu:
       return map_unary<T, T>(x, out, [](C v) { return v / (C(1) + exp_of(-v)); });
