@@ -41,4 +41,29 @@ inline std::map<std::string, DynTensor> load_fixture(const std::string& path) {
   return out;
 }
 
+/// A loaded fixture: lookups that report a missing name, and a comparison against a value.
+class Fixture {
+ public:
+  explicit Fixture(const std::string& path) : tensors_(load_fixture(path)) {}
+
+  bool has(const std::string& name) const { return tensors_.count(name) > 0; }
+  DynTensor get(const std::string& name) const {
+    auto it = tensors_.find(name);
+    EXPECT_NE(it, tensors_.end()) << "missing " << name;
+    return it == tensors_.end() ? DynTensor() : it->second;
+  }
+  /// `got` against the fixture's `name`, elementwise within atol + rtol |want|.
+  void expect_close(const DynTensor& got, const std::string& name, double rtol, double atol) const {
+    const DynTensor want = get(name);
+    ASSERT_TRUE(got.defined()) << name;
+    ASSERT_EQ(got.shape(), want.shape()) << name;
+    const DynTensor g = cast(got, DType::f64);
+    EXPECT_TRUE(allclose(g, want, rtol, atol))
+        << name << ": max |diff| " << amax(abs(sub(g, want))).item<double>();
+  }
+
+ private:
+  std::map<std::string, DynTensor> tensors_;
+};
+
 }  // namespace ember::test

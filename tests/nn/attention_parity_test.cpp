@@ -13,23 +13,13 @@ using namespace ember;
 
 namespace {
 
-const std::map<std::string, DynTensor>& fixture() {
-  static const auto f = test::load_fixture(EMBER_NN_FIXTURES "/attention.txt");
+const test::Fixture& fixture() {
+  static const test::Fixture f(EMBER_NN_FIXTURES "/attention.txt");
   return f;
 }
-
-DynTensor get(const std::string& name) {
-  auto it = fixture().find(name);
-  EXPECT_NE(it, fixture().end()) << "missing " << name;
-  return it == fixture().end() ? DynTensor() : it->second;
-}
-
+DynTensor get(const std::string& name) { return fixture().get(name); }
 void expect_close(const DynTensor& got, const std::string& name) {
-  const DynTensor want = get(name);
-  ASSERT_TRUE(got.defined()) << name;
-  ASSERT_EQ(got.shape(), want.shape()) << name;
-  EXPECT_TRUE(allclose(got, want, 1e-9, 1e-11))
-      << name << ": max |diff| " << amax(abs(sub(got, want))).item<double>();
+  fixture().expect_close(got, name, 1e-9, 1e-11);
 }
 
 // Loads every parameter of `m` from `<case>.p.<path>`.

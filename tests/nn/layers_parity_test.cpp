@@ -18,23 +18,16 @@ namespace {
 double g_rtol = 1e-10;  // changed for one case below
 constexpr double kAtol = 1e-12;
 
-const std::map<std::string, DynTensor>& fixture() {
-  static const auto f = test::load_fixture(EMBER_NN_FIXTURES "/layers.txt");
+const test::Fixture& fixture() {
+  static const test::Fixture f(EMBER_NN_FIXTURES "/layers.txt");
   return f;
 }
 
-DynTensor get(const std::string& name) {
-  auto it = fixture().find(name);
-  EXPECT_NE(it, fixture().end()) << "missing " << name;
-  return it == fixture().end() ? DynTensor() : it->second;
-}
+DynTensor get(const std::string& name) { return fixture().get(name); }
 
-void expect_close(const DynTensor& got, const DynTensor& want, const std::string& what) {
-  ASSERT_TRUE(got.defined()) << what;
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const double diff = amax(abs(sub(cast(got, DType::f64), want))).item<double>();
-  EXPECT_TRUE(allclose(cast(got, DType::f64), want, g_rtol, kAtol))
-      << what << ": max |diff| " << diff;
+// `got` against the fixture's tensor `name`.
+void expect_close(const DynTensor& got, const std::string& name) {
+  fixture().expect_close(got, name, g_rtol, kAtol);
 }
 
 // Runs `forward` on the case's input, compares y and the gradients of x and of `params`.
@@ -43,11 +36,11 @@ void check_case(const std::string& name, const std::function<DynTensor(const Dyn
   SCOPED_TRACE(name);
   const DynTensor x = require_grad(get(name + ".x"));
   const DynTensor y = forward(x);
-  expect_close(y, get(name + ".y"), name + ".y");
+  expect_close(y, name + ".y");
   const Gradients g = backward(y, get(name + ".seed"));
-  expect_close(g.get(x), get(name + ".grad_x"), name + ".grad_x");
+  expect_close(g.get(x), name + ".grad_x");
   for (const auto& [p, slot] : params) {
-    expect_close(g.get(slot->dyn()), get(name + ".grad_" + p), name + ".grad_" + p);
+    expect_close(g.get(slot->dyn()), name + ".grad_" + p);
   }
 }
 
@@ -96,8 +89,8 @@ TEST(LayerParity, BatchNormTrainingUpdatesRunningStatistics) {
   load(*bn.bias, "batch_norm_train.bias");
   check_case("batch_norm_train", [&](const DynTensor& x) { return bn.forward(x); },
              {{"weight", &*bn.weight}, {"bias", &*bn.bias}});
-  expect_close(bn.running_mean->dyn(), get("batch_norm_train.running_mean"), "running_mean");
-  expect_close(bn.running_var->dyn(), get("batch_norm_train.running_var"), "running_var");
+  expect_close(bn.running_mean->dyn(), "batch_norm_train.running_mean");
+  expect_close(bn.running_var->dyn(), "batch_norm_train.running_var");
   EXPECT_EQ(bn.num_batches_tracked->value().item<int64_t>(), 1);
   EXPECT_FALSE(bn.running_mean->dyn().requires_grad());
 }

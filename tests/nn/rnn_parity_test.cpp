@@ -15,25 +15,14 @@ using namespace ember;
 
 namespace {
 
-const std::map<std::string, DynTensor>& fixture() {
-  static const auto f = test::load_fixture(EMBER_NN_FIXTURES "/rnn.txt");
+const test::Fixture& fixture() {
+  static const test::Fixture f(EMBER_NN_FIXTURES "/rnn.txt");
   return f;
 }
-
-bool has(const std::string& name) { return fixture().count(name) > 0; }
-
-DynTensor get(const std::string& name) {
-  auto it = fixture().find(name);
-  EXPECT_NE(it, fixture().end()) << "missing " << name;
-  return it == fixture().end() ? DynTensor() : it->second;
-}
-
+bool has(const std::string& name) { return fixture().has(name); }
+DynTensor get(const std::string& name) { return fixture().get(name); }
 void expect_close(const DynTensor& got, const std::string& name) {
-  const DynTensor want = get(name);
-  ASSERT_TRUE(got.defined()) << name;
-  ASSERT_EQ(got.shape(), want.shape()) << name;
-  EXPECT_TRUE(allclose(got, want, 1e-9, 1e-12))
-      << name << ": max |diff| " << amax(abs(sub(got, want))).item<double>();
+  fixture().expect_close(got, name, 1e-9, 1e-12);
 }
 
 std::string case_name(const std::string& kind, bool bidir, bool batch_first, bool states,
