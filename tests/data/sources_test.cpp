@@ -1,0 +1,295 @@
+// CSV, PNG/JPEG and image folders, SQLite: parsing, round trips and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include "data_test_util.hpp"
+#include "ember/core/error.hpp"
+#include "ember/data/data.hpp"
+
+using namespace ember;
+using namespace ember::data;
+using ember::data::testing::TempDir;
+using ember::data::testing::write_text;
+
+namespace {
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+ImageItem gradient_image(int64_t c, int64_t h, int64_t w, int64_t label) {
+  ImageItem im;
+  im.channels = c;
+  im.height = h;
+  im.width = w;
+  im.label = label;
+  for (int64_t k = 0; k < c; ++k)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        im.pixels.push_back(static_cast<uint8_t>((k * 30 + y * 6 + x * 6) % 256));
+  return im;
+}
+
+int max_abs_diff(const ImageItem& a, const ImageItem& b) {
+  int worst = 0;
+  for (size_t i = 0; i < a.pixels.size(); ++i)
+    worst = std::max(worst, std::abs(int{a.pixels[i]} - int{b.pixels[i]}));
+  return worst;
+}
+
+}  // namespace
+
+// ---- CSV ----
+
+TEST(Csv, HeaderLabelAndQuotedFields) {
+  const std::string text =
+      "x,\"label\",\"y, in m\"\r\n"
+      "1.5,0,-2\r\n"
+      "\n"
+      "\"3\",2,+4e1\r\n"
+      " 5 , 1 ,\"6\"";  // no newline at the end
+  auto ds = CsvDataset::parse(text, CsvConfig().label("label"), "t.csv");
+  ASSERT_EQ(ds->size(), 3u);
+  EXPECT_EQ(ds->feature_names(), (std::vector<std::string>{"x", "y, in m"}));
+  EXPECT_EQ(ds->label_name(), "label");
+  EXPECT_EQ(ds->at(0).features, (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(ds->at(1).features, (std::vector<float>{3.0f, 40.0f}));
+  EXPECT_EQ(ds->at(1).target, 2.0);
+  EXPECT_EQ(ds->at(2).features, (std::vector<float>{5.0f, 6.0f}));
+  EXPECT_EQ(ds->get(3), std::nullopt);
+}
+
+TEST(Csv, NoHeaderLabelByIndexAndOtherDelimiter) {
+  auto ds = CsvDataset::parse("1;2;3\n4;5;nan\n",
+                              CsvConfig().header(false).delimiter(';').label_index(0));
+  ASSERT_EQ(ds->size(), 2u);
+  EXPECT_EQ(ds->feature_names(), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(ds->label_name(), "0");
+  EXPECT_EQ(ds->at(1).target, 4.0);
+  EXPECT_TRUE(std::isnan(ds->at(1).features[1]));
+  auto unlabelled = CsvDataset::parse("a,b\n1,2\n");
+  EXPECT_EQ(unlabelled->at(0).features.size(), 2u);
+  EXPECT_EQ(unlabelled->label_name(), "");
+}
+
+TEST(Csv, QuotedNewlinesAndEscapedQuotes) {
+  auto ds = CsvDataset::parse("\"a\nb\",\"c\"\"d\"\n1,2\n", CsvConfig());
+  EXPECT_EQ(ds->feature_names(), (std::vector<std::string>{"a\nb", "c\"d"}));
+  // Line numbers count physical lines: the bad row starts on line 4.
+  EXPECT_EQ(error_of([] { CsvDataset::parse("\"a\nb\",c\n1,2\nx,3\n", {}, "q.csv"); }),
+            "[CsvDataset] q.csv:4: column \"a\nb\": not a number: \"x\"");
+}
+
+TEST(Csv, ErrorsNameFileAndLine) {
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,2\n3,oops\n", {}, "d.csv"); }),
+            "[CsvDataset] d.csv:3: column \"b\": not a number: \"oops\"");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,2\n3\n", {}, "d.csv"); }),
+            "[CsvDataset] d.csv:3: 1 fields, expected 2");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,\n", {}, "d.csv"); }),
+            "[CsvDataset] d.csv:2: column \"b\": not a number: \"\"");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n\"1,2\n", {}, "d.csv"); }),
+            "[CsvDataset] d.csv:2: quoted field never closed");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1x\"2\",3\n", {}, "d.csv"); }),
+            "[CsvDataset] d.csv:2: stray quote in field 1 (quote the whole field and double "
+            "inner quotes)");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,2\n", CsvConfig().label("c"), "d.csv"); }),
+            "[CsvDataset] d.csv: no column named \"c\" (columns: a, b)");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("", {}, "d.csv"); }),
+            "[CsvDataset] d.csv: no header line (the file is empty)");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a\n1\n", CsvConfig().label_index(3), "d.csv"); }),
+            "[CsvDataset] d.csv: label column 3 is out of range for 1 columns");
+  EXPECT_EQ(error_of([] { CsvDataset::open("/nonexistent/x.csv"); }),
+            "[CsvDataset] /nonexistent/x.csv: cannot open: No such file or directory");
+}
+
+TEST(Csv, OpensAFileAndBatches) {
+  TempDir dir;
+  write_text(dir.file("iris.csv"), "sepal,petal,species\n5.1,1.4,0\n6.2,4.5,1\n7.7,6.7,2\n");
+  auto ds = CsvDataset::open(dir.file("iris.csv"), CsvConfig().label("species"));
+  DataLoader loader(ds, std::make_shared<TabularBatcher>(), DataLoaderConfig().batch_size(2));
+  auto epoch = loader.epoch(0);
+  auto it = epoch.begin();
+  EXPECT_EQ(it->features.dims(), (std::array<int64_t, 2>{2, 2}));
+  EXPECT_EQ(it->labels.to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_FALSE(it->targets.defined());
+  TabularBatch v =
+      TabularBatcher(TabularBatcher::Target::values).batch({ds->at(0), ds->at(2)}, Device::cpu());
+  EXPECT_EQ(v.targets.to_vector<float>(), (std::vector<float>{0.0f, 2.0f}));
+  TabularItem bad{{1.0f, 2.0f}, 0.5};
+  EXPECT_THROW(TabularBatcher().batch({bad}, Device::cpu()), Error);
+}
+
+// ---- images ----
+
+TEST(Image, PngRoundTripIsExact) {
+  TempDir dir;
+  for (int64_t c : {1, 3, 4}) {
+    const ImageItem im = gradient_image(c, 5, 7, 0);
+    write_png(dir.file("a.png"), im);
+    const ImageItem back = read_image(dir.file("a.png"));
+    EXPECT_EQ(back.channels, c);
+    EXPECT_EQ(back.height, 5);
+    EXPECT_EQ(back.width, 7);
+    EXPECT_EQ(back.pixels, im.pixels) << c << " channels";
+  }
+  // Conversions: grey to RGB repeats the plane; RGB to grey has one plane.
+  write_png(dir.file("g.png"), gradient_image(1, 4, 4, 0));
+  const ImageItem rgb = read_image(dir.file("g.png"), 3);
+  ASSERT_EQ(rgb.channels, 3);
+  EXPECT_EQ(rgb.at(2, 3, 3), gradient_image(1, 4, 4, 0).at(0, 3, 3));
+  write_png(dir.file("c.png"), gradient_image(3, 4, 4, 0));
+  EXPECT_EQ(read_image(dir.file("c.png"), 1).channels, 1);
+}
+
+TEST(Image, JpegRoundTripIsClose) {
+  TempDir dir;
+  for (int64_t c : {1, 3}) {
+    const ImageItem im = gradient_image(c, 16, 16, 0);
+    write_jpeg(dir.file("a.jpg"), im, 100);
+    const ImageItem back = read_image(dir.file("a.jpg"));
+    ASSERT_EQ(back.channels, c);
+    ASSERT_EQ(back.pixels.size(), im.pixels.size());
+    EXPECT_LE(max_abs_diff(back, im), c == 1 ? 2 : 12) << c << " channels";
+  }
+  EXPECT_EQ(read_image(dir.file("a.jpg"), 1).channels, 1);
+  EXPECT_THROW(write_jpeg(dir.file("b.jpg"), gradient_image(4, 2, 2, 0)), Error);
+}
+
+TEST(Image, BadFilesGiveErrorsNamingThem) {
+  TempDir dir;
+  write_text(dir.file("x.png"), "not an image");
+  EXPECT_EQ(error_of([&] { read_image(dir.file("x.png")); }),
+            "[read_image] " + dir.file("x.png") + ": not a PNG or JPEG file (unknown first bytes)");
+  write_png(dir.file("t.png"), gradient_image(3, 32, 32, 0));
+  std::filesystem::resize_file(dir.file("t.png"), 60);
+  EXPECT_EQ(error_of([&] {
+              read_image(dir.file("t.png"));
+            }).rfind("[read_image] " + dir.file("t.png") + ": bad PNG: ", 0),
+            0u);
+  write_jpeg(dir.file("t.jpg"), gradient_image(3, 32, 32, 0));
+  std::filesystem::resize_file(dir.file("t.jpg"), 20);
+  EXPECT_EQ(error_of([&] {
+              read_image(dir.file("t.jpg"));
+            }).rfind("[read_image] " + dir.file("t.jpg") + ": bad JPEG: ", 0),
+            0u);
+  EXPECT_EQ(error_of([&] { read_image(dir.file("none.png")); }),
+            "[read_image] " + dir.file("none.png") + ": cannot open: No such file or directory");
+}
+
+TEST(ImageFolder, ClassesFromSubdirectories) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "dog");
+  std::filesystem::create_directories(dir.path() / "cat");
+  std::filesystem::create_directories(dir.path() / "empty");
+  write_png(dir.file("cat/b.png"), gradient_image(3, 8, 8, 0));
+  write_jpeg(dir.file("cat/a.JPG"), gradient_image(3, 8, 8, 0), 95);
+  write_png(dir.file("dog/z.png"), gradient_image(1, 8, 8, 0));
+  write_text(dir.file("dog/notes.txt"), "skipped");
+  auto ds = ImageFolder::open(dir.path().string(), 3);
+  EXPECT_EQ(ds->classes(), (std::vector<std::string>{"cat", "dog", "empty"}));
+  ASSERT_EQ(ds->size(), 3u);
+  EXPECT_EQ(ds->path(0), dir.file("cat/a.JPG"));
+  EXPECT_EQ(ds->at(0).label, 0);
+  EXPECT_EQ(ds->at(1).label, 0);
+  const ImageItem dog = ds->at(2);
+  EXPECT_EQ(dog.label, 1);
+  EXPECT_EQ(dog.channels, 3);  // converted from grey
+  DataLoader loader(ds, std::make_shared<ImageBatcher>(),
+                    DataLoaderConfig().batch_size(3).workers(2));
+  for (ImageBatch& b : loader.epoch(0)) {
+    EXPECT_EQ(b.images.dims(), (std::array<int64_t, 4>{3, 3, 8, 8}));
+    EXPECT_EQ(b.labels.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1}));
+  }
+  EXPECT_EQ(error_of([&] { ImageFolder::open(dir.file("nope")); }),
+            "[ImageFolder] " + dir.file("nope") + ": not a directory");
+  EXPECT_EQ(error_of([&] { ImageFolder::open(dir.file("empty")); }),
+            "[ImageFolder] " + dir.file("empty") + ": no class subdirectories");
+}
+
+// ---- SQLite ----
+
+TEST(Sqlite, RoundTripOfImagesInTwoTables) {
+  TempDir dir;
+  std::vector<ImageItem> items;
+  for (int64_t i = 0; i < 20; ++i) items.push_back(gradient_image(1 + 2 * (i % 2), 3, 4, i));
+  auto source = in_memory(items);
+  const std::string db = dir.file("data.sqlite");
+  write_sqlite(*source, db, "train");
+  write_sqlite(*partial(source, 0, 5), db, "test");
+  auto train = SqliteDataset<ImageItem>::open(db, "train");
+  auto test = SqliteDataset<ImageItem>::open(db, "test");
+  ASSERT_EQ(train->size(), 20u);
+  ASSERT_EQ(test->size(), 5u);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ImageItem back = train->at(i);
+    EXPECT_EQ(back.pixels, items[i].pixels);
+    EXPECT_EQ(back.channels, items[i].channels);
+    EXPECT_EQ(back.label, items[i].label);
+  }
+  EXPECT_EQ(train->get(20), std::nullopt);
+  // Rewriting a table replaces it.
+  write_sqlite(*partial(source, 0, 2), db, "train");
+  EXPECT_EQ(SqliteDataset<ImageItem>::open(db, "train")->size(), 2u);
+}
+
+TEST(Sqlite, ConcurrentReadsThroughTheLoader) {
+  TempDir dir;
+  std::vector<TabularItem> rows;
+  for (int i = 0; i < 200; ++i)
+    rows.push_back(
+        {{static_cast<float>(i), static_cast<float>(-i), 0.5f}, static_cast<double>(i % 3)});
+  write_sqlite(*in_memory(rows), dir.file("t.db"));
+  auto ds = SqliteDataset<TabularItem>::open(dir.file("t.db"));
+  const auto collect = [&](size_t workers) {
+    DataLoader loader(ds, std::make_shared<TabularBatcher>(),
+                      DataLoaderConfig().batch_size(16).shuffle(5).workers(workers));
+    std::vector<float> out;
+    for (TabularBatch& b : loader.epoch(2)) {
+      const auto f = b.features.to_vector<float>();
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    return out;
+  };
+  const auto ref = collect(0);
+  EXPECT_EQ(ref.size(), 600u);
+  EXPECT_EQ(collect(3), ref);
+}
+
+TEST(Sqlite, WriterRollsBackWithoutCommitAndErrors) {
+  TempDir dir;
+  const std::string db = dir.file("w.db");
+  {
+    SqliteWriter w(db, "partial");
+    const std::vector<uint8_t> blob{1, 2, 3};
+    w.append(blob);
+    EXPECT_EQ(w.count(), 1u);
+  }  // destroyed before commit
+  EXPECT_NE(error_of([&] { SqliteDataset<ImageItem>::open(db, "partial"); }).find("no such table"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { SqliteWriter(db, "bad name; DROP"); }),
+            "[sqlite] " + db +
+                ": table name \"bad name; DROP\" must be letters, digits and '_', "
+                "not starting with a digit");
+  EXPECT_NE(
+      error_of([&] { SqliteDataset<ImageItem>::open(dir.file("missing.db")); }).find("cannot open"),
+      std::string::npos);
+  // A blob that is not an ImageItem.
+  {
+    SqliteWriter w(db, "junk");
+    const std::vector<uint8_t> blob{9, 9, 9};
+    w.append(blob);
+    w.commit();
+    EXPECT_THROW(w.append(blob), Error);
+  }
+  auto junk = SqliteDataset<ImageItem>::open(db, "junk");
+  EXPECT_EQ(error_of([&] { junk->at(0); }),
+            "[Codec<ImageItem>] not an encoded ImageItem (3 bytes)");
+}
