@@ -1,0 +1,317 @@
+// The Optimizer: parameter groups by path, per-parameter state keyed by ParamId, the step loop,
+// and the state by path for checkpoints. The algorithms are in rules.cpp.
+#include "ember/optim/optimizer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "ember/core/error.hpp"
+#include "ember/io/safetensors.hpp"
+#include "ember/tensor/ops/creation.hpp"
+#include "rules.hpp"
+
+namespace ember::optim {
+
+namespace detail {
+
+std::string format_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+double parse_double(const std::map<std::string, std::string>& meta, const std::string& key,
+                    const char* who) {
+  auto it = meta.find(key);
+  EMBER_CHECK(it != meta.end(), "[", who, "] the saved state has no \"", key, "\"");
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  EMBER_CHECK(end && *end == '\0' && !it->second.empty(), "[", who, "] the saved state's \"", key,
+              "\" is not a number: \"", it->second, "\"");
+  return v;
+}
+
+namespace {
+
+// nn::set_trainable's rule: the exact path, a module prefix, or a regex over the whole path.
+bool path_matches(const std::string& path, const std::string& pattern, const std::regex* re) {
+  if (pattern.empty() || path == pattern) return true;
+  if (path.size() > pattern.size() && path.compare(0, pattern.size(), pattern) == 0 &&
+      path[pattern.size()] == '.') {
+    return true;
+  }
+  return re && std::regex_match(path, *re);
+}
+
+}  // namespace
+
+class OptimizerImpl {
+ public:
+  struct Group {
+    std::string pattern;
+    std::optional<std::regex> re;
+    GroupHyper hyper;
+    std::optional<double> initial_lr;
+  };
+
+  explicit OptimizerImpl(std::unique_ptr<Rule> r) : rule(std::move(r)) {
+    groups.push_back({"", std::nullopt, rule->defaults(), std::nullopt});
+  }
+
+  const char* name() const { return rule->name(); }
+
+  Group& group(int i) {
+    EMBER_CHECK(i >= 0 && i < static_cast<int>(groups.size()), "[", name(), "] no parameter group ",
+                i, " (there are ", groups.size(), ")");
+    return groups[static_cast<size_t>(i)];
+  }
+
+  // The group of every parameter in `tree` (cached by id); checks that each added group matches.
+  int group_of(const nn::ModuleTree& tree, const nn::NamedTensor& p) {
+    if (!checked_) {
+      for (size_t g = 1; g < groups.size(); ++g) {
+        const bool any = std::any_of(tree.begin(), tree.end(), [&](const nn::ModuleEntry& e) {
+          return e.kind == nn::ModuleEntry::Kind::Tensor &&
+                 e.slot->kind() == nn::TensorSlot::Kind::Param && matches(g, e.path);
+        });
+        EMBER_CHECK(any, "[", name(), "] parameter group ", g, " (pattern \"", groups[g].pattern,
+                    "\") matches no parameter of ", tree.empty() ? "the module" : tree[0].type);
+      }
+      checked_ = true;
+    }
+    auto it = group_of_.find(p.slot->id());
+    if (it != group_of_.end()) return it->second;
+    int found = 0;
+    for (size_t g = 1; g < groups.size() && found == 0; ++g) {
+      if (matches(g, p.path)) found = static_cast<int>(g);
+    }
+    group_of_.emplace(p.slot->id(), found);
+    return found;
+  }
+
+  bool matches(size_t g, const std::string& path) const {
+    return path_matches(path, groups[g].pattern, groups[g].re ? &*groups[g].re : nullptr);
+  }
+
+  void forget_groups() {
+    group_of_.clear();
+    checked_ = false;
+  }
+
+  std::unique_ptr<Rule> rule;
+  std::vector<Group> groups;
+  std::unordered_map<nn::ParamId, ParamState> state;
+
+ private:
+  std::unordered_map<nn::ParamId, int> group_of_;
+  bool checked_ = false;
+};
+
+}  // namespace detail
+
+using detail::format_double;
+using detail::parse_double;
+
+Optimizer::Optimizer(const SgdConfig& c)
+    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AdamConfig& c)
+    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AdamWConfig& c)
+    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const RmspropConfig& c)
+    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AdagradConfig& c)
+    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const LionConfig& c)
+    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::~Optimizer() = default;
+Optimizer::Optimizer(Optimizer&&) noexcept = default;
+Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
+
+const char* Optimizer::name() const { return impl_->name(); }
+
+int Optimizer::add_group(std::string pattern, const GroupOptions& options) {
+  detail::GroupHyper h = impl_->rule->defaults();
+  if (options.lr_) h.lr = *options.lr_;
+  if (options.weight_decay_) h.weight_decay = *options.weight_decay_;
+  impl_->rule->check(h);
+  std::optional<std::regex> re;
+  if (!pattern.empty()) {
+    try {
+      re.emplace(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      // Not a regex: it can still match as a path or a module prefix.
+    }
+  }
+  impl_->groups.push_back({std::move(pattern), std::move(re), h, std::nullopt});
+  impl_->forget_groups();
+  return static_cast<int>(impl_->groups.size()) - 1;
+}
+
+int Optimizer::num_groups() const { return static_cast<int>(impl_->groups.size()); }
+
+void Optimizer::step(const nn::ModuleTree& tree, const Gradients& grads) {
+  step(tree, ParamGrads::from(tree, grads));
+}
+
+void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
+  auto guard = no_grad();
+  for (const nn::NamedTensor& p : nn::named_params(tree)) {
+    if (!p.slot->trainable()) continue;
+    const int g = impl_->group_of(tree, p);
+    const DynTensor grad = grads.find(p.slot->id());
+    if (!grad.defined()) continue;
+    const DynTensor value = detach(p.slot->dyn());
+    EMBER_CHECK(grad.shape() == value.shape(), "[", name(), "] the gradient of ", p.path,
+                " has shape ", grad.shape(), ", the parameter ", value.shape());
+    detail::ParamState& s = impl_->state[p.slot->id()];
+    p.slot->set_dyn(impl_->rule->update(value, detach(grad), s, impl_->group(g).hyper));
+  }
+}
+
+double Optimizer::lr(int group) const { return impl_->group(group).hyper.lr; }
+
+void Optimizer::set_lr(double lr, int group) {
+  EMBER_CHECK(lr >= 0, "[", name(), "] invalid learning rate: ", lr, " (must be >= 0)");
+  impl_->group(group).hyper.lr = lr;
+}
+
+void Optimizer::set_scheduled_lr(double lr, int group) { impl_->group(group).hyper.lr = lr; }
+
+void Optimizer::set_lr(double lr) {
+  for (int g = 0; g < num_groups(); ++g) set_lr(lr, g);
+}
+
+double Optimizer::weight_decay(int group) const { return impl_->group(group).hyper.weight_decay; }
+
+bool Optimizer::has_momentum() const { return impl_->rule->has_momentum(); }
+
+double Optimizer::momentum(int group) const {
+  EMBER_CHECK(impl_->rule->has_momentum(), "[", name(), "] has no momentum or beta1");
+  return impl_->group(group).hyper.momentum;
+}
+
+void Optimizer::set_momentum(double momentum, int group) {
+  EMBER_CHECK(impl_->rule->has_momentum(), "[", name(), "] has no momentum or beta1");
+  impl_->group(group).hyper.momentum = momentum;
+}
+
+std::optional<double> Optimizer::initial_lr(int group) const {
+  return impl_->group(group).initial_lr;
+}
+
+void Optimizer::set_initial_lr(double lr, int group) { impl_->group(group).initial_lr = lr; }
+
+int64_t Optimizer::steps() const {
+  int64_t n = 0;
+  for (const auto& [id, s] : impl_->state) n = std::max(n, s.step);
+  return n;
+}
+
+OptimizerState Optimizer::state(const nn::ModuleTree& tree) const {
+  OptimizerState out;
+  auto& meta = out.metadata;
+  meta["optimizer"] = name();
+  meta["groups"] = std::to_string(impl_->groups.size());
+  for (size_t g = 0; g < impl_->groups.size(); ++g) {
+    const auto& group = impl_->groups[g];
+    const std::string key = "group." + std::to_string(g) + ".";
+    meta[key + "pattern"] = group.pattern;
+    meta[key + "lr"] = format_double(group.hyper.lr);
+    meta[key + "weight_decay"] = format_double(group.hyper.weight_decay);
+    meta[key + "momentum"] = format_double(group.hyper.momentum);
+    if (group.initial_lr) meta[key + "initial_lr"] = format_double(*group.initial_lr);
+  }
+  for (const nn::NamedTensor& p : nn::named_params(tree)) {
+    auto it = impl_->state.find(p.slot->id());
+    if (it == impl_->state.end()) continue;
+    meta["step." + p.path] = std::to_string(it->second.step);
+    for (const auto& [buffer, t] : it->second.buffers) {
+      out.tensors.emplace_back(p.path + "." + buffer, detach(t));
+    }
+  }
+  return out;
+}
+
+void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& state) {
+  const auto& meta = state.metadata;
+  auto algo = meta.find("optimizer");
+  EMBER_CHECK(algo != meta.end() && algo->second == name(), "[", name(),
+              "] the saved state is of optimizer \"",
+              algo == meta.end() ? std::string("?") : algo->second, "\", not ", name());
+  const double n_groups = parse_double(meta, "groups", name());
+  EMBER_CHECK(n_groups == static_cast<double>(impl_->groups.size()), "[", name(),
+              "] the saved state has ", n_groups, " parameter groups, this optimizer ",
+              impl_->groups.size(), " (add the same groups before loading)");
+  // Check everything first, so that a bad state changes nothing.
+  std::map<std::string, const nn::NamedTensor*> by_path;
+  const std::vector<nn::NamedTensor> params = nn::named_params(tree);
+  for (const nn::NamedTensor& p : params) by_path[p.path] = &p;
+  std::unordered_map<nn::ParamId, detail::ParamState> fresh;
+  for (const auto& [key, value] : meta) {
+    if (key.rfind("step.", 0) != 0) continue;
+    const std::string path = key.substr(5);
+    auto it = by_path.find(path);
+    EMBER_CHECK(it != by_path.end(), "[", name(), "] the saved state has parameter \"", path,
+                "\", which ", tree.empty() ? "the module" : tree[0].type, " does not have");
+    fresh[it->second->slot->id()].step = static_cast<int64_t>(parse_double(meta, key, name()));
+  }
+  for (const auto& [key, t] : state.tensors) {
+    const size_t dot = key.rfind('.');
+    const std::string path = dot == std::string::npos ? key : key.substr(0, dot);
+    auto it = by_path.find(path);
+    EMBER_CHECK(dot != std::string::npos && it != by_path.end(), "[", name(),
+                "] the saved state has tensor \"", key, "\" for a parameter ",
+                tree.empty() ? "the module" : tree[0].type, " does not have");
+    const DynTensor& value = it->second->slot->dyn();
+    EMBER_CHECK(t.shape() == value.shape(), "[", name(), "] the saved ", key, " has shape ",
+                t.shape(), ", the parameter ", value.shape());
+    auto s = fresh.find(it->second->slot->id());
+    EMBER_CHECK(s != fresh.end(), "[", name(), "] the saved state has ", key, " but no step of ",
+                path);
+    // A copy of its own: a loaded tensor may share a read-only file mapping.
+    s->second.buffers[key.substr(dot + 1)] =
+        clone(cast(to_device(t, value.device()), value.dtype()));
+  }
+  std::vector<detail::GroupHyper> hypers;
+  std::vector<std::optional<double>> initial;
+  for (size_t g = 0; g < impl_->groups.size(); ++g) {
+    const std::string key = "group." + std::to_string(g) + ".";
+    auto pattern = meta.find(key + "pattern");
+    EMBER_CHECK(pattern != meta.end() && pattern->second == impl_->groups[g].pattern, "[", name(),
+                "] parameter group ", g, " of the saved state has pattern \"",
+                pattern == meta.end() ? std::string("?") : pattern->second, "\", this optimizer \"",
+                impl_->groups[g].pattern, "\"");
+    hypers.push_back({parse_double(meta, key + "lr", name()),
+                      parse_double(meta, key + "weight_decay", name()),
+                      parse_double(meta, key + "momentum", name())});
+    initial.push_back(meta.count(key + "initial_lr")
+                          ? std::optional<double>(parse_double(meta, key + "initial_lr", name()))
+                          : std::nullopt);
+  }
+  for (size_t g = 0; g < impl_->groups.size(); ++g) {
+    impl_->groups[g].hyper = hypers[g];
+    impl_->groups[g].initial_lr = initial[g];
+  }
+  impl_->state = std::move(fresh);
+  impl_->forget_groups();
+}
+
+void Optimizer::save(const nn::ModuleTree& tree, const std::string& path) const {
+  const OptimizerState s = state(tree);
+  io::save_safetensors(s.tensors, path, s.metadata);
+}
+
+void Optimizer::load(const nn::ModuleTree& tree, const std::string& path) {
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  OptimizerState s;
+  s.metadata = file.metadata();
+  for (const std::string& n : file.names()) s.tensors.emplace_back(n, file.tensor(n));
+  load_state(tree, s);
+}
+
+}  // namespace ember::optim

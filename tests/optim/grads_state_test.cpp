@@ -1,0 +1,264 @@
+// Gradient clipping against torch.nn.utils (1e-12 relative), accumulation over backward passes,
+// the optimizer's state saved and restored (exact resume on Cpu), and the errors of bad configs.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "optim_test_util.hpp"
+
+namespace ember {
+namespace {
+
+using optim::Optimizer;
+using test::Net;
+
+// ---- clipping ----
+
+void expect_clipped(const std::string& name, optim::ParamGrads& g, Net& net) {
+  for (const nn::NamedTensor& p : nn::named_params(nn::module_tree(net))) {
+    test::optim_fixture().expect_close(g.find(p.slot->id()), "clip." + name + "." + p.path, 1e-12,
+                                       1e-15);
+  }
+}
+
+TEST(Clipping, NormMatchesPyTorch) {
+  const test::Fixture& f = test::optim_fixture();
+  for (auto [name, max_norm, type] :
+       {std::tuple{"norm2", 1.5, 2.0}, std::tuple{"norm2_large", 100.0, 2.0},
+        std::tuple{"norm_inf", 1.5, std::numeric_limits<double>::infinity()}}) {
+    SCOPED_TRACE(name);
+    Net net = test::fixture_net();
+    optim::ParamGrads g = test::fixture_grads(net, 1);
+    const double total = optim::clip_grad_norm(g, max_norm, type);
+    const double want = f.get(std::string("clip.") + name + ".total").item<double>();
+    EXPECT_NEAR(total, want, 1e-12 * want);
+    expect_clipped(name, g, net);
+  }
+}
+
+TEST(Clipping, ValueMatchesPyTorch) {
+  Net net = test::fixture_net();
+  optim::ParamGrads g = test::fixture_grads(net, 1);
+  optim::clip_grad_value(g, 0.3);
+  expect_clipped("value", g, net);
+}
+
+TEST(Clipping, NonFiniteNormIsAnErrorWhenAsked) {
+  Net net = test::fixture_net();
+  optim::ParamGrads g;
+  g.set(net.fc1.bias->id(),
+        from_data(TensorData::from(std::vector<double>{1.0, std::nan(""), 2.0}, {3})));
+  test::expect_error([&] { optim::clip_grad_norm(g, 1.0, 2.0, true); },
+                     {"[clip_grad_norm]", "nan"});
+}
+
+// ---- accumulation ----
+
+DynTensor batch(int i) {
+  Generator gen(100 + static_cast<uint64_t>(i));
+  return randn(Shape{5, 4}, DType::f64, Device::cpu(), &gen);
+}
+
+DynTensor loss_of(const Net& net, const DynTensor& x) {
+  return sum(mul(net.forward(x), net.forward(x)));
+}
+
+TEST(Accumulation, SumsTheGradientsOfSeveralBackwardPasses) {
+  Net net = test::fixture_net();
+  optim::GradientsAccumulator acc;
+  for (int i = 0; i < 3; ++i) acc.accumulate(net, backward(loss_of(net, batch(i))));
+  EXPECT_EQ(acc.count(), 3);
+  optim::ParamGrads summed = acc.take();
+  EXPECT_EQ(acc.count(), 0);
+  const Gradients all =
+      backward(add(add(loss_of(net, batch(0)), loss_of(net, batch(1))), loss_of(net, batch(2))));
+  const optim::ParamGrads want = optim::ParamGrads::from(net, all);
+  ASSERT_EQ(summed.size(), 4u);
+  for (const auto& [id, g] : want.map()) {
+    EXPECT_TRUE(allclose(summed.find(id), g, 1e-13, 1e-15));
+  }
+}
+
+TEST(Accumulation, KeysSurviveAnUpdateBetweenPasses) {
+  // The accumulator keys by ParamId: gradients taken before and after an update (which gives
+  // every parameter a new autodiff leaf) still add up per parameter.
+  Net net = test::fixture_net();
+  Optimizer opt(optim::SgdConfig().lr(0.01));
+  optim::GradientsAccumulator acc;
+  const Gradients g0 = backward(loss_of(net, batch(0)));
+  const optim::ParamGrads p0 = optim::ParamGrads::from(net, g0);
+  acc.accumulate(net, g0);
+  opt.step(net, g0);
+  const Gradients g1 = backward(loss_of(net, batch(1)));
+  const optim::ParamGrads p1 = optim::ParamGrads::from(net, g1);
+  acc.accumulate(net, g1);
+  const optim::ParamGrads sum = acc.take();
+  for (const auto& [id, g] : p0.map()) EXPECT_TRUE(allclose(sum.find(id), add(g, p1.find(id))));
+}
+
+// ---- state: exact resume ----
+
+struct Mlp {
+  nn::Linear fc1, fc2, head;
+  EMBER_MODULE(Mlp, fc1, fc2, head)
+  DynTensor forward(const DynTensor& x) const {
+    return head.forward(relu(fc2.forward(relu(fc1.forward(x)))));
+  }
+};
+
+Mlp make_mlp(uint64_t seed) {
+  Generator gen(seed);
+  return Mlp{nn::Linear(nn::LinearConfig(8, 16), Device::cpu(), &gen),
+             nn::Linear(nn::LinearConfig(16, 16), Device::cpu(), &gen),
+             nn::Linear(nn::LinearConfig(16, 4), Device::cpu(), &gen)};
+}
+
+// Everything a run keeps between steps: built the same way at the start and at a resume.
+struct TrainRun {
+  Mlp model;
+  Optimizer opt;
+  optim::OneCycleLR sched;
+
+  explicit TrainRun(uint64_t seed, optim::Optimizer o)
+      : model(make_mlp(seed)), opt(std::move(o)), sched(opt, optim::OneCycleConfig(0.01, 40)) {}
+
+  void train(int from, int to) {
+    for (int k = from; k < to; ++k) {
+      Generator gen(1000 + static_cast<uint64_t>(k));
+      const DynTensor x = randn(Shape{32, 8}, DType::f32, Device::cpu(), &gen);
+      const DynTensor y = randn(Shape{32, 4}, DType::f32, Device::cpu(), &gen);
+      // Two half-batches accumulated, clipped, then one step.
+      optim::GradientsAccumulator acc;
+      for (int h = 0; h < 2; ++h) {
+        const DynTensor xs = narrow(x, 0, 16 * h, 16), ys = narrow(y, 0, 16 * h, 16);
+        const DynTensor d = sub(model.forward(xs), ys);
+        acc.accumulate(model, backward(mean(mul(d, d))));
+      }
+      optim::ParamGrads g = acc.take();
+      optim::clip_grad_norm(g, 0.5);
+      opt.step(model, g);
+      sched.step();
+    }
+  }
+};
+
+Optimizer make_adam() {
+  Optimizer opt(optim::AdamWConfig().lr(3e-3).amsgrad(true));
+  opt.add_group("head", optim::GroupOptions().lr(1e-3).weight_decay(0.0));
+  return opt;
+}
+
+TEST(State, ResumeIsBitIdentical) {
+  const std::string dir = ::testing::TempDir();
+  TrainRun straight(7, make_adam());
+  straight.train(0, 20);
+
+  TrainRun first(7, make_adam());
+  first.train(0, 10);
+  save(first.model, dir + "/optim_resume_model.safetensors");
+  first.opt.save(first.model, dir + "/optim_resume_opt.safetensors");
+  const auto sched_state = first.sched.state();
+
+  // A fresh process would build everything again: other initial weights and other ParamIds.
+  TrainRun resumed(99, make_adam());
+  load(resumed.model, dir + "/optim_resume_model.safetensors");
+  resumed.opt.load(resumed.model, dir + "/optim_resume_opt.safetensors");
+  resumed.sched.load_state(sched_state);
+  EXPECT_EQ(resumed.opt.steps(), 10);
+  resumed.train(10, 20);
+
+  const auto a = nn::named_params(nn::module_tree(straight.model));
+  const auto b = nn::named_params(nn::module_tree(resumed.model));
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(equal(a[i].slot->dyn(), b[i].slot->dyn())) << a[i].path;
+  }
+  EXPECT_EQ(straight.opt.lr(0), resumed.opt.lr(0));
+  EXPECT_EQ(straight.opt.lr(1), resumed.opt.lr(1));
+  EXPECT_EQ(straight.opt.momentum(0), resumed.opt.momentum(0));
+  std::filesystem::remove(dir + "/optim_resume_model.safetensors");
+  std::filesystem::remove(dir + "/optim_resume_opt.safetensors");
+}
+
+TEST(State, NamesTensorsByParameterPath) {
+  Net net = test::fixture_net();
+  Optimizer opt(optim::AdamConfig().amsgrad(true));
+  opt.step(net, test::fixture_grads(net, 3));  // fc2.bias has no gradient at step 3
+  const optim::OptimizerState s = opt.state(net);
+  std::set<std::string> names;
+  for (const auto& [n, t] : s.tensors) names.insert(n);
+  EXPECT_TRUE(names.count("fc1.weight.exp_avg"));
+  EXPECT_TRUE(names.count("fc1.weight.exp_avg_sq"));
+  EXPECT_TRUE(names.count("fc2.weight.max_exp_avg_sq"));
+  EXPECT_FALSE(names.count("fc2.bias.exp_avg"));
+  EXPECT_EQ(s.metadata.at("optimizer"), "Adam");
+  EXPECT_EQ(s.metadata.at("step.fc1.weight"), "1");
+  EXPECT_EQ(s.metadata.count("step.fc2.bias"), 0u);
+}
+
+struct Other {
+  nn::Linear fc1;
+  EMBER_MODULE(Other, fc1)
+};
+
+TEST(State, MismatchesAreClearErrors) {
+  Net net = test::fixture_net();
+  Optimizer adam{optim::AdamConfig()};
+  adam.step(net, test::fixture_grads(net, 1));
+  const optim::OptimizerState s = adam.state(net);
+
+  Optimizer sgd{optim::SgdConfig()};
+  test::expect_error([&] { sgd.load_state(net, s); }, {"[SGD]", "optimizer \"Adam\""});
+  Optimizer grouped{optim::AdamConfig()};
+  grouped.add_group("fc2");
+  test::expect_error([&] { grouped.load_state(net, s); }, {"[Adam]", "1 parameter groups", "2"});
+  Other other{nn::Linear(nn::LinearConfig(4, 3).with_dtype(DType::f64))};
+  Optimizer fresh{optim::AdamConfig()};
+  test::expect_error([&] { fresh.load_state(other, s); }, {"[Adam]", "fc2", "Other"});
+}
+
+// ---- bad configs ----
+
+TEST(Errors, BadConfigsNameTheOptimizerAndTheValue) {
+  using namespace optim;
+  test::expect_error([] { Optimizer(AdamConfig().lr(-0.1)); }, {"[Adam]", "learning rate", "-0.1"});
+  test::expect_error([] { Optimizer(AdamWConfig().betas(0.9, 1.0)); }, {"[AdamW]", "beta2", "1"});
+  test::expect_error([] { Optimizer(AdamConfig().betas(-0.5, 0.9)); }, {"[Adam]", "beta1", "-0.5"});
+  test::expect_error([] { Optimizer(LionConfig().betas(0.9, 1.5)); }, {"[Lion]", "beta2", "1.5"});
+  test::expect_error([] { Optimizer(SgdConfig().nesterov(true)); },
+                     {"[SGD]", "Nesterov", "momentum 0"});
+  test::expect_error([] { Optimizer(SgdConfig().momentum(-1)); }, {"[SGD]", "momentum", "-1"});
+  test::expect_error([] { Optimizer(RmspropConfig().alpha(-0.5)); },
+                     {"[RMSprop]", "alpha", "-0.5"});
+  test::expect_error([] { Optimizer(AdagradConfig().lr_decay(-1)); },
+                     {"[Adagrad]", "lr_decay", "-1"});
+  test::expect_error([] { Optimizer(SgdConfig().weight_decay(-0.01)); },
+                     {"[SGD]", "weight_decay", "-0.01"});
+  Optimizer opt{SgdConfig()};
+  test::expect_error([&] { opt.add_group("fc1", optim::GroupOptions().lr(-1.0)); },
+                     {"[SGD]", "learning rate", "-1"});
+  test::expect_error([&] { opt.set_lr(-2.0, 0); }, {"[SGD]", "learning rate", "-2"});
+  test::expect_error([&] { opt.lr(3); }, {"[SGD]", "no parameter group 3"});
+  test::expect_error([] { Optimizer(AdagradConfig()).momentum(0); }, {"[Adagrad]", "momentum"});
+}
+
+TEST(Errors, UnknownGroupPatternNamesItAndTheModel) {
+  Net net = test::fixture_net();
+  Optimizer opt{optim::AdamWConfig()};
+  opt.add_group("decoder", optim::GroupOptions().lr(1e-4));
+  test::expect_error([&] { opt.step(net, test::fixture_grads(net, 1)); },
+                     {"[AdamW]", "group 1", "\"decoder\"", "Net"});
+}
+
+TEST(Errors, GradientOfTheWrongShape) {
+  Net net = test::fixture_net();
+  optim::ParamGrads g;
+  g.set(net.fc1.weight.id(), zeros(Shape{4, 3}, DType::f64));
+  Optimizer opt{optim::SgdConfig()};
+  test::expect_error([&] { opt.step(net, g); }, {"[SGD]", "fc1.weight", "[4, 3]", "[3, 4]"});
+}
+
+}  // namespace
+}  // namespace ember

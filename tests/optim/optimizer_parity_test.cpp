@@ -1,0 +1,146 @@
+// Every optimizer and the options that change its arithmetic against torch.optim: 20 steps from
+// the same float64 parameters with the same gradients (fixtures/make_optim_fixtures.py).
+// Tolerance: 1e-12 relative (+ 1e-15 absolute); the update rules follow PyTorch's order of
+// operations, so differences are rounding only (fused multiply-adds in PyTorch's kernels).
+#include <functional>
+#include <map>
+
+#include "optim_test_util.hpp"
+
+namespace ember {
+namespace {
+
+using optim::Optimizer;
+using test::Net;
+
+constexpr double kRtol = 1e-12, kAtol = 1e-15;
+const int kKeep[] = {1, 2, 3, 10, 20};
+
+const std::map<std::string, std::function<Optimizer()>>& cases() {
+  using namespace optim;
+  static const std::map<std::string, std::function<Optimizer()>> table = {
+      {"sgd", [] { return Optimizer(SgdConfig().lr(0.1)); }},
+      {"sgd_momentum", [] { return Optimizer(SgdConfig().lr(0.1).momentum(0.9)); }},
+      {"sgd_dampening_wd",
+       [] {
+         return Optimizer(SgdConfig().lr(0.05).momentum(0.8).dampening(0.5).weight_decay(0.01));
+       }},
+      {"sgd_nesterov_wd",
+       [] {
+         return Optimizer(SgdConfig().lr(0.05).momentum(0.9).nesterov(true).weight_decay(0.1));
+       }},
+      {"adam", [] { return Optimizer(AdamConfig().lr(0.01)); }},
+      {"adam_wd_amsgrad",
+       [] {
+         return Optimizer(
+             AdamConfig().lr(0.02).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1).amsgrad(true));
+       }},
+      {"adamw", [] { return Optimizer(AdamWConfig().lr(0.01).weight_decay(0.1)); }},
+      {"adamw_amsgrad",
+       [] { return Optimizer(AdamWConfig().lr(0.01).betas(0.85, 0.995).amsgrad(true)); }},
+      {"rmsprop", [] { return Optimizer(RmspropConfig().lr(0.01)); }},
+      {"rmsprop_momentum", [] { return Optimizer(RmspropConfig().lr(0.01).momentum(0.9)); }},
+      {"rmsprop_centered_wd",
+       [] {
+         return Optimizer(RmspropConfig()
+                              .lr(0.01)
+                              .alpha(0.9)
+                              .eps(1e-6)
+                              .weight_decay(0.01)
+                              .momentum(0.5)
+                              .centered(true));
+       }},
+      {"adagrad", [] { return Optimizer(AdagradConfig().lr(0.1)); }},
+      {"adagrad_decay_wd",
+       [] {
+         return Optimizer(AdagradConfig()
+                              .lr(0.1)
+                              .lr_decay(0.01)
+                              .weight_decay(0.01)
+                              .initial_accumulator_value(0.1)
+                              .eps(1e-8));
+       }},
+      {"lion", [] { return Optimizer(LionConfig().lr(1e-3)); }},
+      {"lion_wd",
+       [] { return Optimizer(LionConfig().lr(1e-3).betas(0.95, 0.98).weight_decay(0.1)); }},
+      {"adamw_groups",
+       [] {
+         Optimizer opt(AdamWConfig().lr(0.01).weight_decay(0.1));
+         opt.add_group("fc2", GroupOptions().lr(0.001).weight_decay(0.0));  // a module prefix
+         opt.add_group("fc1.bias", GroupOptions().lr(0.03));                // an exact path
+         return opt;
+       }},
+      {"sgd_groups",
+       [] {
+         Optimizer opt(SgdConfig().lr(0.1).momentum(0.9).weight_decay(0.05));
+         opt.add_group(R"(.*\.bias)", GroupOptions().lr(0.5).weight_decay(0.0));  // a regex
+         return opt;
+       }},
+      {"sgd_steplr", [] { return Optimizer(SgdConfig().lr(0.1).momentum(0.9)); }},
+  };
+  return table;
+}
+
+void run_case(const std::string& name) {
+  SCOPED_TRACE(name);
+  const test::Fixture& f = test::optim_fixture();
+  Net net = test::fixture_net();
+  Optimizer opt = cases().at(name)();
+  std::optional<optim::StepLR> sched;
+  if (name == "sgd_steplr") sched.emplace(opt, 5, 0.5);
+  for (int k = 1; k <= 20; ++k) {
+    opt.step(net, test::fixture_grads(net, k));
+    if (sched) sched->step();
+    if (std::find(std::begin(kKeep), std::end(kKeep), k) == std::end(kKeep)) continue;
+    for (const nn::NamedTensor& p : nn::named_params(nn::module_tree(net))) {
+      f.expect_close(p.slot->dyn(), name + "." + std::to_string(k) + "." + p.path, kRtol, kAtol);
+    }
+  }
+}
+
+TEST(OptimizerParity, Sgd) {
+  for (auto c : {"sgd", "sgd_momentum", "sgd_dampening_wd", "sgd_nesterov_wd"}) run_case(c);
+}
+TEST(OptimizerParity, Adam) {
+  for (auto c : {"adam", "adam_wd_amsgrad"}) run_case(c);
+}
+TEST(OptimizerParity, AdamW) {
+  for (auto c : {"adamw", "adamw_amsgrad"}) run_case(c);
+}
+TEST(OptimizerParity, Rmsprop) {
+  for (auto c : {"rmsprop", "rmsprop_momentum", "rmsprop_centered_wd"}) run_case(c);
+}
+TEST(OptimizerParity, Adagrad) {
+  for (auto c : {"adagrad", "adagrad_decay_wd"}) run_case(c);
+}
+TEST(OptimizerParity, Lion) {
+  for (auto c : {"lion", "lion_wd"}) run_case(c);
+}
+TEST(OptimizerParity, ParameterGroups) {
+  for (auto c : {"adamw_groups", "sgd_groups"}) run_case(c);
+}
+TEST(OptimizerParity, LearningRateChangedBetweenSteps) { run_case("sgd_steplr"); }
+
+TEST(OptimizerParity, GroupOptionsAreReported) {
+  Optimizer opt = cases().at("adamw_groups")();
+  ASSERT_EQ(opt.num_groups(), 3);
+  EXPECT_EQ(opt.lr(0), 0.01);
+  EXPECT_EQ(opt.lr(1), 0.001);
+  EXPECT_EQ(opt.weight_decay(1), 0.0);
+  EXPECT_EQ(opt.lr(2), 0.03);
+  EXPECT_EQ(opt.weight_decay(2), 0.1);  // unset: the config's
+  EXPECT_STREQ(opt.name(), "AdamW");
+}
+
+TEST(OptimizerParity, FrozenParametersAreNotUpdated) {
+  Net net = test::fixture_net();
+  net.freeze("fc1");
+  const DynTensor before = net.fc1.weight.dyn();
+  Optimizer opt(optim::SgdConfig().lr(0.1));
+  opt.step(net, test::fixture_grads(net, 1));  // fc1's gradients are given but ignored
+  EXPECT_TRUE(equal(net.fc1.weight.dyn(), before));
+  EXPECT_FALSE(equal(net.fc2.weight.dyn(), test::optim_fixture().get("init.fc2.weight")));
+}
+
+}  // namespace
+}  // namespace ember
