@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "config_json.hpp"
+#include "ember/autodiff/node.hpp"
 #include "ember/core/error.hpp"
+#include "ember/tensor/ops/norm.hpp"
 
 namespace ember::nn {
 namespace {
@@ -113,6 +115,65 @@ DynTensor instance_norm(const DynTensor& x, const DynTensor& weight, const DynTe
   return affine(normalize(x, spatial, eps), weight, bias, x);
 }
 
+namespace {
+
+// Training-mode batch norm as one recorded node over the fused kernels: two passes forward
+// (moments, then scale-shift) and two backward (per-channel sums, then one multiply-add),
+// where the composite takes about fifteen. dims are every dim but 1.
+DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
+                           double eps, const Dims& dims, DynTensor& mean_out, DynTensor& var_out) {
+  const DynTensor xd = contiguous(detach(x));
+  const DynTensor wd = weight.defined() ? detach(weight) : DynTensor();
+  const DynTensor moments = channel_moments(xd);
+  const DynTensor mean_c = select(moments, 0, 0), var_c = select(moments, 0, 1);
+  const DynTensor invstd = rsqrt(add(var_c, eps));
+  const DynTensor scale = wd.defined() ? mul(wd, invstd) : invstd;
+  DynTensor shift = neg(mul(mean_c, scale));
+  if (bias.defined()) shift = add(shift, detach(bias));
+  DynTensor y = channel_fma(xd, scale, DynTensor(), DynTensor(), shift);
+  mean_out = mean_c;
+  var_out = var_c;
+  if (!autodiff::should_record({&x, &weight, &bias})) return y;
+  const double count = static_cast<double>(x.numel() / x.size(1));
+  autodiff::record(
+      "batch_norm", {&x, &weight, &bias}, y,
+      [x, xd, weight, wd, mean_c, invstd, scale, eps, dims, count](autodiff::BackwardArgs& a) {
+        if (a.options.create_graph) {
+          // Recorded backward (second order): the composite formula over the tracked inputs.
+          const DynTensor mu = mean(x, dims, true), xc = sub(x, mu);
+          const DynTensor inv = rsqrt(add(mean(square(xc), dims, true), eps));
+          const DynTensor xhat = mul(xc, inv);
+          const DynTensor& g = a.grad;
+          if (a.needs(0)) {
+            const DynTensor gxhat = weight.defined() ? mul(g, per_channel(weight, x)) : g;
+            a.input_grads[0] = mul(inv, sub(sub(gxhat, mean(gxhat, dims, true)),
+                                            mul(xhat, mean(mul(gxhat, xhat), dims, true))));
+          }
+          if (a.needs(1)) a.input_grads[1] = sum(mul(g, xhat), dims);
+          if (a.needs(2)) a.input_grads[2] = sum(g, dims);
+          return;
+        }
+        // d = [sum(g), sum(g * (x - mean))] per channel; with xhat = (x - mean) * invstd,
+        // dx = scale * (g - sum(g) / n - xhat * sum(g * xhat) / n) = k1 g + k2 x + k3.
+        const DynTensor g = contiguous(a.grad);
+        const DynTensor d = channel_dot(g, xd, mean_c);
+        const DynTensor sum_g = select(d, 0, 0), sum_gxc = select(d, 0, 1);
+        if (a.needs(0)) {
+          const DynTensor k2 = neg(div(mul(mul(scale, square(invstd)), sum_gxc), count));
+          const DynTensor k3 = sub(neg(div(mul(scale, sum_g), count)), mul(k2, mean_c));
+          a.input_grads[0] = channel_fma(g, scale, xd, k2, k3);
+        }
+        if (a.needs(1)) a.input_grads[1] = mul(sum_gxc, invstd);
+        if (a.needs(2)) a.input_grads[2] = sum_g;
+      });
+  return y;
+}
+
+// The fused kernels cover f32 and f64 on backends that have them.
+bool fusable(const DynTensor& x) { return has_channel_kernels(x.device(), x.dtype()); }
+
+}  // namespace
+
 BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
                            const DynTensor& running_var, const DynTensor& weight,
                            const DynTensor& bias, bool training, double momentum, double eps) {
@@ -127,6 +188,15 @@ BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
   if (!training) {
     EMBER_CHECK(running_mean.defined() && running_var.defined(),
                 "[batch_norm] evaluation mode needs running statistics");
+    if (fusable(x) && !autodiff::should_record({&x, &running_mean, &running_var, &weight, &bias})) {
+      // Inference: one pass with per-channel scale and shift.
+      const DynTensor invstd = rsqrt(add(running_var, eps));
+      const DynTensor scale = weight.defined() ? mul(weight, invstd) : invstd;
+      DynTensor shift = neg(mul(running_mean, scale));
+      if (bias.defined()) shift = add(shift, bias);
+      out.y = channel_fma(x, scale, DynTensor(), DynTensor(), shift);
+      return out;
+    }
     const DynTensor scale = rsqrt(add(per_channel(running_var, x), eps));
     out.y = affine(mul(sub(x, per_channel(running_mean, x)), scale), weight, bias, x);
     return out;
@@ -134,12 +204,21 @@ BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
   const int64_t n = x.numel() / x.size(1);
   EMBER_CHECK(n > 1, "[batch_norm] training needs more than one value per channel, got input ",
               x.shape());
-  out.y = affine(normalize(x, dims, eps), weight, bias, x);
+  DynTensor batch_mean, batch_var;
+  if (fusable(x)) {
+    out.y = batch_norm_fused(x, weight, bias, eps, dims, batch_mean, batch_var);
+  } else {
+    out.y = affine(normalize(x, dims, eps), weight, bias, x);
+  }
   if (running_mean.defined()) {
-    // The running statistics never carry gradients.
+    // The running statistics never carry gradients; the variance is the unbiased one.
     const DynTensor xd = detach(x);
-    const DynTensor batch_mean = reshape(mean(xd, dims), Shape{x.size(1)});
-    const DynTensor batch_var = reshape(var(xd, dims, 1), Shape{x.size(1)});
+    if (batch_mean.defined()) {
+      batch_var = mul(batch_var, static_cast<double>(n) / static_cast<double>(n - 1));
+    } else {
+      batch_mean = reshape(mean(xd, dims), Shape{x.size(1)});
+      batch_var = reshape(var(xd, dims, 1), Shape{x.size(1)});
+    }
     out.running_mean = add(mul(running_mean, 1.0 - momentum), mul(batch_mean, momentum));
     out.running_var = add(mul(running_var, 1.0 - momentum), mul(batch_var, momentum));
   }

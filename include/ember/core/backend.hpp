@@ -106,6 +106,19 @@ class Backend {
   virtual void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) = 0;
   virtual void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
                                  const RawTensor& grad_in) = 0;
+
+  // Fused normalisation (OpFamily::Norm) over contiguous [N, C, *] tensors of one float dtype,
+  // per channel c (every dim but 1 reduced); per-channel operands are contiguous [C]. Sums are
+  // accumulated in double, each channel in a fixed order (results do not depend on threads).
+  /// out [2, C]: the mean and the biased variance of each channel (two passes, so the variance
+  /// does not lose digits to a large mean).
+  virtual void channel_moments(const RawTensor& x, const RawTensor& out) = 0;
+  /// out [2, C]: sum(a) and sum(a * (b - center[c])) of each channel.
+  virtual void channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
+                           const RawTensor& out) = 0;
+  /// out = a * ka[c] + b * kb[c] + k0[c]; b and kb may be undefined (then out = a * ka + k0).
+  virtual void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
+                           const RawTensor& kb, const RawTensor& k0, const RawTensor& out) = 0;
 };
 
 }  // namespace ember

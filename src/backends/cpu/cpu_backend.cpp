@@ -60,6 +60,8 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Conv:
     case OpFamily::Pool:
       return is_floating(dtype);
+    case OpFamily::Norm:
+      return dtype == DType::f32 || dtype == DType::f64;
     default:
       return true;
   }

@@ -1,6 +1,6 @@
 // The Cpu backend: one method per op family, each defined in the family's own file
 // (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, index.cpp, random.cpp,
-// conv.cpp, pool.cpp).
+// conv.cpp, pool.cpp, norm.cpp).
 #pragma once
 
 #include "ember/core/backend.hpp"
@@ -58,6 +58,12 @@ class CpuBackend final : public Backend {
   void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) override;
   void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
                          const RawTensor& grad_in) override;
+
+  void channel_moments(const RawTensor& x, const RawTensor& out) override;
+  void channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
+                   const RawTensor& out) override;
+  void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
+                   const RawTensor& k0, const RawTensor& out) override;
 };
 
 /// A fresh contiguous tensor on the Cpu.

@@ -118,7 +118,8 @@ enum class OpFamily : uint8_t {
   IndexSelect,
   NonZero,
   Conv,  // convolution forward, backward data (= transposed conv) and backward weight
-  Pool   // max and average pooling (plain and adaptive), forward and backward
+  Pool,  // max and average pooling (plain and adaptive), forward and backward
+  Norm   // per-channel statistics and scale-shift: the fused normalisation kernels
 };
 
 std::string_view op_name(UnaryOp op);

@@ -1,0 +1,50 @@
+// nn::batch_norm's fused training node (src/nn/norm.cpp) against the composite formula in
+// float64 on data far from zero: the output and the gradients of input, weight and bias.
+#include <gtest/gtest.h>
+
+#include <ember/ember.hpp>
+#include <ember/nn/nn.hpp>
+
+#include "tensor/test_util.hpp"
+
+using namespace ember;
+using namespace ember::test;
+
+// Training-mode batch_norm (the fused node) in f32 on data far from zero, against the composite
+// formula in f64: the output and the gradients of input, weight and bias.
+TEST(BatchNormFused, MatchesFloat64Composite) {
+  const Shape s{4, 3, 5, 6};
+  const DynTensor x64 = make_input(s, DType::f64, Layout::Contiguous, 40, 40.5, 41);
+  const DynTensor w64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, 0.5, 1.5, 42);
+  const DynTensor b64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, -1, 1, 43);
+  const DynTensor g64 = make_input(s, DType::f64, Layout::Contiguous, -1, 1, 44);
+  auto run = [&](DType dt, bool composite) {
+    DynTensor x = require_grad(cast(x64, dt)), w = require_grad(cast(w64, dt)),
+              b = require_grad(cast(b64, dt));
+    DynTensor y;
+    if (composite) {
+      const Dims dims{0, 2, 3};
+      const DynTensor mu = mean(x, dims, true), xc = sub(x, mu);
+      const DynTensor xhat = mul(xc, rsqrt(add(mean(square(xc), dims, true), 1e-5)));
+      y = add(mul(xhat, reshape(w, Shape{3, 1, 1})), reshape(b, Shape{3, 1, 1}));
+    } else {
+      y = nn::batch_norm(x, {}, {}, w, b, true).y;
+    }
+    Gradients grads = backward(sum(mul(y, cast(g64, dt))));
+    return std::vector<DynTensor>{y, grads.get(x), grads.get(w), grads.get(b)};
+  };
+  const auto want = run(DType::f64, true);
+  const auto got = run(DType::f32, false);
+  const char* names[] = {"y", "dx", "dw", "db"};
+  const double atol[] = {2e-4, 2e-2, 2e-3, 1e-4};  // dx ~ invstd (about 7) times O(1) terms
+  for (size_t i = 0; i < 4; ++i) {
+    const Host h = Host::of(want[i]);
+    expect_close(got[i], h.shape, h.v, Tol{1e-4, atol[i]}, names[i]);
+  }
+  // f64 fused against f64 composite: the same to rounding.
+  const auto got64 = run(DType::f64, false);
+  for (size_t i = 0; i < 4; ++i) {
+    const Host h = Host::of(want[i]);
+    expect_close(got64[i], h.shape, h.v, Tol{1e-9, 1e-9}, std::string(names[i]) + " f64");
+  }
+}

@@ -1,0 +1,104 @@
+// The fused normalisation kernels (channel_moments, channel_dot, channel_fma) against float64
+// host references on random data with a large common offset (where a one-pass variance would
+// lose its digits), in every float dtype and input layout.
+#include <gtest/gtest.h>
+
+#include <ember/ember.hpp>
+#include <ember/tensor/ops/norm.hpp>
+
+#include "tensor/test_util.hpp"
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+// Per-channel index lists of a row-major [N, C, *] host tensor.
+std::vector<std::vector<int64_t>> channel_members(const Host& h) {
+  std::vector<std::vector<int64_t>> m(static_cast<size_t>(h.shape[1]));
+  for (int64_t i = 0; i < h.numel(); ++i) m[static_cast<size_t>(h.index(i)[1])].push_back(i);
+  return m;
+}
+
+const Shape kShape{3, 5, 4, 7};
+
+Tol loose(DType dt) {  // sums of 84 terms: a few more roundings than one elementwise op
+  Tol t = tol_for(dt);
+  t.rtol *= 10;
+  t.atol *= 10;
+  return t;
+}
+
+}  // namespace
+
+TEST(NormKernels, MomentsAgainstFloat64) {
+  for (DType dt : kFloatTypes) {
+    for (Layout layout : kLayouts) {
+      const DynTensor x = make_input(kShape, dt, layout, 99.0, 101.0, 21);
+      const Host h = Host::of(x);  // the values as rounded to dt
+      std::vector<double> want(10);
+      const auto members = channel_members(h);
+      for (size_t c = 0; c < members.size(); ++c) {
+        double s = 0, ss = 0;
+        for (int64_t i : members[c]) s += h.v[static_cast<size_t>(i)];
+        const double mean = s / static_cast<double>(members[c].size());
+        for (int64_t i : members[c]) ss += std::pow(h.v[static_cast<size_t>(i)] - mean, 2);
+        want[c] = mean;
+        want[5 + c] = ss / static_cast<double>(members[c].size());
+      }
+      const std::string what =
+          "channel_moments " + std::string(dtype_name(dt)) + " " + layout_name(layout);
+      const DynTensor got = channel_moments(x);
+      EXPECT_EQ(got.dtype(), dt) << what;
+      Tol tol = loose(dt);
+      tol.atol = std::max(tol.atol, dt == DType::f32 ? 1e-6 : tol.atol);
+      expect_close(got, Shape{2, 5}, want, tol, what);
+    }
+  }
+}
+
+TEST(NormKernels, DotAndFmaAgainstFloat64) {
+  for (DType dt : kFloatTypes) {
+    const DynTensor a = make_input(kShape, dt, Layout::Transposed, -2, 2, 31);
+    const DynTensor b = make_input(kShape, dt, Layout::Strided, 49, 51, 32);
+    const DynTensor center = make_input(Shape{5}, dt, Layout::Contiguous, 49, 51, 33);
+    const DynTensor ka = make_input(Shape{5}, dt, Layout::Contiguous, -1, 1, 34);
+    const DynTensor kb = make_input(Shape{5}, dt, Layout::Strided, -1, 1, 35);
+    const DynTensor k0 = make_input(Shape{5}, dt, Layout::Contiguous, -1, 1, 36);
+    const Host ha = Host::of(a), hb = Host::of(b), hc = Host::of(center), hka = Host::of(ka),
+               hkb = Host::of(kb), hk0 = Host::of(k0);
+    std::vector<double> dot(10, 0.0), fma2(static_cast<size_t>(ha.numel())), fma1 = fma2;
+    for (int64_t i = 0; i < ha.numel(); ++i) {
+      const size_t c = static_cast<size_t>(ha.index(i)[1]), k = static_cast<size_t>(i);
+      dot[c] += ha.v[k];
+      dot[5 + c] += ha.v[k] * (hb.v[k] - hc.v[c]);
+      fma2[k] = ha.v[k] * hka.v[c] + hb.v[k] * hkb.v[c] + hk0.v[c];
+      fma1[k] = ha.v[k] * hka.v[c] + hk0.v[c];
+    }
+    const std::string name(dtype_name(dt));
+    // Sums of products of size-50 values: compare at the scale of the largest term.
+    Tol dot_tol = loose(dt);
+    dot_tol.atol = dot_tol.rtol * 200;
+    expect_close(channel_dot(a, b, center), Shape{2, 5}, dot, dot_tol, "channel_dot " + name);
+    Tol fma_tol = loose(dt);
+    fma_tol.atol = fma_tol.rtol * 50;
+    expect_close(channel_fma(a, ka, b, kb, k0), kShape, fma2, fma_tol, "channel_fma " + name);
+    expect_close(channel_fma(a, ka, {}, {}, k0), kShape, fma1, fma_tol, "channel_fma a " + name);
+  }
+}
+
+TEST(NormKernels, Errors) {
+  const DynTensor x = randn(Shape{2, 3, 4}, DType::f32);
+  const DynTensor k = randn(Shape{3}, DType::f32);
+  EXPECT_THROW(channel_moments(randn(Shape{6}, DType::f32)), Error);
+  EXPECT_THROW(channel_moments(zeros(Shape{2, 3}, DType::i64)), Error);
+  EXPECT_THROW(channel_fma(x, randn(Shape{4}, DType::f32), {}, {}, k), Error);
+  EXPECT_THROW(channel_dot(x, randn(Shape{2, 3, 5}, DType::f32), k), Error);
+  try {
+    channel_fma(x, k, {}, {}, randn(Shape{2, 3}, DType::f32));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[channel_fma] k0 of shape [2, 3]"), std::string::npos)
+        << e.what();
+  }
+}
