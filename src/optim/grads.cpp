@@ -1,6 +1,7 @@
 // ParamGrads, accumulation over backward passes, and gradient clipping.
 #include "ember/optim/grads.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -73,12 +74,16 @@ double clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type,
   EMBER_CHECK(max_norm >= 0, "[clip_grad_norm] max_norm must be >= 0, got ", max_norm);
   if (grads.empty()) return 0.0;
   auto guard = no_grad();
-  // As PyTorch: the norm of the per-tensor norms (computed in each gradient's dtype).
+  // As PyTorch: the norm of the per-tensor norms, here in float64 and in ParamId order (the
+  // parameters' creation order), so the result does not depend on the map's order.
+  std::vector<nn::ParamId> ids;
+  for (const auto& [id, g] : grads.map()) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   std::vector<DynTensor> norms;
-  norms.reserve(grads.size());
+  norms.reserve(ids.size());
   const bool inf = std::isinf(norm_type);
-  for (const auto& [id, g] : grads.map()) {
-    const DynTensor gd = cast(g, DType::f64);
+  for (nn::ParamId id : ids) {
+    const DynTensor gd = cast(grads.find(id), DType::f64);
     norms.push_back(reshape(inf ? amax(abs(gd)) : norm(gd, norm_type), Shape{1}));
   }
   const DynTensor all = cat(norms, 0);

@@ -129,6 +129,12 @@ Optimizer::Optimizer(const AdagradConfig& c)
 Optimizer::Optimizer(const LionConfig& c)
     : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::~Optimizer() = default;
+Optimizer SgdConfig::init() const { return Optimizer(*this); }
+Optimizer AdamConfig::init() const { return Optimizer(*this); }
+Optimizer AdamWConfig::init() const { return Optimizer(*this); }
+Optimizer RmspropConfig::init() const { return Optimizer(*this); }
+Optimizer AdagradConfig::init() const { return Optimizer(*this); }
+Optimizer LionConfig::init() const { return Optimizer(*this); }
 Optimizer::Optimizer(Optimizer&&) noexcept = default;
 Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 

@@ -205,7 +205,7 @@ struct Other {
 
 TEST(State, MismatchesAreClearErrors) {
   Net net = test::fixture_net();
-  Optimizer adam{optim::AdamConfig()};
+  Optimizer adam = optim::AdamConfig().init();  // the config.init() form
   adam.step(net, test::fixture_grads(net, 1));
   const optim::OptimizerState s = adam.state(net);
 

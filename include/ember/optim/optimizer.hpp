@@ -21,6 +21,8 @@
 
 namespace ember::optim {
 
+class Optimizer;
+
 #define EMBER_OPTIM_SETTER(Config, type, name) \
   Config& name(type v) {                       \
     name##_ = v;                               \
@@ -36,6 +38,8 @@ struct SgdConfig {
   EMBER_OPTIM_SETTER(SgdConfig, double, dampening)
   EMBER_OPTIM_SETTER(SgdConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(SgdConfig, bool, nesterov)
+  /// The optimizer (Burn's config.init()): `auto opt = optim::SgdConfig().lr(0.1).init();`
+  Optimizer init() const;
 };
 
 /// torch.optim.Adam: weight decay added to the gradient (L2); amsgrad keeps the maximum of the
@@ -52,6 +56,7 @@ struct AdamConfig {
     beta2_ = b2;
     return *this;
   }
+  Optimizer init() const;
 };
 
 /// torch.optim.AdamW: Adam with decoupled weight decay (param *= 1 - lr * weight_decay).
@@ -67,6 +72,7 @@ struct AdamWConfig {
     beta2_ = b2;
     return *this;
   }
+  Optimizer init() const;
 };
 
 /// torch.optim.RMSprop: centered (divides by an estimate of the variance), momentum.
@@ -79,6 +85,7 @@ struct RmspropConfig {
   EMBER_OPTIM_SETTER(RmspropConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(RmspropConfig, double, momentum)
   EMBER_OPTIM_SETTER(RmspropConfig, bool, centered)
+  Optimizer init() const;
 };
 
 /// torch.optim.Adagrad: lr / (1 + (step - 1) lr_decay), accumulator starting at a value.
@@ -89,6 +96,7 @@ struct AdagradConfig {
   EMBER_OPTIM_SETTER(AdagradConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(AdagradConfig, double, initial_accumulator_value)
   EMBER_OPTIM_SETTER(AdagradConfig, double, eps)
+  Optimizer init() const;
 };
 
 /// Lion (Chen et al. 2023): sign of an interpolation of momentum and gradient, decoupled weight
@@ -102,6 +110,7 @@ struct LionConfig {
     beta2_ = b2;
     return *this;
   }
+  Optimizer init() const;
 };
 
 #undef EMBER_OPTIM_SETTER
