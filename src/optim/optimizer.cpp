@@ -117,17 +117,17 @@ using detail::format_double;
 using detail::parse_double;
 
 Optimizer::Optimizer(const SgdConfig& c)
-    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const AdamConfig& c)
-    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const AdamWConfig& c)
-    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const RmspropConfig& c)
-    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const AdagradConfig& c)
-    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const LionConfig& c)
-    : impl_(std::make_unique<detail::OptimizerImpl>(detail::make_rule(c))) {}
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::~Optimizer() = default;
 Optimizer SgdConfig::init() const { return Optimizer(*this); }
 Optimizer AdamConfig::init() const { return Optimizer(*this); }

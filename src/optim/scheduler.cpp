@@ -72,11 +72,16 @@ std::map<std::string, std::string> get_child(const std::map<std::string, std::st
 
 // ---- LrScheduler ----
 
-LrScheduler::LrScheduler(Optimizer& optimizer, bool record_initial_lr) : optimizer_(&optimizer) {
+LrScheduler::LrScheduler(Optimizer& optimizer, bool record_initial_lr)
+    : optimizer_(std::make_shared<Optimizer>(optimizer.share())) {
   for (int g = 0; g < optimizer.num_groups(); ++g) {
     if (record_initial_lr && !optimizer.initial_lr(g)) optimizer.set_initial_lr(optimizer.lr(g), g);
     base_lrs_.push_back(optimizer.initial_lr(g).value_or(optimizer.lr(g)));
   }
+}
+
+bool LrScheduler::same_optimizer(const LrScheduler& s, const Optimizer& opt) {
+  return s.optimizer_->impl_ == opt.impl_;
 }
 
 void LrScheduler::initial_step() {
@@ -502,7 +507,7 @@ SequentialLR::SequentialLR(Optimizer& opt, std::vector<Scheduler> schedulers,
               "fewer than schedules, got ",
               schedulers_.size(), " schedules and ", milestones_.size(), " milestones");
   for (const Scheduler& s : schedulers_) {
-    EMBER_CHECK(s->optimizer_ == &opt, "[SequentialLR] schedule ", s->name(),
+    EMBER_CHECK(same_optimizer(s.get(), opt), "[SequentialLR] schedule ", s->name(),
                 " belongs to another optimizer");
   }
   last_epoch_ = 0;
@@ -553,7 +558,7 @@ ChainedScheduler::ChainedScheduler(Optimizer& opt, std::vector<Scheduler> schedu
     : LrScheduler(opt), schedulers_(std::move(schedulers)) {
   check_children("ChainedScheduler", schedulers_);
   for (const Scheduler& s : schedulers_) {
-    EMBER_CHECK(s->optimizer_ == &opt, "[ChainedScheduler] schedule ", s->name(),
+    EMBER_CHECK(same_optimizer(s.get(), opt), "[ChainedScheduler] schedule ", s->name(),
                 " belongs to another optimizer");
   }
   last_lr_ = current_lrs();

@@ -205,6 +205,19 @@ TEST(SchedulerState, ResumeIsExact) {
   }
 }
 
+// A schedule shares its optimizer's state, so the optimizer may be moved (into a Learner).
+TEST(SchedulerState, OptimizerMayBeMovedAfter) {
+  Optimizer opt = SgdConfig().lr(0.1).init();
+  StepLR sched(opt, 2, 0.5);
+  struct Holder {
+    Optimizer opt;
+  } holder{std::move(opt)};
+  sched.step();
+  sched.step();
+  EXPECT_EQ(holder.opt.lr(0), 0.05);
+  EXPECT_EQ(sched.last_lr(), std::vector<double>{0.05});
+}
+
 TEST(SchedulerErrors, BadArgumentsNameTheSchedule) {
   Optimizer sgd = make_optimizer("step");
   test::expect_error([&] { LinearLR(sgd, 0.0); }, {"[LinearLR]", "start_factor", "0"});

@@ -223,11 +223,15 @@ class Optimizer {
 
  private:
   friend class LrScheduler;
+  explicit Optimizer(std::shared_ptr<detail::OptimizerImpl> impl) : impl_(std::move(impl)) {}
+  // Another handle on the same state: what a schedule keeps, so that moving the optimizer (into
+  // a Learner, a struct) leaves its schedules working.
+  Optimizer share() const { return Optimizer(impl_); }
   // Schedules write what PyTorch's would, unchecked: OneCycleLR's linear anneal ends just below
   // zero after its last step (an lr no step uses in a run of total_steps steps).
   void set_scheduled_lr(double lr, int group);
 
-  std::unique_ptr<detail::OptimizerImpl> impl_;
+  std::shared_ptr<detail::OptimizerImpl> impl_;
 };
 
 }  // namespace ember::optim

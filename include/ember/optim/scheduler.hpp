@@ -7,7 +7,7 @@
 //   optim::CosineAnnealingLR sched(opt, 100);
 //   for (int epoch = 0; epoch < 100; ++epoch) { train(opt); sched.step(); }
 //
-// A schedule keeps a pointer to its optimizer: the optimizer must outlive it and stay in place.
+// A schedule keeps a handle on its optimizer's state: the optimizer may be moved after.
 #pragma once
 
 #include <array>
@@ -56,7 +56,9 @@ class LrScheduler {
   /// SequentialLR's "undo" of the step each schedule took when made.
   virtual void undo_epoch() { --last_epoch_; }
 
-  Optimizer* optimizer_;
+  static bool same_optimizer(const LrScheduler& s, const Optimizer& opt);
+
+  std::shared_ptr<Optimizer> optimizer_;  // shares the state of the optimizer given
   std::vector<double> base_lrs_;
   int64_t last_epoch_ = -1;
   int64_t step_count_ = 0;
