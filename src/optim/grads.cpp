@@ -74,8 +74,9 @@ double clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type,
   EMBER_CHECK(max_norm >= 0, "[clip_grad_norm] max_norm must be >= 0, got ", max_norm);
   if (grads.empty()) return 0.0;
   auto guard = no_grad();
-  // As PyTorch: the norm of the per-tensor norms, here in float64 and in ParamId order (the
-  // parameters' creation order), so the result does not depend on the map's order.
+  // As PyTorch: the norm of the per-tensor norms (each in its gradient's dtype; reductions
+  // accumulate in double blocks), in ParamId order (the parameters' creation order), so the
+  // result does not depend on the map's order.
   std::vector<nn::ParamId> ids;
   for (const auto& [id, g] : grads.map()) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
@@ -83,8 +84,9 @@ double clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type,
   norms.reserve(ids.size());
   const bool inf = std::isinf(norm_type);
   for (nn::ParamId id : ids) {
-    const DynTensor gd = cast(grads.find(id), DType::f64);
-    norms.push_back(reshape(inf ? amax(abs(gd)) : norm(gd, norm_type), Shape{1}));
+    const DynTensor g = grads.find(id);
+    const DynTensor n = inf ? amax(abs(g)) : norm(g, norm_type);
+    norms.push_back(reshape(cast(n, DType::f64), Shape{1}));
   }
   const DynTensor all = cat(norms, 0);
   const double total = (inf ? amax(all) : norm(all, norm_type)).item<double>();

@@ -182,6 +182,23 @@ TEST(State, ResumeIsBitIdentical) {
   std::filesystem::remove(dir + "/optim_resume_opt.safetensors");
 }
 
+TEST(State, FileRoundTripWithoutTensorsAndWithARegexGroup) {
+  // Plain SGD keeps no tensors (only metadata), and a regex pattern has characters JSON escapes.
+  const std::string path = ::testing::TempDir() + "/optim_sgd_state.safetensors";
+  Net net = test::fixture_net();
+  Optimizer opt = optim::SgdConfig().lr(0.1).init();
+  opt.add_group(R"(.*\.bias)", optim::GroupOptions().lr(0.5));
+  opt.step(net, test::fixture_grads(net, 1));
+  opt.set_lr(0.25, 1);
+  opt.save(net, path);
+  Optimizer back = optim::SgdConfig().lr(0.1).init();
+  back.add_group(R"(.*\.bias)", optim::GroupOptions().lr(0.5));
+  back.load(net, path);
+  EXPECT_EQ(back.lr(1), 0.25);
+  EXPECT_EQ(back.steps(), 1);
+  std::filesystem::remove(path);
+}
+
 TEST(State, NamesTensorsByParameterPath) {
   Net net = test::fixture_net();
   Optimizer opt(optim::AdamConfig().amsgrad(true));
