@@ -426,6 +426,37 @@ TEST(OpTableTernary, WhereLerpClampTensor) {
   }
 }
 
+// Dense rows take the branch-free select loop, with each value operand dense or a broadcast
+// scalar; every dtype (the select works on bit patterns of each element size).
+TEST(OpTableTernary, WhereDenseRows) {
+  const Shape shape{3, 37};
+  const DynTensor c = gt(make_input(shape, DType::f32, Layout::Contiguous, -1, 1, 24), 0);
+  const Host hc = Host::of(c);
+  for (DType dtype : kAllTypes) {
+    const DynTensor a = make_input(shape, dtype, Layout::Contiguous, -3, 3, 25);
+    const DynTensor b = make_input(shape, dtype, Layout::Contiguous, -3, 3, 26);
+    const Host ha = Host::of(a), hb = Host::of(b);
+    const double sa = Host::of(cast(full(Shape{}, 2, DType::f64), dtype)).v[0];
+    const double sb = Host::of(cast(full(Shape{}, 1, DType::f64), dtype)).v[0];
+    const DynTensor ta = cast(full(Shape{}, 2, DType::f64), dtype),
+                    tb = cast(full(Shape{}, 1, DType::f64), dtype);
+    std::vector<double> w_ab, w_as, w_sb, w_ss;
+    for (size_t k = 0; k < ha.v.size(); ++k) {
+      const bool on = hc.v[k] != 0;
+      w_ab.push_back(on ? ha.v[k] : hb.v[k]);
+      w_as.push_back(on ? ha.v[k] : sb);
+      w_sb.push_back(on ? sa : hb.v[k]);
+      w_ss.push_back(on ? sa : sb);
+    }
+    const std::string dt(dtype_name(dtype));
+    const Tol exact{0, 0};
+    expect_close(where(c, a, b), shape, w_ab, exact, "where dense " + dt);
+    expect_close(where(c, a, tb), shape, w_as, exact, "where dense, scalar b " + dt);
+    expect_close(where(c, ta, b), shape, w_sb, exact, "where scalar a, dense " + dt);
+    expect_close(where(c, ta, tb), shape, w_ss, exact, "where scalars " + dt);
+  }
+}
+
 TEST(OpTableTernary, EqualAndAllclose) {
   const DynTensor a = make_input(Shape{3, 4}, DType::f32, Layout::Transposed, -3, 3, 31);
   EXPECT_TRUE(equal(a, clone(a)));

@@ -1,5 +1,6 @@
 // Binary elementwise kernels and where(): one loop per (op, dtype), with contiguous and
 // scalar-operand fast paths the compiler vectorises.
+#include <bit>
 #include <cmath>
 
 #include "convert.hpp"
@@ -202,12 +203,51 @@ void CpuBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b, con
   });
 }
 
+namespace {
+
+// c ? a : b on the bit patterns (same-size unsigned integers), which vectorises.
+template <class T>
+T select_bits(bool c, T a, T b) {
+  using U = std::conditional_t<
+      sizeof(T) == 1, uint8_t,
+      std::conditional_t<sizeof(T) == 2, uint16_t,
+                         std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  const U m = static_cast<U>(U(0) - static_cast<U>(c));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m)));
+}
+
+}  // namespace
+
 void CpuBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
                        const RawTensor& out) {
   StridedLoop<4> loop(out.shape, {&out, &cond, &a, &b});
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     loop.run([](char** p, const int64_t* st, int64_t n) {
+      // Dense rows, each value operand dense or one broadcast scalar (ReLU's backward,
+      // masked_fill): a select loop the compiler vectorises.
+      constexpr int64_t sz = sizeof(T);
+      if (st[0] == sz && st[1] == 1 && (st[2] == sz || st[2] == 0) && (st[3] == sz || st[3] == 0)) {
+        T* o = reinterpret_cast<T*>(p[0]);
+        const bool* c = reinterpret_cast<const bool*>(p[1]);
+        const T* a = reinterpret_cast<const T*>(p[2]);
+        const T* b = reinterpret_cast<const T*>(p[3]);
+        // Branch-free through the bits: a branch per element mispredicts on ReLU's signs.
+        const int64_t sa = st[2] ? 1 : 0, sb = st[3] ? 1 : 0;
+        if (sa && sb) {
+          for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], a[i], b[i]);
+        } else if (sa) {
+          const T bv = *b;
+          for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], a[i], bv);
+        } else if (sb) {
+          const T av = *a;
+          for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], av, b[i]);
+        } else {
+          const T av = *a, bv = *b;
+          for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], av, bv);
+        }
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         const bool c = *reinterpret_cast<const bool*>(p[1] + i * st[1]);
         *reinterpret_cast<T*>(p[0] + i * st[0]) =
