@@ -96,6 +96,12 @@ class Scheduler {
   std::unique_ptr<LrScheduler> impl_;
 };
 
+#define EMBER_SCHEDULE_SETTER(Config, type, name) \
+  Config& name(type v) {                          \
+    name##_ = v;                                  \
+    return *this;                                 \
+  }
+
 #define EMBER_SCHEDULER_COMMON(Type)                  \
   const char* name() const override { return #Type; } \
   std::unique_ptr<LrScheduler> clone() const override { return std::make_unique<Type>(*this); }
@@ -246,15 +252,15 @@ struct OneCycleConfig {
   OneCycleConfig(double max_lr, int64_t total_steps) : max_lr_{max_lr}, total_steps_(total_steps) {}
   OneCycleConfig(std::vector<double> max_lr, int64_t total_steps)
       : max_lr_(std::move(max_lr)), total_steps_(total_steps) {}
-  OneCycleConfig& pct_start(double v) { return pct_start_ = v, *this; }
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, double, pct_start)
   /// "cos" or "linear".
   OneCycleConfig& anneal_strategy(const std::string& s);
-  OneCycleConfig& cycle_momentum(bool on) { return cycle_momentum_ = on, *this; }
-  OneCycleConfig& base_momentum(double v) { return base_momentum_ = v, *this; }
-  OneCycleConfig& max_momentum(double v) { return max_momentum_ = v, *this; }
-  OneCycleConfig& div_factor(double v) { return div_factor_ = v, *this; }
-  OneCycleConfig& final_div_factor(double v) { return final_div_factor_ = v, *this; }
-  OneCycleConfig& three_phase(bool on) { return three_phase_ = on, *this; }
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, bool, cycle_momentum)
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, double, base_momentum)
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, double, max_momentum)
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, double, div_factor)
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, double, final_div_factor)
+  EMBER_SCHEDULE_SETTER(OneCycleConfig, bool, three_phase)
 };
 
 /// OneCycleLR (Smith's 1cycle policy): warm up to max_lr, anneal to max_lr / (div_factor *
@@ -350,15 +356,21 @@ struct PlateauConfig {
 
   /// "min" or "max".
   PlateauConfig& mode(const std::string& m);
-  PlateauConfig& factor(double v) { return factor_ = v, *this; }
-  PlateauConfig& patience(int64_t v) { return patience_ = v, *this; }
-  PlateauConfig& threshold(double v) { return threshold_ = v, *this; }
+  EMBER_SCHEDULE_SETTER(PlateauConfig, double, factor)
+  EMBER_SCHEDULE_SETTER(PlateauConfig, int64_t, patience)
+  EMBER_SCHEDULE_SETTER(PlateauConfig, double, threshold)
   /// "rel" or "abs".
   PlateauConfig& threshold_mode(const std::string& m);
-  PlateauConfig& cooldown(int64_t v) { return cooldown_ = v, *this; }
-  PlateauConfig& min_lr(double v) { return min_lr_ = {v}, *this; }
-  PlateauConfig& min_lr(std::vector<double> v) { return min_lr_ = std::move(v), *this; }
-  PlateauConfig& eps(double v) { return eps_ = v, *this; }
+  EMBER_SCHEDULE_SETTER(PlateauConfig, int64_t, cooldown)
+  PlateauConfig& min_lr(double v) {
+    min_lr_ = {v};
+    return *this;
+  }
+  PlateauConfig& min_lr(std::vector<double> v) {
+    min_lr_ = std::move(v);
+    return *this;
+  }
+  EMBER_SCHEDULE_SETTER(PlateauConfig, double, eps)
 };
 
 /// ReduceLROnPlateau: lr * factor when the metric has not improved for `patience` steps.
@@ -385,5 +397,6 @@ class ReduceLROnPlateau : public LrScheduler {
 };
 
 #undef EMBER_SCHEDULER_COMMON
+#undef EMBER_SCHEDULE_SETTER
 
 }  // namespace ember::optim
