@@ -166,17 +166,37 @@ void Optimizer::step(const nn::ModuleTree& tree, const Gradients& grads) {
 
 void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
   auto guard = no_grad();
+  // Everything is checked before the first parameter changes: a bad gradient updates nothing.
+  struct Update {
+    nn::TensorSlot* slot;
+    int group;
+    DynTensor grad;
+  };
+  std::vector<Update> updates;
+  // Copies of one Param in two places of a module (same ParamId) are one parameter: updated
+  // once, and the copies get the new value.
+  std::unordered_map<nn::ParamId, size_t> seen;
+  std::vector<std::pair<nn::TensorSlot*, size_t>> copies;
   for (const nn::NamedTensor& p : nn::named_params(tree)) {
     if (!p.slot->trainable()) continue;
+    if (auto it = seen.find(p.slot->id()); it != seen.end()) {
+      copies.emplace_back(p.slot, it->second);
+      continue;
+    }
     const int g = impl_->group_of(tree, p);
     const DynTensor grad = grads.find(p.slot->id());
     if (!grad.defined()) continue;
-    const DynTensor value = detach(p.slot->dyn());
-    EMBER_CHECK(grad.shape() == value.shape(), "[", name(), "] the gradient of ", p.path,
-                " has shape ", grad.shape(), ", the parameter ", value.shape());
-    detail::ParamState& s = impl_->state[p.slot->id()];
-    p.slot->set_dyn(impl_->rule->update(value, detach(grad), s, impl_->group(g).hyper));
+    EMBER_CHECK(grad.shape() == p.slot->dyn().shape(), "[", name(), "] the gradient of ", p.path,
+                " has shape ", grad.shape(), ", the parameter ", p.slot->dyn().shape());
+    seen.emplace(p.slot->id(), updates.size());
+    updates.push_back({p.slot, g, detach(grad)});
   }
+  for (const Update& u : updates) {
+    detail::ParamState& s = impl_->state[u.slot->id()];
+    u.slot->set_dyn(
+        impl_->rule->update(detach(u.slot->dyn()), u.grad, s, impl_->group(u.group).hyper));
+  }
+  for (const auto& [slot, index] : copies) slot->set_dyn(updates[index].slot->dyn());
 }
 
 double Optimizer::lr(int group) const { return impl_->group(group).hyper.lr; }

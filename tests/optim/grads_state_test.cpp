@@ -200,6 +200,23 @@ TEST(State, FileRoundTripWithoutTensorsAndWithARegexGroup) {
   std::filesystem::remove(path);
 }
 
+struct Tied {
+  nn::Param<2> a, b;  // b is a copy of a: one parameter in two places
+  EMBER_MODULE(Tied, a, b)
+};
+
+TEST(State, AParameterInTwoPlacesIsUpdatedOnce) {
+  Tied tied{nn::Param<2>(Tensor<2>::ones({2, 2}).to(DType::f64)), {}};
+  tied.b = tied.a;
+  const DynTensor loss = sum(add(mul(tied.a.dyn(), 2.0), tied.b.dyn()));
+  Optimizer opt = optim::AdamConfig().lr(0.1).init();
+  opt.step(tied, backward(loss));  // the gradient is 3 everywhere; Adam's first step is -lr
+  EXPECT_TRUE(allclose(tied.a.dyn(), full(Shape{2, 2}, 0.9, DType::f64)));
+  EXPECT_TRUE(equal(tied.a.dyn(), tied.b.dyn()));
+  EXPECT_EQ(tied.a.id(), tied.b.id());
+  EXPECT_EQ(opt.steps(), 1);
+}
+
 TEST(State, NamesTensorsByParameterPath) {
   Net net = test::fixture_net();
   Optimizer opt(optim::AdamConfig().amsgrad(true));
@@ -275,7 +292,11 @@ TEST(Errors, GradientOfTheWrongShape) {
   optim::ParamGrads g;
   g.set(net.fc1.weight.id(), zeros(Shape{4, 3}, DType::f64));
   Optimizer opt{optim::SgdConfig()};
+  g.set(net.fc1.bias->id(), ones(Shape{3}, DType::f64));  // a good one: not applied either
+  const DynTensor bias = net.fc1.bias->dyn();
   test::expect_error([&] { opt.step(net, g); }, {"[SGD]", "fc1.weight", "[4, 3]", "[3, 4]"});
+  EXPECT_TRUE(equal(net.fc1.bias->dyn(), bias));
+  EXPECT_EQ(opt.steps(), 0);
 }
 
 }  // namespace
