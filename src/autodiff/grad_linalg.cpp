@@ -18,7 +18,13 @@ void record_matmul(const DynTensor& a, const DynTensor& b, DynTensor& out) {
       const DynTensor ga = matmul(g, transpose(bm, -1, -2));
       args.input_grads[0] = reshape(sum_to(ga, am.shape()), a.shape());
     }
-    if (args.needs(1)) {
+    if (args.needs(1) && a.rank() >= 3 && b.rank() == 2) {
+      // The forward folded a's batch into its rows: so does the weight's gradient, one
+      // [K, batch * M] x [batch * M, N] product with no batch to sum away.
+      const int64_t k = a.size(-1);
+      args.input_grads[1] =
+          matmul(transpose(reshape(a, Shape{-1, k}), 0, 1), reshape(g, Shape{-1, g.size(-1)}));
+    } else if (args.needs(1)) {
       const DynTensor gb = matmul(transpose(am, -1, -2), g);
       args.input_grads[1] = reshape(sum_to(gb, bm.shape()), b.shape());
     }

@@ -54,6 +54,13 @@ DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
     detail::backend_of(out).matmul(as3_view(a), as3_view(b), as3_view(out));
     return out;
   }
+  if (a_in.rank() >= 3 && b_in.rank() == 2) {
+    // A stack of matrices times one matrix (Linear on [..., K]): one [batch * M, K] x [K, N]
+    // product, as PyTorch folds it, instead of a small GEMM per batch entry.
+    Shape s = a_in.shape();
+    s[s.rank() - 1] = n;
+    return reshape(matmul(reshape(a_in, Shape{-1, k}), b_in), s);
+  }
   const DynTensor a3 = as3(a, m, k), b3 = as3(b, k, n);
   DynTensor out = detail::make_empty(Shape{nb, m, n}, dtype, a.device());
   detail::backend_of(out).matmul(a3.raw(), b3.raw(), out.raw());

@@ -345,6 +345,7 @@ std::vector<Row> linalg_rows() {
       {{Shape{2, 3}, kT}, {Shape{3}}},              // 2-D . 1-D
       {{Shape{2, 3}}, {Shape{3, 4}, kT}},           // 2-D . 2-D
       {{Shape{2, 2, 3}}, {Shape{3, 2}, kS}},        // batched . 2-D
+      {{Shape{2, 3, 2, 3}, kT}, {Shape{3, 2}}},     // stacked, transposed . 2-D (folded)
       {{Shape{2, 1, 2, 3}}, {Shape{3, 3, 2}, kT}},  // batch dims broadcast both ways
       {{Shape{1, 1}}, {Shape{2, 1, 3}}},            // size-1 inner dim
   };

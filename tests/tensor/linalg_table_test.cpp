@@ -65,6 +65,8 @@ TEST(OpTableLinalg, Matmul) {
                                          {Shape{3, 5}, Shape{5, 4}, false, true},
                                          {Shape{3, 5}, Shape{5, 4}, true, true},
                                          {Shape{2, 3, 5}, Shape{5, 4}},
+                                         // a stack times a matrix folds into one product
+                                         {Shape{2, 3, 4, 5}, Shape{5, 4}, true, true},
                                          {Shape{3, 5}, Shape{2, 5, 4}},
                                          {Shape{2, 1, 3, 5}, Shape{4, 5, 2}},
                                          {Shape{0, 5}, Shape{5, 4}},

@@ -152,8 +152,9 @@ void matmul_blas(Backend& be, const RawTensor& a_in, const RawTensor& b_in, cons
   bool ta = false, tb = false;
   int64_t lda = 0, ldb = 0;
   // A transposed A (x^T in a weight gradient x^T g) halved oneDNN's sgemm speed at m = 784,
-  // k = 64; copying it costs m k, against the product's m n k.
-  if (!blas_layout(a, &ta, &lda) || (ta && out.shape[2] >= 64)) {
+  // k = 64; copying it costs m k, against the product's m n k. With a long k (k = 2048 tokens
+  // in a Transformer's weight gradients) oneDNN handles it well and the copy only costs.
+  if (!blas_layout(a, &ta, &lda) || (ta && out.shape[2] >= 64 && a.shape[2] < 512)) {
     a = contiguous_copy(be, a, a.dtype);
     blas_layout(a, &ta, &lda);
   }
