@@ -5,6 +5,7 @@
 #include <atomic>
 #include <unordered_map>
 
+#include "../tensor/internal.hpp"
 #include "ember/autodiff/node.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
@@ -83,10 +84,41 @@ namespace {
 
 struct Slot {
   DynTensor grad;
-  int pending = 0;  // consumers that have not yet passed their gradient on
+  std::vector<GradPiece> pieces;  // sparse parts of the gradient, added into it when taken
+  int pending = 0;                // consumers that have not yet passed their gradient on
 };
 
+// The slot's whole gradient: the dense part plus every piece, added in place into one fresh
+// buffer (a copy of the dense part, or zeros).
+DynTensor take_gradient(Slot& slot, const Node& n) {
+  DynTensor g = std::move(slot.grad);
+  if (slot.pieces.empty()) return g;
+  const Device device = slot.pieces.front().part.device();
+  DynTensor out = detail::make_empty(n.shape(), n.dtype(), device);
+  Backend& be = detail::backend_of(out);
+  if (g.defined()) {
+    be.copy(g.raw(), out.raw());
+  } else {
+    be.fill(out.raw(), Scalar(0));
+  }
+  for (GradPiece& p : slot.pieces) {
+    if (p.part.numel() == 0) continue;
+    const DynTensor part = p.part.dtype() == n.dtype() ? p.part : cast(p.part, n.dtype());
+    const RawTensor view = out.raw().view(part.shape(), p.strides, p.offset);
+    be.binary(BinaryOp::Add, view, part.raw(), view);  // out aliases the first operand exactly
+  }
+  slot.pieces.clear();
+  return out;
+}
+
 }  // namespace
+
+void BackwardArgs::add_piece(size_t i, GradPiece piece) const {
+  EMBER_CHECK(!options.create_graph,
+              "[backward] internal error: a gradient piece under create_graph (from ", self->name(),
+              ")");
+  input_pieces[i].push_back(std::move(piece));
+}
 
 std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
                                     const BackwardOptions& options, std::span<const NodePtr> stops,
@@ -120,12 +152,13 @@ std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
   opts.retain_graph = options.retain_graph || options.create_graph;
   std::vector<DynTensor> results(stops.size());
   std::vector<DynTensor> input_grads;
+  std::vector<std::vector<GradPiece>> input_pieces;
   slots[root.get()].grad = seed;
   std::vector<NodePtr> ready{root};
   while (!ready.empty()) {
     const NodePtr n = std::move(ready.back());
     ready.pop_back();
-    const DynTensor g = std::move(slots[n.get()].grad);
+    const DynTensor g = take_gradient(slots[n.get()], *n);
     if (const int s = stop_index(n.get()); s >= 0) {
       results[static_cast<size_t>(s)] = g;
       continue;
@@ -135,11 +168,13 @@ std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
       if (n->is_leaf()) continue;
     }
     input_grads.assign(n->inputs().size(), DynTensor());
+    input_pieces.resize(n->inputs().size());
+    for (std::vector<GradPiece>& v : input_pieces) v.clear();
     if (g.defined()) {
       EMBER_CHECK(!n->released(), "[backward] the graph through ", n->name(),
                   " was freed by an earlier backward(); pass retain_graph = true to the first "
                   "backward to walk a graph twice");
-      BackwardArgs args{g, input_grads, n, opts, sink};
+      BackwardArgs args{g, input_grads, n, opts, sink, input_pieces};
       n->backward(args);
       if (!opts.retain_graph) n->release();
     }
@@ -155,6 +190,8 @@ std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
         if (gi.dtype() != in->dtype()) gi = cast(gi, in->dtype());
         slot.grad = slot.grad.defined() ? add(slot.grad, gi) : std::move(gi);
       }
+      for (GradPiece& p : input_pieces[i]) slot.pieces.push_back(std::move(p));
+      input_pieces[i].clear();
       if (--slot.pending == 0) ready.push_back(in);
     }
   }

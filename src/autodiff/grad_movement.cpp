@@ -55,14 +55,30 @@ DynTensor embed(const DynTensor& g, const Shape& shape, int dim, int64_t start, 
 void record_slice(const DynTensor& x, int dim, int64_t start, int64_t step, DynTensor& out) {
   const Shape shape = x.shape();
   record("slice", {&x}, out, [shape, dim, start, step](BackwardArgs& a) {
-    a.input_grads[0] = embed(a.grad, shape, dim, start, step);
+    if (a.options.create_graph) {
+      a.input_grads[0] = embed(a.grad, shape, dim, start, step);
+      return;
+    }
+    Strides st = contiguous_strides(shape);
+    const int64_t offset = start * st[dim];
+    st[dim] *= step;
+    a.add_piece(0, {a.grad, st, offset});
   });
 }
 
 void record_select(const DynTensor& x, int dim, int64_t index, DynTensor& out) {
   const Shape shape = x.shape();
   record("select", {&x}, out, [shape, dim, index](BackwardArgs& a) {
-    a.input_grads[0] = embed(unsqueeze(a.grad, dim), shape, dim, index, 1);
+    if (a.options.create_graph) {
+      a.input_grads[0] = embed(unsqueeze(a.grad, dim), shape, dim, index, 1);
+      return;
+    }
+    const Strides full = contiguous_strides(shape);
+    Strides st;
+    for (int d = 0; d < shape.rank(); ++d) {
+      if (d != dim) st.push_back(full[d]);
+    }
+    a.add_piece(0, {a.grad, st, index * full[dim]});
   });
 }
 

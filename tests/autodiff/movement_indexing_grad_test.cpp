@@ -122,6 +122,29 @@ TEST(MovementGrad, Select) {
   CHECK_GRAD([](auto& in) { return select(in[0], 0, 0); }, {rnd({1})});
 }
 
+// Slices and selects give the engine sparse pieces, added into one buffer per input: overlapping
+// pieces, a dense gradient in the same slot, steps and negative indices.
+TEST(MovementGrad, SparsePiecesAccumulate) {
+  CHECK_GRAD(
+      [](auto& in) {
+        const DynTensor& x = in[0];
+        return stack({add(select(x, 0, 1), select(x, 0, 1)), sum(slice(x, 0, 0, 2), {0}),
+                      mul(sum(x, {0}), 0.5), sum(slice(x, 0, 1, 4, 2), {0}), select(x, 0, -1)},
+                     0);
+      },
+      {rnd_t(4, 3)});
+  CHECK_GRAD(
+      [](auto& in) {
+        std::vector<DynTensor> steps;
+        for (int64_t t = 0; t < in[0].size(1); ++t) steps.push_back(select(in[0], 1, t));
+        return add(stack(steps, 1), narrow(in[0], 1, 0, 1));
+      },
+      {rnd({2, 5, 3})});
+  // A slice's gradient passed on through another node before it is taken.
+  CHECK_GRAD([](auto& in) { return mul(select(slice(in[0], 1, 1, 3), 0, 1), 3.0); },
+             {rnd({2, 4, 2})});
+}
+
 TEST(MovementGrad, Flip) {
   CHECK_GRAD([](auto& in) { return flip(in[0], {0, -1}); }, {rnd_t(3, 4)});
   CHECK_GRAD([](auto& in) { return flip(in[0], {1}); }, {rnd({2, 1, 3})});

@@ -16,6 +16,14 @@ namespace ember::autodiff {
 
 using NodePtr = std::shared_ptr<Node>;
 
+/// A gradient that is zero outside one view of its input (a slice's): `part` lands at the view
+/// with part's shape, `strides` and `offset` in the input's contiguous layout.
+struct GradPiece {
+  DynTensor part;
+  Strides strides;
+  int64_t offset = 0;
+};
+
 /// What a gradient rule gets: the output's gradient and one slot per input to fill.
 struct BackwardArgs {
   const DynTensor& grad;
@@ -23,6 +31,13 @@ struct BackwardArgs {
   const NodePtr& self;
   const BackwardOptions& options;
   Gradients& sink;  // where leaf gradients go (checkpoint's inner backward uses it)
+  std::span<std::vector<GradPiece>> input_pieces;
+
+  /// Gives input i the gradient `piece` (zero elsewhere) instead of a tensor of the input's
+  /// whole shape: the engine adds all the pieces an input gets into one buffer, so slicing L
+  /// steps costs O(input) in backward, not O(L x input). The adding is not recorded: rules use
+  /// it only when !options.create_graph.
+  void add_piece(size_t i, GradPiece piece) const;
 
   /// True when input i is tracked, so its gradient is wanted.
   bool needs(size_t i) const;
