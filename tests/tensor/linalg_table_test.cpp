@@ -67,6 +67,8 @@ TEST(OpTableLinalg, Matmul) {
                                          {Shape{2, 3, 5}, Shape{5, 4}},
                                          // a stack times a matrix folds into one product
                                          {Shape{2, 3, 4, 5}, Shape{5, 4}, true, true},
+                                         // transposed A with a long k (OpenBLAS's sgemm)
+                                         {Shape{7, 600}, Shape{600, 70}, true, false},
                                          {Shape{3, 5}, Shape{2, 5, 4}},
                                          {Shape{2, 1, 3, 5}, Shape{4, 5, 2}},
                                          {Shape{0, 5}, Shape{5, 4}},
