@@ -1,0 +1,209 @@
+// The Learner: fits a model with an optimizer over epochs of a DataLoader (Burn's Learner,
+// PyTorch Lightning's Trainer), with metrics, progress, checkpoints, exact resume, early stopping
+// and a clean stop on Ctrl-C.
+//
+//   models::FashionCnn model(dev);
+//   train::Learner learner(model, optim::AdamConfig().lr(1e-3).init(),
+//                          train::LearnerConfig().epochs(10).out_dir("runs/fmnist").resume());
+//   train::FitResult r = learner.fit(train_loader, test_loader);  // classification by default
+//
+// The template below only flattens the model and wraps the loaders; the loop, metrics, files and
+// checkpoints are compiled once in src/train (LearnerCore). docs/TRAINING.md has the design.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ember/data/dataloader.hpp"
+#include "ember/nn/losses.hpp"
+#include "ember/nn/module.hpp"
+#include "ember/optim/optimizer.hpp"
+#include "ember/optim/scheduler.hpp"
+#include "ember/train/metrics.hpp"
+
+namespace ember::train {
+
+/// What a step computes for one batch. The Learner calls backward() on `loss` when training
+/// (validation runs under no_grad with the model in eval mode).
+struct StepOutput {
+  Tensor<0> loss;                         // the batch's mean loss
+  std::optional<Tensor<2>> logits;        // [N, C] scores: accuracy and top-k when given
+  std::optional<Tensor<1, Int>> targets;  // [N] class indices, with logits
+  int64_t items = 0;                      // items in the batch; 0: logits' rows, else 1
+};
+
+/// The default step: classification of batches with `images` and `labels` (data::ImageBatch):
+/// logits = model(images), loss = cross_entropy(logits, labels).
+struct ClassificationStep {
+  template <class M, class B>
+  StepOutput operator()(M& model, const B& batch) const {
+    Tensor<2> logits = model(batch.images);
+    Tensor<0> loss = nn::cross_entropy(logits, batch.labels);
+    return {loss, logits, batch.labels, logits.dims()[0]};
+  }
+};
+
+enum class Goal { minimize, maximize };
+enum class Progress { automatic, bar, lines, none };
+/// When the Learner steps a schedule: after every batch, after every epoch, or after every epoch
+/// with the monitored metric (ReduceLROnPlateau).
+enum class ScheduleEvery { batch, epoch, epoch_on_metric };
+
+/// Options of a Learner (chained setters).
+struct LearnerConfig {
+  int64_t epochs_ = 1;
+  std::string out_dir_;    // checkpoints/, metrics.csv, curves.svg; "" writes no files
+  bool resume_ = false;    // continue from the newest checkpoint in out_dir/checkpoints
+  int64_t keep_last_ = 3;  // end-of-epoch checkpoints kept (0: all)
+  bool keep_best_ = true;  // also keep the checkpoint of the best monitored epoch
+  std::string monitor_ = "valid_loss";  // for keep-best, early stopping and plateau schedules
+  Goal goal_ = Goal::minimize;
+  int64_t patience_ = 0;  // early stopping after this many epochs without improvement (0: off)
+  double min_delta_ = 0;  // improvements smaller than this do not count
+  int64_t top_k_ = 5;
+  Progress progress_ = Progress::automatic;  // a bar on a terminal, plain lines otherwise
+  int64_t log_every_ = 0;                    // plain lines: every n batches (0: ten per epoch)
+  bool catch_sigint_ = true;                 // Ctrl-C saves a checkpoint and returns from fit()
+  std::string title_ = "training";           // of the curves
+
+  LearnerConfig& epochs(int64_t n) { return set(epochs_, n); }
+  LearnerConfig& out_dir(std::string dir) { return set(out_dir_, std::move(dir)); }
+  LearnerConfig& resume(bool on = true) { return set(resume_, on); }
+  LearnerConfig& keep_last(int64_t n) { return set(keep_last_, n); }
+  LearnerConfig& keep_best(bool on = true) { return set(keep_best_, on); }
+  /// The metric (a CSV column: "valid_loss", "valid_accuracy", ...) and whether lower or higher
+  /// is better. Without a validation loader, valid_* falls back to train_*.
+  LearnerConfig& monitor(std::string metric, Goal goal = Goal::minimize) {
+    monitor_ = std::move(metric);
+    goal_ = goal;
+    return *this;
+  }
+  LearnerConfig& early_stopping(int64_t patience, double min_delta = 0) {
+    patience_ = patience;
+    min_delta_ = min_delta;
+    return *this;
+  }
+  LearnerConfig& top_k(int64_t k) { return set(top_k_, k); }
+  LearnerConfig& progress(Progress p) { return set(progress_, p); }
+  LearnerConfig& log_every(int64_t batches) { return set(log_every_, batches); }
+  LearnerConfig& catch_sigint(bool on = true) { return set(catch_sigint_, on); }
+  LearnerConfig& title(std::string t) { return set(title_, std::move(t)); }
+
+ private:
+  template <class F, class V>
+  LearnerConfig& set(F& field, V&& v) {
+    field = std::forward<V>(v);
+    return *this;
+  }
+};
+
+/// How fit() ended.
+struct FitResult {
+  std::vector<EpochMetrics> history;  // every epoch so far, resumed ones included
+  int64_t epochs_done = 0;            // completed epochs
+  bool interrupted = false;           // stopped by Ctrl-C (or request_stop()): checkpoint saved
+  bool early_stopped = false;
+  std::optional<int64_t> best_epoch;  // by the monitored metric
+  std::string checkpoint;             // the last checkpoint written ("" when none)
+};
+
+/// Asks a running fit() to save a checkpoint and return after the current batch: what the SIGINT
+/// handler does (async-signal-safe).
+void request_stop();
+
+/// A pass over one epoch of a loader, type-erased: run(epoch, skip, fn) calls fn with each batch's
+/// StepOutput, after skipping the first `skip` batches, until fn returns false.
+struct EpochSource {
+  std::function<void(uint64_t epoch, size_t skip, const std::function<bool(StepOutput)>& fn)> run;
+  size_t batches = 0;
+};
+
+/// The non-template Learner (src/train/learner.cpp): the loop, metrics, progress, files.
+class LearnerCore {
+ public:
+  ~LearnerCore();
+  LearnerCore(const LearnerCore&) = delete;
+  LearnerCore& operator=(const LearnerCore&) = delete;
+
+  /// A schedule stepped by the Learner and saved in its checkpoints. Make it on the optimizer
+  /// before handing the optimizer over (a schedule shares its optimizer's state).
+  void set_scheduler(optim::Scheduler scheduler, ScheduleEvery every = ScheduleEvery::epoch);
+  optim::Optimizer& optimizer() { return optimizer_; }
+  const LearnerConfig& config() const { return config_; }
+
+  /// Loads a checkpoint (model, optimizer, schedule, RNG, history, position): fit() continues
+  /// from it. config().resume() does this with the newest checkpoint in out_dir.
+  void load_checkpoint(const std::string& path);
+  /// Writes a checkpoint of the current state (atomically) to `path`.
+  void save_checkpoint(const std::string& path) const;
+
+ protected:
+  LearnerCore(std::function<nn::ModuleTree()> tree, optim::Optimizer optimizer,
+              LearnerConfig config);
+  FitResult fit_impl(const EpochSource& train, const EpochSource* valid);
+  EpochMetrics evaluate_impl(const EpochSource& source);
+
+ private:
+  struct State;
+  std::function<nn::ModuleTree()> tree_;
+  optim::Optimizer optimizer_;
+  LearnerConfig config_;
+  std::unique_ptr<State> state_;
+};
+
+template <nn::detail::Module M>
+class Learner : public LearnerCore {
+ public:
+  /// Keeps a reference to `model`: it must outlive the Learner and stay where it is.
+  Learner(M& model, optim::Optimizer optimizer, LearnerConfig config = {})
+      : LearnerCore([&model] { return nn::module_tree(model); }, std::move(optimizer),
+                    std::move(config)),
+        model_(model) {}
+
+  /// Trains for config().epochs() epochs (from where a resumed run stopped), validating after
+  /// each. `step(model, batch)` returns a StepOutput; the default classifies ImageBatches.
+  template <class T, class B, class Step = ClassificationStep>
+  FitResult fit(const data::DataLoader<T, B>& train, const data::DataLoader<T, B>& valid,
+                Step step = {}) {
+    const EpochSource t = source(train, step), v = source(valid, step);
+    return fit_impl(t, &v);
+  }
+  /// Without validation.
+  template <class T, class B, class Step = ClassificationStep>
+  requires std::is_invocable_r_v<StepOutput, Step&, M&, B&> FitResult
+  fit(const data::DataLoader<T, B>& train, Step step = {}) {
+    const EpochSource t = source(train, step);
+    return fit_impl(t, nullptr);
+  }
+  /// One validation pass (eval mode, no_grad): the valid_* fields of the result are set.
+  template <class T, class B, class Step = ClassificationStep>
+  EpochMetrics evaluate(const data::DataLoader<T, B>& loader, Step step = {}) {
+    return evaluate_impl(source(loader, step));
+  }
+
+ private:
+  template <class T, class B, class Step>
+  EpochSource source(const data::DataLoader<T, B>& loader, Step step) {
+    EpochSource s;
+    s.batches = loader.num_batches();
+    s.run = [this, &loader, step](uint64_t epoch, size_t skip,
+                                  const std::function<bool(StepOutput)>& fn) mutable {
+      size_t k = 0;
+      for (B& batch : loader.epoch(epoch)) {
+        if (k++ < skip) continue;  // a resumed epoch: the loader's order is the epoch's
+        if (!fn(step(model_, batch))) break;
+      }
+    };
+    return s;
+  }
+
+  M& model_;
+};
+
+}  // namespace ember::train

@@ -1,0 +1,396 @@
+// The Learner's loop (compiled once): epochs, metrics, schedules, checkpoints, resume, early
+// stopping and the Ctrl-C flag.
+#include "ember/train/learner.hpp"
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "ember/autodiff/autodiff.hpp"
+#include "ember/backends/cpu/cpu.hpp"
+#include "ember/io/file.hpp"
+#include "ember/io/safetensors.hpp"
+#include "ember/tensor/generator.hpp"
+#include "ember/train/checkpoint.hpp"
+#include "progress.hpp"
+
+namespace ember::train {
+namespace fs = std::filesystem;
+using detail::Running;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_sigint(int) {
+  if (g_stop) {  // a second Ctrl-C: the default action (the process ends)
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+    return;
+  }
+  g_stop = 1;
+}
+
+// Installs the SIGINT handler for the duration of fit() and restores the previous one.
+class SigintScope {
+ public:
+  explicit SigintScope(bool on) : on_(on) {
+    g_stop = 0;
+    if (!on_) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~SigintScope() {
+    if (on_) sigaction(SIGINT, &previous_, nullptr);
+    g_stop = 0;
+  }
+  SigintScope(const SigintScope&) = delete;
+  SigintScope& operator=(const SigintScope&) = delete;
+
+ private:
+  bool on_;
+  struct sigaction previous_ {};
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Adds one batch's output to the running sums (no graph is recorded).
+void accumulate(Running& run, const StepOutput& out, int64_t top_k) {
+  auto guard = no_grad();
+  int64_t n = out.items;
+  if (n <= 0) n = out.logits ? out.logits->dims()[0] : 1;
+  run.loss_sum += static_cast<double>(out.loss.item<float>()) * static_cast<double>(n);
+  run.items += n;
+  if (!out.logits || !out.targets) return;
+  const Tensor<2>& logits = *out.logits;
+  const Tensor<1, Int>& targets = *out.targets;
+  run.correct += static_cast<double>((logits.argmax(1) == targets).sum().item<int64_t>());
+  // Top-k: the target is among the k best when fewer than k classes score higher than it.
+  const Tensor<2> target_score = logits.gather(1, targets.unsqueeze(1));
+  const auto higher = (logits > target_score).sum(1);
+  run.top_k += static_cast<double>((higher < top_k).sum().item<int64_t>());
+  run.scored += logits.dims()[0];
+}
+
+std::string fmt(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+double parse_double(const std::map<std::string, std::string>& md, const std::string& key) {
+  auto it = md.find(key);
+  EMBER_CHECK(it != md.end(), "[Learner] checkpoint metadata lacks '", key, "'");
+  return it->second == "nan" ? NAN : std::strtod(it->second.c_str(), nullptr);
+}
+int64_t parse_int(const std::map<std::string, std::string>& md, const std::string& key) {
+  auto it = md.find(key);
+  EMBER_CHECK(it != md.end(), "[Learner] checkpoint metadata lacks '", key, "'");
+  return std::strtoll(it->second.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+void request_stop() { g_stop = 1; }
+
+struct LearnerCore::State {
+  std::optional<optim::Scheduler> scheduler;
+  ScheduleEvery every = ScheduleEvery::epoch;
+  std::vector<EpochMetrics> history;
+  int64_t next_epoch = 0;  // 0-based index of the epoch to run next
+  size_t skip = 0;         // batches of next_epoch done before an interruption
+  Running partial;         // their sums
+  std::optional<double> best;
+  int64_t best_epoch = 0;  // 1-based; 0: none
+  int64_t bad_epochs = 0;
+  bool resumed = false;
+  std::string last_checkpoint;
+};
+
+LearnerCore::LearnerCore(std::function<nn::ModuleTree()> tree, optim::Optimizer optimizer,
+                         LearnerConfig config)
+    : tree_(std::move(tree)),
+      optimizer_(std::move(optimizer)),
+      config_(std::move(config)),
+      state_(std::make_unique<State>()) {
+  EMBER_CHECK(config_.epochs_ >= 0, "[Learner] epochs must be >= 0, got ", config_.epochs_);
+  EMBER_CHECK(config_.keep_last_ >= 0, "[Learner] keep_last must be >= 0, got ",
+              config_.keep_last_);
+  EMBER_CHECK(config_.top_k_ >= 1, "[Learner] top_k must be >= 1, got ", config_.top_k_);
+  EMBER_CHECK(config_.patience_ >= 0, "[Learner] early-stopping patience must be >= 0, got ",
+              config_.patience_);
+  EpochMetrics().get(config_.monitor_);  // an unknown metric fails here, not after an epoch
+}
+
+LearnerCore::~LearnerCore() = default;
+
+void LearnerCore::set_scheduler(optim::Scheduler scheduler, ScheduleEvery every) {
+  EMBER_CHECK(scheduler.defined(), "[Learner] set_scheduler: the schedule is empty");
+  state_->scheduler = std::move(scheduler);
+  state_->every = every;
+}
+
+void LearnerCore::save_checkpoint(const std::string& path) const {
+  const nn::ModuleTree tree = tree_();
+  const State& s = *state_;
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const nn::NamedTensor& t : nn::named_tensors(tree)) {
+    tensors.emplace_back("model." + t.path, t.slot->dyn());
+  }
+  const optim::OptimizerState opt = optimizer_.state(tree);
+  for (const auto& [name, t] : opt.tensors) tensors.emplace_back("optimizer." + name, t);
+
+  std::map<std::string, std::string> md;
+  md["format"] = kCheckpointFormat;
+  for (const auto& [k, v] : opt.metadata) md["optimizer." + k] = v;
+  if (s.scheduler) {
+    md["scheduler"] = (*s.scheduler)->name();
+    for (const auto& [k, v] : (*s.scheduler)->state()) md["scheduler." + k] = v;
+  }
+  md["epoch"] = std::to_string(s.next_epoch);
+  md["batch"] = std::to_string(s.skip);
+  md["rng.seed"] = std::to_string(default_generator().seed());
+  md["rng.offset"] = std::to_string(default_generator().offset());
+  md["top_k"] = std::to_string(config_.top_k_);
+  md["history"] = history_to_csv(s.history, config_.top_k_);
+  md["best"] = s.best ? fmt(*s.best) : "nan";
+  md["best_epoch"] = std::to_string(s.best_epoch);
+  md["bad_epochs"] = std::to_string(s.bad_epochs);
+  md["partial.loss_sum"] = fmt(s.partial.loss_sum);
+  md["partial.correct"] = fmt(s.partial.correct);
+  md["partial.top_k"] = fmt(s.partial.top_k);
+  md["partial.items"] = std::to_string(s.partial.items);
+  md["partial.scored"] = std::to_string(s.partial.scored);
+  md["partial.seconds"] = fmt(s.partial.seconds);
+  io::save_safetensors(tensors, path, md);
+}
+
+void LearnerCore::load_checkpoint(const std::string& path) {
+  const nn::ModuleTree tree = tree_();
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  const auto& md = file.metadata();
+  auto fmt_it = md.find("format");
+  EMBER_CHECK(fmt_it != md.end() && fmt_it->second == kCheckpointFormat, "[Learner] '", path,
+              "' is not an Ember checkpoint (metadata 'format' is not '", kCheckpointFormat, "')");
+  // Check everything before changing anything: a bad checkpoint leaves the Learner as it was.
+  const auto named = nn::named_tensors(tree);
+  for (const nn::NamedTensor& t : named) {
+    const std::string name = "model." + t.path;
+    EMBER_CHECK(file.contains(name), "[Learner] checkpoint '", path, "' has no tensor '", name,
+                "' (was it written for another model?)");
+    EMBER_CHECK(file.shape(name) == t.slot->dyn().shape(), "[Learner] checkpoint '", path, "': '",
+                name, "' has shape ", to_string(file.shape(name)), ", the model ",
+                to_string(t.slot->dyn().shape()));
+  }
+  const bool has_sched = md.count("scheduler") != 0;
+  EMBER_CHECK(has_sched == state_->scheduler.has_value(), "[Learner] checkpoint '", path, "' ",
+              has_sched ? "has a " + md.at("scheduler") + " schedule" : "has no schedule",
+              " but this Learner ", state_->scheduler ? "has one" : "has none",
+              ": call set_scheduler() as in the run that wrote it");
+  if (has_sched) {
+    EMBER_CHECK(md.at("scheduler") == (*state_->scheduler)->name(), "[Learner] checkpoint '", path,
+                "' has a ", md.at("scheduler"), " schedule, this Learner a ",
+                (*state_->scheduler)->name());
+  }
+  EMBER_CHECK(parse_int(md, "top_k") == config_.top_k_, "[Learner] checkpoint '", path,
+              "' measured top-", md.at("top_k"), " accuracy, this Learner top-", config_.top_k_);
+
+  optim::OptimizerState opt;
+  std::map<std::string, std::string> sched;
+  for (const auto& [k, v] : md) {
+    if (k.starts_with("optimizer.")) opt.metadata[k.substr(10)] = v;
+    if (k.starts_with("scheduler.")) sched[k.substr(10)] = v;
+  }
+  for (const std::string& name : file.names()) {
+    if (name.starts_with("optimizer."))
+      opt.tensors.emplace_back(name.substr(10), file.tensor(name));
+  }
+  State s;
+  s.history = history_from_csv(md.at("history"), config_.top_k_);
+  s.next_epoch = parse_int(md, "epoch");
+  s.skip = static_cast<size_t>(parse_int(md, "batch"));
+  const double best = parse_double(md, "best");
+  if (!std::isnan(best)) s.best = best;
+  s.best_epoch = parse_int(md, "best_epoch");
+  s.bad_epochs = parse_int(md, "bad_epochs");
+  s.partial.loss_sum = parse_double(md, "partial.loss_sum");
+  s.partial.correct = parse_double(md, "partial.correct");
+  s.partial.top_k = parse_double(md, "partial.top_k");
+  s.partial.items = parse_int(md, "partial.items");
+  s.partial.scored = parse_int(md, "partial.scored");
+  s.partial.seconds = parse_double(md, "partial.seconds");
+  const auto seed = static_cast<uint64_t>(std::stoull(md.at("rng.seed")));
+  const auto offset = static_cast<uint64_t>(std::stoull(md.at("rng.offset")));
+
+  optimizer_.load_state(tree, opt);  // validates its own part first
+  for (const nn::NamedTensor& t : named) {
+    const DynTensor& current = t.slot->dyn();
+    t.slot->set_dyn(file.tensor("model." + t.path, current.device(), current.dtype()));
+  }
+  if (has_sched) (*state_->scheduler)->load_state(sched);
+  default_generator().manual_seed(seed);
+  default_generator().set_offset(offset);
+  s.scheduler = std::move(state_->scheduler);
+  s.every = state_->every;
+  s.resumed = true;
+  s.last_checkpoint = path;
+  *state_ = std::move(s);
+}
+
+EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
+  const nn::ModuleTree tree = tree_();
+  nn::set_training(tree, false);
+  auto guard = no_grad();
+  Running run;
+  const auto t0 = std::chrono::steady_clock::now();
+  source.run(0, 0, [&](StepOutput out) {
+    accumulate(run, out, config_.top_k_);
+    return true;
+  });
+  run.seconds = seconds_since(t0);
+  EpochMetrics m;
+  m.train_loss = m.train_accuracy = m.train_top_k = NAN;
+  m.valid_loss = run.loss();
+  m.valid_accuracy = run.accuracy();
+  m.valid_top_k = run.top_k_accuracy();
+  m.lr = optimizer_.lr(0);
+  m.items_per_s = run.seconds > 0 ? static_cast<double>(run.items) / run.seconds : 0;
+  m.seconds = run.seconds;
+  return m;
+}
+
+FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* valid) {
+  State& s = *state_;
+  const bool files = !config_.out_dir_.empty();
+  const std::string ckpt_dir = files ? (fs::path(config_.out_dir_) / "checkpoints").string() : "";
+  detail::ProgressPrinter progress(config_.progress_, config_.log_every_, config_.top_k_,
+                                   std::cout);
+  if (config_.resume_ && files && !s.resumed) {
+    if (auto latest = latest_checkpoint(ckpt_dir)) {
+      load_checkpoint(latest->path);
+      progress.note("resumed from " + latest->path);
+    }
+  }
+  if (files) fs::create_directories(ckpt_dir);
+  std::string monitor = config_.monitor_;
+  if (!valid && monitor.starts_with("valid_")) monitor = "train_" + monitor.substr(6);
+
+  SigintScope sigint(config_.catch_sigint_);
+  FitResult result;
+  const nn::ModuleTree tree = tree_();
+  auto write_files = [&] {
+    if (!files) return;
+    io::write_file_atomic((fs::path(config_.out_dir_) / "metrics.csv").string(),
+                          history_to_csv(s.history, config_.top_k_), "[Learner]");
+    io::write_file_atomic((fs::path(config_.out_dir_) / "curves.svg").string(),
+                          history_to_svg(s.history, config_.title_), "[Learner]");
+  };
+
+  while (s.next_epoch < config_.epochs_) {
+    const int64_t epoch = s.next_epoch;  // 0-based
+    nn::set_training(tree, true);
+    cpu::reset_peak_allocated();
+    Running run = s.skip ? s.partial : Running{};
+    size_t done = s.skip;
+    bool stop = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    const double seconds_before = run.seconds;
+    progress.begin_epoch(epoch + 1, config_.epochs_, train.batches, done);
+    train.run(static_cast<uint64_t>(epoch), s.skip, [&](StepOutput out) {
+      Gradients grads = out.loss.backward();
+      optimizer_.step(tree, grads);
+      if (s.scheduler && s.every == ScheduleEvery::batch) s.scheduler->step();
+      accumulate(run, out, config_.top_k_);
+      run.seconds = seconds_before + seconds_since(t0);
+      ++done;
+      progress.batch(done, run, optimizer_.lr(0));
+      if (g_stop) stop = true;
+      return !stop;
+    });
+    run.seconds = seconds_before + seconds_since(t0);
+
+    if (stop && done < train.batches) {  // Ctrl-C mid-epoch: save where we are
+      s.skip = done;
+      s.partial = run;
+      if (files) {
+        const std::string path =
+            (fs::path(ckpt_dir) / checkpoint_name(epoch, static_cast<int64_t>(done))).string();
+        save_checkpoint(path);
+        s.last_checkpoint = path;
+      }
+      progress.note("interrupted in epoch " + std::to_string(epoch + 1) + " after batch " +
+                    std::to_string(done) +
+                    (files ? "; checkpoint saved to " + s.last_checkpoint : std::string()));
+      result.interrupted = true;
+      break;
+    }
+
+    EpochMetrics m;
+    m.epoch = epoch + 1;
+    m.train_loss = run.loss();
+    m.train_accuracy = run.accuracy();
+    m.train_top_k = run.top_k_accuracy();
+    m.items_per_s = run.seconds > 0 ? static_cast<double>(run.items) / run.seconds : 0;
+    m.valid_loss = m.valid_accuracy = m.valid_top_k = NAN;
+    if (valid) {
+      const EpochMetrics v = evaluate_impl(*valid);
+      m.valid_loss = v.valid_loss;
+      m.valid_accuracy = v.valid_accuracy;
+      m.valid_top_k = v.valid_top_k;
+    }
+    m.seconds = seconds_before + seconds_since(t0);
+    m.lr = optimizer_.lr(0);
+    m.peak_memory_mb = static_cast<double>(cpu::allocator_stats().peak_allocated_bytes) / 1e6;
+
+    const double value = m.get(monitor);
+    if (s.scheduler && s.every == ScheduleEvery::epoch) s.scheduler->step();
+    if (s.scheduler && s.every == ScheduleEvery::epoch_on_metric) s.scheduler->step(value);
+    const bool better =
+        !s.best || (config_.goal_ == Goal::minimize ? value < *s.best - config_.min_delta_
+                                                    : value > *s.best + config_.min_delta_);
+    if (better) {
+      s.best = value;
+      s.best_epoch = m.epoch;
+      s.bad_epochs = 0;
+    } else {
+      ++s.bad_epochs;
+    }
+    s.history.push_back(m);
+    s.next_epoch = epoch + 1;
+    s.skip = 0;
+    s.partial = {};
+    if (files) {
+      const std::string path = (fs::path(ckpt_dir) / checkpoint_name(epoch + 1, 0)).string();
+      save_checkpoint(path);
+      s.last_checkpoint = path;
+      prune_checkpoints(ckpt_dir, config_.keep_last_,
+                        config_.keep_best_ && s.best_epoch > 0 ? s.best_epoch : -1);
+    }
+    write_files();
+    progress.end_epoch(m);
+    if (config_.patience_ > 0 && s.bad_epochs >= config_.patience_) {
+      progress.note("early stopping: " + monitor + " has not improved for " +
+                    std::to_string(s.bad_epochs) + " epochs (best " + fmt(*s.best) + " in epoch " +
+                    std::to_string(s.best_epoch) + ")");
+      result.early_stopped = true;
+      break;
+    }
+    if (stop) {
+      progress.note("interrupted after epoch " + std::to_string(epoch + 1) +
+                    (files ? "; checkpoint saved to " + s.last_checkpoint : std::string()));
+      result.interrupted = true;
+      break;
+    }
+  }
+  result.history = s.history;
+  result.epochs_done = s.next_epoch;
+  if (s.best_epoch > 0) result.best_epoch = s.best_epoch;
+  result.checkpoint = s.last_checkpoint;
+  return result;
+}
+
+}  // namespace ember::train
