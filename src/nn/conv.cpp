@@ -171,4 +171,16 @@ template class Conv<3>;
 template class ConvTranspose<1>;
 template class ConvTranspose<2>;
 
+namespace detail {
+
+std::string flatten_to_json(int64_t start_dim, int64_t end_dim) {
+  return JsonWriter().field("start_dim", start_dim).field("end_dim", end_dim).str();
+}
+
+std::pair<int64_t, int64_t> flatten_from_json(const std::string& json) {
+  const JsonReader r(json, "Flatten");
+  return {r.integer("start_dim", 1), r.integer("end_dim", -1)};
+}
+
+}  // namespace detail
 }  // namespace ember::nn

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "config_json.hpp"
 #include "ember/core/error.hpp"
 
 namespace ember::nn {
@@ -164,6 +165,35 @@ DynTensor RotaryEncoding::forward(const DynTensor& x, int64_t start_pos) const {
   const std::vector<DynTensor> halves = chunk(x, 2, -1);
   const DynTensor rotated = cat({neg(halves[1]), halves[0]}, -1);
   return add(mul(x, cos_t), mul(rotated, sin_t));
+}
+
+std::string PositionalEncodingConfig::to_json() const {
+  return detail::JsonWriter()
+      .field("d_model", d_model)
+      .field("max_len", max_len)
+      .field("dropout", dropout_p)
+      .field("batch_first", is_batch_first)
+      .field("dtype", dtype_name(dtype))
+      .str();
+}
+
+PositionalEncodingConfig PositionalEncodingConfig::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "PositionalEncodingConfig");
+  PositionalEncodingConfig c(r.integer("d_model"));
+  c.max_len = r.integer("max_len", 5000);
+  c.dropout_p = r.number("dropout", 0.1);
+  c.is_batch_first = r.boolean("batch_first", false);
+  c.dtype = r.dtype("dtype", DType::f32);
+  return c;
+}
+
+std::string RotaryEncoding::to_json() const {
+  return detail::JsonWriter().field("dim", dim).field("theta", theta).str();
+}
+
+RotaryEncoding RotaryEncoding::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "RotaryEncoding");
+  return RotaryEncoding{r.integer("dim"), r.number("theta", 10000.0)};
 }
 
 }  // namespace ember::nn

@@ -335,4 +335,21 @@ TEST(Layers, ParameterFreeModulesAreTheirOwnConfigs) {
   EXPECT_TRUE(nn::AvgPool1d::from_json(nn::AvgPool1d{{2}, {}, {0}, true}.to_json()).ceil_mode);
   EXPECT_EQ(nn::AdaptiveAvgPool2d::from_json(nn::AdaptiveAvgPool2d{{3, 2}}.to_json()).output_size,
             (SpatialArg{3, 2}));
+  const auto flat = nn::Flatten<3>::from_json(nn::Flatten<3>{2, 3}.to_json());
+  EXPECT_EQ(flat.start_dim, 2);
+  EXPECT_EQ(flat.end_dim, 3);
+  EXPECT_EQ(nn::Flatten<>::from_json("{}").start_dim, 1);
+  const auto rope = nn::RotaryEncoding::from_json(nn::RotaryEncoding{8, 500.0}.to_json());
+  EXPECT_EQ(rope.dim, 8);
+  EXPECT_DOUBLE_EQ(rope.theta, 500.0);
+  EXPECT_THROW(nn::RotaryEncoding::from_json(R"({"theta": 2})"), Error);  // dim is required
+  const auto pe_config = nn::PositionalEncodingConfig::from_json(
+      nn::PositionalEncodingConfig(16).max_length(40).dropout(0).batch_first(true).to_json());
+  EXPECT_EQ(pe_config.d_model, 16);
+  EXPECT_EQ(pe_config.max_len, 40);
+  EXPECT_DOUBLE_EQ(pe_config.dropout_p, 0.0);
+  EXPECT_TRUE(pe_config.is_batch_first);
+  const nn::PositionalEncoding pe(pe_config);
+  EXPECT_EQ(pe.pe.dyn().shape(), (Shape{40, 16}));
+  EXPECT_TRUE(pe.batch_first);
 }

@@ -179,12 +179,22 @@ extern template struct AvgPool<2>;
 extern template struct AdaptiveAvgPool<1>;
 extern template struct AdaptiveAvgPool<2>;
 
+namespace detail {
+std::string flatten_to_json(int64_t start_dim, int64_t end_dim);
+std::pair<int64_t, int64_t> flatten_from_json(const std::string& json);
+}  // namespace detail
+
 /// Flattens dims start_dim..end_dim (torch.nn.Flatten: from dim 1 by default). Out is the
 /// result's rank, given because a module's output type is fixed at compile time.
 template <int Out = 2>
 struct Flatten {
   int64_t start_dim = 1, end_dim = -1;
   EMBER_MODULE(Flatten)
+  std::string to_json() const { return detail::flatten_to_json(start_dim, end_dim); }  // own config
+  static Flatten from_json(const std::string& json) {
+    const auto [start, end] = detail::flatten_from_json(json);
+    return Flatten{start, end};
+  }
   template <int D>
   Tensor<Out> operator()(const Tensor<D>& x) const {
     return Tensor<Out>(flatten(x.dyn(), start_dim, end_dim));
