@@ -11,6 +11,7 @@ packages=(
   gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib       # the embedded cross-compile
   zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev       # data sources: .gz IDX, images, SQLite
   dataset-fashion-mnist                                  # the main job's data: /usr/share/datasets/fashion-mnist
+  libcli11-dev                                           # the ember command line's argument parser
 )
 
 # Python's safetensors (PyPI) lets the tests check that Python reads the files Ember writes;
