@@ -95,6 +95,11 @@ std::string JsonReader::string(const char* key, const std::string& fallback) con
   return v->get<std::string>();
 }
 
+bool JsonReader::is_string(const char* key) const {
+  const nlohmann::json* v = impl_->find(key);
+  return v && v->is_string();
+}
+
 DType JsonReader::dtype(const char* key, DType fallback) const {
   const std::string name = string(key, std::string(dtype_name(fallback)));
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32,

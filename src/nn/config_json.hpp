@@ -39,6 +39,8 @@ class JsonReader {
   double number(const char* key, double fallback) const;
   bool boolean(const char* key, bool fallback) const;
   std::string string(const char* key, const std::string& fallback) const;
+  /// True when `key` is present and holds a string (options that take a word or numbers).
+  bool is_string(const char* key) const;
   DType dtype(const char* key, DType fallback) const;
   std::vector<int64_t> integers(const char* key, const std::vector<int64_t>& fallback) const;
 

@@ -8,13 +8,17 @@
 namespace ember::nn {
 
 std::string ConvConfig::to_json() const {
-  return detail::JsonWriter()
-      .field("in_channels", in_channels)
+  detail::JsonWriter w;
+  w.field("in_channels", in_channels)
       .field("out_channels", out_channels)
       .field("kernel_size", kernel_size)
-      .field("stride", stride_)
-      .field("padding", padding_)
-      .field("output_padding", output_padding_)
+      .field("stride", stride_);
+  if (padding_mode_ == Padding::Explicit) {
+    w.field("padding", padding_);
+  } else {
+    w.field("padding", padding_mode_ == Padding::Same ? "same" : "valid");
+  }
+  return w.field("output_padding", output_padding_)
       .field("dilation", dilation_)
       .field("groups", groups_)
       .field("bias", has_bias)
@@ -26,7 +30,14 @@ ConvConfig ConvConfig::from_json(const std::string& json) {
   const detail::JsonReader r(json, "ConvConfig");
   ConvConfig c(r.integer("in_channels"), r.integer("out_channels"), r.integers("kernel_size", {}));
   c.stride_ = r.integers("stride", {1});
-  c.padding_ = r.integers("padding", {0});
+  if (r.is_string("padding")) {  // PyTorch's padding="same" / "valid"
+    const std::string mode = r.string("padding", "");
+    EMBER_CHECK(mode == "same" || mode == "valid", "[ConvConfig] padding must be \"same\", ",
+                "\"valid\" or sizes, got \"", mode, "\"");
+    c.padding_mode_ = mode == "same" ? Padding::Same : Padding::Valid;
+  } else {
+    c.padding_ = r.integers("padding", {0});
+  }
   c.output_padding_ = r.integers("output_padding", {0});
   c.dilation_ = r.integers("dilation", {1});
   c.groups_ = r.integer("groups", 1);
@@ -62,9 +73,19 @@ void check_channels(const ConvConfig& c, const char* op) {
 
 template <int N>
 Conv<N>::Conv(const ConvConfig& c, Device device, Generator* gen)
-    : stride(c.stride_), padding(c.padding_), dilation(c.dilation_), groups(c.groups_) {
+    : stride(c.stride_),
+      padding(c.padding_mode_ == Padding::Explicit ? c.padding_ : SpatialArg{0}),
+      dilation(c.dilation_),
+      padding_mode(c.padding_mode_),
+      groups(c.groups_) {
   const char* op = N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d");
   check_channels(c, op);
+  if (padding_mode == Padding::Same) {
+    for (int64_t s : stride) {
+      EMBER_CHECK(s == 1, "[", op, "] padding='same' needs stride 1 (as in PyTorch), got stride ",
+                  s);
+    }
+  }
   Shape shape{c.out_channels, c.in_channels / c.groups_};
   const Shape k = kernel_dims(c, N, op);
   for (int64_t d : k) shape.push_back(d);
@@ -78,9 +99,28 @@ Conv<N>::Conv(const ConvConfig& c, Device device, Generator* gen)
 template <int N>
 DynTensor Conv<N>::forward(const DynTensor& x) const {
   const DynTensor b = bias ? bias->dyn() : DynTensor();
-  if constexpr (N == 1) return conv1d(x, weight.dyn(), b, stride, padding, dilation, groups);
-  if constexpr (N == 2) return conv2d(x, weight.dyn(), b, stride, padding, dilation, groups);
-  if constexpr (N == 3) return conv3d(x, weight.dyn(), b, stride, padding, dilation, groups);
+  DynTensor in = x;
+  SpatialArg pad = padding;
+  if (padding_mode == Padding::Same) {
+    // Total padding dilation * (k - 1) per dim, half on each side; an odd total puts the extra
+    // one on the right (PyTorch), done as an explicit pad of the input.
+    pad.assign(N, 0);
+    std::vector<int64_t> extra(2 * N, 0);  // pad()'s order: last dim first, (left, right)
+    bool odd = false;
+    for (int i = 0; i < N; ++i) {
+      const int64_t d = dilation.size() == 1 ? dilation[0] : dilation[static_cast<size_t>(i)];
+      const int64_t total = d * (weight.size(2 + i) - 1);
+      pad[static_cast<size_t>(i)] = total / 2;
+      if (total % 2) {
+        extra[static_cast<size_t>(2 * (N - 1 - i) + 1)] = 1;
+        odd = true;
+      }
+    }
+    if (odd) in = ember::pad(x, extra);
+  }
+  if constexpr (N == 1) return conv1d(in, weight.dyn(), b, stride, pad, dilation, groups);
+  if constexpr (N == 2) return conv2d(in, weight.dyn(), b, stride, pad, dilation, groups);
+  if constexpr (N == 3) return conv3d(in, weight.dyn(), b, stride, pad, dilation, groups);
 }
 
 template <int N>
@@ -92,6 +132,8 @@ ConvTranspose<N>::ConvTranspose(const ConvConfig& c, Device device, Generator* g
       groups(c.groups_) {
   const char* op = N == 1 ? "ConvTranspose1d" : "ConvTranspose2d";
   check_channels(c, op);
+  EMBER_CHECK(c.padding_mode_ == Padding::Explicit, "[", op,
+              "] takes explicit padding sizes only (PyTorch has no 'same'/'valid' for it)");
   Shape shape{c.in_channels, c.out_channels / c.groups_};
   const Shape k = kernel_dims(c, N, op);
   for (int64_t d : k) shape.push_back(d);

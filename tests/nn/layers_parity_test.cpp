@@ -167,6 +167,34 @@ TEST(LayerParity, ConvolutionsAndPooling) {
   check_case("conv_transpose2d", [&](const DynTensor& x) { return convt.forward(x); },
              {{"weight", &convt.weight}, {"bias", &*convt.bias}});
 
+  nn::Conv2d same(nn::Conv2dConfig(3, 4, {4, 3})
+                      .padding(nn::Padding::Same)
+                      .dilation({1, 2})
+                      .with_dtype(DType::f64));
+  load(same.weight, "conv2d_same.weight");
+  load(*same.bias, "conv2d_same.bias");
+  check_case("conv2d_same", [&](const DynTensor& x) { return same.forward(x); },
+             {{"weight", &same.weight}, {"bias", &*same.bias}});
+  nn::Conv1d valid(nn::Conv1dConfig(2, 3, {3}).padding(nn::Padding::Valid).with_dtype(DType::f64));
+  load(valid.weight, "conv1d_valid.weight");
+  load(*valid.bias, "conv1d_valid.bias");
+  check_case("conv1d_valid", [&](const DynTensor& x) { return valid.forward(x); },
+             {{"weight", &valid.weight}, {"bias", &*valid.bias}});
+  EXPECT_THROW(nn::Conv2d(nn::Conv2dConfig(1, 1, {3}).stride({2}).padding(nn::Padding::Same)),
+               Error);
+  EXPECT_THROW(nn::ConvTranspose2d(nn::ConvTranspose2dConfig(1, 1, {3}).padding(nn::Padding::Same)),
+               Error);
+  const auto from_json =
+      nn::ConvConfig::from_json(nn::Conv2dConfig(2, 3, {3}).padding(nn::Padding::Same).to_json());
+  EXPECT_EQ(from_json.padding_mode_, nn::Padding::Same);
+  EXPECT_EQ(nn::ConvConfig::from_json(R"({"in_channels": 1, "out_channels": 1, "kernel_size": 3,
+                                          "padding": "valid"})")
+                .padding_mode_,
+            nn::Padding::Valid);
+  EXPECT_THROW(nn::ConvConfig::from_json(R"({"in_channels": 1, "out_channels": 1,
+                                             "kernel_size": 3, "padding": "full"})"),
+               Error);
+
   const nn::MaxPool2d maxpool{{3}, {2}, {1}};
   check_case("max_pool2d", [&](const DynTensor& x) { return maxpool.forward(x); });
   const nn::AvgPool2d avgpool{{2}, {2}, {0}, true, false};

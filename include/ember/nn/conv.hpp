@@ -9,6 +9,10 @@
 
 namespace ember::nn {
 
+/// PyTorch's padding='same' (the output keeps the input's size; stride 1 only; an odd total
+/// pads one more on the right) and padding='valid' (none), beside explicit sizes.
+enum class Padding : uint8_t { Explicit, Same, Valid };
+
 /// Options of a convolution; per-dim options take one value for every dim or one per dim.
 struct ConvConfig {
   int64_t in_channels;
@@ -16,7 +20,8 @@ struct ConvConfig {
   SpatialArg kernel_size;
   SpatialArg stride_ = {1};
   SpatialArg padding_ = {0};
-  SpatialArg output_padding_ = {0};  // transposed convolutions only
+  Padding padding_mode_ = Padding::Explicit;  // Same/Valid: Conv only, padding_ unused
+  SpatialArg output_padding_ = {0};           // transposed convolutions only
   SpatialArg dilation_ = {1};
   int64_t groups_ = 1;
   bool has_bias = true;
@@ -30,6 +35,11 @@ struct ConvConfig {
   }
   ConvConfig& padding(SpatialArg p) {
     padding_ = std::move(p);
+    padding_mode_ = Padding::Explicit;
+    return *this;
+  }
+  ConvConfig& padding(Padding mode) {
+    padding_mode_ = mode;
     return *this;
   }
   ConvConfig& output_padding(SpatialArg p) {
@@ -68,6 +78,7 @@ class Conv {
   Param<N + 2> weight;
   std::optional<Param<1>> bias;
   SpatialArg stride{1}, padding{0}, dilation{1};
+  Padding padding_mode = Padding::Explicit;
   int64_t groups = 1;
   EMBER_MODULE_NAMED(Conv, N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d"), weight, bias)
 
