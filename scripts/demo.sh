@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's first command: installs what is needed, builds the demo and runs it.
+# The tensor API tour: installs what is needed, builds examples/demo.cpp and runs it (the README's
+# first command is scripts/train.sh, the training job).
 # EMBER_BUILD_DIR picks the build directory (default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -12,4 +12,4 @@ build=${EMBER_BUILD_DIR:-build}
 bash scripts/setup.sh
 cmake -S . -B "$build" -G Ninja
 cmake --build "$build" -j2 --target ember_cli
-"./$build/tools/ember/ember" train fashion-mnist --epochs 4 --out runs/fashion-mnist "$@"
+"./$build/tools/ember/ember" train fashion-mnist --epochs 8 --out runs/fashion-mnist "$@"

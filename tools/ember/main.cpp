@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "ember/data/data.hpp"
@@ -28,9 +29,10 @@ using Loader = data::DataLoader<data::ImageItem, data::ImageBatch>;
 
 struct TrainOptions {
   std::string dataset = "fashion-mnist";
-  int64_t epochs = 5;
+  int64_t epochs = 8;
   int64_t batch_size = 64;
   double lr = 1e-3;
+  std::string schedule = "cosine";  // or "constant"
   std::string device = "cpu";
   std::string out = "runs/fashion-mnist";
   bool resume = false;
@@ -59,6 +61,13 @@ void check_data_dir(const std::string& dir) {
   }
 }
 
+// Pixels scaled to [0, 1], then standardised with Fashion-MNIST's training-set mean and standard
+// deviation (as torchvision users normalise it): the same in train, eval and the examples.
+std::shared_ptr<data::ImageBatcher> fashion_batcher() {
+  return std::make_shared<data::ImageBatcher>(
+      data::ImageBatcherConfig().normalize({0.2860f}, {0.3530f}));
+}
+
 std::string percent(double v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.2f%%", 100 * v);
@@ -72,7 +81,7 @@ void classify_examples(const models::FashionCnn& model, const data::MnistDataset
   n = std::min<int64_t>(n, static_cast<int64_t>(test.size()));
   std::vector<data::ImageItem> items;
   for (int64_t i = 0; i < n; ++i) items.push_back(test.at(static_cast<size_t>(i)));
-  const data::ImageBatch batch = data::ImageBatcher().batch(items, dev);
+  const data::ImageBatch batch = fashion_batcher()->batch(items, dev);
   auto guard = no_grad();
   const auto valid = model.valid();
   const Tensor<2> probs = softmax(valid(batch.images), 1);
@@ -104,7 +113,7 @@ int run_train(const TrainOptions& o) {
   if (o.limit > 0 && static_cast<size_t>(o.limit) < train_set->size()) {
     train_set = data::partial(train_set, 0, static_cast<size_t>(o.limit));
   }
-  auto batcher = std::make_shared<data::ImageBatcher>();
+  auto batcher = fashion_batcher();
   Loader train(train_set, batcher,
                data::DataLoaderConfig()
                    .batch_size(static_cast<size_t>(o.batch_size))
@@ -118,15 +127,23 @@ int run_train(const TrainOptions& o) {
   models::FashionCnn model(dev);
   std::cout << "Fashion-MNIST CNN (" << model.num_params() << " parameters) on " << to_string(dev)
             << ": " << train_set->size() << " training images, " << test_set->size()
-            << " test images; Adam lr " << o.lr << ", batch " << o.batch_size << ", " << o.epochs
-            << " epochs; writing to " << o.out << "\n";
-  train::Learner learner(model, optim::AdamConfig().lr(o.lr).init(),
+            << " test images; Adam lr " << o.lr << (o.schedule == "cosine" ? " (cosine decay)" : "")
+            << ", batch " << o.batch_size << ", " << o.epochs << " epochs; writing to " << o.out
+            << "\n";
+  // Adam at a constant lr 1e-3 swings by a point of test accuracy from epoch to epoch (90.1% after
+  // epoch 4, 89.0% after 5 here); a cosine decay over the run ends on the low-noise weights.
+  auto opt = optim::AdamConfig().lr(o.lr).init();
+  std::optional<optim::CosineAnnealingLR> cosine;
+  if (o.schedule == "cosine")
+    cosine.emplace(opt, std::max<int64_t>(1, o.epochs * static_cast<int64_t>(train.num_batches())));
+  train::Learner learner(model, std::move(opt),
                          train::LearnerConfig()
                              .epochs(o.epochs)
                              .out_dir(o.out)
                              .resume(o.resume)
                              .monitor("valid_accuracy", train::Goal::maximize)
                              .title("Fashion-MNIST CNN"));
+  if (cosine) learner.set_scheduler(*cosine, train::ScheduleEvery::batch);
   const train::FitResult r = learner.fit(train, test);
   if (r.interrupted) {
     std::cout << "stopped; continue with: ember train fashion-mnist --resume --out " << o.out
@@ -134,7 +151,10 @@ int run_train(const TrainOptions& o) {
     return 130;
   }
   const std::string model_path = (fs::path(o.out) / "model.safetensors").string();
-  save(model, model_path, {{"model", "FashionCnn"}, {"epochs", std::to_string(r.epochs_done)}});
+  save(model, model_path,
+       {{"model", "FashionCnn"},
+        {"epochs", std::to_string(r.epochs_done)},
+        {"input", "x / 255, then (x - 0.2860) / 0.3530"}});
   double accuracy = NAN;
   if (!r.history.empty()) accuracy = r.history.back().valid_accuracy;
   if (std::isnan(accuracy)) accuracy = learner.evaluate(test).valid_accuracy;
@@ -154,7 +174,7 @@ int run_eval(const EvalOptions& o) {
   load(model, o.model);
   model.eval();
   const auto test_set = data::FashionMnist::test(o.data_dir);
-  Loader test(test_set, std::make_shared<data::ImageBatcher>(),
+  Loader test(test_set, fashion_batcher(),
               data::DataLoaderConfig()
                   .batch_size(static_cast<size_t>(o.batch_size))
                   .workers(2)
@@ -238,6 +258,11 @@ int main(int argc, char** argv) {
   train->add_option("--lr", t.lr, "Adam's learning rate")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  train
+      ->add_option("--schedule", t.schedule,
+                   "Learning rate: cosine (from --lr to 0 over the run, per batch) or constant")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cosine", "constant"}));
   train->add_option("--device", t.device, "cpu or cuda:N")->capture_default_str();
   train->add_option("--out", t.out, "Output directory")->capture_default_str();
   train->add_flag("--resume", t.resume, "Continue from the newest checkpoint in --out");
