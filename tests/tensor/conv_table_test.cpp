@@ -381,6 +381,8 @@ const std::vector<PoolCase>& pool_cases() {
   using K = PoolKind;
   static const std::vector<PoolCase> cases = {
       {K::Max, 2, Shape{2, 3, 8, 7}, {2}},
+      {K::Max, 2, Shape{2, 3, 7, 9}, {2}, {2}},     // 2x2 / 2: the CNN's pool (own loop)
+      {K::Max, 2, Shape{1, 2, 6, 7}, {3, 2}, {1}},  // inside windows, dense kernel
       {K::Max, 2, Shape{2, 3, 9, 8}, {3}, {2}, {1}},
       {K::Max, 2, Shape{1, 2, 9, 10}, {3, 2}, {2, 3}, {1, 0}, {2, 1}},
       {K::Max, 2, Shape{2, 2, 8, 8}, {3}, {2}, {1}, {1}, true, true, Layout::Transposed},

@@ -203,21 +203,6 @@ void CpuBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b, con
   });
 }
 
-namespace {
-
-// c ? a : b on the bit patterns (same-size unsigned integers), which vectorises.
-template <class T>
-T select_bits(bool c, T a, T b) {
-  using U = std::conditional_t<
-      sizeof(T) == 1, uint8_t,
-      std::conditional_t<sizeof(T) == 2, uint16_t,
-                         std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
-  const U m = static_cast<U>(U(0) - static_cast<U>(c));
-  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m)));
-}
-
-}  // namespace
-
 void CpuBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
                        const RawTensor& out) {
   StridedLoop<4> loop(out.shape, {&out, &cond, &a, &b});

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <type_traits>
 
 #include "ember/core/raw_tensor.hpp"
 #include "parallel.hpp"
@@ -80,6 +82,19 @@ bool run_contiguous(const std::array<const RawTensor*, N>& ops, const F& f,
     f(p.data(), elem.data(), e - b);
   });
   return true;
+}
+
+/// c ? a : b on the bit patterns (same-size unsigned integers): compilers keep it branch-free and
+/// vectorise it, where a select on floats became a branch that mispredicts on data-dependent
+/// conditions (ReLU's signs, max pooling).
+template <class T>
+T select_bits(bool c, T a, T b) {
+  using U = std::conditional_t<
+      sizeof(T) == 1, uint8_t,
+      std::conditional_t<sizeof(T) == 2, uint16_t,
+                         std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  const U m = static_cast<U>(U(0) - static_cast<U>(c));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m)));
 }
 
 /// True when run `s` is contiguous for an operand of `elem` bytes.
