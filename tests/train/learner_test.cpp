@@ -67,6 +67,39 @@ TEST(Learner, ResumedAfterAnEpochEndsBitIdentical) {
   }
 }
 
+// The same on the Fashion-MNIST CNN (oneDNN convolutions, threaded kernels) with random images.
+TEST(Learner, ResumedCnnEndsBitIdentical) {
+  std::vector<data::ImageItem> items;
+  manual_seed(11);
+  const auto pixels = (Tensor<1>::rand({96 * 28 * 28}) * 255.0f).to<Int>().to_vector<int64_t>();
+  for (size_t i = 0; i < 96; ++i) {
+    data::ImageItem item;
+    item.height = item.width = 28;
+    for (size_t k = 0; k < 28 * 28; ++k)
+      item.pixels.push_back(static_cast<uint8_t>(pixels[i * 784 + k]));
+    item.label = static_cast<int64_t>(i % 10);
+    items.push_back(std::move(item));
+  }
+  const auto train = loader(data::in_memory(std::move(items)), true, 2, 32);
+  auto run = [&](const std::string& dir, int64_t epochs, bool resume) {
+    manual_seed(4);
+    auto model = std::make_unique<models::FashionCnn>();
+    Learner learner(
+        *model, optim::AdamConfig().lr(1e-3).init(),
+        LearnerConfig().epochs(epochs).out_dir(dir).resume(resume).progress(Progress::none));
+    learner.fit(train);
+    std::vector<std::vector<float>> w;
+    for (const auto& t : nn::named_tensors(nn::module_tree(*model))) {
+      w.push_back(t.slot->dyn().to_vector<float>());
+    }
+    return w;
+  };
+  const auto whole = run(fresh_dir("cnn_whole"), 2, false);
+  const std::string dir = fresh_dir("cnn_resume");
+  run(dir, 1, false);
+  EXPECT_EQ(run(dir, 2, true), whole);
+}
+
 TEST(Learner, CtrlCSavesACheckpointAndTheResumedRunEndsBitIdentical) {
   const auto train = loader(train_data(), true, 2), valid = loader(valid_data(), false);
   TinyRun whole(LearnerConfig().epochs(2));
@@ -196,6 +229,41 @@ TEST(Learner, ACheckpointOfAnotherModelIsAClearErrorAndChangesNothing) {
   }
   EXPECT_EQ(weights(wider), before);
   EXPECT_THROW(learner.load_checkpoint(dir + "/nope.safetensors"), Error);
+}
+
+TEST(Learner, PlateauScheduleStepsOnTheMonitoredMetric) {
+  const auto train = loader(train_data(), true);
+  manual_seed(3);
+  TinyNet model;
+  auto opt = optim::SgdConfig().lr(0.1).init();
+  optim::ReduceLROnPlateau plateau(opt, optim::PlateauConfig().patience(0));
+  // "epoch" grows every epoch, so a schedule minimising it sees no improvement after epoch 1.
+  Learner learner(model, std::move(opt),
+                  LearnerConfig().epochs(3).monitor("epoch").progress(Progress::none));
+  learner.set_scheduler(plateau, ScheduleEvery::epoch_on_metric);
+  const FitResult r = learner.fit(train);
+  ASSERT_EQ(r.history.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.history[0].lr, 0.1);
+  EXPECT_DOUBLE_EQ(r.history[1].lr, 0.1);  // epoch 1 set the best; epoch 2 is the first bad one
+  EXPECT_NEAR(r.history[2].lr, 0.01, 1e-12);
+}
+
+TEST(Learner, RequestStopEndsFitAfterTheCurrentBatch) {
+  const auto train = loader(train_data(), true);
+  manual_seed(3);
+  TinyNet model;
+  Learner learner(model, optim::AdamConfig().init(),
+                  LearnerConfig().epochs(2).catch_sigint(false).progress(Progress::none));
+  int batches = 0;
+  auto step = [&batches](TinyNet& m, const data::ImageBatch& b) {
+    if (++batches == 5) request_stop();
+    return ClassificationStep()(m, b);
+  };
+  const FitResult r = learner.fit(train, step);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(batches, 5);
+  EXPECT_EQ(r.epochs_done, 0);
+  EXPECT_TRUE(r.checkpoint.empty()) << "no out_dir: nothing written";
 }
 
 TEST(Learner, UnknownMonitorIsAnError) {
