@@ -4,7 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "convert.hpp"
 #include "cpu_backend.hpp"
@@ -72,6 +77,49 @@ void for_planes(const Geo& g, int64_t work_per_plane, const F& f) {
                });
 }
 
+#if defined(__AVX2__)
+// Eight outputs of a 2x2 / stride-2 max pool at a time: rows r0 and r0 + w of `plane`, outputs
+// [0, n) of that output row; returns how many it did (a multiple of 8). Same rule as the scalar
+// loop: candidates in the order (0,0), (0,1), (1,0), (1,1), a later one wins when greater or NaN.
+int64_t pool2x2_avx2(const float* plane, int64_t r0, int64_t w, int64_t n, float* y, int64_t* idx) {
+  // De-interleaves 16 consecutive floats into the even and the odd columns, in order.
+  auto split = [](const float* p, __m256& even, __m256& odd) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    const auto order = [](__m256 v) {  // 64-bit chunks 0, 2, 1, 3
+      return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
+    };
+    even = order(_mm256_shuffle_ps(lo, hi, 0x88));
+    odd = order(_mm256_shuffle_ps(lo, hi, 0xDD));
+  };
+  const __m256i lane2 = _mm256_setr_epi64x(0, 2, 4, 6);
+  int64_t ow = 0;
+  for (; ow + 8 <= n; ow += 8) {
+    __m256 a0, a1, b0, b1;
+    split(plane + r0 + 2 * ow, a0, a1);
+    split(plane + r0 + w + 2 * ow, b0, b1);
+    __m256 best = a0;
+    __m256i off = _mm256_setzero_si256();
+    const auto visit = [&](__m256 v, int32_t at) {
+      const __m256 take =
+          _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      best = _mm256_blendv_ps(best, v, take);
+      off = _mm256_blendv_epi8(off, _mm256_set1_epi32(at), _mm256_castps_si256(take));
+    };
+    visit(a1, 1);
+    visit(b0, static_cast<int32_t>(w));
+    visit(b1, static_cast<int32_t>(w + 1));
+    _mm256_storeu_ps(y + ow, best);
+    const __m256i base = _mm256_add_epi64(_mm256_set1_epi64x(r0 + 2 * ow), lane2);
+    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(off));
+    const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(off, 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + ow), _mm256_add_epi64(base, lo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + ow + 4),
+                        _mm256_add_epi64(_mm256_add_epi64(base, _mm256_set1_epi64x(8)), hi));
+  }
+  return ow;
+}
+#endif
+
 template <class T>
 void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
                      const RawTensor& indices) {
@@ -92,7 +140,15 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
       const int64_t w = g.in[2];
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         const int64_t r0 = 2 * oh * w, r1 = r0 + w;
-        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+        int64_t ow = 0;
+#if defined(__AVX2__)
+        if constexpr (std::is_same_v<T, float>) {
+          const int64_t done = pool2x2_avx2(plane, r0, w, g.out[2], yp + o, ip + o);
+          ow = done;
+          o += done;
+        }
+#endif
+        for (; ow < g.out[2]; ++ow, ++o) {
           const int64_t at[4] = {r0 + 2 * ow, r0 + 2 * ow + 1, r1 + 2 * ow, r1 + 2 * ow + 1};
           C best = static_cast<C>(plane[at[0]]);
           int64_t arg = at[0];
