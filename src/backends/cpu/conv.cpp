@@ -277,8 +277,9 @@ DnnlDescs descs(const Geo& g, int spatial) {
       grouped ? dims_of({g.g, g.og, g.cg}, g.k, spatial) : dims_of({g.o, g.cg}, g.k, spatial);
   // A first layer (under 8 input channels, not grouped) stays in plain NCHW: with `any`,
   // oneDNN writes its output in 8-channel blocks that must be reordered back, which cost as much
-  // as the convolution (Fashion-MNIST CNN: 1.0 ms step time less on 1 thread, 0.8 on 2; see
-  // PERFORMANCE.md). Depthwise convolutions (grouped, 1 channel each) keep their blocked kernels.
+  // as the convolution (Fashion-MNIST CNN, a fixed-batch step: 1.0 ms less on 1 thread, 0.8 on
+  // 2; PERFORMANCE.md). Depthwise convolutions (grouped, 1 channel each) keep their blocked
+  // kernels.
   const bool plain = g.g == 1 && g.c < 8;
   d.src = md(src, dt::f32, plain ? plain_tag(spatial) : tag::any);
   d.dst = md(dst, dt::f32, plain ? plain_tag(spatial) : tag::any);
