@@ -2,6 +2,7 @@
 // order of operations, so float64 results agree to the last bits). Each rule validates its
 // config when made, with PyTorch's conditions.
 #include "rules.hpp"
+#include "ember/tensor/ops/optim.hpp"
 
 #include <cmath>
 
@@ -90,8 +91,34 @@ class Adam final : public Rule {
   GroupHyper defaults() const override { return {lr_, wd_, beta1_}; }
   DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
-    DynTensor p = param, g = grad;
     ++s.step;
+    const double beta1 = h.momentum;
+    const double step = static_cast<double>(s.step);
+    const double bias_correction1 = 1 - std::pow(beta1, step);
+    const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, step));
+    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(param); });
+    DynTensor& v = buffer(s, "exp_avg_sq", [&] { return zeros_like(param); });
+    DynTensor* vmax =
+        amsgrad_ ? &buffer(s, "max_exp_avg_sq", [&] { return zeros_like(param); }) : nullptr;
+    if (has_fused_adam(param.device(), param.dtype()) && grad.dtype() == param.dtype()) {
+      // One pass (src/backends/cpu/optim.cpp) instead of the 13 ops below, same arithmetic.
+      AdamParams fp;
+      fp.lr = h.lr;
+      fp.beta1 = beta1;
+      fp.beta2 = beta2_;
+      fp.eps = eps_;
+      fp.weight_decay = h.weight_decay;
+      fp.bias_correction1 = bias_correction1;
+      fp.bias_correction2_sqrt = bias_correction2_sqrt;
+      fp.decoupled = decoupled_;
+      fp.amsgrad = amsgrad_;
+      AdamTensors next = adam_step({param, m, v, vmax ? *vmax : DynTensor()}, grad, fp);
+      m = next.exp_avg;
+      v = next.exp_avg_sq;
+      if (vmax) *vmax = next.max_exp_avg_sq;
+      return next.param;
+    }
+    DynTensor p = param, g = grad;
     if (h.weight_decay != 0) {
       if (decoupled_) {
         p = mul(p, 1 - h.lr * h.weight_decay);
@@ -99,20 +126,13 @@ class Adam final : public Rule {
         g = add_scaled(g, p, h.weight_decay);
       }
     }
-    const double beta1 = h.momentum;
-    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(p); });
-    DynTensor& v = buffer(s, "exp_avg_sq", [&] { return zeros_like(p); });
     m = lerp(m, g, 1 - beta1);
     v = add_scaled(mul(v, beta2_), mul(g, g), 1 - beta2_);
-    const double step = static_cast<double>(s.step);
-    const double bias_correction1 = 1 - std::pow(beta1, step);
-    const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, step));
     const double step_size = h.lr / bias_correction1;
     DynTensor denom;
-    if (amsgrad_) {
-      DynTensor& vmax = buffer(s, "max_exp_avg_sq", [&] { return zeros_like(p); });
-      vmax = maximum(vmax, v);
-      denom = add(div(sqrt(vmax), bias_correction2_sqrt), eps_);
+    if (vmax) {
+      *vmax = maximum(*vmax, v);
+      denom = add(div(sqrt(*vmax), bias_correction2_sqrt), eps_);
     } else {
       denom = add(div(sqrt(v), bias_correction2_sqrt), eps_);
     }

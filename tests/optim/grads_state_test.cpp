@@ -8,6 +8,8 @@
 #include <set>
 #include <tuple>
 
+#include <ember/tensor/ops/optim.hpp>
+
 #include "optim_test_util.hpp"
 
 namespace ember {
@@ -334,6 +336,26 @@ TEST(Training, EveryOptimizerLowersTheLoss) {
     }
     EXPECT_LT(last, 0.7 * first) << "first " << first << ", last " << last;
   }
+}
+
+// The fused Adam step's front end (ember/tensor/ops/optim.hpp): state that does not match the
+// parameter, or a missing amsgrad buffer, is an error naming the op and the shapes.
+TEST(FusedAdam, MismatchedStateIsAnError) {
+  const DynTensor p = randn(Shape{3, 4}, DType::f32), g = randn(Shape{3, 4}, DType::f32);
+  const DynTensor m = zeros(Shape{3, 4}, DType::f32), v = zeros(Shape{4, 3}, DType::f32);
+  AdamParams hp;
+  try {
+    adam_step({p, m, v, {}}, g, hp);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[adam_step] every tensor must match the parameter's "
+                                         "[3, 4] float32, got [4, 3] float32"),
+              std::string::npos)
+        << e.what();
+  }
+  hp.amsgrad = true;
+  EXPECT_THROW(adam_step({p, m, zeros(Shape{3, 4}, DType::f32), {}}, g, hp), Error);
+  EXPECT_THROW(adam_step({p, m, m, {}}, cast(g, DType::f64), AdamParams{}), Error);
 }
 
 }  // namespace

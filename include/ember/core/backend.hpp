@@ -119,6 +119,15 @@ class Backend {
   /// out = a * ka[c] + b * kb[c] + k0[c]; b and kb may be undefined (then out = a * ka + k0).
   virtual void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
                            const RawTensor& kb, const RawTensor& k0, const RawTensor& out) = 0;
+
+  /// One Adam/AdamW step (OpFamily::Optim), elementwise over contiguous tensors of one float
+  /// dtype and one shape: reads param, grad, exp_avg, exp_avg_sq (and max_exp_avg_sq with
+  /// amsgrad; undefined otherwise), writes the new values to the *_out tensors.
+  virtual void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
+                         const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq,
+                         const AdamParams& p, const RawTensor& param_out,
+                         const RawTensor& exp_avg_out, const RawTensor& exp_avg_sq_out,
+                         const RawTensor& max_exp_avg_sq_out) = 0;
 };
 
 }  // namespace ember

@@ -61,6 +61,7 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Pool:
       return is_floating(dtype);
     case OpFamily::Norm:
+    case OpFamily::Optim:
       return dtype == DType::f32 || dtype == DType::f64;
     default:
       return true;

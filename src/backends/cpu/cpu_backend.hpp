@@ -1,6 +1,6 @@
 // The Cpu backend: one method per op family, each defined in the family's own file
 // (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, index.cpp, random.cpp,
-// conv.cpp, pool.cpp, norm.cpp).
+// conv.cpp, pool.cpp, norm.cpp, optim.cpp).
 #pragma once
 
 #include "ember/core/backend.hpp"
@@ -64,6 +64,11 @@ class CpuBackend final : public Backend {
                    const RawTensor& out) override;
   void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
                    const RawTensor& k0, const RawTensor& out) override;
+
+  void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
+                 const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq, const AdamParams& p,
+                 const RawTensor& param_out, const RawTensor& exp_avg_out,
+                 const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) override;
 };
 
 /// A fresh contiguous tensor on the Cpu.

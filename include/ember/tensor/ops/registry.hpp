@@ -98,6 +98,14 @@ struct PoolParams {
   bool adaptive = false;
 };
 
+/// One Adam or AdamW step (torch.optim's formulas; the step's bias corrections precomputed).
+struct AdamParams {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  double bias_correction1 = 1, bias_correction2_sqrt = 1;
+  bool decoupled = false;  // AdamW: param *= 1 - lr * weight_decay, instead of grad += wd * param
+  bool amsgrad = false;
+};
+
 /// Every op a backend may or may not support, for Backend::supports(op, dtype).
 enum class OpFamily : uint8_t {
   Copy,
@@ -119,7 +127,8 @@ enum class OpFamily : uint8_t {
   NonZero,
   Conv,  // convolution forward, backward data (= transposed conv) and backward weight
   Pool,  // max and average pooling (plain and adaptive), forward and backward
-  Norm   // per-channel statistics and scale-shift: the fused normalisation kernels
+  Norm,  // per-channel statistics and scale-shift: the fused normalisation kernels
+  Optim  // fused optimizer updates (Adam / AdamW)
 };
 
 std::string_view op_name(UnaryOp op);
