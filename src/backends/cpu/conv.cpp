@@ -495,7 +495,8 @@ void CpuBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_
       // Under 8 input channels per group oneDNN pads them to its 8-channel blocks: the first
       // layer of an image CNN (1 channel) took 6.8 ms of a 57 ms training step on the weight
       // gradient alone; im2col + GEMM takes about 4 ms.
-      if (g.cg >= 8 &&
+      // Grouped convolutions (depthwise: one channel per group) keep oneDNN's own kernels.
+      if ((g.g > 1 || g.cg >= 8) &&
           try_dnnl(DnnlOp::BackwardWeight, g, p.spatial, x, grad_w, RawTensor{}, grad_out)) {
         return;
       }
