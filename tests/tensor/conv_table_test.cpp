@@ -383,6 +383,7 @@ const std::vector<PoolCase>& pool_cases() {
       {K::Max, 2, Shape{2, 3, 8, 7}, {2}},
       {K::Max, 2, Shape{2, 3, 7, 9}, {2}, {2}},     // 2x2 / 2: the CNN's pool (own loop)
       {K::Max, 2, Shape{2, 3, 6, 21}, {2}, {2}},    // ... 8 outputs a vector, 2 in the tail
+      {K::Max, 2, Shape{3, 4, 11, 11}, {2}, {2}},   // ... rows of 5: the tail from full loads
       {K::Max, 2, Shape{1, 2, 6, 7}, {3, 2}, {1}},  // inside windows, dense kernel
       {K::Max, 2, Shape{2, 3, 9, 8}, {3}, {2}, {1}},
       {K::Max, 2, Shape{1, 2, 9, 10}, {3, 2}, {2, 3}, {1, 0}, {2, 1}},
@@ -470,31 +471,34 @@ TEST(PoolTable, Pool) {
 
 // The 2x2 / stride-2 vector loop on NaNs, infinities and ties: a later candidate wins when
 // greater or NaN (so the last NaN of a window wins), ties keep the first; checked against that
-// rule written out here, over 3 x 18 windows with a scalar tail.
+// rule written out here. Widths: whole vectors with a tail, rows of 13 (8 + a tail of 5 from full
+// loads) and rows of 5 (the tail alone); the last row pair of the input takes the scalar loop.
 TEST(PoolTable, MaxPool2x2SpecialValues) {
-  const int64_t h = 6, w = 36;
-  std::vector<double> v(static_cast<size_t>(h * w));
-  for (size_t i = 0; i < v.size(); ++i) {
-    const int r = static_cast<int>((i * 7919 + (i * i) % 13) % 11);
-    v[i] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : r == 3 ? 1.0 : (r % 4) - 1.5;
-  }
-  const ValuesIndices got = max_pool2d_with_indices(
-      cast(from_data(TensorData::from(v, Shape{1, 1, h, w})), DType::f32), {2});
-  const std::vector<double> gv = got.values.to_vector<double>();
-  const std::vector<int64_t> gi = got.indices.to_vector<int64_t>();
-  for (int64_t oh = 0; oh < h / 2; ++oh) {
-    for (int64_t ow = 0; ow < w / 2; ++ow) {
-      const int64_t at[4] = {2 * oh * w + 2 * ow, 2 * oh * w + 2 * ow + 1,
-                             (2 * oh + 1) * w + 2 * ow, (2 * oh + 1) * w + 2 * ow + 1};
-      int64_t arg = at[0];
-      for (int k = 1; k < 4; ++k) {
-        const double c = v[static_cast<size_t>(at[k])], b = v[static_cast<size_t>(arg)];
-        if (c > b || std::isnan(c)) arg = at[k];
+  for (const int64_t w : {36, 26, 11}) {
+    const int64_t h = 6;
+    std::vector<double> v(static_cast<size_t>(h * w));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const int r = static_cast<int>((i * 7919 + (i * i) % 13) % 11);
+      v[i] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : r == 3 ? 1.0 : (r % 4) - 1.5;
+    }
+    const ValuesIndices got = max_pool2d_with_indices(
+        cast(from_data(TensorData::from(v, Shape{1, 1, h, w})), DType::f32), {2});
+    const std::vector<double> gv = got.values.to_vector<double>();
+    const std::vector<int64_t> gi = got.indices.to_vector<int64_t>();
+    for (int64_t oh = 0; oh < h / 2; ++oh) {
+      for (int64_t ow = 0; ow < w / 2; ++ow) {
+        const int64_t at[4] = {2 * oh * w + 2 * ow, 2 * oh * w + 2 * ow + 1,
+                               (2 * oh + 1) * w + 2 * ow, (2 * oh + 1) * w + 2 * ow + 1};
+        int64_t arg = at[0];
+        for (int k = 1; k < 4; ++k) {
+          const double c = v[static_cast<size_t>(at[k])], b = v[static_cast<size_t>(arg)];
+          if (c > b || std::isnan(c)) arg = at[k];
+        }
+        const size_t o = static_cast<size_t>(oh * (w / 2) + ow);
+        EXPECT_EQ(gi[o], arg) << "width " << w << ", window " << oh << ", " << ow;
+        const double want = v[static_cast<size_t>(arg)];
+        EXPECT_TRUE(gv[o] == want || (std::isnan(gv[o]) && std::isnan(want))) << w << " " << o;
       }
-      const size_t o = static_cast<size_t>(oh * (w / 2) + ow);
-      EXPECT_EQ(gi[o], arg) << "window " << oh << ", " << ow;
-      const double want = v[static_cast<size_t>(arg)];
-      EXPECT_TRUE(gv[o] == want || (std::isnan(gv[o]) && std::isnan(want))) << o;
     }
   }
 }

@@ -78,10 +78,11 @@ void for_planes(const Geo& g, int64_t work_per_plane, const F& f) {
 }
 
 #if defined(__AVX2__)
-// Eight outputs of a 2x2 / stride-2 max pool at a time: rows r0 and r0 + w of `plane`, outputs
-// [0, n) of that output row; returns how many it did (a multiple of 8). Same rule as the scalar
-// loop: candidates in the order (0,0), (0,1), (1,0), (1,1), a later one wins when greater or NaN.
-int64_t pool2x2_avx2(const float* plane, int64_t r0, int64_t w, int64_t n, float* y, int64_t* idx) {
+// Eight outputs of a 2x2 / stride-2 max pool from input rows `a` and `b` (16 floats each, from
+// the first window's column), flat input index of a[0] `base`, row length `w`. Same rule as the
+// scalar loop: candidates in the order (0,0), (0,1), (1,0), (1,1), a later one wins when greater
+// or NaN.
+void pool2x2_avx2(const float* a, const float* b, int64_t base, int64_t w, float* y, int64_t* idx) {
   // De-interleaves 16 consecutive floats into the even and the odd columns, in order.
   auto split = [](const float* p, __m256& even, __m256& odd) {
     const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
@@ -91,32 +92,50 @@ int64_t pool2x2_avx2(const float* plane, int64_t r0, int64_t w, int64_t n, float
     even = order(_mm256_shuffle_ps(lo, hi, 0x88));
     odd = order(_mm256_shuffle_ps(lo, hi, 0xDD));
   };
-  const __m256i lane2 = _mm256_setr_epi64x(0, 2, 4, 6);
+  __m256 a0, a1, b0, b1;
+  split(a, a0, a1);
+  split(b, b0, b1);
+  __m256 best = a0;
+  __m256i off = _mm256_setzero_si256();
+  const auto visit = [&](__m256 v, int32_t at) {
+    const __m256 take =
+        _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    best = _mm256_blendv_ps(best, v, take);
+    off = _mm256_blendv_epi8(off, _mm256_set1_epi32(at), _mm256_castps_si256(take));
+  };
+  visit(a1, 1);
+  visit(b0, static_cast<int32_t>(w));
+  visit(b1, static_cast<int32_t>(w + 1));
+  _mm256_storeu_ps(y, best);
+  const __m256i start =
+      _mm256_add_epi64(_mm256_set1_epi64x(base), _mm256_setr_epi64x(0, 2, 4, 6));
+  const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(off));
+  const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(off, 1));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx), _mm256_add_epi64(start, lo));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + 4),
+                      _mm256_add_epi64(_mm256_add_epi64(start, _mm256_set1_epi64x(8)), hi));
+}
+
+// One output row of the 2x2 pool (rows r0 and r0 + w of `plane`, n outputs) as far as the vector
+// loop can go; returns how many it did. A tail of under 8 outputs is computed from full 16-float
+// loads (whatever follows the window in the input is read and dropped) while that stays inside
+// the input, which ends at `end`: the CNN's 11 -> 5 rows stay on the vector path (the scalar loop
+// takes ~36 cycles an output).
+int64_t pool2x2_row_avx2(const float* plane, const float* end, int64_t r0, int64_t w, int64_t n,
+                         float* y, int64_t* idx) {
   int64_t ow = 0;
   for (; ow + 8 <= n; ow += 8) {
-    __m256 a0, a1, b0, b1;
-    split(plane + r0 + 2 * ow, a0, a1);
-    split(plane + r0 + w + 2 * ow, b0, b1);
-    __m256 best = a0;
-    __m256i off = _mm256_setzero_si256();
-    const auto visit = [&](__m256 v, int32_t at) {
-      const __m256 take =
-          _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-      best = _mm256_blendv_ps(best, v, take);
-      off = _mm256_blendv_epi8(off, _mm256_set1_epi32(at), _mm256_castps_si256(take));
-    };
-    visit(a1, 1);
-    visit(b0, static_cast<int32_t>(w));
-    visit(b1, static_cast<int32_t>(w + 1));
-    _mm256_storeu_ps(y + ow, best);
-    const __m256i base = _mm256_add_epi64(_mm256_set1_epi64x(r0 + 2 * ow), lane2);
-    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(off));
-    const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(off, 1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + ow), _mm256_add_epi64(base, lo));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + ow + 4),
-                        _mm256_add_epi64(_mm256_add_epi64(base, _mm256_set1_epi64x(8)), hi));
+    pool2x2_avx2(plane + r0 + 2 * ow, plane + r0 + w + 2 * ow, r0 + 2 * ow, w, y + ow, idx + ow);
   }
-  return ow;
+  if (ow == n || plane + r0 + w + 2 * ow + 16 > end) return ow;
+  float ty[8];
+  int64_t ti[8];
+  pool2x2_avx2(plane + r0 + 2 * ow, plane + r0 + w + 2 * ow, r0 + 2 * ow, w, ty, ti);
+  for (int64_t i = 0; ow + i < n; ++i) {
+    y[ow + i] = ty[i];
+    idx[ow + i] = ti[i];
+  }
+  return n;
 }
 #endif
 
@@ -143,9 +162,8 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
         int64_t ow = 0;
 #if defined(__AVX2__)
         if constexpr (std::is_same_v<T, float>) {
-          const int64_t done = pool2x2_avx2(plane, r0, w, g.out[2], yp + o, ip + o);
-          ow = done;
-          o += done;
+          ow = pool2x2_row_avx2(plane, xp + g.planes * g.in_size, r0, w, g.out[2], yp + o, ip + o);
+          o += ow;
         }
 #endif
         for (; ow < g.out[2]; ++ow, ++o) {
