@@ -1,11 +1,13 @@
 // Gradient rules of convolution and pooling, each written with the primitives of
 // ember/tensor/ops/conv.hpp so that the backward pass records itself (second order):
 //   conv:              dx = conv_transpose(g, w)   dw = conv_backward_weight(x, g)   db = sum(g)
+//                      (with a fused relu, g = relu_backward(g, y) first; db beside dw)
 //   conv_transpose:    dx = conv(g, w)             dw = conv_backward_weight(g, x)   db = sum(g)
 //   conv_backward_weight(x, gy) is bilinear:  dx = conv_transpose(gy, G)  dgy = conv(x, G)
 //   max_pool:          dx = max_pool_backward(g) (to the argmax);  its own rule gathers back
 //   avg_pool:          dx = avg_pool_backward(g) (spread);         its own rule is avg_pool
 #include "ember/tensor/ops/conv.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "rules.hpp"
@@ -43,20 +45,31 @@ Dims bias_dims(int rank) {
 
 void record_convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                         const ConvParams& p, bool transposed, DynTensor& out) {
-  record(transposed ? "conv_transpose" : "convolution", {&x, &w, &bias}, out,
-         [x, w, p, transposed](BackwardArgs& a) {
-           const DynTensor& g = a.grad;
-           if (a.needs(0)) {
-             a.input_grads[0] =
-                 transposed ? cut_to(convolution(g, w, DynTensor(), p, false), x.shape(), p.spatial)
-                            : transposed_to(g, w, p, x.shape());
-           }
-           if (a.needs(1)) {
-             a.input_grads[1] = transposed ? conv_backward_weight(g, x, w.shape(), p)
-                                           : conv_backward_weight(x, g, w.shape(), p);
-           }
-           if (a.needs(2)) a.input_grads[2] = sum(g, bias_dims(g.rank()));
-         });
+  // A fused relu keeps the output for its mask; the rule's own convolutions have none.
+  const RawTensor saved_y = p.relu ? out.raw() : RawTensor();
+  ConvParams plain = p;
+  plain.relu = false;
+  record(
+      transposed ? "conv_transpose" : "convolution", {&x, &w, &bias}, out,
+      [x, w, plain, transposed, saved_y](BackwardArgs& a) {
+        const DynTensor g = saved_y.defined() ? relu_backward(a.grad, a.output(saved_y)) : a.grad;
+        const ConvParams& p = plain;
+        if (a.needs(0)) {
+          a.input_grads[0] =
+              transposed ? cut_to(convolution(g, w, DynTensor(), p, false), x.shape(), p.spatial)
+                         : transposed_to(g, w, p, x.shape());
+        }
+        // The bias gradient comes out of the weight gradient's pass (oneDNN computes it
+        // there) unless the backward is recorded, where it is its own sum.
+        const bool fused_bias = a.needs(1) && a.needs(2) && !transposed && !a.options.create_graph;
+        if (a.needs(1)) {
+          a.input_grads[1] = transposed
+                                 ? conv_backward_weight(g, x, w.shape(), p)
+                                 : conv_backward_weight(x, g, w.shape(), p,
+                                                        fused_bias ? &a.input_grads[2] : nullptr);
+        }
+        if (a.needs(2) && !fused_bias) a.input_grads[2] = sum(g, bias_dims(g.rank()));
+      });
 }
 
 void record_conv_backward_weight(const DynTensor& x, const DynTensor& grad_out, const ConvParams& p,

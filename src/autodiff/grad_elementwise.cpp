@@ -31,6 +31,7 @@ constexpr uint8_t unary_saves(UnaryOp op) {
     case UnaryOp::Reciprocal:
     case UnaryOp::Tanh:
     case UnaryOp::Sigmoid:
+    case UnaryOp::Relu:  // its mask, as PyTorch's threshold_backward(grad, result)
       return kY;
     case UnaryOp::Tan:
       return kY;
@@ -53,7 +54,7 @@ DynTensor unary_grad(UnaryOp op, const UnaryParams& p, const DynTensor& x, const
     case UnaryOp::Round:
     case UnaryOp::Trunc: return zeros_like(gy);  // piecewise constant: zero almost everywhere
     case UnaryOp::Square: return mul(gy, mul(x, 2.0));
-    case UnaryOp::Relu: return where(gt(x, 0), gy, 0);
+    case UnaryOp::Relu: return relu_backward(gy, y);
     case UnaryOp::Exp: return mul(gy, y);
     case UnaryOp::Exp2: return mul(gy, mul(y, std::numbers::ln2));
     case UnaryOp::Log: return div(gy, x);
@@ -157,6 +158,11 @@ void binary_grad(BinaryOp op, const DynTensor& a, const DynTensor& b, const DynT
       if (need_b) gb = mul(gy, sub(1.0, wa));
       return;
     }
+    case BinaryOp::ReluBackward:
+      // Linear in the gradient; the mask is piecewise constant in y.
+      if (need_a) ga = relu_backward(gy, b);
+      if (need_b) gb = zeros_like(gy);
+      return;
     default:
       EMBER_FAIL("[", op_name(op), "] has no gradient");
   }
@@ -172,6 +178,7 @@ bool differentiable(BinaryOp op) {
     case BinaryOp::Atan2:
     case BinaryOp::Minimum:
     case BinaryOp::Maximum:
+    case BinaryOp::ReluBackward:
       return true;
     default:
       return false;

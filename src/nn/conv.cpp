@@ -18,12 +18,12 @@ std::string ConvConfig::to_json() const {
   } else {
     w.field("padding", padding_mode_ == Padding::Same ? "same" : "valid");
   }
-  return w.field("output_padding", output_padding_)
+  w.field("output_padding", output_padding_)
       .field("dilation", dilation_)
       .field("groups", groups_)
-      .field("bias", has_bias)
-      .field("dtype", dtype_name(dtype))
-      .str();
+      .field("bias", has_bias);
+  if (relu_) w.field("relu", true);  // written only when set: older configs read the same
+  return w.field("dtype", dtype_name(dtype)).str();
 }
 
 ConvConfig ConvConfig::from_json(const std::string& json) {
@@ -42,6 +42,7 @@ ConvConfig ConvConfig::from_json(const std::string& json) {
   c.dilation_ = r.integers("dilation", {1});
   c.groups_ = r.integer("groups", 1);
   c.has_bias = r.boolean("bias", true);
+  c.relu_ = r.boolean("relu", false);
   c.dtype = r.dtype("dtype", DType::f32);
   return c;
 }
@@ -77,7 +78,8 @@ Conv<N>::Conv(const ConvConfig& c, Device device, Generator* gen)
       padding(c.padding_mode_ == Padding::Explicit ? c.padding_ : SpatialArg{0}),
       dilation(c.dilation_),
       padding_mode(c.padding_mode_),
-      groups(c.groups_) {
+      groups(c.groups_),
+      relu(c.relu_) {
   const char* op = N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d");
   check_channels(c, op);
   if (padding_mode == Padding::Same) {
@@ -118,9 +120,9 @@ DynTensor Conv<N>::forward(const DynTensor& x) const {
     }
     if (odd) in = ember::pad(x, extra);
   }
-  if constexpr (N == 1) return conv1d(in, weight.dyn(), b, stride, pad, dilation, groups);
-  if constexpr (N == 2) return conv2d(in, weight.dyn(), b, stride, pad, dilation, groups);
-  if constexpr (N == 3) return conv3d(in, weight.dyn(), b, stride, pad, dilation, groups);
+  if constexpr (N == 1) return conv1d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
+  if constexpr (N == 2) return conv2d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
+  if constexpr (N == 3) return conv3d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
 }
 
 template <int N>
@@ -134,6 +136,7 @@ ConvTranspose<N>::ConvTranspose(const ConvConfig& c, Device device, Generator* g
   check_channels(c, op);
   EMBER_CHECK(c.padding_mode_ == Padding::Explicit, "[", op,
               "] takes explicit padding sizes only (PyTorch has no 'same'/'valid' for it)");
+  EMBER_CHECK(!c.relu_, "[", op, "] has no fused relu: apply relu() to its output");
   Shape shape{c.in_channels, c.out_channels / c.groups_};
   const Shape k = kernel_dims(c, N, op);
   for (int64_t d : k) shape.push_back(d);

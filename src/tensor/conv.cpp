@@ -9,6 +9,7 @@
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
 
 namespace ember {
@@ -89,7 +90,7 @@ DynTensor maybe_unbatched(const DynTensor& x, const DynTensor& w, const ConvPara
 
 DynTensor conv_nd(int spatial, const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                   const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
-                  int64_t groups) {
+                  int64_t groups, bool relu) {
   const std::string op = conv_name(spatial, false);
   ConvParams p;
   p.spatial = spatial;
@@ -97,6 +98,7 @@ DynTensor conv_nd(int spatial, const DynTensor& x, const DynTensor& w, const Dyn
   spatial_arg(op, "padding", padding, spatial, 0, p.padding);
   spatial_arg(op, "dilation", dilation, spatial, 1, p.dilation);
   p.groups = groups;
+  p.relu = relu;
   return maybe_unbatched(x, w, p, false, op,
                          [&](const DynTensor& xb) { return convolution(xb, w, bias, p, false); });
 }
@@ -247,14 +249,21 @@ DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& b
   }
   // The transposed conv is the data gradient of the conv from its output back to its input.
   be.conv_backward_data(xc.raw(), wc.raw(), p, out.raw());
-  return bias.defined() ? add(out, bias_view(bias, out.rank())) : out;
+  if (bias.defined()) out = add(out, bias_view(bias, out.rank()));
+  return p.relu ? relu(out) : out;
 }
 
 DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
-                               const Shape& weight_shape, const ConvParams& p) {
+                               const Shape& weight_shape, const ConvParams& p,
+                               DynTensor* grad_bias) {
   if (autodiff::should_record({&x, &grad_out})) {
     DynTensor out = conv_backward_weight(detach(x), detach(grad_out), weight_shape, p);
     autodiff::record_conv_backward_weight(x, grad_out, p, out);
+    if (grad_bias) {
+      Dims dims = {0};
+      for (int i = 2; i < grad_out.rank(); ++i) dims.push_back(i);
+      *grad_bias = sum(grad_out, dims);  // recorded, for a second derivative
+    }
     return out;
   }
   const char* op = "conv_backward_weight";
@@ -287,7 +296,10 @@ DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op);
   const DynTensor xc = contiguous(x), gc = contiguous(grad_out);
   DynTensor out = detail::make_empty(weight_shape, x.dtype(), x.device());
-  detail::backend_of(out).conv_backward_weight(xc.raw(), gc.raw(), p, out.raw());
+  DynTensor gb;
+  if (grad_bias) gb = detail::make_empty(Shape{weight_shape[0]}, x.dtype(), x.device());
+  detail::backend_of(out).conv_backward_weight(xc.raw(), gc.raw(), p, out.raw(), gb.raw());
+  if (grad_bias) *grad_bias = gb;
   return out;
 }
 
@@ -367,18 +379,18 @@ DynTensor avg_pool_backward(const DynTensor& grad_out, const Shape& input_shape,
 
 DynTensor conv1d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                  const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
-                 int64_t groups) {
-  return conv_nd(1, x, w, bias, stride, padding, dilation, groups);
+                 int64_t groups, bool relu) {
+  return conv_nd(1, x, w, bias, stride, padding, dilation, groups, relu);
 }
 DynTensor conv2d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                  const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
-                 int64_t groups) {
-  return conv_nd(2, x, w, bias, stride, padding, dilation, groups);
+                 int64_t groups, bool relu) {
+  return conv_nd(2, x, w, bias, stride, padding, dilation, groups, relu);
 }
 DynTensor conv3d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                  const SpatialArg& stride, const SpatialArg& padding, const SpatialArg& dilation,
-                 int64_t groups) {
-  return conv_nd(3, x, w, bias, stride, padding, dilation, groups);
+                 int64_t groups, bool relu) {
+  return conv_nd(3, x, w, bias, stride, padding, dilation, groups, relu);
 }
 DynTensor conv_transpose1d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                            const SpatialArg& stride, const SpatialArg& padding,

@@ -196,6 +196,7 @@ std::vector<Row> elementwise_rows() {
       {BinaryOp::Atan2, {-2, 2, 0.2}, {}, -0.7, 0.8},  // a != 0: the branch cut is a = 0, b < 0
       {BinaryOp::Minimum, {}, {}, 0.3, -0.3},
       {BinaryOp::Maximum, {}, {}, 0.3, -0.3},
+      {BinaryOp::ReluBackward, {}, {-2, 2, 0.2}, 0.5, -0.7},  // y away from the kink at 0
   };
   // clang-format on
   for (const BinaryRow& b : binaries) {
@@ -552,6 +553,9 @@ std::vector<Row> conv_rows() {
   return {
       {"conv2d(x, w, b, stride 1, padding 1)", [](const Xs& x) {
          return conv2d(x[0], x[1], x[2], {1}, {1});
+       }, conv2d_cases},
+      {"conv2d(x, w, b, padding 1, fused relu)", [](const Xs& x) {
+         return conv2d(x[0], x[1], x[2], {1}, {1}, {1}, 1, true);
        }, conv2d_cases},
       {"conv2d(x, w, b, stride {2, 1}, padding {0, 1}, dilation {1, 2})", [](const Xs& x) {
          return conv2d(x[0], x[1], x[2], {2, 1}, {0, 1}, {1, 2});

@@ -277,6 +277,8 @@ const std::vector<BinaryRow>& binary_rows() {
        [](double a, double b) { return std::min(a, b); }, -50, 50, -50, 50, Group::Numeric},
       {"maximum", [](auto& a, auto& b) { return maximum(a, b); },
        [](double a, double b) { return std::max(a, b); }, -50, 50, -50, 50, Group::Numeric},
+      {"relu_backward", [](auto& a, auto& b) { return relu_backward(a, b); },
+       [](double g, double y) { return y <= 0 ? 0.0 : g; }, -5, 5, -2, 2, Group::Float},
       {"eq", [](auto& a, auto& b) { return eq(a, b); },
        [](double a, double b) { return double(a == b); }, -3, 3, -3, 3, Group::All, true},
       {"ne", [](auto& a, auto& b) { return ne(a, b); },

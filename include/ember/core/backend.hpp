@@ -84,16 +84,19 @@ class Backend {
 
   // Convolution (OpFamily::Conv), NC + spatial layouts as in PyTorch: x [N, C, *in],
   // w [O, C / groups, *k], out [N, O, *out]. Every operand is contiguous and of one float dtype;
-  // the front end has checked the geometry. `bias` ([O]) may be undefined.
+  // the front end has checked the geometry. `bias` ([O]) may be undefined. With p.relu, conv
+  // writes relu(conv + bias) (a fused activation; the backward entries ignore the flag).
   virtual void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                     const ConvParams& p, const RawTensor& out) = 0;
   /// grad_in [N, C, *in] = the gradient of conv w.r.t. x for grad_out [N, O, *out]: the
   /// transposed convolution. grad_in's shape decides the input size (output_padding).
   virtual void conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
                                   const ConvParams& p, const RawTensor& grad_in) = 0;
-  /// grad_w [O, C / groups, *k] = the gradient of conv w.r.t. w.
+  /// grad_w [O, C / groups, *k] = the gradient of conv w.r.t. w; grad_bias [O], when defined,
+  /// the gradient w.r.t. the bias (grad_out summed over all dims but 1) in the same pass.
   virtual void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
-                                    const ConvParams& p, const RawTensor& grad_w) = 0;
+                                    const ConvParams& p, const RawTensor& grad_w,
+                                    const RawTensor& grad_bias) = 0;
 
   // Pooling (OpFamily::Pool) over the trailing `p.spatial` dims of contiguous [B..., *in]
   // tensors; out's shape gives the output size. Max pooling writes, per output, the flat index

@@ -25,6 +25,7 @@ struct ConvConfig {
   SpatialArg dilation_ = {1};
   int64_t groups_ = 1;
   bool has_bias = true;
+  bool relu_ = false;  // Conv only: relu fused into the convolution
   DType dtype = DType::f32;
 
   ConvConfig(int64_t in, int64_t out, SpatialArg kernel)
@@ -58,6 +59,12 @@ struct ConvConfig {
     has_bias = on;
     return *this;
   }
+  /// The layer outputs relu(conv(x)) in one fused pass (Keras's activation="relu"): the same
+  /// values and gradients as a ReLU after it, one pass over the output less each way.
+  ConvConfig& relu(bool on) {
+    relu_ = on;
+    return *this;
+  }
   ConvConfig& with_dtype(DType t) {
     dtype = t;
     return *this;
@@ -80,6 +87,7 @@ class Conv {
   SpatialArg stride{1}, padding{0}, dilation{1};
   Padding padding_mode = Padding::Explicit;
   int64_t groups = 1;
+  bool relu = false;  // fused activation (ConvConfig::relu)
   EMBER_MODULE_NAMED(Conv, N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d"), weight, bias)
 
   Conv() = default;

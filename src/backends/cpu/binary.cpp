@@ -130,6 +130,8 @@ void binary_float(BinaryOp op, const RawTensor& a, const RawTensor& b, const Raw
       return map_binary<T, T>(a, b, out, [](C x, C y) { return x != x ? x : (x < y ? x : y); });
     case BinaryOp::Maximum:
       return map_binary<T, T>(a, b, out, [](C x, C y) { return x != x ? x : (x > y ? x : y); });
+    case BinaryOp::ReluBackward:  // PyTorch's threshold_backward: a NaN output passes the grad
+      return map_binary<T, T>(a, b, out, [](C g, C y) { return y <= C(0) ? C(0) : g; });
     default:
       if (compare_or_logical<T>(op, a, b, out)) return;
   }

@@ -11,6 +11,7 @@
 #include "cpu_backend.hpp"
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/error.hpp"
+#include "loops.hpp"
 #include "parallel.hpp"
 
 #if defined(EMBER_HAVE_DNNL)
@@ -141,10 +142,11 @@ RawTensor mat(const RawTensor& t, int64_t offset, int64_t rows, int64_t cols, in
   return t.view(Shape{1, rows, cols}, Strides{0, ld, 1}, t.offset + offset);
 }
 
-// out[n, g] = w[g] @ col[n, g] (+ bias), one GEMM per (image, group); the GEMM is threaded.
+// out[n, g] = w[g] @ col[n, g] (+ bias, then relu when asked), one GEMM per (image, group); the
+// GEMM is threaded.
 template <class T>
 void conv_gemm(Backend& be, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
-               const Geo& g, const RawTensor& out) {
+               bool relu, const Geo& g, const RawTensor& out) {
   const bool pointwise = is_pointwise(g);
   const int64_t ck = g.cg * g.k_size;
   RawTensor col;
@@ -163,15 +165,44 @@ void conv_gemm(Backend& be, const RawTensor& x, const RawTensor& w, const RawTen
                 mat(out, (n * g.o + gi * g.og) * g.out_size, g.og, g.out_size, g.out_size));
     }
   }
-  if (!bias.defined()) return;
+  if (!bias.defined() && !relu) return;
   T* y = out.data_as<T>();
-  const T* b = bias.data_as<T>();
+  const T* b = bias.defined() ? bias.data_as<T>() : nullptr;
   parallel_for(0, g.n * g.o, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.out_size)),
                [&](int64_t lo, int64_t hi) {
                  for (int64_t r = lo; r < hi; ++r) {
-                   const T bv = b[r % g.o];
+                   const T bv = b ? b[r % g.o] : T(0);
                    T* row = y + r * g.out_size;
-                   for (int64_t j = 0; j < g.out_size; ++j) row[j] += bv;
+                   for (int64_t j = 0; j < g.out_size; ++j) {
+                     const T v = row[j] + bv;
+                     row[j] = relu && v < T(0) ? T(0) : v;  // NaN stays, as relu()
+                   }
+                 }
+               });
+}
+
+template <class T>
+void relu_in_place(const RawTensor& t) {
+  T* y = t.data_as<T>();
+  parallel_for(0, t.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = y[i] < T(0) ? T(0) : y[i];  // NaN stays, as relu()
+  });
+}
+
+// grad_bias[o] = the sum of grad_out over the images and positions of channel o, in double.
+template <class T>
+void conv_backward_bias(const RawTensor& gy, const Geo& g, const RawTensor& gb) {
+  const T* src = gy.data_as<T>();
+  T* dst = gb.data_as<T>();
+  parallel_for(0, g.o, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.n * g.out_size)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t o = lo; o < hi; ++o) {
+                   double acc = 0;
+                   for (int64_t n = 0; n < g.n; ++n) {
+                     acc += run_sum(src + (n * g.o + o) * g.out_size, g.out_size,
+                                    [](T v, int64_t) { return static_cast<double>(v); });
+                   }
+                   dst[o] = static_cast<T>(acc);
                  }
                });
 }
@@ -260,6 +291,9 @@ dnnl::memory::format_tag weight_tag(int spatial, bool grouped) {
   return spatial == 1 ? tag::oiw : spatial == 2 ? tag::oihw : tag::oidhw;
 }
 
+// A first layer (under 8 input channels, not grouped): see descs().
+bool plain_layouts(const Geo& g) { return g.g == 1 && g.c < 8; }
+
 struct DnnlDescs {
   dnnl::memory::desc src, wei, bias, dst;  // with format `any` for the primitive to choose
   dnnl::memory::desc src_plain, wei_plain, dst_plain;
@@ -280,7 +314,7 @@ DnnlDescs descs(const Geo& g, int spatial) {
   // as the convolution (Fashion-MNIST CNN, a fixed-batch step: 1.0 ms less on 1 thread, 0.8 on
   // 2; PERFORMANCE.md). Depthwise convolutions (grouped, 1 channel each) keep their blocked
   // kernels.
-  const bool plain = g.g == 1 && g.c < 8;
+  const bool plain = plain_layouts(g);
   d.src = md(src, dt::f32, plain ? plain_tag(spatial) : tag::any);
   d.dst = md(dst, dt::f32, plain ? plain_tag(spatial) : tag::any);
   d.wei = md(wei, dt::f32, tag::any);
@@ -309,13 +343,15 @@ dnnl::convolution_forward::desc forward_desc(const DnnlDescs& d, bool bias, dnnl
 }
 
 // A copy (handles are shared), so a concurrent clear() cannot pull it from under the caller.
-Cached primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
+// `bias`: forward with a bias, or backward weights that also writes the bias gradient; `relu`:
+// forward with relu fused as a post-op.
+Cached primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias, bool relu) {
   using namespace dnnl;
   static std::mutex mu;
   static std::map<Key, Cached> cache;
   // oneDNN fixes a primitive's thread count when it is created: one made on 1 thread runs on 1
   // thread ever after, so the count is part of the key.
-  std::vector<int64_t> k = {g.n, g.c, g.o, g.g, num_threads()};
+  std::vector<int64_t> k = {g.n, g.c, g.o, g.g, num_threads(), relu ? 1 : 0};
   for (int i = 0; i < 3; ++i) {
     k.insert(k.end(), {g.in[i], g.out[i], g.k[i], g.s[i], g.p[i], g.d[i]});
   }
@@ -327,8 +363,14 @@ Cached primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
   const DnnlDescs d = descs(g, spatial);
   Cached c;
   if (op == DnnlOp::Forward) {
+    primitive_attr attr;
+    if (relu) {
+      post_ops ops;
+      ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
     const convolution_forward::primitive_desc pd(forward_desc(d, bias, prop_kind::forward_training),
-                                                 engine());
+                                                 attr, engine());
     c = {convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
   } else {
     const convolution_forward::primitive_desc hint(
@@ -341,10 +383,13 @@ Cached primitive_for(DnnlOp op, const Geo& g, int spatial, bool bias) {
       c = {convolution_backward_data(pd), pd.diff_src_desc(), pd.weights_desc(),
            pd.diff_dst_desc()};
     } else {
-      const convolution_backward_weights::primitive_desc pd(
-          convolution_backward_weights::desc(algorithm::convolution_direct, d.src, d.wei, d.dst,
-                                             d.strides, d.dilates, d.pad_l, d.pad_r),
-          engine(), hint);
+      const auto desc =
+          bias ? convolution_backward_weights::desc(algorithm::convolution_direct, d.src, d.wei,
+                                                    d.bias, d.dst, d.strides, d.dilates, d.pad_l,
+                                                    d.pad_r)
+               : convolution_backward_weights::desc(algorithm::convolution_direct, d.src, d.wei,
+                                                    d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+      const convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
       c = {convolution_backward_weights(pd), pd.src_desc(), pd.diff_weights_desc(),
            pd.diff_dst_desc()};
     }
@@ -373,9 +418,10 @@ void write_back(Arg& a, dnnl::stream& s) {
   if (a.used != a.user) dnnl::reorder(a.used, a.user).execute(s, a.used, a.user);
 }
 
+// `bias`: the forward's bias, or the bias gradient backward weights writes (may be undefined).
 void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
-               const RawTensor& bias, const RawTensor& y) {
-  const Cached c = primitive_for(op, g, spatial, bias.defined());
+               const RawTensor& bias, bool relu, const RawTensor& y) {
+  const Cached c = primitive_for(op, g, spatial, bias.defined(), relu);
   const DnnlDescs d = descs(g, spatial);
   dnnl::stream s(engine());
   const bool src_in = op != DnnlOp::BackwardData, wei_in = op != DnnlOp::BackwardWeight,
@@ -400,6 +446,9 @@ void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const R
       args = {{DNNL_ARG_SRC, src.used},
               {DNNL_ARG_DIFF_WEIGHTS, wei.used},
               {DNNL_ARG_DIFF_DST, dst.used}};
+      if (bias.defined()) {
+        args[DNNL_ARG_DIFF_BIAS] = dnnl::memory(d.bias, engine(), bias.data());
+      }
       break;
   }
   c.prim.execute(s, args);
@@ -412,9 +461,9 @@ void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const R
 // Runs oneDNN; false when it rejects the geometry (an output_padding past the right padding),
 // so the caller falls back to the portable kernel.
 bool try_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
-              const RawTensor& bias, const RawTensor& y) {
+              const RawTensor& bias, bool relu, const RawTensor& y) {
   try {
-    conv_dnnl(op, g, spatial, x, w, bias, y);
+    conv_dnnl(op, g, spatial, x, w, bias, relu, y);
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -440,11 +489,16 @@ void CpuBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& b
   switch (out.dtype) {
     case DType::f32:
 #if defined(EMBER_HAVE_DNNL)
-      if (try_dnnl(DnnlOp::Forward, g, p.spatial, x, w, bias, out)) return;
+      // oneDNN's relu post-op is free in its blocked kernels but made the plain-layout (GEMM)
+      // one 5x slower (1.1 -> 5.4 ms on the CNN's first layer): there relu is a pass after.
+      if (try_dnnl(DnnlOp::Forward, g, p.spatial, x, w, bias, p.relu && !plain_layouts(g), out)) {
+        if (p.relu && plain_layouts(g)) relu_in_place<float>(out);
+        return;
+      }
 #endif
-      return conv_gemm<float>(*this, x, w, bias, g, out);
+      return conv_gemm<float>(*this, x, w, bias, p.relu, g, out);
     case DType::f64:
-      return conv_gemm<double>(*this, x, w, bias, g, out);
+      return conv_gemm<double>(*this, x, w, bias, p.relu, g, out);
     case DType::f16:
     case DType::bf16: {
       const RawTensor y32 = empty_raw(out.shape, DType::f32);
@@ -466,7 +520,9 @@ void CpuBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& 
   switch (grad_in.dtype) {
     case DType::f32:
 #if defined(EMBER_HAVE_DNNL)
-      if (try_dnnl(DnnlOp::BackwardData, g, p.spatial, grad_in, w, RawTensor{}, grad_out)) return;
+      if (try_dnnl(DnnlOp::BackwardData, g, p.spatial, grad_in, w, RawTensor{}, false, grad_out)) {
+        return;
+      }
 #endif
       return conv_backward_data_gemm<float>(*this, grad_out, w, g, grad_in);
     case DType::f64:
@@ -484,9 +540,14 @@ void CpuBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& 
 }
 
 void CpuBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
-                                      const ConvParams& p, const RawTensor& grad_w) {
-  if (grad_w.numel() == 0) return;
-  if (grad_out.numel() == 0) return fill(grad_w, Scalar(0));
+                                      const ConvParams& p, const RawTensor& grad_w,
+                                      const RawTensor& grad_bias) {
+  if (grad_w.numel() == 0 && !grad_bias.defined()) return;
+  if (grad_out.numel() == 0) {
+    fill(grad_w, Scalar(0));
+    if (grad_bias.defined()) fill(grad_bias, Scalar(0));
+    return;
+  }
   const Geo g = geometry(x.shape, grad_w.shape, grad_out.shape, p);
   num_threads();
   switch (grad_w.dtype) {
@@ -496,19 +557,27 @@ void CpuBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_
       // layer of an image CNN (1 channel) took 6.8 ms of a 57 ms training step on the weight
       // gradient alone; im2col + GEMM takes about 4 ms.
       // Grouped convolutions (depthwise: one channel per group) keep oneDNN's own kernels.
-      if ((g.g > 1 || g.cg >= 8) &&
-          try_dnnl(DnnlOp::BackwardWeight, g, p.spatial, x, grad_w, RawTensor{}, grad_out)) {
+      if ((g.g > 1 || g.cg >= 8) && grad_w.numel() > 0 &&
+          try_dnnl(DnnlOp::BackwardWeight, g, p.spatial, x, grad_w, grad_bias, false, grad_out)) {
         return;
       }
 #endif
-      return conv_backward_weight_gemm<float>(*this, x, grad_out, g, grad_w);
+      if (grad_w.numel() > 0) conv_backward_weight_gemm<float>(*this, x, grad_out, g, grad_w);
+      if (grad_bias.defined()) conv_backward_bias<float>(grad_out, g, grad_bias);
+      return;
     case DType::f64:
-      return conv_backward_weight_gemm<double>(*this, x, grad_out, g, grad_w);
+      if (grad_w.numel() > 0) conv_backward_weight_gemm<double>(*this, x, grad_out, g, grad_w);
+      if (grad_bias.defined()) conv_backward_bias<double>(grad_out, g, grad_bias);
+      return;
     case DType::f16:
     case DType::bf16: {
       const RawTensor gw32 = empty_raw(grad_w.shape, DType::f32);
-      conv_backward_weight(to_f32(*this, x), to_f32(*this, grad_out), p, gw32);
-      return copy(gw32, grad_w);
+      const RawTensor gb32 =
+          grad_bias.defined() ? empty_raw(grad_bias.shape, DType::f32) : RawTensor{};
+      conv_backward_weight(to_f32(*this, x), to_f32(*this, grad_out), p, gw32, gb32);
+      copy(gw32, grad_w);
+      if (grad_bias.defined()) copy(gb32, grad_bias);
+      return;
     }
     default:
       break;

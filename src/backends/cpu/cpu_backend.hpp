@@ -49,7 +49,7 @@ class CpuBackend final : public Backend {
   void conv_backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,
                           const RawTensor& grad_in) override;
   void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
-                            const RawTensor& grad_w) override;
+                            const RawTensor& grad_w, const RawTensor& grad_bias) override;
 
   void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
                 const RawTensor& indices) override;

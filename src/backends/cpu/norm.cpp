@@ -6,6 +6,7 @@
 
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
+#include "loops.hpp"
 #include "parallel.hpp"
 
 namespace ember::cpu {
@@ -22,19 +23,6 @@ Planes planes(const Shape& s) {
   p.channels = s[1];
   for (int i = 2; i < s.rank(); ++i) p.inner *= s[i];
   return p;
-}
-
-// Sum of f(x[i]) over a run, in eight double lanes (the compiler vectorises the lanes; one
-// dependent chain would be four times slower and no more exact).
-template <class T, class F>
-double run_sum(const T* x, int64_t n, const F& f) {
-  double lane[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) lane[j] += f(x[i + j], i + j);
-  }
-  for (; i < n; ++i) lane[0] += f(x[i], i);
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 // Channels per task: enough work that a task is worth a thread.

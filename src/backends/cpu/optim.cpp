@@ -3,6 +3,7 @@
 // order, so results match it and torch.optim's to rounding.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
@@ -10,6 +11,38 @@
 
 namespace ember::cpu {
 namespace {
+
+// The step's constants in the tensors' dtype.
+template <class T>
+struct AdamConsts {
+  T decay, wd, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step;
+};
+
+// n elements of one step, one instantiation per combination of options so the loop has no
+// branches. The outputs are fresh tensors (the front end allocates them): restrict parameters
+// spare GCC the overlap checks between seven arrays, past whose limit it leaves a loop scalar
+// (it was: 0.7 ms of a small CNN's 28 ms training step).
+template <class T, bool kDecoupled, bool kCoupled, bool kAmsgrad>
+void adam_run(int64_t n, const T* __restrict pp, const T* __restrict gp, const T* __restrict mp,
+              const T* __restrict vp, const T* __restrict xp, T* __restrict po, T* __restrict mo,
+              T* __restrict vo, T* __restrict xo, const AdamConsts<T> c) {
+  for (int64_t i = 0; i < n; ++i) {
+    T w = pp[i], g = gp[i];
+    if constexpr (kDecoupled) w = w * c.decay;
+    if constexpr (kCoupled) g = g + w * c.wd;
+    const T m = mp[i] + c.one_minus_beta1 * (g - mp[i]);  // lerp(m, g, 1 - beta1)
+    const T v = vp[i] * c.beta2 + (g * g) * c.one_minus_beta2;
+    T second = v;
+    if constexpr (kAmsgrad) {
+      second = xp[i] > v ? xp[i] : v;  // maximum(vmax, v)
+      xo[i] = second;
+    }
+    const T denom = std::sqrt(second) / c.bc2_sqrt + c.eps;
+    po[i] = w + (m / denom) * c.neg_step;
+    mo[i] = m;
+    vo[i] = v;
+  }
+}
 
 template <class T>
 void adam(const RawTensor& param, const RawTensor& grad, const RawTensor& m_in,
@@ -25,31 +58,35 @@ void adam(const RawTensor& param, const RawTensor& grad, const RawTensor& m_in,
   T* mo = m_out.data_as<T>();
   T* vo = v_out.data_as<T>();
   T* xo = p.amsgrad ? vmax_out.data_as<T>() : nullptr;
-  const T decay = static_cast<T>(1 - p.lr * p.weight_decay), wd = static_cast<T>(p.weight_decay);
-  const T one_minus_beta1 = static_cast<T>(1 - p.beta1), beta2 = static_cast<T>(p.beta2),
-          one_minus_beta2 = static_cast<T>(1 - p.beta2);
-  const T bc2_sqrt = static_cast<T>(p.bias_correction2_sqrt), eps = static_cast<T>(p.eps);
-  const T neg_step = static_cast<T>(-(p.lr / p.bias_correction1));
+  const AdamConsts<T> c{static_cast<T>(1 - p.lr * p.weight_decay),
+                        static_cast<T>(p.weight_decay),
+                        static_cast<T>(1 - p.beta1),
+                        static_cast<T>(p.beta2),
+                        static_cast<T>(1 - p.beta2),
+                        static_cast<T>(p.bias_correction2_sqrt),
+                        static_cast<T>(p.eps),
+                        static_cast<T>(-(p.lr / p.bias_correction1))};
   const bool decoupled = p.decoupled && p.weight_decay != 0,
              coupled = !p.decoupled && p.weight_decay != 0;
-  parallel_for(0, param.numel(), kGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T w = pp[i], g = gp[i];
-      if (decoupled) w = w * decay;
-      if (coupled) g = g + w * wd;
-      const T m = mp[i] + one_minus_beta1 * (g - mp[i]);  // lerp(m, g, 1 - beta1)
-      const T v = vp[i] * beta2 + (g * g) * one_minus_beta2;
-      T second = v;
-      if (xo) {
-        second = xp[i] > v ? xp[i] : v;  // maximum(vmax, v)
-        xo[i] = second;
-      }
-      const T denom = std::sqrt(second) / bc2_sqrt + eps;
-      po[i] = w + (m / denom) * neg_step;
-      mo[i] = m;
-      vo[i] = v;
-    }
-  });
+  auto run = [&](auto decoupled_c, auto coupled_c, auto amsgrad_c) {
+    constexpr bool kDecoupled = decltype(decoupled_c)::value, kCoupled = decltype(coupled_c)::value,
+                   kAmsgrad = decltype(amsgrad_c)::value;
+    parallel_for(0, param.numel(), kGrain, [&](int64_t b, int64_t e) {
+      adam_run<T, kDecoupled, kCoupled, kAmsgrad>(e - b, pp + b, gp + b, mp + b, vp + b,
+                                                  xp ? xp + b : nullptr, po + b, mo + b, vo + b,
+                                                  xo ? xo + b : nullptr, c);
+    });
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (p.amsgrad) {
+    if (decoupled) return run(Yes{}, No{}, Yes{});
+    if (coupled) return run(No{}, Yes{}, Yes{});
+    return run(No{}, No{}, Yes{});
+  }
+  if (decoupled) return run(Yes{}, No{}, No{});
+  if (coupled) return run(No{}, Yes{}, No{});
+  run(No{}, No{}, No{});
 }
 
 }  // namespace

@@ -16,15 +16,17 @@ namespace ember {
 using SpatialArg = std::vector<int64_t>;
 
 /// torch.nn.functional.conv1d/2d/3d. `bias` ([out]) may be an undefined tensor (no bias).
+/// With `relu` the result is relu(conv), fused into the convolution's pass (equal to applying
+/// relu() after it, values and gradients; it saves a pass over the output each way).
 DynTensor conv1d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
                  const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
-                 const SpatialArg& dilation = {1}, int64_t groups = 1);
+                 const SpatialArg& dilation = {1}, int64_t groups = 1, bool relu = false);
 DynTensor conv2d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
                  const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
-                 const SpatialArg& dilation = {1}, int64_t groups = 1);
+                 const SpatialArg& dilation = {1}, int64_t groups = 1, bool relu = false);
 DynTensor conv3d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
                  const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
-                 const SpatialArg& dilation = {1}, int64_t groups = 1);
+                 const SpatialArg& dilation = {1}, int64_t groups = 1, bool relu = false);
 
 /// torch.nn.functional.conv_transpose1d/2d (PyTorch's argument order: groups before dilation).
 DynTensor conv_transpose1d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
@@ -72,9 +74,11 @@ DynTensor adaptive_avg_pool2d(const DynTensor& x, const SpatialArg& output_size)
 /// aten::convolution: conv (or, with `transposed`, the transposed conv) over p.spatial dims.
 DynTensor convolution(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
                       const ConvParams& p, bool transposed);
-/// The gradient of convolution(x, w) w.r.t. w, whose shape is `weight_shape`.
+/// The gradient of convolution(x, w) w.r.t. w, whose shape is `weight_shape`; with `grad_bias`,
+/// also the gradient w.r.t. the bias (grad_out summed over all dims but 1), in the same pass.
 DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
-                               const Shape& weight_shape, const ConvParams& p);
+                               const Shape& weight_shape, const ConvParams& p,
+                               DynTensor* grad_bias = nullptr);
 /// Max pooling over the trailing p.spatial dims: values and flat indices (i64).
 ValuesIndices max_pool(const DynTensor& x, const PoolParams& p);
 /// Scatters grad_out to the maxima at `indices`, into a zero tensor of `input_shape`.

@@ -34,6 +34,7 @@ namespace ember {
 #define EMBER_BINARY_OPS(X)                                                                  \
   X(Add, add, N) X(Sub, sub, N) X(Mul, mul, N) X(Div, div, N) X(Pow, pow, N)                 \
   X(Atan2, atan2, F) X(Minimum, minimum, N) X(Maximum, maximum, N)                           \
+  X(ReluBackward, relu_backward, F)                                                          \
   X(Eq, eq, A) X(Ne, ne, A) X(Lt, lt, A) X(Le, le, A) X(Gt, gt, A) X(Ge, ge, A)              \
   X(LogicalAnd, logical_and, A) X(LogicalOr, logical_or, A) X(LogicalXor, logical_xor, A)    \
   X(BitwiseAnd, bitwise_and, I) X(BitwiseOr, bitwise_or, I) X(BitwiseXor, bitwise_xor, I)    \
@@ -81,6 +82,7 @@ struct ConvParams {
   int64_t dilation[3] = {1, 1, 1};
   int64_t output_padding[3] = {0, 0, 0};
   int64_t groups = 1;
+  bool relu = false;  // forward only: the output is relu(conv + bias), one fused pass
 };
 
 /// Geometry of a pooling window over `spatial` (1 to 3) dims. Adaptive pooling ignores kernel,

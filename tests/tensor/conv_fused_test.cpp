@@ -1,0 +1,158 @@
+// The fused paths of convolution: a relu fused into the forward pass (ConvParams::relu,
+// conv2d(..., relu), ConvConfig::relu) against relu() applied after an unfused conv, values and
+// gradients, on every kernel path (oneDNN blocked and plain layouts, the GEMM path in f64,
+// half types through f32); and the bias gradient written by the weight gradient's pass against
+// a plain sum.
+#include <cmath>
+#include <string>
+
+#include "ember/nn/conv.hpp"
+#include "test_util.hpp"
+
+namespace ember::test {
+namespace {
+
+struct FusedCase {
+  Shape x, w;
+  SpatialArg stride = {1}, padding = {0};
+  int64_t groups = 1;
+};
+
+// Blocked oneDNN layouts (16 channels), a first layer (1 and 3 channels: plain layouts or a
+// direct kernel), grouped and strided, and a 1-d case.
+const std::vector<FusedCase>& fused_cases() {
+  static const std::vector<FusedCase> cases = {
+      {Shape{4, 16, 12, 11}, Shape{24, 16, 3, 3}, {1}, {1}},
+      {Shape{5, 1, 28, 28}, Shape{32, 1, 3, 3}},
+      {Shape{3, 3, 17, 13}, Shape{8, 3, 3, 3}, {1}, {1}},
+      {Shape{2, 8, 9, 10}, Shape{8, 2, 3, 3}, {2}, {1}, 4},
+      {Shape{2, 6, 21}, Shape{5, 6, 4}, {1}, {2}},
+  };
+  return cases;
+}
+
+DynTensor conv_any(const FusedCase& c, const DynTensor& x, const DynTensor& w, const DynTensor& b,
+                   bool relu) {
+  if (c.x.rank() == 3) return conv1d(x, w, b, c.stride, c.padding, {1}, c.groups, relu);
+  return conv2d(x, w, b, c.stride, c.padding, {1}, c.groups, relu);
+}
+
+double worst_gap(const DynTensor& a, const DynTensor& b, double* scale) {
+  const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
+  EXPECT_EQ(va.size(), vb.size());
+  double worst = 0;
+  *scale = 0;
+  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
+    worst = std::max(worst, std::fabs(va[i] - vb[i]));
+    *scale = std::max(*scale, std::fabs(vb[i]));
+  }
+  return worst;
+}
+
+TEST(ConvFused, ReluMatchesReluAfterConvWithGradients) {
+  uint32_t seed = 4100;
+  for (DType dtype : {DType::f32, DType::f64, DType::bf16}) {
+    const double rel = dtype == DType::f64 ? 1e-12 : dtype == DType::f32 ? 2e-5 : 2e-2;
+    for (const FusedCase& c : fused_cases()) {
+      const std::string what =
+          std::string(dtype_name(dtype)) + " x " + to_string(c.x) + " w " + to_string(c.w);
+      const DynTensor x0 = make_input(c.x, dtype, Layout::Contiguous, -2, 2, seed++);
+      const DynTensor w0 = make_input(c.w, dtype, Layout::Contiguous, -1, 1, seed++);
+      const DynTensor b0 = make_input(Shape{c.w[0]}, dtype, Layout::Contiguous, -1, 1, seed++);
+      auto run = [&](bool fused) {
+        const DynTensor x = require_grad(x0), w = require_grad(w0), b = require_grad(b0);
+        const DynTensor y = fused ? conv_any(c, x, w, b, true) : relu(conv_any(c, x, w, b, false));
+        const DynTensor g = make_input(y.shape(), dtype, Layout::Contiguous, -1, 1, 77);
+        std::vector<DynTensor> out = grad(y, {x, w, b}, g);
+        out.insert(out.begin(), y);
+        return out;
+      };
+      const std::vector<DynTensor> fused = run(true), plain = run(false);
+      const char* names[] = {"output", "grad input", "grad weight", "grad bias"};
+      for (size_t i = 0; i < 4; ++i) {
+        double scale = 0;
+        const double gap = worst_gap(fused[i], plain[i], &scale);
+        EXPECT_LE(gap, rel * (1 + scale)) << what << " " << names[i];
+      }
+      // The output really is rectified (and not all zero).
+      const std::vector<double> y = fused[0].to_vector<double>();
+      EXPECT_GT(*std::max_element(y.begin(), y.end()), 0.0) << what;
+      EXPECT_EQ(*std::min_element(y.begin(), y.end()), 0.0) << what;
+    }
+  }
+}
+
+// relu(NaN) stays NaN, as relu(): a NaN input poisons its windows in the fused output too.
+TEST(ConvFused, ReluKeepsNaN) {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    std::vector<double> v(2 * 1 * 6 * 6, 0.5);
+    v[7] = NAN;
+    const DynTensor x = cast(from_data(TensorData::from(v, Shape{2, 1, 6, 6})), dtype);
+    const DynTensor w = cast(
+        from_data(TensorData::from(std::vector<double>(4 * 9, -1.0), Shape{4, 1, 3, 3})), dtype);
+    const std::vector<double> y = conv2d(x, w, {}, {1}, {0}, {1}, 1, true).to_vector<double>();
+    int nans = 0, zeros = 0;
+    for (double e : y) {
+      nans += std::isnan(e);
+      zeros += e == 0.0;
+    }
+    // x[0, 0, 1, 1] is in 4 windows of image 0, for each of 4 output channels; the rest of the
+    // outputs are -4.5 rectified to 0.
+    EXPECT_EQ(nans, 16) << dtype_name(dtype);
+    EXPECT_EQ(zeros, int(y.size()) - 16) << dtype_name(dtype);
+  }
+}
+
+// conv_backward_weight with a bias gradient: the same weight gradient as without, and a bias
+// gradient equal to the sum over images and positions.
+TEST(ConvFused, BiasGradientBesideWeightGradient) {
+  uint32_t seed = 4300;
+  for (DType dtype : {DType::f32, DType::f64, DType::f16}) {
+    const double rel = dtype == DType::f16 ? 1e-2 : dtype == DType::f32 ? 1e-5 : 1e-12;
+    for (const FusedCase& c : fused_cases()) {
+      const std::string what = std::string(dtype_name(dtype)) + " x " + to_string(c.x);
+      const DynTensor x = make_input(c.x, dtype, Layout::Contiguous, -1, 1, seed++);
+      const DynTensor y =
+          conv_any(c, x, make_input(c.w, dtype, Layout::Contiguous, -1, 1, 5), {}, false);
+      const DynTensor g = make_input(y.shape(), dtype, Layout::Contiguous, -1, 1, seed++);
+      ConvParams p;
+      p.spatial = c.x.rank() - 2;
+      for (int i = 0; i < p.spatial; ++i) {
+        p.stride[i] = c.stride[0];
+        p.padding[i] = c.padding[0];
+      }
+      p.groups = c.groups;
+      DynTensor gb;
+      const DynTensor gw = conv_backward_weight(x, g, c.w, p, &gb);
+      const DynTensor gw_alone = conv_backward_weight(x, g, c.w, p);
+      Dims dims = {0};
+      for (int i = 2; i < g.rank(); ++i) dims.push_back(i);
+      const DynTensor want_b = sum(cast(g, DType::f64), dims);
+      ASSERT_EQ(to_string(gb.shape()), to_string(Shape{c.w[0]})) << what;
+      EXPECT_EQ(gb.dtype(), dtype) << what;
+      double scale = 0;
+      EXPECT_LE(worst_gap(gw, gw_alone, &scale), rel * (1 + scale)) << what << " weight";
+      EXPECT_LE(worst_gap(gb, want_b, &scale), rel * (1 + scale)) << what << " bias";
+    }
+  }
+}
+
+TEST(ConvFused, ConvLayerConfig) {
+  Generator gen(3);
+  const nn::Conv2d fused(nn::Conv2dConfig(2, 4, {3}).relu(true), Device::cpu(), &gen);
+  EXPECT_TRUE(fused.relu);
+  const DynTensor x = make_input(Shape{2, 2, 7, 7}, DType::f32, Layout::Contiguous, -2, 2, 9);
+  nn::Conv2d plain = fused;
+  plain.relu = false;
+  double scale = 0;
+  EXPECT_LE(worst_gap(fused.forward(x), relu(plain.forward(x)), &scale), 1e-5 * (1 + scale));
+  // JSON keeps the flag; configs without it read as before.
+  const std::string json = nn::Conv2dConfig(2, 4, {3}).relu(true).to_json();
+  EXPECT_NE(json.find("\"relu\": true"), std::string::npos) << json;
+  EXPECT_TRUE(nn::ConvConfig::from_json(json).relu_);
+  EXPECT_EQ(nn::Conv2dConfig(2, 4, {3}).to_json().find("relu"), std::string::npos);
+  EXPECT_THROW(nn::ConvTranspose2d(nn::ConvConfig(2, 4, {3}).relu(true)), Error);
+}
+
+}  // namespace
+}  // namespace ember::test
