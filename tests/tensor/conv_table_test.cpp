@@ -36,6 +36,7 @@ struct ConvCase {
   bool transposed = false;
   std::vector<int64_t> output_padding = {0};
   Layout layout = Layout::Contiguous;  // of the input
+  bool relu = false;                   // fused: conv2d(..., relu)
 };
 
 std::string describe(const ConvCase& c) {
@@ -51,7 +52,8 @@ std::string describe(const ConvCase& c) {
          std::to_string(c.n) + " c" + std::to_string(c.c) + " o" + std::to_string(c.o) + " in" +
          l(c.in) + " k" + l(c.k) + " s" + l(c.stride) + " p" + l(c.padding) + " d" + l(c.dilation) +
          " g" + std::to_string(c.groups) + (c.bias ? " bias" : "") +
-         (c.transposed ? " op" + l(c.output_padding) : "") + " " + layout_name(c.layout);
+         (c.transposed ? " op" + l(c.output_padding) : "") + " " + layout_name(c.layout) +
+         (c.relu ? " relu" : "");
 }
 
 // Reference conv / transposed conv on host values; also the sum of |terms| per output (the
@@ -121,6 +123,9 @@ void conv_ref(const ConvCase& c, const Host& x, const Host& w, const Host* b, co
       (*scale)[size_t(i)] += std::fabs(b->v[size_t(o)]);
     }
   }
+  if (c.relu) {
+    for (double& v : *out) v = v < 0 ? 0 : v;
+  }
 }
 
 DynTensor conv_call(const ConvCase& c, const DynTensor& x, const DynTensor& w, const DynTensor& b) {
@@ -132,11 +137,11 @@ DynTensor conv_call(const ConvCase& c, const DynTensor& x, const DynTensor& w, c
   }
   switch (c.spatial) {
     case 1:
-      return conv1d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+      return conv1d(x, w, b, c.stride, c.padding, c.dilation, c.groups, c.relu);
     case 2:
-      return conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+      return conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups, c.relu);
     default:
-      return conv3d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+      return conv3d(x, w, b, c.stride, c.padding, c.dilation, c.groups, c.relu);
   }
 }
 
@@ -154,6 +159,7 @@ Shape conv_out_shape(const ConvCase& c, const Shape& wshape) {
 }
 
 const std::vector<ConvCase>& conv_cases() {
+  using L = Layout;
   static const std::vector<ConvCase> cases = {
       // 2-d: the common layers.
       {2, 2, 3, 4, {7, 6}, {3, 3}},
@@ -168,6 +174,21 @@ const std::vector<ConvCase>& conv_cases() {
       {2, 1, 2, 3, {10, 11}, {2, 3}, {3, 2}, {0, 1}, {2, 3}},  // stride not dividing
       {2, 1, 16, 16, {12, 12}, {3, 3}, {1}, {1}},              // wider channels
       {2, 2, 3, 4, {7, 6}, {3, 3}, {1}, {1}, {1}, 1, true, false, {0}, Layout::Transposed},
+      // 2-d, 1 to 4 input channels, stride 1: the direct kernels (conv_direct.cpp). Output
+      // widths 26, 11 and 9 (vectors of 8 + a 4 overlapping them), 28 (24 + 4), 14 (8 + 4 + an
+      // overlapping 4), 5 and 7 (4 + an overlapping 4); odd row counts; output channels that
+      // are not a multiple of the blocks; then too narrow (3) and too many channels (8).
+      {2, 10, 1, 32, {28, 28}, {3, 3}, {1}, {0}, {1}, 1, true, false, {0}, L::Contiguous, true},
+      {2, 2, 1, 7, {11, 13}, {3, 3}, {1}, {0}, {1}, 1, false},
+      {2, 2, 1, 7, {11, 13}, {3, 3}, {1}, {0}, {1}, 1, false, false, {0}, L::Contiguous, true},
+      {2, 2, 2, 5, {9, 30}, {3, 3}, {1}, {0}, {1}, 1, true, false, {0}, L::Contiguous, true},
+      {2, 2, 3, 4, {8, 14}, {3, 3}, {1}, {1}, {1}, 1, true, false, {0}, L::Transposed, true},
+      {2, 1, 4, 6, {7, 9}, {5, 5}, {1}, {2}},      // kernel rows one pass each
+      {2, 3, 1, 5, {6, 7}, {2, 3}},                // 2-row kernel, output 5 x 5
+      {2, 1, 2, 9, {10, 8}, {4, 2}, {1}, {1, 0}},  // 4 x 2: 9 outputs = 4 + 4 + 1
+      {2, 2, 3, 4, {5, 10}, {3, 6}, {1}, {0}, {1}, 1, false},
+      {2, 2, 1, 3, {5, 5}, {3, 3}, {1}, {0}, {1}, 1, true, false, {0}, L::Contiguous, true},
+      {2, 2, 8, 6, {9, 9}, {3, 3}, {1}, {1}, {1}, 1, true, false, {0}, L::Contiguous, true},
       // 1-d and 3-d.
       {1, 2, 3, 4, {11}, {3}},
       {1, 2, 4, 6, {13}, {4}, {3}, {2}, {2}, 2},
@@ -276,6 +297,159 @@ TEST(ConvTable, LargeMatchesFloat64) {
       }
       EXPECT_LT(worst, 1e-5 * (1 + big)) << names[i] << " x " << to_string(b.x) << " w "
                                          << to_string(b.w) << (b.transposed ? " transposed" : "");
+    }
+  }
+}
+
+// Input, weight and bias gradients of the table's convolutions (relu off) in every float dtype
+// against float64, each element within tolerance of its reference plus the same gradient taken
+// over absolute values (the scale rounding grows with); then the weight gradient alone, with
+// no bias gradient asked beside it.
+TEST(ConvTable, GradientsMatchFloat64) {
+  uint32_t seed = 900;
+  for (ConvCase c : conv_cases()) {
+    if (c.transposed) continue;
+    c.relu = false;
+    Shape xs{c.n, c.c}, ws{c.o, c.c / c.groups};
+    for (int64_t v : c.in) xs.push_back(v);
+    for (int64_t v : c.k) ws.push_back(v);
+    const DynTensor x0 = make_input(xs, DType::f64, c.layout, -2, 2, seed++);
+    const DynTensor w0 = make_input(ws, DType::f64, Layout::Contiguous, -1, 1, seed++);
+    const DynTensor b0 = make_input(Shape{c.o}, DType::f64, Layout::Contiguous, -1, 1, seed++);
+    const DynTensor g0 =
+        make_input(conv_out_shape(c, ws), DType::f64, Layout::Contiguous, -1, 1, seed++);
+    for (DType dtype : kFloatTypes) {
+      const std::string what = std::string(dtype_name(dtype)) + " " + describe(c);
+      // Inputs rounded to dtype once, so the reference sees the same values.
+      auto in = [&](const DynTensor& t) { return cast(cast(t, dtype), DType::f64); };
+      auto grads = [&](const DynTensor& x, const DynTensor& w, const DynTensor& b,
+                       const DynTensor& g) {
+        const DynTensor xr = require_grad(x), wr = require_grad(w), br = require_grad(b);
+        return grad(conv_call(c, xr, wr, c.bias ? br : DynTensor()), {xr, wr, br}, g);
+      };
+      const auto want = grads(in(x0), in(w0), in(b0), in(g0));
+      const auto scale = grads(abs(in(x0)), abs(in(w0)), abs(in(b0)), abs(in(g0)));
+      const DynTensor x = cast(x0, dtype), w = cast(w0, dtype), g = cast(g0, dtype);
+      const auto got = grads(x, w, cast(b0, dtype), g);
+      const char* names[] = {"grad input", "grad weight", "grad bias"};
+      const Tol tol = tol_for(dtype);
+      for (size_t i = 0; i < 3; ++i) {
+        if (i == 2 && !c.bias) continue;
+        ASSERT_EQ(got[i].dtype(), dtype) << what << " " << names[i];
+        const std::vector<double> a = got[i].to_vector<double>(), r = want[i].to_vector<double>(),
+                                  sc = scale[i].to_vector<double>();
+        ASSERT_EQ(a.size(), r.size()) << what << " " << names[i];
+        for (size_t j = 0; j < a.size(); ++j) {
+          ASSERT_LE(std::fabs(a[j] - r[j]), tol.atol + tol.rtol * (std::fabs(r[j]) + sc[j]))
+              << what << " " << names[i] << " element " << j << ": got " << a[j] << ", expected "
+              << r[j];
+        }
+      }
+      // The weight gradient without a bias gradient beside it.
+      const DynTensor wr = require_grad(w);
+      const std::vector<double> alone =
+          grad(conv_call(c, x, wr, DynTensor()), {wr}, g)[0].to_vector<double>();
+      const std::vector<double> r = want[1].to_vector<double>(), sc = scale[1].to_vector<double>();
+      for (size_t j = 0; j < alone.size(); ++j) {
+        ASSERT_LE(std::fabs(alone[j] - r[j]), tol.atol + tol.rtol * (std::fabs(r[j]) + sc[j]))
+            << what << " grad weight alone, element " << j;
+      }
+    }
+  }
+}
+
+// The direct kernels sum the weight and bias gradients in partials of a fixed size, so any
+// thread count gives the same bits (as it does for the forward).
+TEST(ConvTable, DirectKernelsIndependentOfThreadCount) {
+  const int threads = cpu::num_threads();
+  const DynTensor x = make_input(Shape{20, 2, 17, 21}, DType::f32, Layout::Contiguous, -2, 2, 3);
+  const DynTensor w = make_input(Shape{11, 2, 3, 3}, DType::f32, Layout::Contiguous, -1, 1, 4);
+  const DynTensor b = make_input(Shape{11}, DType::f32, Layout::Contiguous, -1, 1, 5);
+  auto run = [&](int n) {
+    cpu::set_num_threads(n);
+    const DynTensor xr = require_grad(x), wr = require_grad(w), br = require_grad(b);
+    const DynTensor y = conv2d(xr, wr, br, {1}, {1}, {1}, 1, true);
+    const DynTensor g = make_input(y.shape(), DType::f32, Layout::Contiguous, -1, 1, 6);
+    std::vector<DynTensor> out = grad(y, {wr, br}, g);
+    out.insert(out.begin(), y);
+    return out;
+  };
+  const auto one = run(1);
+  for (int n : {2, 3}) {
+    const auto many = run(n);
+    for (size_t i = 0; i < one.size(); ++i) {
+      EXPECT_EQ(one[i].to_vector<float>(), many[i].to_vector<float>()) << n << " threads, " << i;
+    }
+  }
+  cpu::set_num_threads(threads);
+}
+
+// An infinite input under the columns where the weight gradient's last vector overlaps the one
+// before: the lanes it masks off must not turn the infinite sums into NaN (0 * inf).
+TEST(ConvTable, WeightGradientWithInfinity) {
+  for (const int64_t w : {13, 19}) {  // output widths 11 and 17: 8 (+ 8) + 4 overlapping
+    const Shape xs{1, 2, 5, w};
+    std::vector<double> xv = random_values(xs.numel(), 0.5, 1, false, 8);
+    xv[size_t(2 * w + w - 5)] = INFINITY;  // channel 0, row 2, in the last vector's first lanes
+    const DynTensor x64 = from_data(TensorData::from(xv, xs));
+    const DynTensor g64 =
+        make_input(Shape{1, 3, 3, w - 2}, DType::f64, Layout::Contiguous, 0.5, 1, 9);
+    ConvParams p;
+    p.spatial = 2;
+    const std::vector<double> want =
+        conv_backward_weight(x64, g64, Shape{3, 2, 3, 3}, p).to_vector<double>();
+    const std::vector<double> got =
+        conv_backward_weight(cast(x64, DType::f32), cast(g64, DType::f32), Shape{3, 2, 3, 3}, p)
+            .to_vector<double>();
+    int infinite = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      infinite += std::isinf(want[i]);
+      EXPECT_TRUE(std::isinf(want[i]) ? got[i] == want[i]
+                                      : std::fabs(got[i] - want[i]) <= 1e-4 * std::fabs(want[i]))
+          << "width " << w << " element " << i << ": got " << got[i] << ", expected " << want[i];
+    }
+    EXPECT_GT(infinite, 0);
+  }
+}
+
+// The fused relu on NaN, infinities and signed zeros: bit for bit relu() after the unfused
+// convolution (NaN stays NaN, -0 stays -0). Channel 0 sums a -0 bias and negative weights
+// times +0 inputs, which is -0; the infinities meet zero weights in channel 1 (NaN).
+TEST(ConvTable, FusedReluSpecialValues) {
+  const int64_t h = 6, w = 13;
+  std::vector<double> xv(size_t(2 * h * w), 0.0);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const int r = int((i * 37) % 17);
+    xv[i] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : r < 9 ? 0.0 : (r % 5) - 2.5;
+  }
+  std::fill(xv.begin(), xv.begin() + 3 * w, 0.0);  // image 0's first output row: all zero terms
+  std::vector<double> wv(size_t(4 * 9));
+  for (size_t i = 0; i < wv.size(); ++i) {
+    wv[i] = i < 9 ? -0.5 : i < 18 ? (i % 2 ? 0.0 : 1.0) : double(int(i % 7) - 3);
+  }
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const DynTensor x = cast(from_data(TensorData::from(xv, Shape{2, 1, h, w})), dtype);
+    const DynTensor wt = cast(from_data(TensorData::from(wv, Shape{4, 1, 3, 3})), dtype);
+    const DynTensor b = cast(
+        from_data(TensorData::from(std::vector<double>{-0.0, 0.5, -0.0, 1.0}, Shape{4})), dtype);
+    const std::vector<double> fused = conv2d(x, wt, b, {1}, {0}, {1}, 1, true).to_vector<double>();
+    const std::vector<double> plain = relu(conv2d(x, wt, b)).to_vector<double>();
+    ASSERT_EQ(fused.size(), plain.size());
+    int nans = 0, negative_zeros = 0;
+    for (size_t i = 0; i < fused.size(); ++i) {
+      const bool same = std::isnan(plain[i]) ? std::isnan(fused[i])
+                                             : fused[i] == plain[i] &&
+                                                   std::signbit(fused[i]) == std::signbit(plain[i]);
+      EXPECT_TRUE(same) << dtype_name(dtype) << " element " << i << ": fused " << fused[i]
+                        << ", relu after " << plain[i];
+      nans += std::isnan(fused[i]);
+      negative_zeros += fused[i] == 0 && std::signbit(fused[i]);
+    }
+    EXPECT_GT(nans, 0) << dtype_name(dtype);
+    // The direct kernel (f32) starts each sum from the bias, so it makes -0 there; the GEMM
+    // path (f64) adds the bias to a +0 sum.
+    if (dtype == DType::f32) {
+      EXPECT_GT(negative_zeros, 0);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "allocator.hpp"
+#include "conv_direct.hpp"
 #include "cpu_backend.hpp"
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/error.hpp"
@@ -488,6 +489,7 @@ void CpuBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& b
   num_threads();  // settles the thread count before oneDNN or BLAS reads it
   switch (out.dtype) {
     case DType::f32:
+      if (conv_direct(x, w, bias, p, out)) return;  // a few input channels: conv_direct.hpp
 #if defined(EMBER_HAVE_DNNL)
       // oneDNN's relu post-op is free in its blocked kernels but made the plain-layout (GEMM)
       // one 5x slower (1.1 -> 5.4 ms on the CNN's first layer): there relu is a pass after.
@@ -562,6 +564,9 @@ void CpuBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_
         return;
       }
 #endif
+      if (grad_w.numel() > 0 && conv_direct_backward_weight(x, grad_out, p, grad_w, grad_bias)) {
+        return;
+      }
       if (grad_w.numel() > 0) conv_backward_weight_gemm<float>(*this, x, grad_out, g, grad_w);
       if (grad_bias.defined()) conv_backward_bias<float>(grad_out, g, grad_bias);
       return;
