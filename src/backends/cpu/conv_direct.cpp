@@ -1,9 +1,9 @@
 // Direct f32 convolutions for a few input channels, AVX2 + FMA (see conv_direct.hpp).
 // Forward: a chunk of 8 (or 4) output columns in two rows for 3 output channels sums in 6
-// registers; the inputs under the window are loaded into registers once for the 3 channels and
-// each weight is one broadcast for two FMAs. Weight gradient: B output channels times one kernel
-// row of KW taps are held in B * KW accumulators, so B + KW loads feed B * KW FMAs. Both run at
-// about 75% of the FMA peak on 26-wide rows (the 2 columns past 24 cost a 4-wide vector).
+// registers; the inputs under the window are loaded into registers once and each weight is one
+// broadcast for two FMAs. Weight gradient: B output channels times one kernel row of KW taps are
+// held in B * KW accumulators, so B + KW loads feed B * KW FMAs. On the CNN's first layer both
+// keep the FMA pipes about 75% busy while their data is in cache.
 #include "conv_direct.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -186,7 +186,7 @@ void forward_rows(const Geo& g, const float* x, const float* w, const float* bia
   if (ow < g.ow) chunk.template operator()<V4>(g.ow - 4);
 }
 
-// Output channels a task: writing 12 planes of one image from top to bottom ran 20-25% faster
+// Output channels a task: writing 12 planes of one image from top to bottom ran 10-20% faster
 // than all 32 of the CNN's first layer two rows at a time (the output goes to memory).
 constexpr int64_t kForwardBlock = 12;
 
