@@ -1,7 +1,8 @@
 // Gradient rules of convolution and pooling, each written with the primitives of
 // ember/tensor/ops/conv.hpp so that the backward pass records itself (second order):
 //   conv:              dx = conv_transpose(g, w)   dw = conv_backward_weight(x, g)   db = sum(g)
-//                      (with a fused relu, g = relu_backward(g, y) first; db beside dw)
+//                      (with a fused relu, g = relu_backward(g, y) first; unrecorded, all three
+//                      come from one conv_backward call)
 //   conv_transpose:    dx = conv(g, w)             dw = conv_backward_weight(g, x)   db = sum(g)
 //   conv_backward_weight(x, gy) is bilinear:  dx = conv_transpose(gy, G)  dgy = conv(x, G)
 //   max_pool:          dx = max_pool_backward(g) (to the argmax);  its own rule gathers back
@@ -52,23 +53,31 @@ void record_convolution(const DynTensor& x, const DynTensor& w, const DynTensor&
   record(
       transposed ? "conv_transpose" : "convolution", {&x, &w, &bias}, out,
       [x, w, plain, transposed, saved_y](BackwardArgs& a) {
-        const DynTensor g = saved_y.defined() ? relu_backward(a.grad, a.output(saved_y)) : a.grad;
+        const DynTensor y = saved_y.defined() ? a.output(saved_y) : DynTensor();
+        if (!transposed && !a.options.create_graph) {
+          // One backend call: the relu mask applied once, grad_out moved to the kernels' layout
+          // once for both gradients, the bias gradient from the weight gradient's pass.
+          ConvParams fused = plain;
+          fused.relu = y.defined();
+          ConvGrads r = conv_backward(x, w, y, a.grad, fused, {a.needs(0), a.needs(1), a.needs(2)});
+          a.input_grads[0] = std::move(r.input);
+          a.input_grads[1] = std::move(r.weight);
+          a.input_grads[2] = std::move(r.bias);
+          return;
+        }
+        // Recorded (second order) or transposed: the composite of differentiable ops.
+        const DynTensor g = y.defined() ? relu_backward(a.grad, y) : a.grad;
         const ConvParams& p = plain;
         if (a.needs(0)) {
           a.input_grads[0] =
               transposed ? cut_to(convolution(g, w, DynTensor(), p, false), x.shape(), p.spatial)
                          : transposed_to(g, w, p, x.shape());
         }
-        // The bias gradient comes out of the weight gradient's pass (oneDNN computes it
-        // there) unless the backward is recorded, where it is its own sum.
-        const bool fused_bias = a.needs(1) && a.needs(2) && !transposed && !a.options.create_graph;
         if (a.needs(1)) {
-          a.input_grads[1] = transposed
-                                 ? conv_backward_weight(g, x, w.shape(), p)
-                                 : conv_backward_weight(x, g, w.shape(), p,
-                                                        fused_bias ? &a.input_grads[2] : nullptr);
+          a.input_grads[1] = transposed ? conv_backward_weight(g, x, w.shape(), p)
+                                        : conv_backward_weight(x, g, w.shape(), p);
         }
-        if (a.needs(2) && !fused_bias) a.input_grads[2] = sum(g, bias_dims(g.rank()));
+        if (a.needs(2)) a.input_grads[2] = sum(g, bias_dims(g.rank()));
       });
 }
 

@@ -303,6 +303,38 @@ DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
   return out;
 }
 
+ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor& y,
+                        const DynTensor& grad_out, const ConvParams& p,
+                        const std::array<bool, 3>& need) {
+  const char* op = "conv_backward";
+  detail::check_defined(x, op);
+  detail::check_defined(w, op, "weight");
+  detail::check_defined(grad_out, op, "grad_out");
+  const int sp = p.spatial;
+  EMBER_CHECK(sp >= 1 && sp <= 3 && x.rank() == sp + 2 && w.rank() == sp + 2 &&
+                  grad_out.rank() == sp + 2 && x.size(0) == grad_out.size(0) &&
+                  w.size(0) == grad_out.size(1) && w.size(1) * p.groups == x.size(1) &&
+                  x.dtype() == w.dtype() && x.dtype() == grad_out.dtype() && is_floating(x.dtype()),
+              "[", op, "] input ", x.shape(), " (", x.dtype(), "), weight ", w.shape(), " (",
+              w.dtype(), ") and grad_out ", grad_out.shape(), " (", grad_out.dtype(),
+              ") do not belong to one convolution");
+  EMBER_CHECK(!p.relu || (y.defined() && y.shape() == grad_out.shape()), "[", op,
+              "] a fused relu needs the convolution's output, shaped like grad_out ",
+              grad_out.shape());
+  detail::check_supported(x, OpFamily::Conv, x.dtype(), op);
+  ConvGrads r;
+  if (!need[0] && !need[1] && !need[2]) return r;
+  const DynTensor xc = contiguous(detach(x)), wc = contiguous(detach(w)),
+                  gc = contiguous(detach(grad_out));
+  const DynTensor yc = p.relu ? contiguous(detach(y)) : DynTensor();
+  if (need[0]) r.input = detail::make_empty(x.shape(), x.dtype(), x.device());
+  if (need[1]) r.weight = detail::make_empty(w.shape(), w.dtype(), w.device());
+  if (need[2]) r.bias = detail::make_empty(Shape{w.size(0)}, w.dtype(), w.device());
+  detail::backend_of(xc).conv_backward(xc.raw(), wc.raw(), yc.raw(), gc.raw(), p, r.input.raw(),
+                                       r.weight.raw(), r.bias.raw());
+  return r;
+}
+
 ValuesIndices max_pool(const DynTensor& x, const PoolParams& p) {
   const std::string op = pool_name("max_pool", p.spatial);
   if (autodiff::should_record({&x})) {

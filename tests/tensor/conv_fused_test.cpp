@@ -37,6 +37,7 @@ DynTensor conv_any(const FusedCase& c, const DynTensor& x, const DynTensor& w, c
   return conv2d(x, w, b, c.stride, c.padding, {1}, c.groups, relu);
 }
 
+// The largest |a - b| and (in *scale) the largest |b|.
 double worst_gap(const DynTensor& a, const DynTensor& b, double* scale) {
   const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
   EXPECT_EQ(va.size(), vb.size());
@@ -78,6 +79,51 @@ TEST(ConvFused, ReluMatchesReluAfterConvWithGradients) {
       const std::vector<double> y = fused[0].to_vector<double>();
       EXPECT_GT(*std::max_element(y.begin(), y.end()), 0.0) << what;
       EXPECT_EQ(*std::min_element(y.begin(), y.end()), 0.0) << what;
+    }
+  }
+}
+
+// The one-call backward (conv_backward: what the rule runs when the backward is not recorded)
+// against the composite of differentiable ops the rule records under create_graph, for every
+// subset of wanted gradients and with and without the relu mask.
+TEST(ConvFused, OneCallBackwardMatchesTheComposite) {
+  uint32_t seed = 4500;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const double rel = dtype == DType::f64 ? 1e-12 : 2e-5;
+    for (const FusedCase& c : fused_cases()) {
+      for (const bool relu : {false, true}) {
+        const DynTensor x0 = make_input(c.x, dtype, Layout::Contiguous, -2, 2, seed++);
+        const DynTensor w0 = make_input(c.w, dtype, Layout::Contiguous, -1, 1, seed++);
+        const DynTensor b0 = make_input(Shape{c.w[0]}, dtype, Layout::Contiguous, -1, 1, seed++);
+        const DynTensor x = require_grad(x0), w = require_grad(w0), b = require_grad(b0);
+        const DynTensor y = conv_any(c, x, w, b, relu);
+        const DynTensor g = make_input(y.shape(), dtype, Layout::Contiguous, -1, 1, seed++);
+        BackwardOptions recorded;
+        recorded.create_graph = true;
+        const std::vector<DynTensor> want = grad(y, {x, w, b}, g, recorded);
+        ConvParams p;
+        p.spatial = c.x.rank() - 2;
+        for (int i = 0; i < p.spatial; ++i) {
+          p.stride[i] = c.stride[0];
+          p.padding[i] = c.padding[0];
+        }
+        p.groups = c.groups;
+        p.relu = relu;
+        for (int mask = 1; mask < 8; ++mask) {
+          const std::array<bool, 3> need = {(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+          const ConvGrads got = conv_backward(x0, w0, relu ? detach(y) : DynTensor(), g, p, need);
+          const DynTensor* parts[] = {&got.input, &got.weight, &got.bias};
+          const std::string what = std::string(dtype_name(dtype)) + " x " + to_string(c.x) +
+                                   (relu ? " relu" : "") + " need " + std::to_string(mask);
+          for (size_t i = 0; i < 3; ++i) {
+            ASSERT_EQ(parts[i]->defined(), need[i]) << what << " part " << i;
+            if (!need[i]) continue;
+            double scale = 0;
+            const double gap = worst_gap(*parts[i], want[i], &scale);
+            EXPECT_LE(gap, rel * (1 + scale)) << what << " part " << i;
+          }
+        }
+      }
     }
   }
 }
@@ -131,8 +177,10 @@ TEST(ConvFused, BiasGradientBesideWeightGradient) {
       ASSERT_EQ(to_string(gb.shape()), to_string(Shape{c.w[0]})) << what;
       EXPECT_EQ(gb.dtype(), dtype) << what;
       double scale = 0;
-      EXPECT_LE(worst_gap(gw, gw_alone, &scale), rel * (1 + scale)) << what << " weight";
-      EXPECT_LE(worst_gap(gb, want_b, &scale), rel * (1 + scale)) << what << " bias";
+      const double gap_w = worst_gap(gw, gw_alone, &scale);
+      EXPECT_LE(gap_w, rel * (1 + scale)) << what << " weight";
+      const double gap_b = worst_gap(gb, want_b, &scale);
+      EXPECT_LE(gap_b, rel * (1 + scale)) << what << " bias";
     }
   }
 }
@@ -145,7 +193,8 @@ TEST(ConvFused, ConvLayerConfig) {
   nn::Conv2d plain = fused;
   plain.relu = false;
   double scale = 0;
-  EXPECT_LE(worst_gap(fused.forward(x), relu(plain.forward(x)), &scale), 1e-5 * (1 + scale));
+  const double gap = worst_gap(fused.forward(x), relu(plain.forward(x)), &scale);
+  EXPECT_LE(gap, 1e-5 * (1 + scale));
   // JSON keeps the flag; configs without it read as before.
   const std::string json = nn::Conv2dConfig(2, 4, {3}).relu(true).to_json();
   EXPECT_NE(json.find("\"relu\": true"), std::string::npos) << json;

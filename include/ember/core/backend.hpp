@@ -92,6 +92,13 @@ class Backend {
   /// transposed convolution. grad_in's shape decides the input size (output_padding).
   virtual void conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
                                   const ConvParams& p, const RawTensor& grad_in) = 0;
+  /// The whole backward of conv in one call, each of grad_in, grad_w, grad_bias written when
+  /// defined (at least one is). With `y` defined, conv had p.relu and y is its output: grad_out
+  /// is masked to 0 where y <= 0 first (relu_backward), once for every gradient.
+  virtual void conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
+                             const RawTensor& grad_out, const ConvParams& p,
+                             const RawTensor& grad_in, const RawTensor& grad_w,
+                             const RawTensor& grad_bias) = 0;
   /// grad_w [O, C / groups, *k] = the gradient of conv w.r.t. w; grad_bias [O], when defined,
   /// the gradient w.r.t. the bias (grad_out summed over all dims but 1) in the same pass.
   virtual void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,

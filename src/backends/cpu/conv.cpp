@@ -16,6 +16,9 @@
 #include "parallel.hpp"
 
 #if defined(EMBER_HAVE_DNNL)
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -470,6 +473,128 @@ bool try_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const Ra
     return false;
   }
 }
+
+#if defined(__AVX2__)
+// An 8x8 transpose: row k of `in` (8 floats at p[k] + i) to column k of the 8 rows at out.
+inline void transpose8(const __m256 r[8], float* out) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]),
+               t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]),
+               t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]),
+               t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+               u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+               u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+               u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(out + 0, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(out + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(out + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(out + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(out + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
+// dst[n][b][s][k] = grad_out[n][8b + k][s], 0 where y[n][8b + k][s] <= 0 when y is given, and
+// for the channels past c: oneDNN's 8-channel blocked layout of relu_backward(grad_out, y),
+// made in the one pass the reorder alone would take.
+void mask_to_blocked8(const float* g, const float* y, int64_t n, int64_t c, int64_t sp,
+                      float* dst) {
+  const int64_t blocks = (c + 7) / 8;
+  parallel_for(0, n * blocks, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, 8 * sp)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const int64_t c0 = (r % blocks) * 8, cn = std::min<int64_t>(8, c - c0);
+                   const int64_t first = ((r / blocks) * c + c0) * sp;
+                   float* out = dst + r * sp * 8;
+                   int64_t i = 0;
+#if defined(__AVX2__)
+                   if (cn == 8) {  // 8 positions of the 8 channels at a time
+                     for (; i + 8 <= sp; i += 8) {
+                       __m256 rows[8];
+                       for (int k = 0; k < 8; ++k) {
+                         rows[k] = _mm256_loadu_ps(g + first + k * sp + i);
+                         if (y) {  // keep where y > 0 (NaN y keeps, as relu_backward)
+                           const __m256 off = _mm256_cmp_ps(_mm256_loadu_ps(y + first + k * sp + i),
+                                                            _mm256_setzero_ps(), _CMP_LE_OQ);
+                           rows[k] = _mm256_andnot_ps(off, rows[k]);
+                         }
+                       }
+                       transpose8(rows, out + i * 8);
+                     }
+                   }
+#endif
+                   for (; i < sp; ++i) {
+                     for (int64_t k = 0; k < 8; ++k) {
+                       const int64_t at = first + k * sp + i;
+                       out[i * 8 + k] = k >= cn || (y && y[at] <= 0.0f) ? 0.0f : g[at];
+                     }
+                   }
+                 }
+               });
+}
+
+// Backward data and weights (with the bias) of a oneDNN convolution from one copy of grad_out
+// in the layout both primitives take, masked by y > 0 in the same pass when y is given: the
+// separate relu_backward and the second reorder are gone. false (nothing written) when oneDNN
+// does not take the geometry or the primitives want different layouts.
+bool conv_backward_dnnl(Backend& be, const Geo& g, int spatial, const RawTensor& x,
+                        const RawTensor& w, const RawTensor& y, const RawTensor& gy,
+                        const RawTensor& gx, const RawTensor& gw, const RawTensor& gb) {
+  try {
+    const bool data = gx.defined(), weights = gw.defined();
+    const Cached cd =
+        data ? primitive_for(DnnlOp::BackwardData, g, spatial, false, false) : Cached{};
+    const Cached cw =
+        weights ? primitive_for(DnnlOp::BackwardWeight, g, spatial, gb.defined(), false) : Cached{};
+    const dnnl::memory::desc want = data ? cd.dst : cw.dst;
+    if (data && weights && cd.dst != cw.dst) return false;
+    const DnnlDescs d = descs(g, spatial);
+    dnnl::stream s(engine());
+    std::shared_ptr<Storage> buffer;
+    dnnl::memory diff;
+    using tag = dnnl::memory::format_tag;
+    const tag blocked8 = spatial == 1 ? tag::nCw8c : spatial == 2 ? tag::nChw8c : tag::nCdhw8c;
+    if (want == dnnl::memory::desc(d.dst_plain.dims(), dnnl::memory::data_type::f32, blocked8)) {
+      buffer = allocate_storage(want.get_size());
+      mask_to_blocked8(gy.data_as<float>(), y.defined() ? y.data_as<float>() : nullptr, g.n, g.o,
+                       g.out_size, static_cast<float*>(buffer->data()));
+      diff = dnnl::memory(want, engine(), buffer->data());
+    } else {
+      RawTensor masked = gy;
+      if (y.defined()) {
+        masked = empty_raw(gy.shape, gy.dtype);
+        be.binary(BinaryOp::ReluBackward, gy, y, masked);
+      }
+      Arg a = bind(d.dst_plain, want, masked.data(), s, true);
+      diff = a.used;
+      buffer = a.buffer;
+      if (!buffer) buffer = masked.storage;  // keeps the masked copy alive
+    }
+    if (data) {
+      Arg src = bind(d.src_plain, cd.src, gx.data(), s, false);
+      Arg wei = bind(d.wei_plain, cd.wei, w.data(), s, true);
+      cd.prim.execute(
+          s,
+          {{DNNL_ARG_DIFF_SRC, src.used}, {DNNL_ARG_WEIGHTS, wei.used}, {DNNL_ARG_DIFF_DST, diff}});
+      write_back(src, s);
+    }
+    if (weights) {
+      Arg src = bind(d.src_plain, cw.src, x.data(), s, true);
+      Arg wei = bind(d.wei_plain, cw.wei, gw.data(), s, false);
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, src.used}, {DNNL_ARG_DIFF_WEIGHTS, wei.used}, {DNNL_ARG_DIFF_DST, diff}};
+      if (gb.defined()) args[DNNL_ARG_DIFF_BIAS] = dnnl::memory(d.bias, engine(), gb.data());
+      cw.prim.execute(s, args);
+      write_back(wei, s);
+    }
+    s.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
 #endif
 
 RawTensor to_f32(Backend& be, const RawTensor& t) {
@@ -588,6 +713,43 @@ void CpuBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_
       break;
   }
   EMBER_FAIL("[conv_backward_weight] has no Cpu kernel for ", grad_w.dtype);
+}
+
+}  // namespace ember::cpu
+
+namespace ember::cpu {
+
+void CpuBackend::conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
+                               const RawTensor& grad_out, const ConvParams& p,
+                               const RawTensor& grad_in, const RawTensor& grad_w,
+                               const RawTensor& grad_bias) {
+  const Geo g = geometry(x.shape, w.shape, grad_out.shape, p);
+  num_threads();
+#if defined(EMBER_HAVE_DNNL)
+  // Both gradients through oneDNN (the weight gradient's small-channel fallback aside).
+  const bool dnnl_weights = !grad_w.defined() || g.g > 1 || g.cg >= 8;
+  if (grad_out.dtype == DType::f32 && grad_out.numel() > 0 && x.numel() > 0 &&
+      (grad_in.defined() || grad_w.defined()) && dnnl_weights &&
+      (grad_w.defined() || !grad_bias.defined()) &&
+      conv_backward_dnnl(*this, g, p.spatial, x, w, y, grad_out, grad_in, grad_w, grad_bias)) {
+    return;
+  }
+#endif
+  // The first layer's direct kernel reads the relu mask itself (a pass over the gradient less).
+  if (!grad_in.defined() && grad_w.defined() && grad_out.dtype == DType::f32 &&
+      conv_direct_backward_weight(x, grad_out, p, grad_w, grad_bias, y)) {
+    return;
+  }
+  RawTensor gy = grad_out;
+  if (y.defined()) {
+    gy = empty_raw(grad_out.shape, grad_out.dtype);
+    binary(BinaryOp::ReluBackward, grad_out, y, gy);
+  }
+  if (grad_in.defined()) conv_backward_data(gy, w, p, grad_in);
+  if (grad_w.defined()) return conv_backward_weight(x, gy, p, grad_w, grad_bias);
+  if (!grad_bias.defined()) return;
+  // The bias alone (a frozen weight): a weight-shaped scratch keeps one code path.
+  conv_backward_weight(x, gy, p, empty_raw(w.shape, w.dtype), grad_bias);
 }
 
 }  // namespace ember::cpu

@@ -38,6 +38,10 @@ struct V8 {
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(skip - 1)));
   }
   static T mask(T v, T m) { return _mm256_and_ps(v, m); }
+  // d where y > 0 (a NaN y keeps d), else 0: relu_backward(d, y).
+  static T keep_positive(T d, T y) {
+    return _mm256_andnot_ps(_mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LE_OQ), d);
+  }
 };
 
 struct V4 {
@@ -54,6 +58,7 @@ struct V4 {
     return _mm_castsi128_ps(_mm_cmpgt_epi32(lane, _mm_set1_epi32(skip - 1)));
   }
   static T mask(T v, T m) { return _mm_and_ps(v, m); }
+  static T keep_positive(T d, T y) { return _mm_andnot_ps(_mm_cmple_ps(y, _mm_setzero_ps()), d); }
 };
 
 // The geometry; h and w are the input's with its zero padding written out.
@@ -238,11 +243,13 @@ constexpr int64_t kImagesPerPartial = 8;
 // acc[b][k] += dy[o0 + b] * x shifted by k over `rows` output rows and `chunks` vectors a row,
 // for one kernel row; with kBias also bias[b] += dy[o0 + b] (adds run beside the FMAs). The sums
 // live in `part`: 8 floats a slot, the bias slot at `bias_at`, channels `part_b` apart. With
-// kMask, lanes below `skip` (summed already by the chunk this one overlaps) count zero.
-template <class V, int KW, int B, bool kMask, bool kBias>
-void weight_pass(const float* x, int64_t x_row, const float* dy, int64_t dy_plane, int64_t dy_row,
-                 int64_t rows, int64_t chunks, int skip, float* part, int64_t part_b,
-                 int64_t bias_at) {
+// kMask, lanes below `skip` (summed already by the chunk this one overlaps) count zero. With
+// kRelu, dy is the gradient of a fused relu whose output y (laid out as dy) masks it: the
+// relu_backward pass over the whole gradient is not needed.
+template <class V, int KW, int B, bool kMask, bool kBias, bool kRelu>
+void weight_pass(const float* x, int64_t x_row, const float* dy, const float* y, int64_t dy_plane,
+                 int64_t dy_row, int64_t rows, int64_t chunks, int skip, float* part,
+                 int64_t part_b, int64_t bias_at) {
   using T = typename V::T;
   T acc[B][KW], bacc[B];
   for (int b = 0; b < B; ++b) {
@@ -257,6 +264,9 @@ void weight_pass(const float* x, int64_t x_row, const float* dy, int64_t dy_plan
       T d[B];
       for (int b = 0; b < B; ++b) {
         d[b] = V::load(dr + b * dy_plane);
+        if constexpr (kRelu) {
+          d[b] = V::keep_positive(d[b], V::load(y + r * dy_row + j * V::kLanes + b * dy_plane));
+        }
         if constexpr (kMask) d[b] = V::mask(d[b], m);
         if constexpr (kBias) bacc[b] = V::add(bacc[b], d[b]);
       }
@@ -279,22 +289,28 @@ int64_t slots(const Geo& g) { return g.c * g.kh * g.kw + 1; }
 // Images [n0, n1) and output channels o0..o0+B into `part` (this block's slots, zeroed).
 // Columns: whole vectors of 8, then at most one of 4, then one of 4 overlapping the one before.
 template <int KW, int B>
-void weight_block(const Geo& g, const float* x, const float* dy, int64_t n0, int64_t n1, int64_t o0,
-                  bool with_bias, float* part) {
+void weight_block(const Geo& g, const float* x, const float* dy, const float* y, int64_t n0,
+                  int64_t n1, int64_t o0, bool with_bias, float* part) {
   const int64_t part_b = slots(g) * 8, plane = g.oh * g.ow, full = g.ow / 8;
   const bool has4 = full * 8 + 4 <= g.ow;
   const int64_t tail_at = g.ow - 4, done = full * 8 + (has4 ? 4 : 0);
   const int skip = static_cast<int>(done - tail_at);  // lanes of the overlapping tail already done
   for (int64_t n = n0; n < n1; ++n) {
     const float* dn = dy + (n * g.o + o0) * plane;
+    const float* yn = y ? y + (n * g.o + o0) * plane : nullptr;
     for (int64_t c = 0; c < g.c; ++c) {
       for (int64_t kh = 0; kh < g.kh; ++kh) {
         const float* xr = x + ((n * g.c + c) * g.h + kh) * g.w;
         float* pp = part + (c * g.kh + kh) * KW * 8;
         const int64_t bias_at = (slots(g) - 1 - (c * g.kh + kh) * KW) * 8;
         auto pass = [&]<class V, bool kMask, bool kBias>(int64_t ow, int64_t chunks, int masked) {
-          weight_pass<V, KW, B, kMask, kBias>(xr + ow, g.w, dn + ow, plane, g.ow, g.oh, chunks,
-                                              masked, pp, part_b, bias_at);
+          if (yn) {
+            weight_pass<V, KW, B, kMask, kBias, true>(xr + ow, g.w, dn + ow, yn + ow, plane, g.ow,
+                                                      g.oh, chunks, masked, pp, part_b, bias_at);
+          } else {
+            weight_pass<V, KW, B, kMask, kBias, false>(xr + ow, g.w, dn + ow, nullptr, plane, g.ow,
+                                                       g.oh, chunks, masked, pp, part_b, bias_at);
+          }
         };
         // The bias rides along the first kernel row's pass.
         auto passes = [&]<bool kBias>() {
@@ -318,14 +334,15 @@ template <int KW>
 constexpr int kBlock = KW == 2 ? 4 : (KW == 3 ? 3 : 2);
 
 template <int KW, int B = kBlock<KW>>
-void weight_block_of(int b, const Geo& g, const float* x, const float* dy, int64_t n0, int64_t n1,
-                     int64_t o0, bool with_bias, float* part) {
-  if (b == B) return weight_block<KW, B>(g, x, dy, n0, n1, o0, with_bias, part);
-  if constexpr (B > 1) weight_block_of<KW, B - 1>(b, g, x, dy, n0, n1, o0, with_bias, part);
+void weight_block_of(int b, const Geo& g, const float* x, const float* dy, const float* y,
+                     int64_t n0, int64_t n1, int64_t o0, bool with_bias, float* part) {
+  if (b == B) return weight_block<KW, B>(g, x, dy, y, n0, n1, o0, with_bias, part);
+  if constexpr (B > 1) weight_block_of<KW, B - 1>(b, g, x, dy, y, n0, n1, o0, with_bias, part);
 }
 
 template <int KW>
-void weight_all(const Geo& g, const float* x, const float* dy, float* gw, float* gb) {
+void weight_all(const Geo& g, const float* x, const float* dy, const float* y, float* gw,
+                float* gb) {
   constexpr int64_t kB = kBlock<KW>;
   const int64_t parts = (g.n + kImagesPerPartial - 1) / kImagesPerPartial;
   const int64_t blocks = (g.o + kB - 1) / kB, s = slots(g);
@@ -337,7 +354,7 @@ void weight_all(const Geo& g, const float* x, const float* dy, float* gw, float*
       float* pp = part + (pi * g.o + o0) * s * 8;
       std::fill(pp, pp + nb * s * 8, 0.0f);
       const int64_t n0 = pi * kImagesPerPartial, n1 = std::min(g.n, n0 + kImagesPerPartial);
-      weight_block_of<KW>(static_cast<int>(nb), g, x, dy, n0, n1, o0, gb != nullptr, pp);
+      weight_block_of<KW>(static_cast<int>(nb), g, x, dy, y, n0, n1, o0, gb != nullptr, pp);
     }
   });
   // Lanes, then partials, in a fixed order, in double.
@@ -393,7 +410,8 @@ bool conv_direct(const RawTensor& x, const RawTensor& w, const RawTensor& bias, 
 }
 
 bool conv_direct_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
-                                 const RawTensor& grad_w, const RawTensor& grad_bias) {
+                                 const RawTensor& grad_w, const RawTensor& grad_bias,
+                                 const RawTensor& y) {
   Geo g;
   if (!direct_geometry(x, grad_w, grad_out, p, &g)) return false;
   if (grad_bias.defined() && grad_bias.dtype != DType::f32) return false;
@@ -402,21 +420,22 @@ bool conv_direct_backward_weight(const RawTensor& x, const RawTensor& grad_out, 
   const float* dy = grad_out.data_as<float>();
   float* gw = grad_w.data_as<float>();
   float* gb = grad_bias.defined() ? grad_bias.data_as<float>() : nullptr;
+  const float* yd = y.defined() ? y.data_as<float>() : nullptr;
   switch (g.kw) {
     case 2:
-      weight_all<2>(g, xd, dy, gw, gb);
+      weight_all<2>(g, xd, dy, yd, gw, gb);
       return true;
     case 3:
-      weight_all<3>(g, xd, dy, gw, gb);
+      weight_all<3>(g, xd, dy, yd, gw, gb);
       return true;
     case 4:
-      weight_all<4>(g, xd, dy, gw, gb);
+      weight_all<4>(g, xd, dy, yd, gw, gb);
       return true;
     case 5:
-      weight_all<5>(g, xd, dy, gw, gb);
+      weight_all<5>(g, xd, dy, yd, gw, gb);
       return true;
     case 6:
-      weight_all<6>(g, xd, dy, gw, gb);
+      weight_all<6>(g, xd, dy, yd, gw, gb);
       return true;
     default:
       return false;
@@ -430,7 +449,7 @@ bool conv_direct(const RawTensor&, const RawTensor&, const RawTensor&, const Con
   return false;
 }
 bool conv_direct_backward_weight(const RawTensor&, const RawTensor&, const ConvParams&,
-                                 const RawTensor&, const RawTensor&) {
+                                 const RawTensor&, const RawTensor&, const RawTensor&) {
   return false;
 }
 

@@ -16,8 +16,10 @@ bool conv_direct(const RawTensor& x, const RawTensor& w, const RawTensor& bias, 
 
 /// grad_w = the weight gradient of that convolution and, when defined, grad_bias = grad_out
 /// summed over images and positions. Sums go through partials of a fixed 8 images, added in a
-/// fixed order, so results do not depend on the thread count.
+/// fixed order, so results do not depend on the thread count. With `y` defined (the output of
+/// a fused relu), grad_out is read as relu_backward(grad_out, y) without making it.
 bool conv_direct_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
-                                 const RawTensor& grad_w, const RawTensor& grad_bias);
+                                 const RawTensor& grad_w, const RawTensor& grad_bias,
+                                 const RawTensor& y = RawTensor());
 
 }  // namespace ember::cpu

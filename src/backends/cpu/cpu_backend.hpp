@@ -50,6 +50,9 @@ class CpuBackend final : public Backend {
                           const RawTensor& grad_in) override;
   void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
                             const RawTensor& grad_w, const RawTensor& grad_bias) override;
+  void conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
+                     const RawTensor& grad_out, const ConvParams& p, const RawTensor& grad_in,
+                     const RawTensor& grad_w, const RawTensor& grad_bias) override;
 
   void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
                 const RawTensor& indices) override;

@@ -4,6 +4,8 @@
 // spatial dim ({1}) or one per dim ({1, 2}), as PyTorch's int-or-tuple arguments do.
 #pragma once
 
+#include <array>
+
 #include <vector>
 
 #include "ember/tensor/dyn_tensor.hpp"
@@ -79,6 +81,15 @@ DynTensor convolution(const DynTensor& x, const DynTensor& weight, const DynTens
 DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
                                const Shape& weight_shape, const ConvParams& p,
                                DynTensor* grad_bias = nullptr);
+/// The gradients of convolution(x, w, bias, p) for grad_out, those asked for by `need` (input,
+/// weight, bias), in one backend call; with p.relu, `y` is the convolution's output (its relu
+/// mask). Not recorded: gradient rules use it when the backward pass is not itself recorded.
+struct ConvGrads {
+  DynTensor input, weight, bias;
+};
+ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor& y,
+                        const DynTensor& grad_out, const ConvParams& p,
+                        const std::array<bool, 3>& need);
 /// Max pooling over the trailing p.spatial dims: values and flat indices (i64).
 ValuesIndices max_pool(const DynTensor& x, const PoolParams& p);
 /// Scatters grad_out to the maxima at `indices`, into a zero tensor of `input_shape`.
