@@ -128,6 +128,38 @@ TEST(ConvFused, OneCallBackwardMatchesTheComposite) {
   }
 }
 
+// The weight gradient reuses the blocked copy its forward made of the input: only of that very
+// tensor. Two forwards over other inputs of the same shape, and an input freed and replaced by
+// one likely to get its buffer back, must not be taken for it.
+TEST(ConvFused, WeightGradientUsesOnlyItsOwnInputsBlockedCopy) {
+  const Shape xs{4, 16, 12, 11}, ws{24, 16, 3, 3};
+  ConvParams p;
+  p.padding[0] = p.padding[1] = 1;
+  const DynTensor w = make_input(ws, DType::f32, Layout::Contiguous, -1, 1, 61);
+  const DynTensor g = make_input(Shape{4, 24, 12, 11}, DType::f32, Layout::Contiguous, -1, 1, 62);
+  auto want_for = [&](const DynTensor& x) {
+    return conv_backward_weight(cast(x, DType::f64), cast(g, DType::f64), ws, p);
+  };
+  auto check = [&](const DynTensor& got, const DynTensor& want, const char* what) {
+    double scale = 0;
+    const double gap = worst_gap(got, want, &scale);
+    EXPECT_LE(gap, 2e-5 * (1 + scale)) << what;
+  };
+  const DynTensor x1 = make_input(xs, DType::f32, Layout::Contiguous, -2, 2, 63);
+  const DynTensor x2 = make_input(xs, DType::f32, Layout::Contiguous, -2, 2, 64);
+  const DynTensor x1w = require_grad(w);
+  const DynTensor y1 = convolution(x1, x1w, {}, p, false);
+  const DynTensor y2 = convolution(x2, w, {}, p, false);  // a later forward, same shapes
+  check(grad(y1, {x1w}, g)[0], want_for(x1), "first input after a second forward");
+  check(conv_backward_weight(x2, g, ws, p), want_for(x2), "second input");
+  {
+    const DynTensor x3 = make_input(xs, DType::f32, Layout::Contiguous, -2, 2, 65);
+    (void)convolution(x3, w, {}, p, false);
+  }  // x3 and its buffer are gone
+  const DynTensor x4 = make_input(xs, DType::f32, Layout::Contiguous, -2, 2, 66);
+  check(conv_backward_weight(x4, g, ws, p), want_for(x4), "a new input in a freed buffer");
+}
+
 // relu(NaN) stays NaN, as relu(): a NaN input poisons its windows in the fused output too.
 TEST(ConvFused, ReluKeepsNaN) {
   for (DType dtype : {DType::f32, DType::f64}) {
