@@ -450,7 +450,7 @@ void write_back(Arg& a, dnnl::stream& s) {
 // convolution, which wants the same layout: its reorder (as long as the forward's) is skipped.
 // An entry matches only the very tensor it was made from (the same storage, by ownership, not
 // address, so a freed and reused buffer never matches; a convolution's saved input is never
-// written in place), and holds the copy until four later inputs push it out.
+// written in place), and holds the copy (up to 8 MB) until four later inputs push it out.
 struct BlockedInput {
   std::weak_ptr<Storage> storage;
   int64_t offset = 0;
@@ -467,7 +467,8 @@ bool same_input(const BlockedInput& e, const RawTensor& x, const dnnl::memory::d
 }
 
 void remember_blocked_input(const RawTensor& x, const Arg& a) {
-  if (!a.buffer) return;
+  // At most 4 x 8 MB held: inference, which never asks for the copy, keeps little for nothing.
+  if (!a.buffer || a.used.get_desc().get_size() > (size_t{8} << 20)) return;
   std::lock_guard<std::mutex> lock(blocked_mu);
   if (blocked_inputs.size() >= 4) blocked_inputs.erase(blocked_inputs.begin());
   blocked_inputs.push_back({x.storage, x.offset, x.shape, a.used.get_desc(), a.buffer});
