@@ -335,10 +335,10 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
   return r;
 }
 
-ValuesIndices max_pool(const DynTensor& x, const PoolParams& p) {
+ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtype) {
   const std::string op = pool_name("max_pool", p.spatial);
   if (autodiff::should_record({&x})) {
-    ValuesIndices r = max_pool(detach(x), p);
+    ValuesIndices r = max_pool(detach(x), p, index_dtype);
     autodiff::record_max_pool(x, r.indices, p, r.values);
     return r;
   }
@@ -346,8 +346,13 @@ ValuesIndices max_pool(const DynTensor& x, const PoolParams& p) {
   const Shape out_shape = pool_shape(x, p, op);
   detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
   const DynTensor xc = contiguous(x);
+  EMBER_CHECK(index_dtype == DType::i64 || index_dtype == DType::i32, "[", op,
+              "] indices are i64 or i32, not ", index_dtype);
+  int64_t plane = 1;
+  for (int i = 0; i < p.spatial; ++i) plane *= x.size(x.rank() - p.spatial + i);
+  if (plane > INT32_MAX) index_dtype = DType::i64;
   ValuesIndices r{detail::make_empty(out_shape, x.dtype(), x.device()),
-                  detail::make_empty(out_shape, DType::i64, x.device())};
+                  detail::make_empty(out_shape, index_dtype, x.device())};
   detail::backend_of(xc).max_pool(xc.raw(), p, r.values.raw(), r.indices.raw());
   return r;
 }
@@ -362,11 +367,12 @@ DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
   const char* op = "max_pool_backward";
   detail::check_defined(grad_out, op, "grad_out");
   detail::check_defined(indices, op, "indices");
-  EMBER_CHECK(grad_out.shape() == indices.shape() && indices.dtype() == DType::i64 &&
+  EMBER_CHECK(grad_out.shape() == indices.shape() &&
+                  (indices.dtype() == DType::i64 || indices.dtype() == DType::i32) &&
                   input_shape.rank() == grad_out.rank() && p.spatial >= 1 &&
                   p.spatial < grad_out.rank() + 1,
-              "[", op, "] grad_out ", grad_out.shape(), " and i64 indices ", indices.shape(),
-              " must match, for an input of shape ", input_shape);
+              "[", op, "] grad_out ", grad_out.shape(), " and i64 (or i32) indices ",
+              indices.shape(), " must match, for an input of shape ", input_shape);
   const DynTensor gc = contiguous(grad_out), ic = contiguous(indices);
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device());
   detail::backend_of(out).max_pool_backward(gc.raw(), ic.raw(), p, out.raw());
@@ -449,11 +455,17 @@ ValuesIndices max_pool2d_with_indices(const DynTensor& x, const SpatialArg& kern
 }
 DynTensor max_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
                      const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
-  return max_pool1d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
+  // Indices kept only for the gradient: i32 halves their memory traffic.
+  return max_pool(x, window_params("max_pool1d", 1, kernel, stride, padding, dilation, ceil_mode),
+                  DType::i32)
+      .values;
 }
 DynTensor max_pool2d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
                      const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
-  return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).values;
+  // Indices kept only for the gradient: i32 halves their memory traffic.
+  return max_pool(x, window_params("max_pool2d", 2, kernel, stride, padding, dilation, ceil_mode),
+                  DType::i32)
+      .values;
 }
 
 DynTensor avg_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,

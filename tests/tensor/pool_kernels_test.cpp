@@ -1,6 +1,7 @@
 // Max pooling's backward against a scatter of the same gradient to the same argmax indices,
-// bit for bit: the 2x2 / stride-2 vector path (whole vectors of windows, a scalar tail,
-// odd sizes whose last row and column are in no window) and the general loop beside it.
+// bit for bit, with i64 indices (the API's) and i32 (what max_pool2d keeps for its gradient): the
+// 2x2 / stride-2 vector path (whole vectors of windows, a scalar tail, odd sizes whose last row and
+// column are in no window) and the general loop beside it.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -24,36 +25,44 @@ TEST(PoolKernels, MaxPoolBackwardIsTheScatterOfTheGradient) {
   };
   uint32_t seed = 5100;
   for (const Case& c : cases) {
-    const std::string what = to_string(c.x) + " k" + std::to_string(c.k);
-    const DynTensor x = make_input(c.x, DType::f32, Layout::Contiguous, -3, 3, seed++);
-    PoolParams p;
-    p.spatial = 2;
-    p.kernel[0] = p.kernel[1] = c.k;
-    p.stride[0] = p.stride[1] = c.s;
-    const ValuesIndices r = max_pool(x, p);
-    std::vector<double> gv =
-        make_input(r.values.shape(), DType::f32, Layout::Contiguous, -2, 2, seed++)
-            .to_vector<double>();
-    gv[1] = -0.0;  // lands as +0, as 0 + (-0) does
-    gv[gv.size() - 1] = NAN;
-    const DynTensor g = cast(from_data(TensorData::from(gv, r.values.shape())), DType::f32);
-    const std::vector<double> got = max_pool_backward(g, r.indices, c.x, p).to_vector<double>();
-    const std::vector<int64_t> idx = r.indices.to_vector<int64_t>();
-    const int64_t plane_in = c.x[2] * c.x[3], plane_out = r.values.size(2) * r.values.size(3);
-    // Summed in float in the kernel's order, where overlapping windows add up.
-    std::vector<float> want(got.size(), 0.0f);
-    for (size_t o = 0; o < idx.size(); ++o) {
-      const int64_t plane = static_cast<int64_t>(o) / plane_out;
-      want[static_cast<size_t>(plane * plane_in + idx[o])] += static_cast<float>(gv[o]);
-    }
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t i = 0; i < got.size(); ++i) {
-      if (std::isnan(want[i])) {
-        EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
-        continue;
+    for (const DType index_dtype : {DType::i64, DType::i32}) {
+      const std::string what =
+          to_string(c.x) + " k" + std::to_string(c.k) + " " + std::string(dtype_name(index_dtype));
+      const DynTensor x = make_input(c.x, DType::f32, Layout::Contiguous, -3, 3, seed++);
+      PoolParams p;
+      p.spatial = 2;
+      p.kernel[0] = p.kernel[1] = c.k;
+      p.stride[0] = p.stride[1] = c.s;
+      const ValuesIndices r = max_pool(x, p, index_dtype);
+      ASSERT_EQ(r.indices.dtype(), index_dtype) << what;
+      // The same maxima and positions whichever index type holds them.
+      EXPECT_EQ(r.values.to_vector<double>(), max_pool(x, p).values.to_vector<double>()) << what;
+      EXPECT_EQ(r.indices.to_vector<int64_t>(), max_pool(x, p).indices.to_vector<int64_t>())
+          << what;
+      std::vector<double> gv =
+          make_input(r.values.shape(), DType::f32, Layout::Contiguous, -2, 2, seed++)
+              .to_vector<double>();
+      gv[1] = -0.0;  // lands as +0, as 0 + (-0) does
+      gv[gv.size() - 1] = NAN;
+      const DynTensor g = cast(from_data(TensorData::from(gv, r.values.shape())), DType::f32);
+      const std::vector<double> got = max_pool_backward(g, r.indices, c.x, p).to_vector<double>();
+      const std::vector<int64_t> idx = r.indices.to_vector<int64_t>();
+      const int64_t plane_in = c.x[2] * c.x[3], plane_out = r.values.size(2) * r.values.size(3);
+      // Summed in float in the kernel's order, where overlapping windows add up.
+      std::vector<float> want(got.size(), 0.0f);
+      for (size_t o = 0; o < idx.size(); ++o) {
+        const int64_t plane = static_cast<int64_t>(o) / plane_out;
+        want[static_cast<size_t>(plane * plane_in + idx[o])] += static_cast<float>(gv[o]);
       }
-      EXPECT_EQ(got[i], want[i]) << what << " element " << i;
-      EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " element " << i;
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
+          continue;
+        }
+        EXPECT_EQ(got[i], want[i]) << what << " element " << i;
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " element " << i;
+      }
     }
   }
 }

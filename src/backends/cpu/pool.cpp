@@ -81,8 +81,10 @@ void for_planes(const Geo& g, int64_t work_per_plane, const F& f) {
 // Eight outputs of a 2x2 / stride-2 max pool from input rows `a` and `b` (16 floats each, from
 // the first window's column), flat input index of a[0] `base`, row length `w`. Same rule as the
 // scalar loop: candidates in the order (0,0), (0,1), (1,0), (1,1), a later one wins when greater
-// or NaN.
-void pool2x2_avx2(const float* a, const float* b, int64_t base, int64_t w, float* y, int64_t* idx) {
+// or NaN. Indices are written as I: int64_t (the API's) or int32_t (autodiff's own, half the
+// memory traffic).
+template <class I>
+void pool2x2_avx2(const float* a, const float* b, int64_t base, int64_t w, float* y, I* idx) {
   // De-interleaves 16 consecutive floats into the even and the odd columns, in order.
   auto split = [](const float* p, __m256& even, __m256& odd) {
     const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
@@ -107,6 +109,12 @@ void pool2x2_avx2(const float* a, const float* b, int64_t base, int64_t w, float
   visit(b0, static_cast<int32_t>(w));
   visit(b1, static_cast<int32_t>(w + 1));
   _mm256_storeu_ps(y, best);
+  if constexpr (std::is_same_v<I, int32_t>) {
+    const __m256i start = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(base)),
+                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx), _mm256_add_epi32(start, off));
+    return;
+  }
   const __m256i start = _mm256_add_epi64(_mm256_set1_epi64x(base), _mm256_setr_epi64x(0, 2, 4, 6));
   const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(off));
   const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(off, 1));
@@ -120,15 +128,16 @@ void pool2x2_avx2(const float* a, const float* b, int64_t base, int64_t w, float
 // loads (whatever follows the window in the input is read and dropped) while that stays inside
 // the input, which ends at `end`: the CNN's 11 -> 5 rows stay on the vector path (the scalar loop
 // takes ~36 cycles an output).
+template <class I>
 int64_t pool2x2_row_avx2(const float* plane, const float* end, int64_t r0, int64_t w, int64_t n,
-                         float* y, int64_t* idx) {
+                         float* y, I* idx) {
   int64_t ow = 0;
   for (; ow + 8 <= n; ow += 8) {
     pool2x2_avx2(plane + r0 + 2 * ow, plane + r0 + w + 2 * ow, r0 + 2 * ow, w, y + ow, idx + ow);
   }
   if (ow == n || plane + r0 + w + 2 * ow + 16 > end) return ow;
   float ty[8];
-  int64_t ti[8];
+  I ti[8];
   pool2x2_avx2(plane + r0 + 2 * ow, plane + r0 + w + 2 * ow, r0 + 2 * ow, w, ty, ti);
   for (int64_t i = 0; ow + i < n; ++i) {
     y[ow + i] = ty[i];
@@ -149,8 +158,13 @@ bool two_by_two(const Geo& g) {
 // The backward of eight 2x2 windows whose argmax offsets (flat, within the plane) are `idx`: the
 // two input rows under them, `a` and `b` (16 floats each, from the first window's column), get
 // gy at each argmax and 0 elsewhere; a[0]'s flat index is `base`, the row length `w`.
-void unpool2x2_avx2(const float* gy, const int64_t* idx, int64_t base, int64_t w, float* a,
-                    float* b) {
+template <class I>
+__m256i window_offsets(const I* idx, int64_t base) {
+  if constexpr (std::is_same_v<I, int32_t>) {
+    return _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)),
+                            _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(base)),
+                                             _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)));
+  }
   const __m256i start = _mm256_add_epi64(_mm256_set1_epi64x(base), _mm256_setr_epi64x(0, 2, 4, 6));
   const __m256i lo =
       _mm256_sub_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)), start);
@@ -158,9 +172,13 @@ void unpool2x2_avx2(const float* gy, const int64_t* idx, int64_t base, int64_t w
                                       _mm256_add_epi64(start, _mm256_set1_epi64x(8)));
   // The offsets within each window (0, 1, w or w + 1) fit 32 bits: keep the low halves.
   const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-  const __m256i off =
-      _mm256_set_m128i(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(hi, even)),
-                       _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(lo, even)));
+  return _mm256_set_m128i(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(hi, even)),
+                          _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(lo, even)));
+}
+
+template <class I>
+void unpool2x2_avx2(const float* gy, const I* idx, int64_t base, int64_t w, float* a, float* b) {
+  const __m256i off = window_offsets(idx, base);
   // + 0 as the scatter's 0 + g: a -0 gradient lands as +0, the same bits as the general loop.
   const __m256 g = _mm256_add_ps(_mm256_loadu_ps(gy), _mm256_setzero_ps());
   const auto at = [&](int64_t k) {
@@ -179,13 +197,13 @@ void unpool2x2_avx2(const float* gy, const int64_t* idx, int64_t base, int64_t w
 }
 #endif
 
-template <class T>
+template <class T, class I>
 void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
                      const RawTensor& indices) {
   using C = Compute<T>;
   const T* xp = x.data_as<T>();
   T* yp = out.data_as<T>();
-  int64_t* ip = indices.data_as<int64_t>();
+  I* ip = indices.data_as<I>();
   const bool flat2d = g.in[0] == 1 && g.k[0] == 1 && g.d[1] == 1 && g.d[2] == 1;
   const bool pool2x2 = two_by_two(g);
   for_planes(g, g.out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t b) {
@@ -215,7 +233,7 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
             arg = select_bits(take, at[k], arg);
           }
           yp[o] = static_cast<T>(best);
-          ip[o] = arg;
+          ip[o] = static_cast<I>(arg);
         }
       }
       return;
@@ -277,19 +295,19 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
             }
           }
           yp[o] = static_cast<T>(best);
-          ip[o] = arg;
+          ip[o] = static_cast<I>(arg);
         }
       }
     }
   });
 }
 
-template <class T>
+template <class T, class I>
 void max_pool_backward_kernel(const RawTensor& gy, const RawTensor& indices, const Geo& g,
                               const RawTensor& gx) {
   using C = Compute<T>;
   const T* gyp = gy.data_as<T>();
-  const int64_t* ip = indices.data_as<int64_t>();
+  const I* ip = indices.data_as<I>();
   T* gxp = gx.data_as<T>();
   [[maybe_unused]] const bool pool2x2 = two_by_two(g);
   for_planes(g, g.in_size + g.out_size, [&](int64_t b) {
@@ -310,7 +328,7 @@ void max_pool_backward_kernel(const RawTensor& gy, const RawTensor& indices, con
           // (1.8 -> 0.6 ms for the CNN's first pool on 1 thread).
           const int64_t w = g.in[2], n = g.out[2];
           const float* gp = gyp + b * g.out_size;
-          const int64_t* at = ip + b * g.out_size;
+          const I* at = ip + b * g.out_size;
           for (int64_t oh = 0; oh < g.out[1]; ++oh, gp += n, at += n) {
             const int64_t r0 = 2 * oh * w;
             float* ra = plane + r0;
@@ -421,8 +439,12 @@ void CpuBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTens
                           const RawTensor& indices) {
   if (out.numel() == 0) return;
   const Geo g = geometry(x.shape, out.shape, p);
-  dispatch_float(x.dtype, "max_pool",
-                 [&](auto t) { max_pool_kernel<decltype(t)>(x, g, out, indices); });
+  dispatch_float(x.dtype, "max_pool", [&](auto t) {
+    if (indices.dtype == DType::i32) {
+      return max_pool_kernel<decltype(t), int32_t>(x, g, out, indices);
+    }
+    max_pool_kernel<decltype(t), int64_t>(x, g, out, indices);
+  });
 }
 
 void CpuBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
@@ -430,7 +452,10 @@ void CpuBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor& i
   if (grad_in.numel() == 0) return;
   const Geo g = geometry(grad_in.shape, grad_out.shape, p);
   dispatch_float(grad_in.dtype, "max_pool_backward", [&](auto t) {
-    max_pool_backward_kernel<decltype(t)>(grad_out, indices, g, grad_in);
+    if (indices.dtype == DType::i32) {
+      return max_pool_backward_kernel<decltype(t), int32_t>(grad_out, indices, g, grad_in);
+    }
+    max_pool_backward_kernel<decltype(t), int64_t>(grad_out, indices, g, grad_in);
   });
 }
 

@@ -90,9 +90,12 @@ struct ConvGrads {
 ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor& y,
                         const DynTensor& grad_out, const ConvParams& p,
                         const std::array<bool, 3>& need);
-/// Max pooling over the trailing p.spatial dims: values and flat indices (i64).
-ValuesIndices max_pool(const DynTensor& x, const PoolParams& p);
-/// Scatters grad_out to the maxima at `indices`, into a zero tensor of `input_shape`.
+/// Max pooling over the trailing p.spatial dims: values and flat indices, i64 (PyTorch's), or
+/// i32 when asked and the plane has under 2^31 elements (max_pool1d/2d keep theirs for the
+/// gradient only, in half the memory).
+ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtype = DType::i64);
+/// Scatters grad_out to the maxima at `indices` (i64 or i32), into a zero tensor of
+/// `input_shape`.
 DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
                             const Shape& input_shape, const PoolParams& p);
 /// Average pooling (adaptive when p.adaptive) over the trailing p.spatial dims.
