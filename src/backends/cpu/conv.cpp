@@ -792,9 +792,9 @@ void CpuBackend::conv_backward(const RawTensor& x, const RawTensor& w, const Raw
                                const RawTensor& grad_out, const ConvParams& p,
                                const RawTensor& grad_in, const RawTensor& grad_w,
                                const RawTensor& grad_bias) {
-  const Geo g = geometry(x.shape, w.shape, grad_out.shape, p);
   num_threads();
 #if defined(EMBER_HAVE_DNNL)
+  const Geo g = geometry(x.shape, w.shape, grad_out.shape, p);
   // Both gradients through oneDNN (the weight gradient's small-channel fallback aside).
   const bool dnnl_weights = !grad_w.defined() || g.g > 1 || g.cg >= 8;
   if (grad_out.dtype == DType::f32 && grad_out.numel() > 0 && x.numel() > 0 &&
