@@ -37,6 +37,18 @@ DynTensor conv_any(const FusedCase& c, const DynTensor& x, const DynTensor& w, c
   return conv2d(x, w, b, c.stride, c.padding, {1}, c.groups, relu);
 }
 
+// The case's geometry as the primitives take it.
+ConvParams params_of(const FusedCase& c) {
+  ConvParams p;
+  p.spatial = c.x.rank() - 2;
+  for (int i = 0; i < p.spatial; ++i) {
+    p.stride[i] = c.stride[0];
+    p.padding[i] = c.padding[0];
+  }
+  p.groups = c.groups;
+  return p;
+}
+
 // The largest |a - b| and (in *scale) the largest |b|.
 double worst_gap(const DynTensor& a, const DynTensor& b, double* scale) {
   const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
@@ -101,13 +113,7 @@ TEST(ConvFused, OneCallBackwardMatchesTheComposite) {
         BackwardOptions recorded;
         recorded.create_graph = true;
         const std::vector<DynTensor> want = grad(y, {x, w, b}, g, recorded);
-        ConvParams p;
-        p.spatial = c.x.rank() - 2;
-        for (int i = 0; i < p.spatial; ++i) {
-          p.stride[i] = c.stride[0];
-          p.padding[i] = c.padding[0];
-        }
-        p.groups = c.groups;
+        ConvParams p = params_of(c);
         p.relu = relu;
         for (int mask = 1; mask < 8; ++mask) {
           const std::array<bool, 3> need = {(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
@@ -193,13 +199,7 @@ TEST(ConvFused, BiasGradientBesideWeightGradient) {
       const DynTensor y =
           conv_any(c, x, make_input(c.w, dtype, Layout::Contiguous, -1, 1, 5), {}, false);
       const DynTensor g = make_input(y.shape(), dtype, Layout::Contiguous, -1, 1, seed++);
-      ConvParams p;
-      p.spatial = c.x.rank() - 2;
-      for (int i = 0; i < p.spatial; ++i) {
-        p.stride[i] = c.stride[0];
-        p.padding[i] = c.padding[0];
-      }
-      p.groups = c.groups;
+      const ConvParams p = params_of(c);
       DynTensor gb;
       const DynTensor gw = conv_backward_weight(x, g, c.w, p, &gb);
       const DynTensor gw_alone = conv_backward_weight(x, g, c.w, p);
