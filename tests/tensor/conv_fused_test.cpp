@@ -4,6 +4,7 @@
 // half types through f32); and the bias gradient written by the weight gradient's pass against
 // a plain sum.
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "ember/nn/conv.hpp"
@@ -164,6 +165,34 @@ TEST(ConvFused, WeightGradientUsesOnlyItsOwnInputsBlockedCopy) {
   }  // x3 and its buffer are gone
   const DynTensor x4 = make_input(xs, DType::f32, Layout::Contiguous, -2, 2, 66);
   check(conv_backward_weight(x4, g, ws, p), want_for(x4), "a new input in a freed buffer");
+}
+
+// The new entry points' bad input: one clear error naming the op and the values.
+TEST(ConvFused, ErrorsNameTheOpAndTheShapes) {
+  const DynTensor x = make_input(Shape{2, 3, 6, 6}, DType::f32, Layout::Contiguous, -1, 1, 1);
+  const DynTensor w = make_input(Shape{4, 3, 3, 3}, DType::f32, Layout::Contiguous, -1, 1, 2);
+  const DynTensor g = make_input(Shape{2, 4, 4, 4}, DType::f32, Layout::Contiguous, -1, 1, 3);
+  ConvParams p;
+  auto message = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string wrong_grad = message([&] {
+    conv_backward(x, w, {}, narrow(g, 1, 0, 3), p, {true, true, true});
+  });
+  EXPECT_NE(wrong_grad.find("[conv_backward]"), std::string::npos) << wrong_grad;
+  EXPECT_NE(wrong_grad.find("[2, 3, 4, 4]"), std::string::npos) << wrong_grad;
+  p.relu = true;
+  const std::string no_y = message([&] { conv_backward(x, w, {}, g, p, {false, true, false}); });
+  EXPECT_NE(no_y.find("fused relu needs the convolution's output"), std::string::npos) << no_y;
+  PoolParams pp;
+  pp.kernel[0] = pp.kernel[1] = pp.stride[0] = pp.stride[1] = 2;
+  const std::string bad_index = message([&] { max_pool(x, pp, DType::f32); });
+  EXPECT_NE(bad_index.find("[max_pool2d] indices are i64 or i32"), std::string::npos) << bad_index;
 }
 
 // relu(NaN) stays NaN, as relu(): a NaN input poisons its windows in the fused output too.
