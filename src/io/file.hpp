@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ class BufferBytes final : public Bytes {
 /// A whole file mapped read-only (PROT_READ, MAP_PRIVATE); unmapped when destroyed. `what` names
 /// the caller in errors ("[safetensors]").
 std::shared_ptr<const Bytes> map_file(const std::string& path, const char* what);
+
+/// Deletes the temp files of AtomicFile writes that never finished in `dir`: names
+/// ".<target>.tmp.<pid>.<stamp>.<counter>" with is_target(target) true, whose writing process is
+/// gone (or is this one, and the write is not in progress). Returns the paths removed.
+std::vector<std::string> remove_stale_temp_files(
+    const std::string& dir, const std::function<bool(const std::string&)>& is_target);
 
 /// Writes a file atomically: bytes go to a temp file beside `path`; commit() fsyncs it, renames it
 /// over `path` and fsyncs the directory. Destroyed without commit() (an error midway), it removes

@@ -1,4 +1,6 @@
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +11,10 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "ember/core/error.hpp"
@@ -37,6 +43,15 @@ void close_quietly(int fd) {
   if (fd >= 0) ::close(fd);
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "neither a regular file nor a directory";
+}
+
 std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -44,18 +59,92 @@ std::string dir_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// The temp files this process is writing now: a process that reuses a dead writer's pid (as
+// the same command in a fresh container does) must not take its own for stale ones.
+std::mutex g_in_flight_mutex;
+std::set<std::string> g_in_flight;
+
+// By file name: the pid, stamp and counter in it are unique within the process.
+std::string file_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+void set_in_flight(const std::string& temp_path, bool on) {
+  const std::lock_guard<std::mutex> lock(g_in_flight_mutex);
+  if (on) {
+    g_in_flight.insert(file_name(temp_path));
+  } else {
+    g_in_flight.erase(file_name(temp_path));
+  }
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// ".<target>.tmp.<pid>.<stamp>.<counter>", AtomicFile's temp name: the target and the pid, or
+// nothing for other names.
+std::optional<std::pair<std::string, pid_t>> parse_temp_name(std::string_view name) {
+  if (name.size() < 2 || name[0] != '.') return std::nullopt;
+  std::string_view fields[3];
+  for (auto& f : fields) {  // counter, stamp, pid: from the end
+    const size_t dot = name.rfind('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    f = name.substr(dot + 1);
+    name = name.substr(0, dot);
+    if (!all_digits(f)) return std::nullopt;
+  }
+  if (!name.ends_with(".tmp") || name.size() <= 5) return std::nullopt;
+  const long long pid = std::strtoll(std::string(fields[2]).c_str(), nullptr, 10);
+  if (pid <= 0 || pid > INT_MAX) return std::nullopt;
+  return std::make_pair(std::string(name.substr(1, name.size() - 5)), static_cast<pid_t>(pid));
+}
+
+bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
 }  // namespace
 
+std::vector<std::string> remove_stale_temp_files(
+    const std::string& dir, const std::function<bool(const std::string&)>& is_target) {
+  std::vector<std::string> removed;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return removed;  // no directory: nothing left behind
+  const std::string prefix = dir == "/" ? "" : dir;
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    const auto parsed = parse_temp_name(e->d_name);
+    if (!parsed || !is_target(parsed->first)) continue;
+    const std::string path = prefix + "/" + e->d_name;
+    if (parsed->second == getpid()) {
+      const std::lock_guard<std::mutex> lock(g_in_flight_mutex);
+      if (g_in_flight.count(e->d_name)) continue;
+    } else if (process_alive(parsed->second)) {
+      continue;  // another process may be writing it now
+    }
+    stale.push_back(path);
+  }
+  ::closedir(d);
+  for (const std::string& path : stale) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::unlink(path.c_str()) == 0) {
+      removed.push_back(path);
+    }
+  }
+  return removed;
+}
+
 std::shared_ptr<const Bytes> map_file(const std::string& path, const char* what) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  EMBER_CHECK(fd >= 0, what, " cannot open '", path, "': ", errno_text(errno));
+  // A FIFO blocks open() until a writer comes, a device never ends: refuse both before opening,
+  // and open with O_NONBLOCK in case the path was swapped for one since (fstat checks again).
   struct stat st {};
+  EMBER_CHECK(::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode), what, " '", path,
+              "' is not a regular file (it is ", file_kind(st.st_mode), ")");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  EMBER_CHECK(fd >= 0, what, " cannot open '", path, "': ", errno_text(errno));
   const bool stat_ok = fstat(fd, &st) == 0;
   if (!stat_ok || !S_ISREG(st.st_mode)) {
     const int err = stat_ok ? 0 : errno;
     close_quietly(fd);
     EMBER_FAIL(what, " '", path, "' is not a readable regular file",
-               S_ISDIR(st.st_mode) ? " (it is a directory)" : "",
+               stat_ok ? " (it is " + std::string(file_kind(st.st_mode)) + ")" : std::string(),
                err != 0 ? ": " + errno_text(err) : std::string());
   }
   const auto size = static_cast<size_t>(st.st_size);
@@ -96,6 +185,7 @@ AtomicFile::AtomicFile(const std::string& path, const char* what) : path_(path),
   }
   EMBER_CHECK(fd_ >= 0, what_, " cannot create a temp file in '", dir, "' to write '", path,
               "': ", errno_text(err));
+  set_in_flight(temp_path_, true);
   // An overwritten file keeps its permissions, as it would when written in place.
   struct stat st {};
   if (::stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) fchmod(fd_, st.st_mode & 07777);
@@ -106,6 +196,7 @@ AtomicFile::~AtomicFile() {
     close_quietly(fd_);
     ::unlink(temp_path_.c_str());
   }
+  if (!temp_path_.empty()) set_in_flight(temp_path_, false);
 }
 
 void AtomicFile::write(const void* data, size_t nbytes) {

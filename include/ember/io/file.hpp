@@ -1,8 +1,10 @@
 // Small file helpers of the io layer for other layers (checkpoints, metrics files, plots).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember::io {
 
@@ -10,5 +12,12 @@ namespace ember::io {
 /// directory), as safetensors files are written: a reader or a crash sees the old file or the
 /// complete new one, never a partial write. `what` names the caller in errors ("[Learner]").
 void write_file_atomic(const std::string& path, std::string_view bytes, const char* what = "[io]");
+
+/// Deletes what write_file_atomic and save_safetensors leave in `dir` when their process dies
+/// mid-write: temp files ".<name>.tmp.<pid>.<stamp>.<n>" of the file names that `is_target`
+/// accepts, whose writer process is gone. Other files, and writes in progress, are left alone.
+/// Returns the paths removed (an absent directory has none).
+std::vector<std::string> remove_stale_temp_files(
+    const std::string& dir, const std::function<bool(const std::string& name)>& is_target);
 
 }  // namespace ember::io
