@@ -1,6 +1,7 @@
 #include "ember/train/checkpoint.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
@@ -19,24 +20,57 @@ std::string checkpoint_name(int64_t epochs_done, int64_t batch) {
   return buf;
 }
 
-std::vector<CheckpointInfo> list_checkpoints(const std::string& dir) {
+namespace {
+
+// A decimal number of the file name that fits in int64 (std::stoll would throw "stoll").
+std::optional<int64_t> parse_count(const std::string& digits) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::vector<CheckpointInfo> list_checkpoints(const std::string& dir,
+                                             std::vector<std::string>* ignored) {
   std::vector<CheckpointInfo> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   static const std::regex name(R"(epoch-(\d+)(-batch-(\d+))?\.safetensors)");
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string file = entry.path().filename().string();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
     std::smatch m;
-    if (!entry.is_regular_file() || !std::regex_match(file, m, name)) continue;
-    CheckpointInfo info;
-    info.path = entry.path().string();
-    const int64_t epoch = std::stoll(m[1].str());
-    if (m[3].matched) {
-      info.epochs_done = epoch - 1;
-      info.batch = std::stoll(m[3].str());
-    } else {
-      info.epochs_done = epoch;
+    if (!std::regex_match(file, m, name)) continue;
+    auto ignore = [&](const std::string& why) {
+      if (!ignored) return;
+      std::string line = "'";  // appended piece by piece: GCC 12 warns (-Wrestrict) on a + chain
+      line += it->path().string();
+      line += "': ";
+      line += why;
+      ignored->push_back(std::move(line));
+    };
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) {
+      ignore("not a regular file");
+      continue;
     }
+    // Names this Learner cannot have written: numbers past int64, a mid-epoch checkpoint of
+    // "epoch 0" or after 0 batches.
+    const auto epoch = parse_count(m[1].str());
+    const auto batch = m[3].matched ? parse_count(m[3].str()) : std::optional<int64_t>(0);
+    if (!epoch || !batch) {
+      ignore("its epoch or batch number does not fit in 64 bits");
+      continue;
+    }
+    if (m[3].matched && (*epoch == 0 || *batch == 0)) {
+      ignore("a mid-epoch checkpoint needs an epoch and a batch of at least 1");
+      continue;
+    }
+    CheckpointInfo info;
+    info.path = it->path().string();
+    info.epochs_done = m[3].matched ? *epoch - 1 : *epoch;
+    info.batch = *batch;
     out.push_back(info);
   }
   std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) {
@@ -45,8 +79,9 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& dir) {
   return out;
 }
 
-std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
-  auto all = list_checkpoints(dir);
+std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir,
+                                                std::vector<std::string>* ignored) {
+  auto all = list_checkpoints(dir, ignored);
   if (all.empty()) return std::nullopt;
   return all.back();
 }

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/backends/cpu/cpu.hpp"
@@ -82,15 +83,39 @@ std::string fmt(double v) {
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
-double parse_double(const std::map<std::string, std::string>& md, const std::string& key) {
+// Checked reads of a checkpoint's metadata: a missing key or a value that is not a number (of
+// the key's type) fails naming the checkpoint, the key and the value.
+using Metadata = std::map<std::string, std::string>;
+const std::string& md_value(const Metadata& md, const std::string& path, const std::string& key) {
   auto it = md.find(key);
-  EMBER_CHECK(it != md.end(), "[Learner] checkpoint metadata lacks '", key, "'");
-  return it->second == "nan" ? NAN : std::strtod(it->second.c_str(), nullptr);
+  EMBER_CHECK(it != md.end(), "[Learner] checkpoint '", path, "' lacks the metadata key '", key,
+              "'");
+  return it->second;
 }
-int64_t parse_int(const std::map<std::string, std::string>& md, const std::string& key) {
-  auto it = md.find(key);
-  EMBER_CHECK(it != md.end(), "[Learner] checkpoint metadata lacks '", key, "'");
-  return std::strtoll(it->second.c_str(), nullptr, 10);
+template <class T>
+T md_number(const Metadata& md, const std::string& path, const std::string& key) {
+  const std::string& text = md_value(md, path, key);
+  const std::optional<T> v = parse_number<T>(text);
+  EMBER_CHECK(v, "[Learner] checkpoint '", path, "': metadata '", key, "' is '", text, "', not ",
+              std::is_floating_point_v<T> ? "a number" : "an integer",
+              std::is_unsigned_v<T> ? " >= 0 below 2^64" : " of 64 bits");
+  return *v;
+}
+// An integer of the checkpoint's position or counters, in [lo, hi].
+int64_t md_count(const Metadata& md, const std::string& path, const std::string& key, int64_t lo,
+                 int64_t hi) {
+  const auto v = md_number<int64_t>(md, path, key);
+  EMBER_CHECK(v >= lo && v <= hi, "[Learner] checkpoint '", path, "': metadata '", key, "' is ", v,
+              ", outside [", lo, ", ", hi, "]");
+  return v;
+}
+
+// Temp files of the Learner's own outputs, as AtomicFile names them, in out_dir and checkpoints.
+bool is_output_file(const std::string& name) {
+  return name == "metrics.csv" || name == "curves.svg";
+}
+bool is_checkpoint_file(const std::string& name) {
+  return name.starts_with("epoch-") && name.ends_with(".safetensors");
 }
 
 }  // namespace
@@ -186,18 +211,20 @@ void LearnerCore::load_checkpoint(const std::string& path) {
                 name, "' has shape ", to_string(file.shape(name)), ", the model ",
                 to_string(t.slot->dyn().shape()));
   }
-  const bool has_sched = md.count("scheduler") != 0;
+  const auto sched_it = md.find("scheduler");
+  const bool has_sched = sched_it != md.end();
   EMBER_CHECK(has_sched == state_->scheduler.has_value(), "[Learner] checkpoint '", path, "' ",
-              has_sched ? "has a " + md.at("scheduler") + " schedule" : "has no schedule",
+              has_sched ? "has a " + sched_it->second + " schedule" : "has no schedule",
               " but this Learner ", state_->scheduler ? "has one" : "has none",
               ": call set_scheduler() as in the run that wrote it");
   if (has_sched) {
-    EMBER_CHECK(md.at("scheduler") == (*state_->scheduler)->name(), "[Learner] checkpoint '", path,
-                "' has a ", md.at("scheduler"), " schedule, this Learner a ",
+    EMBER_CHECK(sched_it->second == (*state_->scheduler)->name(), "[Learner] checkpoint '", path,
+                "' has a ", sched_it->second, " schedule, this Learner a ",
                 (*state_->scheduler)->name());
   }
-  EMBER_CHECK(parse_int(md, "top_k") == config_.top_k_, "[Learner] checkpoint '", path,
-              "' measured top-", md.at("top_k"), " accuracy, this Learner top-", config_.top_k_);
+  const auto top_k = md_number<int64_t>(md, path, "top_k");
+  EMBER_CHECK(top_k == config_.top_k_, "[Learner] checkpoint '", path, "' measured top-", top_k,
+              " accuracy, this Learner top-", config_.top_k_);
 
   optim::OptimizerState opt;
   std::map<std::string, std::string> sched;
@@ -209,29 +236,41 @@ void LearnerCore::load_checkpoint(const std::string& path) {
     if (name.starts_with("optimizer."))
       opt.tensors.emplace_back(name.substr(10), file.tensor(name));
   }
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   State s;
-  s.history = history_from_csv(md.at("history"), config_.top_k_);
-  s.next_epoch = parse_int(md, "epoch");
-  s.skip = static_cast<size_t>(parse_int(md, "batch"));
-  const double best = parse_double(md, "best");
+  s.next_epoch = md_count(md, path, "epoch", 0, kMax);
+  s.skip = static_cast<size_t>(md_count(md, path, "batch", 0, kMax));
+  try {
+    s.history = history_from_csv(md_value(md, path, "history"), config_.top_k_);
+  } catch (const Error& e) {
+    EMBER_FAIL("[Learner] checkpoint '", path, "': metadata 'history': ", e.what());
+  }
+  EMBER_CHECK(static_cast<int64_t>(s.history.size()) == s.next_epoch, "[Learner] checkpoint '",
+              path, "': metadata 'history' has ", s.history.size(), " epochs, 'epoch' says ",
+              s.next_epoch);
+  const auto best = md_number<double>(md, path, "best");
   if (!std::isnan(best)) s.best = best;
-  s.best_epoch = parse_int(md, "best_epoch");
-  s.bad_epochs = parse_int(md, "bad_epochs");
-  s.partial.loss_sum = parse_double(md, "partial.loss_sum");
-  s.partial.correct = parse_double(md, "partial.correct");
-  s.partial.top_k = parse_double(md, "partial.top_k");
-  s.partial.items = parse_int(md, "partial.items");
-  s.partial.scored = parse_int(md, "partial.scored");
-  s.partial.seconds = parse_double(md, "partial.seconds");
-  const auto seed = static_cast<uint64_t>(std::stoull(md.at("rng.seed")));
-  const auto offset = static_cast<uint64_t>(std::stoull(md.at("rng.offset")));
+  s.best_epoch = md_count(md, path, "best_epoch", 0, s.next_epoch);
+  s.bad_epochs = md_count(md, path, "bad_epochs", 0, s.next_epoch);
+  s.partial.loss_sum = md_number<double>(md, path, "partial.loss_sum");
+  s.partial.correct = md_number<double>(md, path, "partial.correct");
+  s.partial.top_k = md_number<double>(md, path, "partial.top_k");
+  s.partial.items = md_count(md, path, "partial.items", 0, kMax);
+  s.partial.scored = md_count(md, path, "partial.scored", 0, kMax);
+  s.partial.seconds = md_number<double>(md, path, "partial.seconds");
+  const auto seed = md_number<uint64_t>(md, path, "rng.seed");
+  const auto offset = md_number<uint64_t>(md, path, "rng.offset");
 
-  optimizer_.load_state(tree, opt);  // validates its own part first
+  try {
+    optimizer_.load_state(tree, opt);  // validates its own part first
+    if (has_sched) (*state_->scheduler)->load_state(sched);
+  } catch (const Error& e) {
+    EMBER_FAIL("[Learner] checkpoint '", path, "': ", e.what());
+  }
   for (const nn::NamedTensor& t : named) {
     const DynTensor& current = t.slot->dyn();
     t.slot->set_dyn(file.tensor("model." + t.path, current.device(), current.dtype()));
   }
-  if (has_sched) (*state_->scheduler)->load_state(sched);
   default_generator().manual_seed(seed);
   default_generator().set_offset(offset);
   s.scheduler = std::move(state_->scheduler);
@@ -269,13 +308,43 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   const std::string ckpt_dir = files ? (fs::path(config_.out_dir_) / "checkpoints").string() : "";
   detail::ProgressPrinter progress(config_.progress_, config_.log_every_, config_.top_k_,
                                    std::cout);
+  if (files) {
+    // Temp files of a run killed mid-write: ours (by name) and their writer gone.
+    size_t removed = io::remove_stale_temp_files(config_.out_dir_, is_output_file).size();
+    removed += io::remove_stale_temp_files(ckpt_dir, is_checkpoint_file).size();
+    if (removed) {
+      progress.note("removed " + std::to_string(removed) +
+                    " temp file(s) left by a run killed while writing to " + config_.out_dir_);
+    }
+  }
   if (config_.resume_ && files && !s.resumed) {
-    if (auto latest = latest_checkpoint(ckpt_dir)) {
+    std::vector<std::string> ignored;
+    const auto latest = latest_checkpoint(ckpt_dir, &ignored);
+    for (const std::string& why : ignored) {
+      std::cerr << "[Learner] warning: ignoring " << why << " (not a checkpoint Ember wrote)\n";
+    }
+    if (latest) {
       load_checkpoint(latest->path);
       progress.note("resumed from " + latest->path);
     }
   }
-  if (files) fs::create_directories(ckpt_dir);
+  // The position must lie within this run (a checkpoint of a longer run, or of another batch
+  // size mid-epoch, cannot continue here).
+  EMBER_CHECK(s.next_epoch < config_.epochs_ || (s.next_epoch == config_.epochs_ && s.skip == 0),
+              "[Learner] checkpoint '", s.last_checkpoint, "' is at epoch ", s.next_epoch,
+              s.skip ? " and " + std::to_string(s.skip) + " batches" : std::string(), ", past the ",
+              config_.epochs_,
+              " epochs of this run: train more epochs, or use another out_dir to start over");
+  EMBER_CHECK(s.skip < train.batches || s.skip == 0, "[Learner] checkpoint '", s.last_checkpoint,
+              "' stopped after ", s.skip, " batches of epoch ", s.next_epoch + 1,
+              ", but an epoch here has ", train.batches,
+              " batches (another batch size or data set?)");
+  if (files) {
+    std::error_code ec;
+    fs::create_directories(ckpt_dir, ec);
+    EMBER_CHECK(!ec, "[Learner] cannot create the checkpoint directory '", ckpt_dir,
+                "': ", ec.message());
+  }
   std::string monitor = config_.monitor_;
   if (!valid && monitor.starts_with("valid_")) monitor = "train_" + monitor.substr(6);
 
@@ -289,6 +358,9 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     io::write_file_atomic((fs::path(config_.out_dir_) / "curves.svg").string(),
                           history_to_svg(s.history, config_.title_), "[Learner]");
   };
+  // metrics.csv holds what the checkpoint holds from the start: a run killed after writing a
+  // checkpoint but before metrics.csv (or after) leaves them apart, and resuming mends that.
+  write_files();
 
   while (s.next_epoch < config_.epochs_) {
     const int64_t epoch = s.next_epoch;  // 0-based

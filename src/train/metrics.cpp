@@ -1,6 +1,7 @@
 #include "ember/train/metrics.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,18 @@ std::vector<std::string> split(const std::string& line, char sep) {
 }
 
 }  // namespace
+
+template <class T>
+std::optional<T> parse_number(std::string_view text) {
+  T v{};
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end) return std::nullopt;
+  return v;
+}
+template std::optional<int64_t> parse_number<int64_t>(std::string_view);
+template std::optional<uint64_t> parse_number<uint64_t>(std::string_view);
+template std::optional<double> parse_number<double>(std::string_view);
 
 double EpochMetrics::get(const std::string& name) const {
   if (name == "epoch") return static_cast<double>(epoch);
@@ -111,10 +124,16 @@ std::vector<EpochMetrics> history_from_csv(const std::string& csv, int64_t top_k
       continue;
     }
     EpochMetrics m;
-    m.epoch = std::strtoll(cells[0].c_str(), nullptr, 10);
+    const auto epoch = parse_number<int64_t>(cells[0]);
+    EMBER_CHECK(epoch && *epoch == static_cast<int64_t>(out.size()) + 1, "[Learner] metrics row ",
+                out.size() + 1, ": epoch '", cells[0], "' is not ", out.size() + 1);
+    m.epoch = *epoch;
     for (size_t i = 0; i < std::size(kFields); ++i) {
       const std::string& c = cells[i + 1];
-      m.*kFields[i].member = c.empty() ? NAN : std::strtod(c.c_str(), nullptr);
+      const auto v = c.empty() ? std::optional<double>(NAN) : parse_number<double>(c);
+      EMBER_CHECK(v, "[Learner] metrics row ", out.size() + 1, ", column ", cols[i + 1], ": '", c,
+                  "' is not a number");
+      m.*kFields[i].member = *v;
     }
     out.push_back(m);
   }

@@ -25,9 +25,14 @@ struct CheckpointInfo {
 std::string checkpoint_name(int64_t epochs_done, int64_t batch);
 
 /// The checkpoints in `dir`, oldest first (by epochs_done, then batch). Other files, and temp
-/// files of writes that never finished, are ignored. An absent directory has none.
-std::vector<CheckpointInfo> list_checkpoints(const std::string& dir);
-std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
+/// files of writes that never finished, are ignored. So are names of checkpoints that cannot
+/// have been written by a Learner (an epoch number past int64, "epoch-0000-batch-...", a FIFO
+/// or a directory of a checkpoint's name): `ignored`, when given, gets one line on each, naming
+/// it and why. An absent directory has none.
+std::vector<CheckpointInfo> list_checkpoints(const std::string& dir,
+                                             std::vector<std::string>* ignored = nullptr);
+std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir,
+                                                std::vector<std::string>* ignored = nullptr);
 
 /// Deletes the checkpoints of `dir` except the newest `keep_last` end-of-epoch ones (0: all),
 /// the one of epoch `best_epoch` (-1: none) and any newer than the newest end-of-epoch one.

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::train {
@@ -30,6 +32,11 @@ std::vector<std::string> metric_columns(int64_t top_k);
 /// 17 significant digits, so a history read back is identical.
 std::string history_to_csv(const std::vector<EpochMetrics>& history, int64_t top_k);
 std::vector<EpochMetrics> history_from_csv(const std::string& csv, int64_t top_k);
+
+/// The whole of `text` as a decimal number (int64_t, uint64_t or double; "nan" and "inf" are
+/// doubles too), or nothing: no sign for unsigned, no spaces, no trailing characters.
+template <class T>
+std::optional<T> parse_number(std::string_view text);
 
 /// Training curves as a self-contained SVG: loss (train and valid) and accuracy by epoch.
 std::string history_to_svg(const std::vector<EpochMetrics>& history, const std::string& title);

@@ -1,0 +1,236 @@
+// What a run killed mid-write leaves, and what resuming makes of it: stale temp files are removed
+// (only the Learner's own, of dead writers), metrics.csv missing rows or holding extra ones is
+// rewritten from the checkpoint's history, and checkpoint names or metadata that the Learner
+// cannot have written fail (or are skipped) with a message naming the file and the key.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ember/io/file.hpp>
+#include <ember/io/safetensors.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "train_test_util.hpp"
+
+namespace ember::train::testing {
+namespace {
+namespace fs = std::filesystem;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A pid that no process has: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+struct TinyLearner {
+  TinyNet model;
+  Learner<TinyNet> learner;
+  explicit TinyLearner(LearnerConfig config)
+      : model((manual_seed(3), TinyNet())),
+        learner(model, optim::AdamConfig().lr(1e-2).init(),
+                std::move(config.progress(Progress::none))) {}
+};
+
+const auto& train_data() {
+  static const auto ds = quadrant_images(64, 1);
+  return ds;
+}
+
+// Two epochs written to `dir`; returns metrics.csv as they left it.
+std::string two_epochs(const std::string& dir) {
+  TinyLearner run(LearnerConfig().epochs(2).out_dir(dir));
+  run.learner.fit(loader(train_data(), true));
+  return read_text(dir + "/metrics.csv");
+}
+
+TEST(ResumeRepair, MetricsCsvMissingOrExtraRowsIsRewrittenFromTheCheckpoint) {
+  const std::string dir = fresh_dir("repair_metrics");
+  const std::string whole = two_epochs(dir);
+  const auto rows = [](const std::string& csv) { return std::count(csv.begin(), csv.end(), '\n'); };
+  ASSERT_EQ(rows(whole), 3);  // header + 2 epochs
+  // Killed after the checkpoint of epoch 2 but before metrics.csv: a row missing. Killed after a
+  // later metrics.csv whose checkpoint did not survive: a row too many.
+  const std::string missing = whole.substr(0, whole.rfind('\n', whole.size() - 2) + 1);
+  const std::string extra = whole + "3,0.5,0.5,1,0.5,0.5,1,0.01,100,1,1\n";
+  for (const std::string& doctored : {missing, extra}) {
+    write_text(dir + "/metrics.csv", doctored);
+    TinyLearner resumed(LearnerConfig().epochs(2).out_dir(dir).resume());
+    const FitResult r = resumed.learner.fit(loader(train_data(), true));
+    EXPECT_EQ(r.epochs_done, 2);  // nothing left to train: only the files are mended
+    EXPECT_EQ(read_text(dir + "/metrics.csv"), whole);
+    EXPECT_EQ(history_from_csv(read_text(dir + "/metrics.csv"), 5).size(), 2u);
+  }
+}
+
+TEST(ResumeRepair, StaleTempFilesOfDeadWritersAreRemovedOthersKept) {
+  const std::string dir = fresh_dir("repair_temps");
+  two_epochs(dir);
+  const std::string ckpt = dir + "/checkpoints";
+  const std::string dead = std::to_string(dead_pid()), self = std::to_string(getpid());
+  const std::vector<std::string> stale = {
+      dir + "/.metrics.csv.tmp." + dead + ".123.0",
+      dir + "/.curves.svg.tmp." + dead + ".123.1",
+      dir + "/.metrics.csv.tmp." + self + ".9.9",  // this pid, but no write of ours in flight
+      ckpt + "/.epoch-0003.safetensors.tmp." + dead + ".5.2",
+  };
+  const std::vector<std::string> kept = {
+      dir + "/.metrics.csv.tmp.1.123.0",           // pid 1 is alive: it may be writing
+      dir + "/.notes.txt.tmp." + dead + ".1.2",    // not a file the Learner writes
+      dir + "/.metrics.csv.tmp." + dead + ".x.2",  // not AtomicFile's name
+      dir + "/metrics.csv.tmp." + dead + ".1.2",  ckpt + "/.model.safetensors.tmp." + dead + ".1.2",
+  };
+  for (const auto& p : stale) write_text(p, "partial");
+  for (const auto& p : kept) write_text(p, "someone else's");
+  TinyLearner resumed(LearnerConfig().epochs(2).out_dir(dir).resume());
+  resumed.learner.fit(loader(train_data(), true));
+  for (const auto& p : stale) EXPECT_FALSE(fs::exists(p)) << p;
+  for (const auto& p : kept) EXPECT_TRUE(fs::exists(p)) << p;
+}
+
+// A temp file named with this process's pid (a container restarts a command with the same pid)
+// is stale unless this process is writing it now.
+TEST(ResumeRepair, ATempFileOfThisPidNotBeingWrittenIsStale) {
+  const std::string dir = fresh_dir("repair_inflight");
+  const std::string self = std::to_string(getpid());
+  write_text(dir + "/.a.bin.tmp." + self + ".1.1", "x");
+  const auto removed =
+      io::remove_stale_temp_files(dir, [](const std::string& n) { return n == "a.bin"; });
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0], dir + "/.a.bin.tmp." + self + ".1.1");
+  EXPECT_TRUE(io::remove_stale_temp_files(dir + "/absent", [](const std::string&) {
+                return true;
+              }).empty());
+}
+
+TEST(ResumeRepair, CheckpointNamesALearnerCannotHaveWrittenAreSkippedWithAReason) {
+  const std::string dir = fresh_dir("repair_names");
+  two_epochs(dir);
+  const std::string ckpt = dir + "/checkpoints";
+  write_text(ckpt + "/epoch-99999999999999999999.safetensors", "x");
+  write_text(ckpt + "/epoch-0009-batch-99999999999999999999.safetensors", "x");
+  write_text(ckpt + "/epoch-0000-batch-000004.safetensors", "x");
+  write_text(ckpt + "/epoch-0007-batch-000000.safetensors", "x");
+  fs::create_directory(ckpt + "/epoch-0008.safetensors");
+  ASSERT_EQ(mkfifo((ckpt + "/epoch-0006.safetensors").c_str(), 0644), 0);
+  std::vector<std::string> ignored;
+  const auto latest = latest_checkpoint(ckpt, &ignored);  // was "stoll"
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(fs::path(latest->path).filename(), "epoch-0002.safetensors");
+  ASSERT_EQ(ignored.size(), 6u);
+  std::string all;
+  for (const auto& line : ignored) all += line + "\n";
+  for (const char* part :
+       {"epoch-99999999999999999999.safetensors': its epoch or batch number does not fit in 64",
+        "epoch-0009-batch-99999999999999999999.safetensors': its epoch or batch number",
+        "epoch-0000-batch-000004.safetensors': a mid-epoch checkpoint needs an epoch and a batch",
+        "epoch-0007-batch-000000.safetensors': a mid-epoch checkpoint needs",
+        "epoch-0008.safetensors': not a regular file",
+        "epoch-0006.safetensors': not a regular file"}) {
+    EXPECT_NE(all.find(part), std::string::npos) << part << "\n" << all;
+  }
+  // A resume goes on from epoch 2, and pruning leaves the foreign names alone.
+  TinyLearner resumed(LearnerConfig().epochs(4).out_dir(dir).resume().keep_last(1));
+  EXPECT_EQ(resumed.learner.fit(loader(train_data(), true)).epochs_done, 4);
+  EXPECT_TRUE(fs::exists(ckpt + "/epoch-99999999999999999999.safetensors"));
+  EXPECT_TRUE(fs::exists(ckpt + "/epoch-0000-batch-000004.safetensors"));
+}
+
+// A copy of `from` with metadata changed ("" removes the key).
+void doctor(const std::string& from, const std::string& to,
+            const std::map<std::string, std::string>& changes) {
+  const io::SafetensorsFile file = io::load_safetensors(from);
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const std::string& n : file.names()) tensors.emplace_back(n, file.tensor(n));
+  auto md = file.metadata();
+  for (const auto& [k, v] : changes) {
+    if (v.empty()) {
+      md.erase(k);
+    } else {
+      md[k] = v;
+    }
+  }
+  io::save_safetensors(tensors, to, md);
+}
+
+TEST(ResumeRepair, DoctoredMetadataIsRefusedNamingTheKeyAndChangesNothing) {
+  const std::string dir = fresh_dir("repair_doctored");
+  two_epochs(dir);
+  const std::string good = dir + "/checkpoints/epoch-0002.safetensors";
+  const std::string bad = dir + "/bad.safetensors";
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"batch", "-1"}}, "metadata 'batch' is -1, outside [0, 9223372036854775807]"},
+      {{{"epoch", "-3"}}, "metadata 'epoch' is -3, outside"},
+      {{{"epoch", "two"}}, "metadata 'epoch' is 'two', not an integer of 64 bits"},
+      {{{"epoch", " 2"}}, "metadata 'epoch' is ' 2', not an integer"},
+      {{{"rng.seed", "18446744073709551616"}}, "metadata 'rng.seed' is '18446744073709551616'"},
+      {{{"rng.offset", ""}}, "lacks the metadata key 'rng.offset'"},
+      {{{"history", ""}}, "lacks the metadata key 'history'"},
+      {{{"partial.items", "-4"}}, "metadata 'partial.items' is -4, outside"},
+      {{{"partial.loss_sum", "1.5.2"}}, "metadata 'partial.loss_sum' is '1.5.2', not a number"},
+      {{{"bad_epochs", "3"}}, "metadata 'bad_epochs' is 3, outside [0, 2]"},
+      {{{"epoch", "1"}}, "metadata 'history' has 2 epochs, 'epoch' says 1"},
+      {{{"optimizer.step.fc1.weight", "x"}}, "checkpoint '" + bad + "': [Adam] the saved state's"},
+  };
+  for (const auto& [changes, message] : cases) {
+    doctor(good, bad, changes);
+    TinyLearner run(LearnerConfig().epochs(4));
+    const auto before = weights(run.model);
+    try {
+      run.learner.load_checkpoint(bad);
+      ADD_FAILURE() << "no error for " << message;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("checkpoint '" + bad + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find(message), std::string::npos) << what << "\nexpected: " << message;
+    }
+    EXPECT_EQ(weights(run.model), before) << message;
+  }
+}
+
+TEST(ResumeRepair, APositionPastThisRunIsRefused) {
+  const std::string dir = fresh_dir("repair_past");
+  two_epochs(dir);
+  const std::string good = dir + "/checkpoints/epoch-0002.safetensors";
+  {
+    TinyLearner run(LearnerConfig().epochs(1).out_dir(dir).resume());
+    try {
+      run.learner.fit(loader(train_data(), true));
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("'" + good + "' is at epoch 2, past the 1 epochs of this run"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  // Mid-epoch, after more batches than an epoch has here (another batch size).
+  doctor(good, good, {{"batch", "50"}, {"epoch", "2"}});
+  TinyLearner run(LearnerConfig().epochs(4).out_dir(dir).resume());
+  try {
+    run.learner.fit(loader(train_data(), true));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stopped after 50 batches of epoch 3, but an epoch here "
+                                         "has 4 batches"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ember::train::testing
