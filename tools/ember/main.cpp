@@ -6,15 +6,24 @@
 //   ember inspect runs/fashion-mnist/model.safetensors
 #include <CLI/CLI.hpp>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ember/data/data.hpp"
 #include "ember/ember.hpp"
+#include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/models/fashion_cnn.hpp"
 #include "ember/nn/serialize.hpp"
@@ -50,14 +59,94 @@ struct EvalOptions {
   int64_t batch_size = 500;
 };
 
+// What a path is when it is not a regular file ("" when it is one, or is absent).
+std::string not_regular(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+// CLI11's ExistingFile lets a FIFO through (reading it blocks until a writer comes) and a
+// device such as /dev/zero (it never ends): only regular files are taken.
+const CLI::Validator kRegularFile(
+    [](std::string& path) -> std::string {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) return "File does not exist: " + path;
+      const std::string kind = not_regular(path);
+      return kind.empty() ? "" : path + " is " + kind + ", not a regular file";
+    },
+    "FILE");
+
+// Integer options: the bounds as numbers a person reads ("from 1 to 60000"), where CLI11's
+// Range would print "[1 - 60000]" and its NonNegativeNumber "[0 - 1.79769e+308]".
+template <class T>
+CLI::Validator integer_in(T lo, T hi) {
+  const std::string bounds = hi == std::numeric_limits<T>::max()
+                                 ? std::to_string(lo) + " or more"
+                                 : "from " + std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, bounds](std::string& text) -> std::string {
+        T v{};
+        const char* end = text.data() + text.size();
+        const auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc() && p == end && v >= lo && v <= hi) return "";
+        return "'" + text + "' is not an integer " + bounds;
+      },
+      "INT " + bounds);
+}
+
+const CLI::Validator kPositiveNumber(
+    [](std::string& text) -> std::string {
+      double v = 0;
+      const char* end = text.data() + text.size();
+      const auto [p, ec] = std::from_chars(text.data(), end, v);
+      if (ec == std::errc() && p == end && v > 0 && std::isfinite(v)) return "";
+      return "'" + text + "' is not a number > 0";
+    },
+    "NUMBER > 0");
+
+// The file of <dir>/<name> that the MNIST reader opens (name.gz first, then name), which must
+// be a regular file; "" when neither is there.
+std::string data_file(const std::string& dir, const std::string& name) {
+  for (const std::string& p : {dir + "/" + name + ".gz", dir + "/" + name}) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) continue;
+    const std::string kind = not_regular(p);
+    EMBER_CHECK(kind.empty(), "Fashion-MNIST file ", p, " is ", kind, ", not a regular file");
+    return p;
+  }
+  return "";
+}
+
 // The data directory must hold the four Fashion-MNIST files: say how to get them if not.
 void check_data_dir(const std::string& dir) {
   for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
-    const std::string p = dir + "/" + f;
-    EMBER_CHECK(fs::exists(p) || fs::exists(p + ".gz"), "Fashion-MNIST not found: no ", p,
+    EMBER_CHECK(!data_file(dir, f).empty(), "Fashion-MNIST not found: no ", dir, "/", f,
                 "(.gz); install Debian's dataset-fashion-mnist (bash scripts/setup.sh) or pass "
                 "--data DIR");
+  }
+}
+
+// The CNN takes 28x28 images of 10 classes: a data set of others fails here, naming the file,
+// rather than deep in a convolution or as an index out of range. `split`: "train" or "t10k".
+void check_fashion_set(const data::MnistDataset& set, const std::string& dir,
+                       const std::string& split) {
+  EMBER_CHECK(set.size() > 0, "the Fashion-MNIST ", split == "train" ? "training" : "test",
+              " set in ", dir, " has no images");
+  EMBER_CHECK(set.height() == 28 && set.width() == 28, data_file(dir, split + "-images-idx3-ubyte"),
+              ": images are ", set.height(), "x", set.width(),
+              ", the Fashion-MNIST CNN takes 28x28");
+  const auto& labels = set.labels().data;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    EMBER_CHECK(labels[i] < data::FashionMnist::classes().size(),
+                data_file(dir, split + "-labels-idx1-ubyte"), ": label ", int{labels[i]},
+                " of image ", i, " is not a Fashion-MNIST class (0 to 9)");
   }
 }
 
@@ -92,8 +181,8 @@ void classify_examples(const models::FashionCnn& model, const data::MnistDataset
   std::cout << "\nclassifying the first " << n << " test images:\n";
   for (int64_t i = 0; i < n; ++i) {
     const auto k = static_cast<size_t>(i);
-    const std::string& predicted = names.at(static_cast<size_t>(c[k]));
-    const std::string& truth = names.at(static_cast<size_t>(items[k].label));
+    const std::string& predicted = names[static_cast<size_t>(c[k])];        // 10 logits
+    const std::string& truth = names[static_cast<size_t>(items[k].label)];  // check_fashion_set
     char line[160];
     std::snprintf(line, sizeof line, "  test image %2lld: predicted %-12s (%5.1f%%)  true %-12s %s",
                   static_cast<long long>(i), predicted.c_str(), 100 * p[k], truth.c_str(),
@@ -108,8 +197,11 @@ int run_train(const TrainOptions& o) {
   const Device dev = Device::parse(o.device);
   check_data_dir(o.data_dir);
   manual_seed(o.seed);
-  data::DatasetPtr<data::ImageItem> train_set = data::FashionMnist::train(o.data_dir);
+  const auto full_train_set = data::FashionMnist::train(o.data_dir);
   const auto test_set = data::FashionMnist::test(o.data_dir);
+  check_fashion_set(*full_train_set, o.data_dir, "train");
+  check_fashion_set(*test_set, o.data_dir, "t10k");
+  data::DatasetPtr<data::ImageItem> train_set = full_train_set;
   if (o.limit > 0 && static_cast<size_t>(o.limit) < train_set->size()) {
     train_set = data::partial(train_set, 0, static_cast<size_t>(o.limit));
   }
@@ -123,6 +215,9 @@ int run_train(const TrainOptions& o) {
   Loader test(
       test_set, batcher,
       data::DataLoaderConfig().batch_size(500).workers(static_cast<size_t>(o.workers)).device(dev));
+
+  // model.safetensors is written here, not by the Learner: its temp files are ours to remove.
+  io::remove_stale_temp_files(o.out, [](const std::string& n) { return n == "model.safetensors"; });
 
   models::FashionCnn model(dev);
   std::cout << "Fashion-MNIST CNN (" << model.num_params() << " parameters) on " << to_string(dev)
@@ -174,6 +269,7 @@ int run_eval(const EvalOptions& o) {
   load(model, o.model);
   model.eval();
   const auto test_set = data::FashionMnist::test(o.data_dir);
+  check_fashion_set(*test_set, o.data_dir, "t10k");
   Loader test(test_set, fashion_batcher(),
               data::DataLoaderConfig()
                   .batch_size(static_cast<size_t>(o.batch_size))
@@ -185,8 +281,8 @@ int run_eval(const EvalOptions& o) {
     const auto predicted = model(b.images).argmax(1).to_vector<int64_t>();
     const auto labels = b.labels.to_vector<int64_t>();
     for (size_t i = 0; i < labels.size(); ++i) {
-      const auto l = static_cast<size_t>(labels[i]);
-      ++totals.at(l);
+      const auto l = static_cast<size_t>(labels[i]);  // in [0, 10): check_fashion_set
+      ++totals[l];
       hits[l] += predicted[i] == labels[i];
     }
   }
@@ -199,8 +295,8 @@ int run_eval(const EvalOptions& o) {
     char line[80];
     std::snprintf(
         line, sizeof line, "  %-12s %s", names[c].c_str(),
-        percent(totals[c] ? static_cast<double>(hits[c]) / static_cast<double>(totals[c]) : NAN)
-            .c_str());
+        totals[c] ? percent(static_cast<double>(hits[c]) / static_cast<double>(totals[c])).c_str()
+                  : "- (no test images)");
     std::cout << line << "\n";
   }
   std::cout << "test accuracy: " << percent(static_cast<double>(hit) / static_cast<double>(total))
@@ -208,35 +304,143 @@ int run_eval(const EvalOptions& o) {
   return 0;
 }
 
+// Text from a file, made safe for a terminal and cut to `max_chars` characters: control
+// characters as escapes (\n, \x1b; C1 controls as \u009b), bytes that are not UTF-8 as \xff,
+// and a backslash as \\, so that what is shown names one string only. Longer text ends with
+// "...". `cut` is set when it was cut short.
+struct Shown {
+  std::string text;
+  size_t chars = 0;  // as wide on a terminal (one column per character; wide scripts aside)
+  bool cut = false, escaped = false;
+};
+
+Shown shown(std::string_view s, size_t max_chars) {
+  Shown out;
+  size_t keep_bytes = 0, keep_chars = 0;  // the text within max_chars - 3, where "..." goes
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80         ? 1
+                       : (c >> 5) == 6  ? 2
+                       : (c >> 4) == 14 ? 3
+                       : (c >> 3) == 30 ? 4
+                                        : 0;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
+    bool valid = len != 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      valid = (b & 0xc0) == 0x80;
+      cp = (cp << 6) | (b & 0x3fu);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
+    valid = valid && !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) &&
+            !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) && !(cp >= 0xd800 && cp <= 0xdfff);
+    char piece[8];
+    bool escape = true;
+    if (!valid) {
+      std::snprintf(piece, sizeof piece, "\\x%02x", c);
+    } else if (cp == '\\' || cp == '\n' || cp == '\t' || cp == '\r') {
+      std::snprintf(piece, sizeof piece, "\\%c",
+                    cp == '\n'   ? 'n'
+                    : cp == '\t' ? 't'
+                    : cp == '\r' ? 'r'
+                                 : '\\');
+      escape = cp != '\\';
+    } else if (cp < 0x20 || cp == 0x7f) {
+      std::snprintf(piece, sizeof piece, "\\x%02x", static_cast<unsigned>(cp));
+    } else if (cp >= 0x80 && cp < 0xa0) {
+      std::snprintf(piece, sizeof piece, "\\u%04x", static_cast<unsigned>(cp));
+    } else {
+      std::memcpy(piece, s.data() + i, len);
+      piece[len] = '\0';
+      escape = false;
+    }
+    i += valid ? len : 1;
+    const size_t chars = escape || cp == '\\' ? std::strlen(piece) : 1;
+    if (out.chars + chars > max_chars) {  // it does not fit: cut where "..." fits
+      out.text.resize(keep_bytes);
+      out.text += "...";
+      out.chars = keep_chars + 3;
+      out.cut = true;
+      return out;
+    }
+    out.text += piece;
+    out.chars += chars;
+    out.escaped |= escape;
+    if (out.chars + 3 <= max_chars) {
+      keep_bytes = out.text.size();
+      keep_chars = out.chars;
+    }
+  }
+  return out;
+}
+
+// Bounds of `ember inspect`: a name column of at most 64 characters and metadata values of 60,
+// so that the output grows with the file, not with the square of its longest name.
+constexpr size_t kNameChars = 64;
+constexpr size_t kValueChars = 60;
+
 int run_inspect(const std::string& path) {
   const io::SafetensorsFile file = io::load_safetensors(path);
   int64_t total = 0;
-  size_t width = 4;
-  for (const std::string& n : file.names()) width = std::max(width, n.size());
-  std::cout << path << ": " << file.size() << " tensors\n";
-  std::printf("  %-*s  %-6s  %s\n", static_cast<int>(width), "name", "dtype", "shape");
-  std::fflush(stdout);
+  size_t width = 4, cut = 0;
+  bool escaped = false;
+  std::vector<Shown> names;
+  names.reserve(file.size());
+  for (const std::string& n : file.names()) {
+    names.push_back(shown(n, kNameChars));
+    width = std::max(width, names.back().chars);
+    cut += names.back().cut;
+    escaped |= names.back().escaped;
+  }
+  auto pad = [](const Shown& s, size_t w) {
+    return s.text + std::string(w > s.chars ? w - s.chars : 0, ' ');
+  };
+  std::cout << shown(path, 4096).text << ": " << file.size() << " tensors\n";
+  std::cout << "  " << pad(shown("name", 4), width) << "  dtype   shape\n";
+  size_t row = 0;
   for (const std::string& n : file.names()) {
     const io::TensorInfo& info = file.info(n);
     total += info.shape.numel();
-    std::printf("  %-*s  %-6s  %s\n", static_cast<int>(width), n.c_str(), info.format_dtype.c_str(),
-                to_string(info.shape).c_str());
+    const Shown dtype = shown(info.format_dtype, 16);
+    std::cout << "  " << pad(names[row++], width) << "  " << pad(dtype, 6) << "  "
+              << to_string(info.shape) << "\n";
   }
-  std::printf("parameters (elements of every tensor): %lld\n", static_cast<long long>(total));
-  if (!file.metadata().empty()) std::printf("metadata:\n");
+  std::cout << "parameters (elements of every tensor): " << total << "\n";
+  if (!file.metadata().empty()) std::cout << "metadata:\n";
   for (const auto& [k, v] : file.metadata()) {
-    std::string shown = v.substr(0, v.find('\n'));
-    if (shown.size() > 60 || shown.size() < v.size()) {
-      shown = shown.substr(0, 60) + "... (" + std::to_string(v.size()) + " bytes)";
-    }
-    std::printf("  %s: %s\n", k.c_str(), shown.c_str());
+    const Shown key = shown(k, kNameChars), value = shown(v, kValueChars);
+    escaped |= key.escaped || value.escaped;
+    cut += key.cut;
+    std::cout << "  " << key.text << ": " << value.text;
+    if (value.cut) std::cout << " (" << v.size() << " bytes)";
+    std::cout << "\n";
+  }
+  if (cut) {
+    std::cout << "(" << cut << " name(s) longer than " << kNameChars
+              << " characters are shown cut short, ending in \"...\")\n";
+  }
+  if (escaped) {
+    std::cout << "(control characters and bytes that are not UTF-8 are shown as escapes: \\n, "
+                 "\\x1b, ...)\n";
   }
   return 0;
 }
 
-}  // namespace
+// Output the user asked for that never arrived (a full disk, a closed pipe) is an error: one
+// message on stderr, and an exit status that is not 0.
+bool g_stdout_failure_reported = false;
 
-int main(int argc, char** argv) {
+int report_stdout_failure(const std::string& cmd) {
+  const int err = errno;
+  if (!g_stdout_failure_reported) {
+    std::cerr << cmd << ": error: cannot write to standard output: "
+              << (err ? std::strerror(err) : "write error") << "\n";
+  }
+  g_stdout_failure_reported = true;
+  return 1;
+}
+
+int run(int argc, char** argv) {
   CLI::App app{"Ember: train, evaluate and inspect models", "ember"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ember 0.1.0");
@@ -251,13 +455,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fashion-mnist"}));
   train->add_option("--epochs", t.epochs, "Epochs to train (in all, counting resumed ones)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+      ->check(integer_in<int64_t>(0, 100000));
   train->add_option("--batch-size", t.batch_size, "Images per batch")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{60000}));
+      ->check(integer_in<int64_t>(1, 60000));
   train->add_option("--lr", t.lr, "Adam's learning rate")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveNumber);
   train
       ->add_option("--schedule", t.schedule,
                    "Learning rate: cosine (from --lr to 0 over the run, per batch) or constant")
@@ -268,40 +472,39 @@ int main(int argc, char** argv) {
   train->add_flag("--resume", t.resume, "Continue from the newest checkpoint in --out");
   train->add_option("--workers", t.workers, "Data-loading threads")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{64}));
+      ->check(integer_in<int64_t>(0, 64));
   train->add_option("--seed", t.seed, "Seed of the weights and the data order")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in<uint64_t>(0, std::numeric_limits<uint64_t>::max()));
   train->add_option("--data", t.data_dir, "Directory of the Fashion-MNIST files")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
   train->add_option("--limit", t.limit, "Train on the first N images only (0: all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in<int64_t>(0, std::numeric_limits<int64_t>::max()));
   train->add_option("--show", t.show, "Test images to classify at the end")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{100}));
+      ->check(integer_in<int64_t>(0, 100));
 
   EvalOptions e;
   CLI::App* eval = app.add_subcommand(
       "eval", "Test accuracy (overall and per class) of Fashion-MNIST CNN weights");
   eval->add_option("model", e.model, "A .safetensors file written by ember train")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(kRegularFile);
   eval->add_option("--device", e.device, "cpu or cuda:N")->capture_default_str();
   eval->add_option("--data", e.data_dir, "Directory of the Fashion-MNIST files")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
   eval->add_option("--batch-size", e.batch_size, "Images per batch")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{10000}));
+      ->check(integer_in<int64_t>(1, 10000));
 
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand(
       "inspect",
       "Tensor names, dtypes, shapes, parameter count and metadata of a safetensors file");
-  inspect->add_option("file", inspect_path, "A .safetensors file")
-      ->required()
-      ->check(CLI::ExistingFile);
+  inspect->add_option("file", inspect_path, "A .safetensors file")->required()->check(kRegularFile);
 
   try {
     app.parse(argc, argv);
@@ -321,8 +524,34 @@ int main(int argc, char** argv) {
     if (cmd == eval) return run_eval(e);
     return run_inspect(inspect_path);
   } catch (const std::exception& ex) {
-    std::cout.flush();
+    // std::cout's failure (not caught by type: GCC 12 throws it in the old ABI, PR 66145).
+    if (std::cout.bad()) return report_stdout_failure("ember " + cmd->get_name());
+    std::fflush(stdout);  // what was printed before the error comes first
     std::cerr << "ember " << cmd->get_name() << ": error: " << ex.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A closed pipe fails the write (EPIPE), reported below, instead of killing the process
+  // silently; std::cout throws on a failed write, so a long run stops at the first.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::cout.exceptions(std::ios::badbit);
+  // std::cerr would flush std::cout first, and throw again where stdout has failed: error paths
+  // flush stdout themselves (std::fflush, which does not throw).
+  std::cerr.tie(nullptr);
+  int rc = 0;
+  try {
+    rc = run(argc, argv);
+  } catch (const std::exception&) {  // --help printing to a std::cout that fails
+    if (!std::cout.bad()) throw;
+    rc = report_stdout_failure("ember");
+  }
+  // The flush at exit must not throw (it would end in std::terminate): checked here instead.
+  std::cout.exceptions(std::ios::goodbit);
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) return report_stdout_failure("ember");
+  return rc;
 }

@@ -1,0 +1,291 @@
+// The `ember` command line given hostile input, as the hardening issue tried it: non-regular
+// files (a FIFO, /dev/zero, a directory) are refused instead of blocked on, no message is a bare
+// library string ("stoll", "map::at", "vector::_M_range_check"), doctored checkpoints name the
+// key, an empty test set and `--seed -1` are refused, a full disk or a closed pipe on stdout is a
+// non-zero exit with a message, and `ember inspect` output is bounded and escaped.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ember/ember.hpp>
+#include <ember/io/safetensors.hpp>
+
+#include <filesystem>
+#include <map>
+
+#include "cli_util.hpp"
+
+namespace ember::cli_testing {
+namespace {
+namespace fs = std::filesystem;
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Library strings that must never be a whole message.
+void expect_no_bare_library_string(const Result& r) {
+  for (const char* bare : {": stoll", ": stoull", ": map::at", "_M_range_check", "basic_ios"}) {
+    EXPECT_FALSE(has(r.err, bare)) << r.err;
+  }
+}
+
+#define EXPECT_FAILS_WITH(result, code, part)                                         \
+  do {                                                                                \
+    const Result& r_ = (result);                                                      \
+    EXPECT_FALSE(r_.timed_out) << "hung";                                             \
+    EXPECT_EQ(r_.status, code) << r_.err;                                             \
+    EXPECT_TRUE(has(r_.err, part)) << "stderr: " << r_.err << "\nexpected: " << part; \
+    expect_no_bare_library_string(r_);                                                \
+  } while (0)
+
+// A data directory of 40 training and 20 test images, shared by the tests that need one.
+const std::string& data_dir() {
+  static const std::string dir = [] {
+    const std::string d = fresh_dir("fashion");
+    write_fashion(d, 40, 20);
+    return d;
+  }();
+  return dir;
+}
+
+std::vector<std::string> train_args(const std::string& out, int epochs) {
+  return {"train",        "fashion-mnist",
+          "--data",       data_dir(),
+          "--out",        out,
+          "--epochs",     std::to_string(epochs),
+          "--batch-size", "8",
+          "--workers",    "0",
+          "--show",       "0"};
+}
+
+// A small safetensors file: tensors by name (one f32 each) and metadata.
+void write_safetensors(const std::string& path, const std::vector<std::string>& names,
+                       const std::map<std::string, std::string>& md = {}) {
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const std::string& n : names) tensors.emplace_back(n, Tensor<1>::zeros({1}).dyn());
+  io::save_safetensors(tensors, path, md);
+}
+
+// A copy of the checkpoint at `from` with its metadata changed (a value of "" removes the key).
+void doctor(const std::string& from, const std::string& to,
+            const std::map<std::string, std::string>& changes) {
+  const io::SafetensorsFile file = io::load_safetensors(from);
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const std::string& n : file.names()) tensors.emplace_back(n, file.tensor(n));
+  auto md = file.metadata();
+  for (const auto& [k, v] : changes) {
+    if (v.empty()) {
+      md.erase(k);
+    } else {
+      md[k] = v;
+    }
+  }
+  io::save_safetensors(tensors, to, md);
+}
+
+// --- Non-regular files ---------------------------------------------------------------------
+
+TEST(Cli, AFifoOrADeviceOrADirectoryIsRefusedNotBlockedOn) {
+  const std::string dir = fresh_dir("fifo");
+  const std::string fifo = dir + "/model.safetensors";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_FAILS_WITH(ember({"inspect", fifo}, Stdout::capture, 20), 2, "is a FIFO");
+  EXPECT_FAILS_WITH(ember({"eval", fifo, "--data", data_dir()}, Stdout::capture, 20), 2,
+                    "is a FIFO, not a regular file");
+  EXPECT_FAILS_WITH(ember({"inspect", "/dev/zero"}, Stdout::capture, 20), 2,
+                    "/dev/zero is a character device");
+  EXPECT_FAILS_WITH(ember({"inspect", dir}, Stdout::capture, 20), 2, "is a directory");
+}
+
+TEST(Cli, AFifoAmongTheDataFilesIsRefused) {
+  const std::string dir = fresh_dir("fifo_data");
+  write_fashion(dir, 20, 10);
+  fs::remove(dir + "/t10k-labels-idx1-ubyte");
+  ASSERT_EQ(mkfifo((dir + "/t10k-labels-idx1-ubyte").c_str(), 0644), 0);
+  EXPECT_FAILS_WITH(ember({"eval", "/dev/null", "--data", dir}, Stdout::capture, 20), 2,
+                    "character device");  // the model argument is checked first
+  const std::string model = fresh_dir("fifo_model") + "/m.safetensors";
+  write_safetensors(model, {"x"});
+  EXPECT_FAILS_WITH(ember({"eval", model, "--data", dir}, Stdout::capture, 20), 1,
+                    "t10k-labels-idx1-ubyte is a FIFO, not a regular file");
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--data", dir, "--out", fresh_dir("o")},
+                          Stdout::capture, 20),
+                    1, "t10k-labels-idx1-ubyte is a FIFO, not a regular file");
+}
+
+// --- Checkpoints ---------------------------------------------------------------------------
+
+// One epoch trained into a fresh --out: its checkpoint is the base of the doctored ones.
+std::string trained_out() {
+  const std::string out = fresh_dir("trained");
+  const Result r = ember(train_args(out, 1));
+  EXPECT_EQ(r.status, 0) << r.err;
+  return out;
+}
+
+TEST(Cli, AStrayCheckpointNameIsIgnoredWithAWarning) {
+  const std::string out = trained_out();
+  const std::string stray = out + "/checkpoints/epoch-99999999999999999999.safetensors";
+  write_text(stray, "not a checkpoint");
+  ASSERT_EQ(mkfifo((out + "/checkpoints/epoch-0005.safetensors").c_str(), 0644), 0);
+  const Result r = ember([&] {
+    auto a = train_args(out, 2);
+    a.push_back("--resume");
+    return a;
+  }());
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status, 0) << r.err;  // was "ember train: error: stoll"
+  EXPECT_TRUE(has(r.err, "warning: ignoring '" + stray +
+                             "': its epoch or batch number does not fit in 64 bits"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, "epoch-0005.safetensors': not a regular file")) << r.err;
+  EXPECT_TRUE(has(r.out, "resumed from " + out + "/checkpoints/epoch-0001.safetensors")) << r.out;
+  EXPECT_TRUE(fs::exists(stray)) << "a file Ember did not write is never deleted";
+  expect_no_bare_library_string(r);
+}
+
+TEST(Cli, ADoctoredCheckpointNamesTheKeyAndTheValue) {
+  const std::string out = trained_out();
+  const std::string good = out + "/checkpoints/epoch-0001.safetensors";
+  const std::string saved = fresh_dir("saved") + "/epoch-0001.safetensors";
+  fs::copy_file(good, saved);
+  struct Case {
+    std::map<std::string, std::string> changes;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{{"batch", "-1"}}, "metadata 'batch' is -1, outside [0, "},
+      {{{"rng.seed", "x"}}, "metadata 'rng.seed' is 'x', not an integer >= 0"},  // was "stoull"
+      {{{"rng.offset", "-5"}}, "metadata 'rng.offset' is '-5', not an integer >= 0"},
+      {{{"rng.seed", ""}}, "lacks the metadata key 'rng.seed'"},
+      {{{"history", ""}}, "lacks the metadata key 'history'"},  // was "map::at"
+      {{{"epoch", "2x"}}, "metadata 'epoch' is '2x', not an integer"},
+      {{{"epoch", "99999999999999999999"}}, "metadata 'epoch' is '99999999999999999999'"},
+      {{{"best", "fast"}}, "metadata 'best' is 'fast', not a number"},
+      {{{"epoch", "3"}}, "metadata 'history' has 1 epochs, 'epoch' says 3"},
+      {{{"best_epoch", "7"}}, "metadata 'best_epoch' is 7, outside [0, 1]"},
+      {{{"top_k", "five"}}, "metadata 'top_k' is 'five', not an integer"},
+      {{{"history", "epoch\n1,2\n"}}, "metadata 'history': [Learner] metrics row has"},
+  };
+  for (const Case& c : cases) {
+    doctor(saved, good, c.changes);
+    auto args = train_args(out, 3);
+    args.push_back("--resume");
+    const Result r = ember(args);
+    SCOPED_TRACE(c.message);
+    EXPECT_FAILS_WITH(r, 1, "checkpoint '" + good + "'");
+    EXPECT_TRUE(has(r.err, c.message)) << r.err;
+  }
+}
+
+TEST(Cli, ACheckpointPastTheEpochsOfTheRunIsRefused) {
+  const std::string out = fresh_dir("past");
+  ASSERT_EQ(ember(train_args(out, 2)).status, 0);
+  auto args = train_args(out, 1);
+  args.push_back("--resume");
+  EXPECT_FAILS_WITH(ember(args), 1,
+                    "epoch-0002.safetensors' is at epoch 2, past the 1 epochs of this run");
+  // The same number of epochs: nothing left to train, the model is written again.
+  args = train_args(out, 2);
+  args.push_back("--resume");
+  EXPECT_EQ(ember(args).status, 0);
+}
+
+// --- Data ------------------------------------------------------------------------------------
+
+TEST(Cli, ALabelAboveNineIsAnErrorNamingTheFile) {
+  const std::string dir = fresh_dir("labels");
+  write_fashion(dir, 20, 10, 12);
+  const std::string out = trained_out();
+  EXPECT_FAILS_WITH(ember({"eval", out + "/model.safetensors", "--data", dir}), 1,
+                    dir +
+                        "/t10k-labels-idx1-ubyte: label 12 of image 3 is not a Fashion-MNIST "
+                        "class (0 to 9)");  // was "vector::_M_range_check"
+}
+
+TEST(Cli, AnEmptyTestSetIsAnError) {
+  const std::string dir = fresh_dir("empty");
+  write_fashion(dir, 20, 0);
+  const std::string out = trained_out();
+  const Result r = ember({"eval", out + "/model.safetensors", "--data", dir});
+  EXPECT_FAILS_WITH(r, 1, "the Fashion-MNIST test set in " + dir + " has no images");
+  EXPECT_FALSE(has(r.out, "nan")) << r.out;
+}
+
+// --- Arguments -------------------------------------------------------------------------------
+
+TEST(Cli, ANegativeSeedIsRefusedNotWrapped) {
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--seed", "-1"}), 2,
+                    "ember train: error: --seed: '-1' is not an integer 0 or more");
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--seed", "18446744073709551616"}), 2,
+                    "--seed: '18446744073709551616' is not an integer 0 or more");
+}
+
+TEST(Cli, RangeErrorsPrintReadableBounds) {
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--batch-size", "0"}), 2,
+                    "--batch-size: '0' is not an integer from 1 to 60000");
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--limit", "-1"}), 2,
+                    "--limit: '-1' is not an integer 0 or more");
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--lr", "-1"}), 2,
+                    "--lr: '-1' is not a number > 0");
+  EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--epochs", "1e3"}), 2,
+                    "--epochs: '1e3' is not an integer from 0 to 100000");
+  const Result r = ember({"train", "fashion-mnist", "--lr", "-1"});
+  EXPECT_FALSE(has(r.err, "e+308")) << r.err;
+}
+
+// --- Standard output -------------------------------------------------------------------------
+
+TEST(Cli, AFullDiskOnStdoutIsAnError) {
+  const std::string path = fresh_dir("full") + "/small.safetensors";
+  write_safetensors(path, {"w"});
+  EXPECT_FAILS_WITH(ember({"inspect", path}, Stdout::dev_full), 1,
+                    "cannot write to standard output: No space left on device");
+  EXPECT_FAILS_WITH(ember({"--help"}, Stdout::dev_full), 1, "cannot write to standard output");
+}
+
+TEST(Cli, AClosedPipeOnStdoutIsAnError) {
+  // Far more output than a pipe holds (64 KiB), so writes go on after the reader has gone.
+  const std::string path = fresh_dir("pipe") + "/many.safetensors";
+  std::vector<std::string> names;
+  for (int i = 0; i < 5000; ++i)
+    names.push_back("layer." + std::to_string(i) + ".weight_of_a_model");
+  write_safetensors(path, names);
+  EXPECT_FAILS_WITH(ember({"inspect", path}, Stdout::closed_pipe), 1,
+                    "cannot write to standard output: Broken pipe");
+}
+
+// --- ember inspect ---------------------------------------------------------------------------
+
+TEST(Cli, InspectOutputIsBoundedAndEscaped) {
+  const std::string path = fresh_dir("inspect") + "/hostile.safetensors";
+  std::vector<std::string> names = {std::string(1 << 20, 'n'), "evil\n\x1b[31mred\x1b[0m",
+                                    "tab\there", "c1\xc2\x9b[2J", "caf\xc3\xa9 ok"};
+  for (int i = 0; i < 1000; ++i) {
+    std::string n = "w";  // appended: GCC 12 warns (-Wrestrict) on "w" + std::to_string(i)
+    n += std::to_string(i);
+    names.push_back(n);
+  }
+  write_safetensors(path, names,
+                    {{"title", "\x1b]0;pwned\x07"}, {"note", std::string(100000, 'x')}});
+  const Result r = ember({"inspect", path});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // 1,005 rows of at most ~100 characters: the 1 MB name no longer pads every row.
+  EXPECT_LT(r.out.size(), 150000u);
+  EXPECT_TRUE(has(r.out, std::string(61, 'n') + "...")) << r.out.substr(0, 300);
+  EXPECT_TRUE(has(r.out, "(1 name(s) longer than 64 characters are shown cut short"));
+  EXPECT_TRUE(has(r.out, "evil\\n\\x1b[31mred\\x1b[0m"));
+  EXPECT_TRUE(has(r.out, "tab\\there"));
+  EXPECT_TRUE(has(r.out, "c1\\u009b[2J"));
+  EXPECT_TRUE(has(r.out, "caf\xc3\xa9 ok"));  // printable UTF-8 stays as it is
+  EXPECT_TRUE(has(r.out, "title: \\x1b]0;pwned\\x07"));
+  EXPECT_TRUE(has(r.out, "note: " + std::string(57, 'x') + "... (100000 bytes)"));
+  EXPECT_TRUE(has(r.out, "shown as escapes"));
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos);
+  EXPECT_TRUE(has(r.out, "parameters (elements of every tensor): 1005"));
+}
+
+}  // namespace
+}  // namespace ember::cli_testing
