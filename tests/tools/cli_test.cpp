@@ -4,7 +4,9 @@
 // key, an empty test set and `--seed -1` are refused, a full disk or a closed pipe on stdout is a
 // non-zero exit with a message, and `ember inspect` output is bounded and escaped.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <ember/ember.hpp>
@@ -112,6 +114,35 @@ TEST(Cli, AFifoAmongTheDataFilesIsRefused) {
   EXPECT_FAILS_WITH(ember({"train", "fashion-mnist", "--data", dir, "--out", fresh_dir("o")},
                           Stdout::capture, 20),
                     1, "t10k-labels-idx1-ubyte is a FIFO, not a regular file");
+}
+
+// The library's own check (io::load_safetensors), for programs that skip the CLI's: a FIFO is
+// refused before open(), which would block until a writer came. In a child, so that a
+// regression fails after 10 s instead of hanging the suite.
+TEST(Cli, LoadSafetensorsRefusesAFifoWithoutBlocking) {
+  const std::string fifo = fresh_dir("fifo_lib") + "/w.safetensors";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    try {
+      io::load_safetensors(fifo);
+    } catch (const Error& e) {
+      _exit(std::string(e.what()).find("is not a regular file (it is a FIFO)") != std::string::npos
+                ? 0
+                : 1);
+    }
+    _exit(2);
+  }
+  int raw = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 1000 && (done = waitpid(pid, &raw, WNOHANG)) == 0; ++i) usleep(10000);
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &raw, 0);
+    FAIL() << "load_safetensors blocked on a FIFO";
+  }
+  ASSERT_TRUE(WIFEXITED(raw));
+  EXPECT_EQ(WEXITSTATUS(raw), 0) << "no error, or another message";
 }
 
 // --- Checkpoints ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "file.hpp"  // src/io: AtomicFile, to hold a write in flight
 #include "train_test_util.hpp"
 
 namespace ember::train::testing {
@@ -112,6 +113,16 @@ TEST(ResumeRepair, ATempFileOfThisPidNotBeingWrittenIsStale) {
       io::remove_stale_temp_files(dir, [](const std::string& n) { return n == "a.bin"; });
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_EQ(removed[0], dir + "/.a.bin.tmp." + self + ".1.1");
+  // One being written now by this process stays, until the write ends.
+  {
+    io::detail::AtomicFile writing(dir + "/a.bin", "[test]");
+    writing.write("abc", 3);
+    EXPECT_TRUE(io::remove_stale_temp_files(dir, [](const std::string& n) {
+                  return n == "a.bin";
+                }).empty());
+    EXPECT_TRUE(fs::exists(writing.temp_path()));
+  }
+  EXPECT_TRUE(fs::is_empty(dir)) << "the unfinished write removed its own temp file";
   EXPECT_TRUE(io::remove_stale_temp_files(dir + "/absent", [](const std::string&) {
                 return true;
               }).empty());
