@@ -97,7 +97,9 @@ CLI::Validator integer_in(T lo, T hi) {
         if (ec == std::errc() && p == end && v >= lo && v <= hi) return "";
         return "'" + text + "' is not an integer " + bounds;
       },
-      "INT " + bounds);
+      hi == std::numeric_limits<T>::max()  // the help's "INT:0 to 100000=8"
+          ? std::to_string(lo) + " or more"
+          : std::to_string(lo) + " to " + std::to_string(hi));
 }
 
 const CLI::Validator kPositiveNumber(
@@ -108,7 +110,7 @@ const CLI::Validator kPositiveNumber(
       if (ec == std::errc() && p == end && v > 0 && std::isfinite(v)) return "";
       return "'" + text + "' is not a number > 0";
     },
-    "NUMBER > 0");
+    "> 0");
 
 // The file of <dir>/<name> that the MNIST reader opens (name.gz first, then name), which must
 // be a regular file; "" when neither is there.
