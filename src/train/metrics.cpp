@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ember/core/error.hpp"
+#include "text.hpp"
 
 namespace ember::train {
 namespace {
@@ -117,22 +118,23 @@ std::vector<EpochMetrics> history_from_csv(const std::string& csv, int64_t top_k
     if (line.empty()) continue;
     const auto cells = split(line, ',');
     EMBER_CHECK(cells.size() == cols.size(), "[Learner] metrics row has ", cells.size(),
-                " cells, expected ", cols.size(), ": '", line, "'");
+                " cells, expected ", cols.size(), ": '", detail::shown(line, 80), "'");
     if (header) {
-      EMBER_CHECK(cells == cols, "[Learner] metrics header '", line, "' differs from this run's");
+      EMBER_CHECK(cells == cols, "[Learner] metrics header '", detail::shown(line, 200),
+                  "' differs from this run's");
       header = false;
       continue;
     }
     EpochMetrics m;
     const auto epoch = parse_number<int64_t>(cells[0]);
     EMBER_CHECK(epoch && *epoch == static_cast<int64_t>(out.size()) + 1, "[Learner] metrics row ",
-                out.size() + 1, ": epoch '", cells[0], "' is not ", out.size() + 1);
+                out.size() + 1, ": epoch '", detail::shown(cells[0]), "' is not ", out.size() + 1);
     m.epoch = *epoch;
     for (size_t i = 0; i < std::size(kFields); ++i) {
       const std::string& c = cells[i + 1];
       const auto v = c.empty() ? std::optional<double>(NAN) : parse_number<double>(c);
-      EMBER_CHECK(v, "[Learner] metrics row ", out.size() + 1, ", column ", cols[i + 1], ": '", c,
-                  "' is not a number");
+      EMBER_CHECK(v, "[Learner] metrics row ", out.size() + 1, ", column ", cols[i + 1], ": '",
+                  detail::shown(c), "' is not a number");
       m.*kFields[i].member = *v;
     }
     out.push_back(m);

@@ -195,6 +195,9 @@ TEST(ResumeRepair, DoctoredMetadataIsRefusedNamingTheKeyAndChangesNothing) {
       {{{"partial.loss_sum", "1.5.2"}}, "metadata 'partial.loss_sum' is '1.5.2', not a number"},
       {{{"bad_epochs", "3"}}, "metadata 'bad_epochs' is 3, outside [0, 2]"},
       {{{"epoch", "1"}}, "metadata 'history' has 2 epochs, 'epoch' says 1"},
+      // Shown escaped and cut short: no escape sequence or megabyte reaches the terminal.
+      {{{"rng.seed", "\x1b]0;pwned\x07" + std::string(100000, '9')}},
+       "metadata 'rng.seed' is '\\x1b]0;pwned\\x07" + std::string(30, '9') + "... (100010 bytes)'"},
       {{{"optimizer.step.fc1.weight", "x"}}, "checkpoint '" + bad + "': [Adam] the saved state's"},
   };
   for (const auto& [changes, message] : cases) {
@@ -208,6 +211,8 @@ TEST(ResumeRepair, DoctoredMetadataIsRefusedNamingTheKeyAndChangesNothing) {
       const std::string what = e.what();
       EXPECT_NE(what.find("checkpoint '" + bad + "'"), std::string::npos) << what;
       EXPECT_NE(what.find(message), std::string::npos) << what << "\nexpected: " << message;
+      EXPECT_LT(what.size(), 400u);
+      EXPECT_EQ(what.find('\x1b'), std::string::npos);
     }
     EXPECT_EQ(weights(run.model), before) << message;
   }
