@@ -9,7 +9,5 @@ namespace ember::data {
 
 /// The bytes of `path`; errors read "[<what>] <path>: cannot open: <reason>".
 std::vector<uint8_t> read_file(const std::string& path, const char* what);
-/// The bytes of `path`, gunzipped when it is gzip-compressed (by its first bytes).
-std::vector<uint8_t> read_file_gunzip(const std::string& path, const char* what);
 
 }  // namespace ember::data

@@ -3,14 +3,15 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "ember/core/error.hpp"
-#include "file_util.hpp"
 
 namespace ember::data {
 
@@ -59,45 +60,130 @@ int64_t IdxArray::numel() const {
   return n;
 }
 
-IdxArray parse_idx(std::span<const uint8_t> bytes, const std::string& label) {
-  EMBER_CHECK(bytes.size() >= 4, "[read_idx] ", label, ": file too short for an IDX header (",
-              bytes.size(), " bytes)");
-  EMBER_CHECK(bytes[0] == 0 && bytes[1] == 0, "[read_idx] ", label,
-              ": bad magic number: first two bytes must be zero, got ", int{bytes[0]}, ", ",
-              int{bytes[1]});
-  EMBER_CHECK(known_type(bytes[2]), "[read_idx] ", label, ": unknown IDX type code ", int{bytes[2]},
+namespace {
+
+// The 4-byte prefix: two zero bytes, a known type code, a rank of at least 1. Returns the rank.
+int check_prefix(const uint8_t* b, size_t n, const std::string& label) {
+  EMBER_CHECK(n >= 4, "[read_idx] ", label, ": file too short for an IDX header (", n, " bytes)");
+  EMBER_CHECK(b[0] == 0 && b[1] == 0, "[read_idx] ", label,
+              ": bad magic number: first two bytes must be zero, got ", int{b[0]}, ", ", int{b[1]});
+  EMBER_CHECK(known_type(b[2]), "[read_idx] ", label, ": unknown IDX type code ", int{b[2]},
               " (expected 8, 9, 11, 12, 13 or 14)");
-  const int rank = bytes[3];
-  EMBER_CHECK(rank >= 1, "[read_idx] ", label, ": rank 0 is not supported");
-  const size_t header = 4 + 4 * static_cast<size_t>(rank);
-  EMBER_CHECK(bytes.size() >= header, "[read_idx] ", label, ": truncated header: rank ", rank,
-              " needs ", header, " bytes, file has ", bytes.size());
-  IdxArray a;
-  a.type = static_cast<IdxType>(bytes[2]);
+  EMBER_CHECK(b[3] >= 1, "[read_idx] ", label, ": rank 0 is not supported");
+  return b[3];
+}
+
+// The dims (big-endian u32 each) and the data bytes they need, in 64 bits with an overflow check:
+// up to 255 dims of up to 2^32 - 1 each. `a` comes with its type; its dims are filled in.
+uint64_t read_dims(IdxArray& a, const uint8_t* dims, int rank, const std::string& label) {
   const size_t elem = idx_type_size(a.type);
-  // Sizes in 64 bits with an overflow check: up to 255 dims of up to 2^32 - 1 each.
   uint64_t count = 1;
   for (int i = 0; i < rank; ++i) {
-    const uint32_t d = read_be32(bytes.data() + 4 + 4 * i);
+    const uint32_t d = read_be32(dims + 4 * i);
     a.dims.push_back(d);
     EMBER_CHECK(d == 0 || count <= (uint64_t{1} << 62) / elem / d, "[read_idx] ", label,
                 ": dims overflow: dim ", i, " = ", d, " makes more than 2^62 bytes");
     count *= d;
   }
-  const uint64_t expected = count * elem;
+  return count * elem;
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// A gzFile closed on every path out.
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+using GzPtr = std::unique_ptr<gzFile_s, GzCloser>;
+
+// Reads up to n bytes (fewer only at the end of the data); a corrupt or cut stream is an error.
+size_t gz_read(gzFile f, uint8_t* out, size_t n, const std::string& path) {
+  size_t got = 0;
+  while (got < n) {
+    const unsigned want = static_cast<unsigned>(std::min<size_t>(n - got, 1u << 30));
+    const int r = gzread(f, out + got, want);
+    int code = Z_OK;
+    const char* message = gzerror(f, &code);
+    // A stream cut short reads as an end of file with Z_BUF_ERROR set.
+    EMBER_CHECK(r >= 0 && code == Z_OK, "[read_idx] ", path,
+                ": bad gzip data: ", message ? message : "");
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+}  // namespace
+
+IdxArray parse_idx(std::span<const uint8_t> bytes, const std::string& label) {
+  const int rank = check_prefix(bytes.data(), bytes.size(), label);
+  const size_t header = 4 + 4 * static_cast<size_t>(rank);
+  EMBER_CHECK(bytes.size() >= header, "[read_idx] ", label, ": truncated header: rank ", rank,
+              " needs ", header, " bytes, file has ", bytes.size());
+  IdxArray a;
+  a.type = static_cast<IdxType>(bytes[2]);
+  const uint64_t expected = read_dims(a, bytes.data() + 4, rank, label);
   const uint64_t actual = bytes.size() - header;
   EMBER_CHECK(actual >= expected, "[read_idx] ", label, ": truncated: dims need ", expected,
               " data bytes, file has ", actual);
   EMBER_CHECK(actual == expected, "[read_idx] ", label, ": ", actual - expected,
               " bytes after the data (dims need ", expected, ")");
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
-  swap_elements(a.data.data(), count, elem);
+  swap_elements(a.data.data(), static_cast<size_t>(expected) / idx_type_size(a.type),
+                idx_type_size(a.type));
   return a;
 }
 
-IdxArray read_idx(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file_gunzip(path, "read_idx");
-  return parse_idx(bytes, path);
+IdxArray read_idx(const std::string& path, uint64_t max_bytes) {
+  // gzread passes plain files through unchanged, so one path reads both. The header comes first
+  // and the data is read only as far as the dims say: a gzip bomb is never inflated past them.
+  GzPtr file(gzopen(path.c_str(), "rb"));
+  EMBER_CHECK(file != nullptr, "[read_idx] ", path, ": cannot open: ", std::strerror(errno));
+  gzFile f = file.get();
+  gzbuffer(f, 1 << 17);
+  uint8_t prefix[4];
+  const int rank = check_prefix(prefix, gz_read(f, prefix, 4, path), path);
+  const size_t header = 4 + 4 * static_cast<size_t>(rank);
+  uint8_t dims[4 * 255];
+  const size_t got = gz_read(f, dims, header - 4, path);
+  EMBER_CHECK(got == header - 4, "[read_idx] ", path, ": truncated header: rank ", rank, " needs ",
+              header, " bytes, file has ", 4 + got);
+  IdxArray a;
+  a.type = static_cast<IdxType>(prefix[2]);
+  const uint64_t expected = read_dims(a, dims, rank, path);
+  EMBER_CHECK(expected <= max_bytes, "[read_idx] ", path, ": dims ", dims_text(a.dims), " need ",
+              expected, " data bytes, over the limit of ", max_bytes, " (read_idx's max_bytes)");
+  // A plain file's size is known: a short or long one is refused before anything is allocated.
+  std::error_code ec;
+  const uint64_t file_size = gzdirect(f) ? std::filesystem::file_size(path, ec) : 0;
+  if (gzdirect(f) && !ec) {
+    EMBER_CHECK(file_size - header >= expected, "[read_idx] ", path, ": truncated: dims need ",
+                expected, " data bytes, file has ", file_size - header);
+    EMBER_CHECK(file_size - header == expected, "[read_idx] ", path, ": ",
+                file_size - header - expected, " bytes after the data (dims need ", expected, ")");
+  }
+  // Grow as the data really arrives (doubling from 1 MiB), so that a header claiming gigabytes
+  // over a few bytes of data allocates no more than twice what the data holds.
+  size_t used = 0;
+  while (used < expected) {
+    const size_t step = std::max<size_t>(used, size_t{1} << 20);
+    a.data.resize(static_cast<size_t>(std::min<uint64_t>(expected, used + step)));
+    const size_t n = gz_read(f, a.data.data() + used, a.data.size() - used, path);
+    used += n;
+    EMBER_CHECK(used == a.data.size(), "[read_idx] ", path, ": truncated: dims need ", expected,
+                " data bytes, file has ", used);
+  }
+  uint8_t extra = 0;
+  EMBER_CHECK(gz_read(f, &extra, 1, path) == 0, "[read_idx] ", path, ": more data after the ",
+              expected, " bytes the dims ", dims_text(a.dims),
+              " need (refused; the rest was not read)");
+  swap_elements(a.data.data(), static_cast<size_t>(expected) / idx_type_size(a.type),
+                idx_type_size(a.type));
+  return a;
 }
 
 void write_idx(const std::string& path, const IdxArray& a) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +34,47 @@ void write_gz(const std::string& path, const std::vector<uint8_t>& bytes) {
   ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
             static_cast<int>(bytes.size()));
   ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+// A gzip file of `head` followed by `zero_mib` MiB of zeros, built without deflating them all:
+// after a full flush deflate's state is reset, so every 1 MiB block of zeros compresses to the
+// same bytes, which are repeated. 2 GiB of zeros make a 2 MB file.
+void write_gzip_bomb(const std::string& path, const std::vector<uint8_t>& head, size_t zero_mib) {
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY), Z_OK);  // raw deflate
+  const auto deflate_all = [&z](std::vector<uint8_t> in, int flush) {
+    std::vector<uint8_t> out(deflateBound(&z, in.size()) + 64);
+    z.next_in = in.data();
+    z.avail_in = static_cast<uInt>(in.size());
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    EXPECT_NE(deflate(&z, flush), Z_STREAM_ERROR);
+    EXPECT_EQ(z.avail_in, 0u);
+    out.resize(out.size() - z.avail_out);
+    return out;
+  };
+  const std::vector<uint8_t> mib(1 << 20, 0);
+  const std::vector<uint8_t> first = deflate_all(head, Z_FULL_FLUSH);
+  const std::vector<uint8_t> block = deflate_all(mib, Z_FULL_FLUSH);
+  ASSERT_EQ(deflate_all(mib, Z_FULL_FLUSH), block);  // the repeated block is the same bytes
+  const std::vector<uint8_t> last = deflate_all({}, Z_FINISH);
+  deflateEnd(&z);
+  // The gzip trailer: CRC-32 and size (mod 2^32) of everything, combined without the zeros.
+  uLong crc = crc32(0, head.data(), static_cast<uInt>(head.size()));
+  const uLong crc_mib = crc32(0, mib.data(), static_cast<uInt>(mib.size()));
+  for (size_t i = 0; i < zero_mib; ++i) crc = crc32_combine(crc, crc_mib, 1 << 20);
+  const uint64_t total = head.size() + (uint64_t{zero_mib} << 20);
+  std::ofstream out(path, std::ios::binary);
+  const uint8_t gz_header[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+  out.write(reinterpret_cast<const char*>(gz_header), 10);
+  out.write(reinterpret_cast<const char*>(first.data()),
+            static_cast<std::streamsize>(first.size()));
+  for (size_t i = 0; i < zero_mib; ++i)
+    out.write(reinterpret_cast<const char*>(block.data()),
+              static_cast<std::streamsize>(block.size()));
+  out.write(reinterpret_cast<const char*>(last.data()), static_cast<std::streamsize>(last.size()));
+  for (uint64_t v : {uint64_t{crc}, total})
+    for (int i = 0; i < 4; ++i) out.put(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
 std::string error_of(const std::function<void()>& fn) {
@@ -121,6 +164,60 @@ TEST(Idx, CorruptFilesGiveClearErrors) {
   std::filesystem::resize_file(dir.file("t.gz"), size / 2);
   const std::string e = error_of([&] { read_idx(dir.file("t.gz")); });
   EXPECT_EQ(e.rfind("[read_idx] " + dir.file("t.gz") + ": bad gzip data", 0), 0u) << e;
+}
+
+// The gzip bomb: a 2 MB file whose header claims 60000 x 28 x 28 (47 MB) but whose stream
+// holds 2 GiB of zeros. Reading used to inflate all of it (2 GiB allocated) before refusing it;
+// now it stops one byte after the 47 MB the dims need (0.1 s here).
+TEST(Idx, GzipBombIsNotInflatedPastTheDims) {
+  TempDir dir;
+  const std::string path = dir.file("bomb-idx3-ubyte.gz");
+  write_gzip_bomb(path, header(8, {60000, 28, 28}), 2048);
+  EXPECT_LT(std::filesystem::file_size(path), 3u << 20);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(error_of([&] { read_idx(path); }),
+            "[read_idx] " + path +
+                ": more data after the 47040000 bytes the dims [60000, 28, 28] need (refused; the "
+                "rest was not read)");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("gzip bomb (2 GiB of zeros behind a 47 MB header) refused in %.3f s\n", seconds);
+  // The same stream with the header's full size is read (it holds exactly what the dims say).
+  write_gzip_bomb(path, header(8, {64, 1024, 1024}), 64);
+  const IdxArray a = read_idx(path);
+  EXPECT_EQ(a.dims, (std::vector<int64_t>{64, 1024, 1024}));
+  EXPECT_EQ(a.data.size(), 64u << 20);
+}
+
+// Dims are checked before any data is read: over read_idx's limit, or overflowing 2^62 bytes.
+// A header claiming 4 GB over 10 bytes of data allocates no more than the data holds.
+TEST(Idx, AbsurdDimsAreRefusedFromTheHeader) {
+  TempDir dir;
+  std::vector<uint8_t> huge = header(8, {0x10000, 0x10000});  // 4 GiB of u8
+  huge.resize(huge.size() + 10, 7);
+  write_gz(dir.file("h.gz"), huge);
+  EXPECT_EQ(error_of([&] { read_idx(dir.file("h.gz"), 1 << 30); }),
+            "[read_idx] " + dir.file("h.gz") +
+                ": dims [65536, 65536] need 4294967296 data bytes, over the limit of 1073741824 "
+                "(read_idx's max_bytes)");
+  EXPECT_EQ(error_of([&] { read_idx(dir.file("h.gz")); }),
+            "[read_idx] " + dir.file("h.gz") +
+                ": truncated: dims need 4294967296 data bytes, file has 10");
+  write_gz(dir.file("o.gz"), header(0x0E, {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}));
+  EXPECT_EQ(error_of([&] { read_idx(dir.file("o.gz")); }),
+            "[read_idx] " + dir.file("o.gz") +
+                ": dims overflow: dim 1 = 4294967295 makes more than 2^62 bytes");
+  // Plain files are checked against their size before reading.
+  std::ofstream(dir.file("p.idx"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(huge.data()), static_cast<std::streamsize>(huge.size()));
+  EXPECT_EQ(error_of([&] { read_idx(dir.file("p.idx")); }),
+            "[read_idx] " + dir.file("p.idx") +
+                ": truncated: dims need 4294967296 data bytes, file has 10");
+  // Cut inside the header.
+  write_gz(dir.file("c.gz"), {0, 0, 8, 3, 0, 0});
+  EXPECT_EQ(
+      error_of([&] { read_idx(dir.file("c.gz")); }),
+      "[read_idx] " + dir.file("c.gz") + ": truncated header: rank 3 needs 16 bytes, file has 6");
 }
 
 TEST(Idx, WriteChecksItsInput) {
