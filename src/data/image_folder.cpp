@@ -20,18 +20,20 @@ bool is_image_name(const std::filesystem::path& p) {
 }  // namespace
 
 ImageFolder::ImageFolder(std::vector<std::string> classes, std::vector<std::string> files,
-                         std::vector<int64_t> labels, int channels)
+                         std::vector<int64_t> labels, int channels, uint64_t max_bytes)
     : classes_(std::move(classes)),
       files_(std::move(files)),
       labels_(std::move(labels)),
-      channels_(channels) {
+      channels_(channels),
+      max_bytes_(max_bytes) {
   EMBER_CHECK(files_.size() == labels_.size(), "[ImageFolder] ", files_.size(), " files but ",
               labels_.size(), " labels");
   EMBER_CHECK(channels == 0 || channels == 1 || channels == 3,
               "[ImageFolder] channels must be 0 (as stored), 1 or 3, got ", channels);
 }
 
-std::shared_ptr<const ImageFolder> ImageFolder::open(const std::string& root, int channels) {
+std::shared_ptr<const ImageFolder> ImageFolder::open(const std::string& root, int channels,
+                                                     uint64_t max_bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
   EMBER_CHECK(fs::is_directory(root, ec), "[ImageFolder] ", root, ": not a directory");
@@ -58,12 +60,12 @@ std::shared_ptr<const ImageFolder> ImageFolder::open(const std::string& root, in
   EMBER_CHECK(!files.empty(), "[ImageFolder] ", root,
               ": no .png, .jpg or .jpeg files in its class subdirectories");
   return std::make_shared<ImageFolder>(std::move(classes), std::move(files), std::move(labels),
-                                       channels);
+                                       channels, max_bytes);
 }
 
 std::optional<ImageItem> ImageFolder::get(size_t index) const {
   if (index >= files_.size()) return std::nullopt;
-  ImageItem item = read_image(files_[index], channels_);
+  ImageItem item = read_image(files_[index], channels_, max_bytes_);
   item.label = labels_[index];
   return item;
 }

@@ -10,6 +10,8 @@
 
 // jpeglib.h uses size_t and FILE without including their headers.
 #include <jpeglib.h>
+// jerror.h after jpeglib.h: it needs its types.
+#include <jerror.h>
 #include <png.h>
 
 #include "ember/core/error.hpp"
@@ -48,25 +50,39 @@ void check_item(const char* what, const std::string& path, const ImageItem& im, 
               im.height, " x ", im.width, " image");
 }
 
-ImageItem decode_png(const std::vector<uint8_t>& bytes, const std::string& path, int channels) {
+// The decoded size, checked from the header before anything is decoded: a 65535 x 65535 header
+// would otherwise allocate up to 17 GB.
+void check_size(const std::string& path, const char* format, uint64_t w, uint64_t h, uint64_t c,
+                uint64_t max_bytes) {
+  EMBER_CHECK(w > 0 && h > 0, "[read_image] ", path, ": bad ", format, " size ", w, " x ", h);
+  EMBER_CHECK(w * h * c <= max_bytes, "[read_image] ", path, ": ", format, " of ", w, " x ", h,
+              " x ", c, " channels = ", w * h * c, " bytes decoded, over the limit of ", max_bytes,
+              " (read_image's max_bytes)");
+}
+
+ImageItem decode_png(const std::vector<uint8_t>& bytes, const std::string& path, int channels,
+                     uint64_t max_bytes) {
   png_image png;
   std::memset(&png, 0, sizeof png);
   png.version = PNG_IMAGE_VERSION;
   EMBER_CHECK(png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()) != 0,
               "[read_image] ", path, ": bad PNG: ", png.message);
+  // libpng's state is freed on every way out (png_image_free is a no-op once it is freed).
+  struct Free {
+    png_image* png;
+    ~Free() { png_image_free(png); }
+  } free_png{&png};
   int c = channels;
   if (c == 0) {
     const bool color = (png.format & PNG_FORMAT_FLAG_COLOR) != 0;
     const bool alpha = (png.format & PNG_FORMAT_FLAG_ALPHA) != 0;
     c = color ? (alpha ? 4 : 3) : 1;
   }
+  check_size(path, "PNG", png.width, png.height, static_cast<uint64_t>(c), max_bytes);
   png.format = c == 1 ? PNG_FORMAT_GRAY : c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-  std::vector<uint8_t> hwc(PNG_IMAGE_SIZE(png));
-  if (png_image_finish_read(&png, nullptr, hwc.data(), 0, nullptr) == 0) {
-    const std::string message = png.message;
-    png_image_free(&png);
-    EMBER_FAIL("[read_image] ", path, ": bad PNG: ", message);
-  }
+  std::vector<uint8_t> hwc(static_cast<size_t>(png.width) * png.height * static_cast<size_t>(c));
+  EMBER_CHECK(png_image_finish_read(&png, nullptr, hwc.data(), 0, nullptr) != 0, "[read_image] ",
+              path, ": bad PNG: ", png.message);
   ImageItem im;
   im.channels = c;
   im.height = png.height;
@@ -86,16 +102,25 @@ void jpeg_on_error(j_common_ptr cinfo) {
   (*cinfo->err->format_message)(cinfo, err->message);
   std::longjmp(err->jump, 1);
 }
-void jpeg_on_message(j_common_ptr) {}  // warnings (corrupt but decodable data) stay quiet
+void jpeg_on_message(j_common_ptr) {}
+// Warnings (corrupt but decodable data, common in real files) stay quiet, except a file cut
+// short: libjpeg would pad it with grey, PIL refuses it ("image file is truncated"), so do we.
+void jpeg_on_emit(j_common_ptr cinfo, int level) {
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jpeg_on_error(cinfo);
+}
 
 // Only trivially destructible locals between setjmp and the decoder: a longjmp skips no
 // destructor. `hwc` lives in the caller. Returns false with `err.message` set on failure.
-bool jpeg_decode(const uint8_t* data, size_t size, int channels, std::vector<uint8_t>& hwc,
-                 int64_t& c, int64_t& h, int64_t& w, JpegError& err) {
+// Returns false with `err.message` set on failure; `too_big` is set when the header's size is over
+// `max_bytes` (checked before the decoder allocates anything for the image).
+bool jpeg_decode(const uint8_t* data, size_t size, int channels, uint64_t max_bytes,
+                 std::vector<uint8_t>& hwc, int64_t& c, int64_t& h, int64_t& w, bool& too_big,
+                 JpegError& err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = jpeg_on_error;
   err.mgr.output_message = jpeg_on_message;
+  err.mgr.emit_message = jpeg_on_emit;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -110,11 +135,25 @@ bool jpeg_decode(const uint8_t* data, size_t size, int channels, std::vector<uin
     return false;
   }
   cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  c = channels;
+  h = cinfo.image_height;
+  w = cinfo.image_width;
+  too_big = static_cast<uint64_t>(c * h * w) > max_bytes;
+  if (too_big) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   jpeg_start_decompress(&cinfo);
   c = cinfo.output_components;
   h = cinfo.output_height;
   w = cinfo.output_width;
-  hwc.resize(static_cast<size_t>(c * h * w));
+  // Within the limit; a bad_alloc still leaves nothing of libjpeg's behind.
+  try {
+    hwc.resize(static_cast<size_t>(c * h * w));
+  } catch (...) {
+    jpeg_destroy_decompress(&cinfo);
+    throw;
+  }
   while (cinfo.output_scanline < cinfo.output_height) {
     JSAMPROW row = hwc.data() + static_cast<size_t>(cinfo.output_scanline) * c * w;
     jpeg_read_scanlines(&cinfo, &row, 1);
@@ -154,22 +193,26 @@ bool jpeg_encode(std::FILE* file, const uint8_t* hwc, int c, int h, int w, int q
 
 }  // namespace
 
-ImageItem read_image(const std::string& path, int channels) {
+ImageItem read_image(const std::string& path, int channels, uint64_t max_bytes) {
   EMBER_CHECK(channels == 0 || channels == 1 || channels == 3, "[read_image] ", path,
               ": channels must be 0 (as stored), 1 or 3, got ", channels);
   const std::vector<uint8_t> bytes = read_file(path, "read_image");
   const auto starts = [&](std::initializer_list<uint8_t> magic) {
     return bytes.size() >= magic.size() && std::equal(magic.begin(), magic.end(), bytes.begin());
   };
-  if (starts({0x89, 'P', 'N', 'G'})) return decode_png(bytes, path, channels);
+  if (starts({0x89, 'P', 'N', 'G'})) return decode_png(bytes, path, channels, max_bytes);
   EMBER_CHECK(starts({0xFF, 0xD8, 0xFF}), "[read_image] ", path,
               ": not a PNG or JPEG file (unknown first bytes)");
   ImageItem im;
   JpegError err;
   std::vector<uint8_t> hwc;
-  EMBER_CHECK(
-      jpeg_decode(bytes.data(), bytes.size(), channels, hwc, im.channels, im.height, im.width, err),
-      "[read_image] ", path, ": bad JPEG: ", static_cast<const char*>(err.message));
+  bool too_big = false;
+  const bool ok = jpeg_decode(bytes.data(), bytes.size(), channels, max_bytes, hwc, im.channels,
+                              im.height, im.width, too_big, err);
+  if (too_big)
+    check_size(path, "JPEG", static_cast<uint64_t>(im.width), static_cast<uint64_t>(im.height),
+               static_cast<uint64_t>(im.channels), max_bytes);
+  EMBER_CHECK(ok, "[read_image] ", path, ": bad JPEG: ", static_cast<const char*>(err.message));
   im.pixels = to_planar(hwc.data(), im.channels, im.height, im.width);
   return im;
 }

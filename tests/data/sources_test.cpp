@@ -1,9 +1,12 @@
 // CSV, PNG/JPEG and image folders, SQLite: parsing, round trips and errors.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "data_test_util.hpp"
 #include "ember/core/error.hpp"
@@ -36,6 +39,45 @@ ImageItem gradient_image(int64_t c, int64_t h, int64_t w, int64_t label) {
       for (int64_t x = 0; x < w; ++x)
         im.pixels.push_back(static_cast<uint8_t>((k * 30 + y * 6 + x * 6) % 256));
   return im;
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+void put_be(std::vector<uint8_t>& b, size_t at, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    b[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * (bytes - 1 - i)));
+}
+
+// A valid PNG whose IHDR claims `w` x `h` (its CRC recomputed): the signature (8 bytes), then
+// IHDR's length (4), type (4), width (4), height (4), ..., CRC over type and data.
+void write_png_claiming(const std::string& path, uint32_t w, uint32_t h) {
+  write_png(path, gradient_image(3, 8, 8, 0));
+  std::vector<uint8_t> b = read_bytes(path);
+  ASSERT_EQ(std::string(b.begin() + 12, b.begin() + 16), "IHDR");
+  put_be(b, 16, w, 4);
+  put_be(b, 20, h, 4);
+  put_be(b, 29, static_cast<uint32_t>(crc32(0, b.data() + 12, 17)), 4);
+  write_bytes(path, b);
+}
+
+// A valid JPEG whose SOF0 frame header claims `w` x `h`: marker FF C0, length (2), precision (1),
+// height (2), width (2).
+void write_jpeg_claiming(const std::string& path, int64_t channels, uint32_t w, uint32_t h) {
+  write_jpeg(path, gradient_image(channels, 8, 8, 0));
+  std::vector<uint8_t> b = read_bytes(path);
+  size_t sof = 2;
+  while (sof + 1 < b.size() && !(b[sof] == 0xFF && b[sof + 1] == 0xC0)) ++sof;
+  ASSERT_LT(sof + 9, b.size());
+  put_be(b, sof + 5, h, 2);
+  put_be(b, sof + 7, w, 2);
+  write_bytes(path, b);
 }
 
 int max_abs_diff(const ImageItem& a, const ImageItem& b) {
@@ -182,6 +224,111 @@ TEST(Image, BadFilesGiveErrorsNamingThem) {
             0u);
   EXPECT_EQ(error_of([&] { read_image(dir.file("none.png")); }),
             "[read_image] " + dir.file("none.png") + ": cannot open: No such file or directory");
+}
+
+// The hostile headers: a PNG and a JPEG claiming 65535 x 65535 used to allocate 4-12 GB
+// and fail with a bare std::bad_alloc; they are refused from the header, naming the file, the
+// size and the limit.
+TEST(Image, HugeHeadersAreRefusedBeforeDecoding) {
+  TempDir dir;
+  const std::string png = dir.file("huge.png"), jpg = dir.file("huge.jpg");
+  write_png_claiming(png, 65535, 65535);
+  EXPECT_EQ(error_of([&] { read_image(png); }),
+            "[read_image] " + png +
+                ": PNG of 65535 x 65535 x 3 channels = 12884508675 bytes decoded, over the limit "
+                "of 268435456 (read_image's max_bytes)");
+  EXPECT_EQ(error_of([&] { read_image(png, 1); }),
+            "[read_image] " + png +
+                ": PNG of 65535 x 65535 x 1 channels = 4294836225 bytes decoded, over the limit of "
+                "268435456 (read_image's max_bytes)");
+  // libjpeg's own limit is 65500 per side.
+  for (int64_t c : {1, 3}) {
+    write_jpeg_claiming(jpg, c, 65500, 65500);
+    EXPECT_EQ(error_of([&] { read_image(jpg); }),
+              "[read_image] " + jpg + ": JPEG of 65500 x 65500 x " + std::to_string(c) +
+                  " channels = " + std::to_string(65500ll * 65500 * c) +
+                  " bytes decoded, over the limit of 268435456 (read_image's max_bytes)");
+  }
+  write_jpeg_claiming(jpg, 3, 65535, 65535);
+  EXPECT_EQ(
+      error_of([&] { read_image(jpg); }),
+      "[read_image] " + jpg + ": bad JPEG: Maximum supported image dimension is 65500 pixels");
+  // Just over the default in one dimension (16385 x 16384 grey), and a zero width.
+  write_png_claiming(png, 16385, 16384);
+  EXPECT_NE(error_of([&] { read_image(png, 1); }).find("over the limit of 268435456"),
+            std::string::npos);
+  write_jpeg_claiming(jpg, 1, 0, 8);
+  EXPECT_EQ(error_of([&] { read_image(jpg); }).rfind("[read_image] " + jpg + ": bad JPEG: ", 0),
+            0u);
+  // The limit is a parameter: 8 x 8 x 3 = 192 bytes.
+  write_png(png, gradient_image(3, 8, 8, 0));
+  EXPECT_EQ(read_image(png, 0, 192).pixels.size(), 192u);
+  EXPECT_EQ(error_of([&] { read_image(png, 0, 191); }),
+            "[read_image] " + png +
+                ": PNG of 8 x 8 x 3 channels = 192 bytes decoded, over the limit of 191 "
+                "(read_image's max_bytes)");
+  EXPECT_EQ(read_image(png, 1, 64).pixels.size(), 64u);  // counted as decoded: grey
+  // And ImageFolder's.
+  std::filesystem::create_directories(dir.path() / "root" / "a");
+  write_png(dir.file("root/a/x.png"), gradient_image(3, 8, 8, 0));
+  EXPECT_EQ(ImageFolder::open(dir.file("root"), 3, 192)->at(0).pixels.size(), 192u);
+  EXPECT_NE(error_of([&] {
+              ImageFolder::open(dir.file("root"), 3, 100)->at(0);
+            }).find("over the limit of 100"),
+            std::string::npos);
+}
+
+// Cut or damaged files: each an ember::Error naming the file (libpng's and libjpeg's errors come
+// back through their error handlers, nothing aborts or leaks).
+TEST(Image, TruncatedAndCorruptFilesAreErrors) {
+  TempDir dir;
+  const std::string png = dir.file("a.png"), jpg = dir.file("a.jpg");
+  // Noise, so that the image data is most of each file.
+  ImageItem im = gradient_image(3, 64, 64, 0);
+  for (size_t i = 0; i < im.pixels.size(); ++i) {
+    uint32_t x = static_cast<uint32_t>(i) * 2654435761u;
+    x = (x ^ (x >> 15)) * 2246822519u;
+    im.pixels[i] = static_cast<uint8_t>(x >> 24);
+  }
+  write_png(png, im);
+  const std::vector<uint8_t> good_png = read_bytes(png);
+  write_jpeg(jpg, im);
+  const std::vector<uint8_t> good_jpg = read_bytes(jpg);
+  const auto starts = [](const std::string& e, const std::string& prefix) {
+    return e.rfind(prefix, 0) == 0;
+  };
+  // Cut at several places: inside the header, and the image data.
+  for (double at : {0.005, 0.3, 0.6, 0.95}) {
+    std::vector<uint8_t> b = good_png;
+    b.resize(static_cast<size_t>(static_cast<double>(b.size()) * at));
+    write_bytes(png, b);
+    const std::string pe = error_of([&] { read_image(png); });
+    EXPECT_TRUE(starts(pe, "[read_image] " + png + ": bad PNG: "))
+        << at << ": " << pe << ", " << good_png.size();
+    b = good_jpg;
+    b.resize(static_cast<size_t>(static_cast<double>(b.size()) * at));
+    write_bytes(jpg, b);
+    // libjpeg pads a file cut short with grey and only warns; it is refused, as PIL does.
+    const std::string e = error_of([&] { read_image(jpg); });
+    EXPECT_TRUE(starts(e, "[read_image] " + jpg + ": bad JPEG: ")) << at << ": " << e;
+    if (at > 0.5) {
+      EXPECT_EQ(e, "[read_image] " + jpg + ": bad JPEG: Premature end of JPEG file");
+    }
+  }
+  // Only the PNG's end chunk (IEND, 12 bytes) missing: the image is all there and is read.
+  write_bytes(png, std::vector<uint8_t>(good_png.begin(), good_png.end() - 12));
+  EXPECT_EQ(read_image(png).pixels, im.pixels);
+  // A flipped byte in the PNG's image data: its chunk's CRC fails.
+  std::vector<uint8_t> b = good_png;
+  b[b.size() / 2] ^= 0xFF;
+  write_bytes(png, b);
+  EXPECT_TRUE(starts(error_of([&] { read_image(png); }), "[read_image] " + png + ": bad PNG: "));
+  // Garbage after the JPEG's header: corrupt entropy-coded data.
+  b = good_jpg;
+  for (size_t i = b.size() / 2; i < b.size() - 2; ++i) b[i] = static_cast<uint8_t>(i * 7);
+  write_bytes(jpg, b);
+  const std::string e = error_of([&] { read_image(jpg); });
+  EXPECT_TRUE(e == "<no error>" || starts(e, "[read_image] " + jpg + ": bad JPEG: ")) << e;
 }
 
 TEST(ImageFolder, ClassesFromSubdirectories) {

@@ -58,10 +58,17 @@ class ImageBatcher : public Batcher<ImageItem, ImageBatch> {
   ImageBatcherConfig config_;
 };
 
+/// read_image's default limit on a decoded image, width x height x channels bytes: 256 MiB, the
+/// size of PIL's limit (89.5 M pixels) in RGB. 16384 x 16384 x 1 or 9459 x 9459 x 3 fit.
+inline constexpr uint64_t kImageMaxBytes = uint64_t{1} << 28;
+
 /// Decodes a PNG or JPEG file (by its first bytes, not its name) to channels-first u8 pixels.
 /// `channels` 0 keeps the file's channels (1 grey, 3 RGB, 4 RGBA for PNG); 1 converts to grey,
-/// 3 to RGB (alpha dropped). Errors name the file.
-ImageItem read_image(const std::string& path, int channels = 0);
+/// 3 to RGB (alpha dropped). The header's width x height x channels (as decoded) is checked
+/// against `max_bytes` before anything is decoded. Errors name the file; a truncated or corrupt
+/// file is an error.
+ImageItem read_image(const std::string& path, int channels = 0,
+                     uint64_t max_bytes = kImageMaxBytes);
 /// Writes a 1, 3 or 4 (PNG only) channel item as PNG, or JPEG at `quality` 1..100.
 void write_png(const std::string& path, const ImageItem& image);
 void write_jpeg(const std::string& path, const ImageItem& image, int quality = 90);
@@ -71,8 +78,10 @@ void write_jpeg(const std::string& path, const ImageItem& image, int quality = 9
 /// decoded on demand by get(), so the DataLoader's workers do the decoding.
 class ImageFolder : public Dataset<ImageItem> {
  public:
-  /// `channels` as in read_image (use 1 or 3 so that every image batches together).
-  static std::shared_ptr<const ImageFolder> open(const std::string& root, int channels = 0);
+  /// `channels` and `max_bytes` (the limit on each decoded image) as in read_image; use channels
+  /// 1 or 3 so that every image batches together.
+  static std::shared_ptr<const ImageFolder> open(const std::string& root, int channels = 0,
+                                                 uint64_t max_bytes = kImageMaxBytes);
 
   std::optional<ImageItem> get(size_t index) const override;
   size_t size() const override { return files_.size(); }
@@ -80,13 +89,14 @@ class ImageFolder : public Dataset<ImageItem> {
   const std::string& path(size_t index) const { return files_.at(index); }
 
   ImageFolder(std::vector<std::string> classes, std::vector<std::string> files,
-              std::vector<int64_t> labels, int channels);
+              std::vector<int64_t> labels, int channels, uint64_t max_bytes = kImageMaxBytes);
 
  private:
   std::vector<std::string> classes_;
   std::vector<std::string> files_;
   std::vector<int64_t> labels_;
   int channels_;
+  uint64_t max_bytes_;
 };
 
 }  // namespace ember::data
