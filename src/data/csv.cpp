@@ -2,6 +2,7 @@
 #include "ember/data/csv.hpp"
 
 #include <charconv>
+#include <cmath>
 
 #include "ember/core/error.hpp"
 #include "file_util.hpp"
@@ -9,6 +10,27 @@
 namespace ember::data {
 
 namespace {
+
+// A field or column name from the file as errors show it: quoted, control and non-ASCII bytes as
+// \xNN, cut after 40 bytes (a 100 MB field makes a short message).
+std::string show(std::string_view text) {
+  constexpr size_t kMax = 40;
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else if (c == '"' || c == '\\') {
+      out += {'\\', static_cast<char>(c)};
+    } else {
+      const char* hex = "0123456789abcdef";
+      out += {'\\', 'x', hex[c >> 4], hex[c & 15]};
+    }
+  }
+  out += "\"";
+  if (text.size() > kMax) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
 
 struct Record {
   size_t line = 0;  // where the record starts (1-based)
@@ -35,6 +57,8 @@ class Reader {
         break;
       }
       const char c = text_[pos_++];
+      EMBER_CHECK(c != '\0', "[CsvDataset] ", label_, ":", line_, ": NUL byte in field ",
+                  rec.fields.size() + 1, " (not a text file?)");
       if (in_quotes) {
         if (c != '"') {
           if (c == '\n') ++line_;
@@ -88,11 +112,31 @@ double parse_number(const std::string& field, const std::string& label, size_t l
   double v = 0;
   const auto [end, ec] = std::from_chars(field.data() + b, field.data() + e, v);
   EMBER_CHECK(b < e && ec == std::errc() && end == field.data() + e, "[CsvDataset] ", label, ":",
-              line, ": column \"", column, "\": not a number: \"", field, "\"");
+              line, ": column ", show(column), ": not a number: ", show(field));
   return v;
 }
 
+// A label is read as the batcher will use it: a class index must be a whole number in
+// [0, 2^63) (an i64 label; converting anything else to an integer is undefined behaviour), a
+// real value must be finite.
+void check_label(double v, TabularTarget target, const std::string& field, const std::string& label,
+                 size_t line, const std::string& column) {
+  if (target == TabularTarget::values) {
+    EMBER_CHECK(std::isfinite(v), "[CsvDataset] ", label, ":", line, ": column ", show(column),
+                ": label ", show(field), " is not a finite number");
+    return;
+  }
+  EMBER_CHECK(is_class_index(v), "[CsvDataset] ", label, ":", line, ": column ", show(column),
+              ": label ", show(field),
+              " is not a class index (a whole number in [0, 2^63); use "
+              "CsvConfig().target(TabularTarget::values) for real values)");
+}
+
 }  // namespace
+
+bool is_class_index(double v) {
+  return std::isfinite(v) && v >= 0.0 && v < 0x1p63 && v == std::floor(v);
+}
 
 CsvDataset::CsvDataset(std::vector<TabularItem> rows, std::vector<std::string> feature_names,
                        std::string label_name)
@@ -110,6 +154,7 @@ std::shared_ptr<const CsvDataset> CsvDataset::parse(std::string_view text, CsvCo
                                                     const std::string& label) {
   EMBER_CHECK(config.delimiter_ != '"' && config.delimiter_ != '\n' && config.delimiter_ != '\r',
               "[CsvDataset] ", label, ": the delimiter cannot be a quote or a line end");
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
   Reader reader(text, config.delimiter_, label);
   Record rec;
   std::vector<std::string> names;
@@ -132,10 +177,12 @@ std::shared_ptr<const CsvDataset> CsvDataset::parse(std::string_view text, CsvCo
                   "\" given by name, but the file is read without a header");
       for (size_t i = 0; i < names.size(); ++i)
         if (names[i] == config.label_) label_col = static_cast<int64_t>(i);
+      if (label_col >= 0) return;
       std::string all;
-      for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
-      EMBER_CHECK(label_col >= 0, "[CsvDataset] ", label, ": no column named \"", config.label_,
-                  "\" (columns: ", all, ")");
+      for (size_t i = 0; i < names.size() && i < 20; ++i) all += (i ? ", " : "") + names[i];
+      if (names.size() > 20) all += ", ... (" + std::to_string(names.size()) + " columns)";
+      EMBER_FAIL("[CsvDataset] ", label, ": no column named \"", config.label_,
+                 "\" (columns: ", all, ")");
     } else if (config.label_index_ >= 0) {
       EMBER_CHECK(config.label_index_ < static_cast<int64_t>(columns), "[CsvDataset] ", label,
                   ": label column ", config.label_index_, " is out of range for ", columns,
@@ -147,6 +194,7 @@ std::shared_ptr<const CsvDataset> CsvDataset::parse(std::string_view text, CsvCo
     }
   };
   if (have_columns) resolve_label();
+  bool any = have_columns;
   while (reader.next(rec)) {
     if (rec.blank) continue;
     if (!have_columns) {
@@ -155,13 +203,19 @@ std::shared_ptr<const CsvDataset> CsvDataset::parse(std::string_view text, CsvCo
       have_columns = true;
       resolve_label();
     }
-    EMBER_CHECK(rec.fields.size() == columns, "[CsvDataset] ", label, ":", rec.line, ": ",
-                rec.fields.size(), " fields, expected ", columns);
+    any = true;
+    EMBER_CHECK(rec.fields.size() >= columns, "[CsvDataset] ", label, ":", rec.line, ": ",
+                rec.fields.size(), " fields, expected ", columns, " (column ",
+                rec.fields.size() + 1, ", ", show(names[rec.fields.size()]), ", is missing)");
+    EMBER_CHECK(rec.fields.size() <= columns, "[CsvDataset] ", label, ":", rec.line, ": ",
+                rec.fields.size(), " fields, expected ", columns, " (field ", columns + 1,
+                " is extra)");
     TabularItem item;
     item.features.reserve(columns - (label_col >= 0 ? 1 : 0));
     for (size_t i = 0; i < columns; ++i) {
       const double v = parse_number(rec.fields[i], label, rec.line, names[i]);
       if (static_cast<int64_t>(i) == label_col) {
+        check_label(v, config.target_, rec.fields[i], label, rec.line, names[i]);
         item.target = v;
       } else {
         item.features.push_back(static_cast<float>(v));
@@ -169,6 +223,7 @@ std::shared_ptr<const CsvDataset> CsvDataset::parse(std::string_view text, CsvCo
     }
     rows.push_back(std::move(item));
   }
+  EMBER_CHECK(any, "[CsvDataset] ", label, ": no records (the file is empty)");
   std::vector<std::string> features;
   for (size_t i = 0; i < names.size(); ++i)
     if (static_cast<int64_t>(i) != label_col) features.push_back(names[i]);
@@ -197,10 +252,11 @@ TabularBatch TabularBatcher::batch(std::vector<TabularItem> items, Device device
     if (target_ == Target::values) {
       targets.push_back(static_cast<float>(it.target));
     } else {
-      const auto c = static_cast<int64_t>(it.target);
-      EMBER_CHECK(static_cast<double>(c) == it.target && c >= 0, "[TabularBatcher] item ", i,
-                  ": target ", it.target, " is not a class index (use Target::values)");
-      labels.push_back(c);
+      // Checked before the conversion: a NaN, infinite or too large double converted to an
+      // integer is undefined behaviour.
+      EMBER_CHECK(is_class_index(it.target), "[TabularBatcher] item ", i, ": target ", it.target,
+                  " is not a class index (a whole number in [0, 2^63); use Target::values)");
+      labels.push_back(static_cast<int64_t>(it.target));
     }
   }
   TabularBatch b;

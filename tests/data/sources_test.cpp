@@ -127,14 +127,14 @@ TEST(Csv, QuotedNewlinesAndEscapedQuotes) {
   EXPECT_EQ(ds->feature_names(), (std::vector<std::string>{"a\nb", "c\"d"}));
   // Line numbers count physical lines: the bad row starts on line 4.
   EXPECT_EQ(error_of([] { CsvDataset::parse("\"a\nb\",c\n1,2\nx,3\n", {}, "q.csv"); }),
-            "[CsvDataset] q.csv:4: column \"a\nb\": not a number: \"x\"");
+            "[CsvDataset] q.csv:4: column \"a\\x0ab\": not a number: \"x\"");
 }
 
 TEST(Csv, ErrorsNameFileAndLine) {
   EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,2\n3,oops\n", {}, "d.csv"); }),
             "[CsvDataset] d.csv:3: column \"b\": not a number: \"oops\"");
   EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,2\n3\n", {}, "d.csv"); }),
-            "[CsvDataset] d.csv:3: 1 fields, expected 2");
+            "[CsvDataset] d.csv:3: 1 fields, expected 2 (column 2, \"b\", is missing)");
   EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,\n", {}, "d.csv"); }),
             "[CsvDataset] d.csv:2: column \"b\": not a number: \"\"");
   EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n\"1,2\n", {}, "d.csv"); }),
@@ -150,6 +150,96 @@ TEST(Csv, ErrorsNameFileAndLine) {
             "[CsvDataset] d.csv: label column 3 is out of range for 1 columns");
   EXPECT_EQ(error_of([] { CsvDataset::open("/nonexistent/x.csv"); }),
             "[CsvDataset] /nonexistent/x.csv: cannot open: No such file or directory");
+}
+
+// The issue's hostile labels: NaN, infinite, out of i64's range (converting them to the i64 label
+// was undefined behaviour), negative or fractional. Each is an error naming file:line and column.
+TEST(Csv, LabelsThatAreNotClassIndicesAreErrors) {
+  const auto err = [](const std::string& label, CsvConfig config = CsvConfig().label("y")) {
+    return error_of([&] { CsvDataset::parse("x,y\n1,0\n2," + label + "\n", config, "l.csv"); });
+  };
+  const std::string tail =
+      " is not a class index (a whole number in [0, 2^63); use "
+      "CsvConfig().target(TabularTarget::values) for real values)";
+  for (const std::string bad : {"nan", "inf", "-inf", "1e19", "9223372036854775808", "-1", "2.5"})
+    EXPECT_EQ(err(bad), "[CsvDataset] l.csv:3: column \"y\": label \"" + bad + "\"" + tail);
+  // The largest doubles below 2^63 are fine, and so is the label 0 written "-0".
+  EXPECT_EQ(err("9223372036854774784"), "<no error>");
+  EXPECT_EQ(err("-0"), "<no error>");
+  // By position, without a header: the column is named by its number.
+  EXPECT_EQ(error_of([] {
+              CsvDataset::parse("1,2\n3,NaN\n", CsvConfig().header(false).label_index(1), "n.csv");
+            }),
+            "[CsvDataset] n.csv:2: column \"1\": label \"NaN\"" + tail);
+  // Real-valued labels need only be finite.
+  const CsvConfig values = CsvConfig().label("y").target(TabularTarget::values);
+  EXPECT_EQ(err("2.5", values), "<no error>");
+  EXPECT_EQ(err("1e300", values), "<no error>");
+  EXPECT_EQ(err("nan", values),
+            "[CsvDataset] l.csv:3: column \"y\": label \"nan\" is not a finite number");
+  EXPECT_EQ(err("-inf", values),
+            "[CsvDataset] l.csv:3: column \"y\": label \"-inf\" is not a finite number");
+  // Features may still be NaN or infinite.
+  EXPECT_EQ(error_of([] { CsvDataset::parse("x,y\nnan,1\ninf,0\n", CsvConfig().label("y")); }),
+            "<no error>");
+}
+
+// The batcher checks a target before converting it (items need not come from a CSV file).
+TEST(Csv, BatcherRefusesTargetsThatAreNotClassIndices) {
+  for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL, 1e19, 0x1p63, -1.0, 0.5}) {
+    const std::string e = error_of([&] {
+      TabularBatcher().batch({TabularItem{{1.0f}, 0.0}, TabularItem{{2.0f}, bad}}, Device::cpu());
+    });
+    EXPECT_EQ(e.rfind("[TabularBatcher] item 1: target ", 0), 0u) << e;
+    EXPECT_NE(e.find("is not a class index"), std::string::npos) << e;
+  }
+  EXPECT_EQ(TabularBatcher()
+                .batch({TabularItem{{1.0f}, 0x1p62}}, Device::cpu())
+                .labels.to_vector<int64_t>(),
+            (std::vector<int64_t>{int64_t{1} << 62}));
+}
+
+// Hostile files: each a clear error naming file:line and the column or field, never a crash.
+TEST(Csv, HostileFilesGiveClearErrors) {
+  // Missing and extra fields.
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b,c\n1,2\n", {}, "f.csv"); }),
+            "[CsvDataset] f.csv:2: 2 fields, expected 3 (column 3, \"c\", is missing)");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,2\n1,2,3,4\n", {}, "f.csv"); }),
+            "[CsvDataset] f.csv:3: 4 fields, expected 2 (field 3 is extra)");
+  // Empty files, with or without a header; blank lines only. A header alone is an empty dataset.
+  EXPECT_EQ(error_of([] { CsvDataset::parse("", CsvConfig().header(false), "e.csv"); }),
+            "[CsvDataset] e.csv: no records (the file is empty)");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("\n\r\n\n", {}, "e.csv"); }),
+            "[CsvDataset] e.csv: no header line (the file is empty)");
+  EXPECT_EQ(CsvDataset::parse("a,b\n")->size(), 0u);
+  // Embedded NUL bytes (a binary file read as CSV).
+  EXPECT_EQ(error_of([] { CsvDataset::parse(std::string("a,b\n1,2\n3,4\0\n", 13), {}, "z.csv"); }),
+            "[CsvDataset] z.csv:3: NUL byte in field 2 (not a text file?)");
+  EXPECT_EQ(error_of([] { CsvDataset::parse(std::string("a,\"b\0\"\n", 7), {}, "z.csv"); }),
+            "[CsvDataset] z.csv:1: NUL byte in field 2 (not a text file?)");
+  // A 10 MB line: the error quotes 40 bytes of the field and says how long it is.
+  const std::string long_field(10'000'000, 'x');
+  EXPECT_EQ(error_of([&] { CsvDataset::parse("a,b\n1," + long_field + "\n", {}, "l.csv"); }),
+            "[CsvDataset] l.csv:2: column \"b\": not a number: \"" + std::string(40, 'x') +
+                "\"... (10000000 bytes)");
+  // A line of 200,000 fields reads (linear time).
+  std::string wide = "0";
+  for (int i = 1; i < 200'000; ++i) wide += ",1";
+  auto ds = CsvDataset::parse(wide + "\n" + wide + "\n", CsvConfig().header(false).label_index(0));
+  ASSERT_EQ(ds->size(), 2u);
+  EXPECT_EQ(ds->at(1).features.size(), 199'999u);
+  // Control bytes in a field are escaped in the message.
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a\n1\x1b[2J\n", {}, "c.csv"); }),
+            "[CsvDataset] c.csv:2: column \"a\": not a number: \"1\\x1b[2J\"");
+  // Quoting: unclosed at the end of the file, a quote inside an unquoted field, text after one.
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,\"2\n3,4\n", {}, "q.csv"); }),
+            "[CsvDataset] q.csv:2: quoted field never closed");
+  EXPECT_EQ(error_of([] { CsvDataset::parse("a,b\n1,\"2\"x\n", {}, "q.csv"); }),
+            "[CsvDataset] q.csv:2: text after the closing quote of field 2");
+  // A UTF-8 byte order mark (Excel's "CSV UTF-8") is skipped.
+  EXPECT_EQ(
+      CsvDataset::parse("\xEF\xBB\xBFlabel,x\n1,2\n", CsvConfig().label("label"))->label_name(),
+      "label");
 }
 
 TEST(Csv, OpensAFileAndBatches) {

@@ -19,13 +19,20 @@ struct TabularItem {
   double target = 0.0;
 };
 
+/// What a label is: a class index (an i64 label for cross_entropy) or a real value (regression).
+enum class TabularTarget { classes, values };
+
+/// True for a double that is a valid i64 class index: a whole number in [0, 2^63).
+bool is_class_index(double v);
+
 /// How a CSV file is read (chained setters). Fields may be quoted ("a, b", "say ""hi"""); every
-/// field other than the header must be a number (inf and nan included).
+/// field other than the header must be a number (inf and nan included in features).
 struct CsvConfig {
   char delimiter_ = ',';
   bool header_ = true;
   std::string label_;         // label column by header name
   int64_t label_index_ = -1;  // or by position; -1 with no name: no label column
+  TabularTarget target_ = TabularTarget::classes;
 
   CsvConfig& delimiter(char c) {
     delimiter_ = c;
@@ -43,9 +50,15 @@ struct CsvConfig {
     label_index_ = column;
     return *this;
   }
+  /// How labels are checked while reading: classes (the default, like TabularBatcher's) must be
+  /// whole numbers in [0, 2^63); values must be finite. Errors name file:line and the column.
+  CsvConfig& target(TabularTarget t) {
+    target_ = t;
+    return *this;
+  }
 };
 
-/// A CSV file read into memory. Errors name file:line and the column.
+/// A CSV file read into memory. Errors name file:line and the column (or the field number).
 class CsvDataset : public Dataset<TabularItem> {
  public:
   static std::shared_ptr<const CsvDataset> open(const std::string& path, CsvConfig config = {});
@@ -79,7 +92,7 @@ struct TabularBatch {
 
 class TabularBatcher : public Batcher<TabularItem, TabularBatch> {
  public:
-  enum class Target { classes, values };
+  using Target = TabularTarget;
   explicit TabularBatcher(Target target = Target::classes) : target_(target) {}
   TabularBatch batch(std::vector<TabularItem> items, Device device) const override;
 
