@@ -3,16 +3,24 @@
 #include "ember/data/dataloader.hpp"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <typeinfo>
+
+#if defined(__GLIBCXX__) || defined(_LIBCPP_VERSION)
+#include <cxxabi.h>
+#define EMBER_HAVE_CXXABI 1
+#endif
 
 #include "ember/core/error.hpp"
 
 namespace ember::data::detail {
 
 struct Prefetcher::State {
-  std::function<void(size_t)> job;
+  std::function<void(size_t, size_t)> job;
   size_t num_jobs = 0, capacity = 0;
   std::mutex mutex;
   std::condition_variable work_cv, done_cv;
@@ -24,7 +32,7 @@ struct Prefetcher::State {
   std::vector<std::exception_ptr> errors;  // by slot, k % capacity
   std::vector<std::thread> threads;
 
-  void work() {
+  void work(size_t worker) {
     std::unique_lock lock(mutex);
     for (;;) {
       work_cv.wait(lock, [&] {
@@ -35,7 +43,7 @@ struct Prefetcher::State {
       lock.unlock();
       std::exception_ptr error;
       try {
-        job(k);
+        job(k, worker);
       } catch (...) {
         error = std::current_exception();
       }
@@ -51,7 +59,7 @@ struct Prefetcher::State {
 };
 
 Prefetcher::Prefetcher(size_t num_jobs, size_t workers, size_t capacity,
-                       std::function<void(size_t)> job)
+                       std::function<void(size_t, size_t)> job)
     : state_(std::make_unique<State>()) {
   EMBER_CHECK(workers >= 1 && capacity >= workers,
               "[DataLoader] prefetcher needs at least one worker and a slot per worker, got ",
@@ -64,22 +72,34 @@ Prefetcher::Prefetcher(size_t num_jobs, size_t workers, size_t capacity,
   s.errors.resize(capacity);
   const size_t n = workers < num_jobs ? workers : num_jobs;
   s.threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.work(); });
+  try {
+    for (size_t i = 0; i < n; ++i) s.threads.emplace_back([&s, i] { s.work(i); });
+  } catch (const std::exception& e) {
+    stop_and_join();  // the threads already started; a joinable std::thread left would terminate
+    EMBER_FAIL("[DataLoader] cannot start worker ", s.threads.size(), " of ", n, ": ", e.what());
+  }
 }
 
-Prefetcher::~Prefetcher() {
+void Prefetcher::stop_and_join() {
   {
     std::lock_guard lock(state_->mutex);
     state_->stop = true;
   }
   state_->work_cv.notify_all();
-  for (std::thread& t : state_->threads) t.join();
+  for (std::thread& t : state_->threads)
+    if (t.joinable()) t.join();
 }
+
+Prefetcher::~Prefetcher() { stop_and_join(); }
 
 void Prefetcher::wait(size_t k) {
   State& s = *state_;
   std::unique_lock lock(s.mutex);
-  s.done_cv.wait(lock, [&] { return s.done[k] != 0; });
+  // A job past a failed one that no worker claimed will never run: waiting for it would hang.
+  const auto never = [&] { return k > s.failed && k >= s.next_job; };
+  s.done_cv.wait(lock, [&] { return s.done[k] != 0 || never(); });
+  EMBER_CHECK(s.done[k] != 0, "[DataLoader] batch ", k, " will not be made: batch ", s.failed,
+              " failed before it");
   if (std::exception_ptr error = s.errors[k % s.capacity]) std::rethrow_exception(error);
 }
 
@@ -96,6 +116,40 @@ size_t num_batches(size_t items, const DataLoaderConfig& config) {
               config.batch_size_);
   return config.drop_last_ ? items / config.batch_size_
                            : (items + config.batch_size_ - 1) / config.batch_size_;
+}
+
+namespace {
+
+// The type of the exception being handled, demangled where the C++ ABI allows.
+std::string current_type_name() {
+#ifdef EMBER_HAVE_CXXABI
+  if (const std::type_info* type = abi::__cxa_current_exception_type()) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+    std::string out = status == 0 && name ? name : type->name();
+    std::free(name);
+    return out;
+  }
+#endif
+  return "an exception of unknown type";
+}
+
+}  // namespace
+
+void loader_error(size_t worker, size_t batch, size_t item) {
+  std::string where = "[DataLoader] ";
+  if (worker != kNone) where += "worker " + std::to_string(worker) + ", ";
+  where += "batch " + std::to_string(batch) + ", ";
+  where += item != kNone ? "dataset item " + std::to_string(item) : std::string("batcher");
+  std::string what;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = ": caught " + current_type_name() + ": " + e.what();
+  } catch (...) {
+    what = ": caught " + current_type_name() + " (not derived from std::exception: no message)";
+  }
+  std::throw_with_nested(Error(where + what));
 }
 
 void epoch_reiterated() {

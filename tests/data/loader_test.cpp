@@ -2,9 +2,15 @@
 // errors from workers, early break; and the image batcher.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <new>
 #include <numeric>
+#include <regex>
+#include <stdexcept>
 #include <thread>
 
 #include "ember/core/error.hpp"
@@ -34,6 +40,28 @@ std::shared_ptr<const Batcher<int, IntBatch>> int_batcher() {
     std::vector<int64_t> wide(items.begin(), items.end());
     return IntBatch{std::move(items), Tensor<1, Int>::from_vector(wide, dev)};
   });
+}
+
+// The threads of this process, to see that a failed epoch leaves none behind (0 where there is no
+// /proc/self/task: the check then passes trivially).
+size_t thread_count() {
+  std::error_code ec;
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) n += e.exists();
+  return n;
+}
+
+// Runs an epoch to its error and returns the message ("<no error>" without one).
+std::string epoch_error(const DataLoader<int, std::vector<int>>& loader, size_t* delivered) {
+  try {
+    for (std::vector<int>& b : loader.epoch(0)) {
+      (void)b;
+      ++*delivered;
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 std::vector<std::vector<int>> run_epoch(const DataLoader<int, IntBatch>& loader, uint64_t e) {
@@ -127,9 +155,93 @@ TEST(DataLoader, WorkerErrorReachesTheConsumerAtItsBatch) {
       }
       FAIL() << "no error";
     } catch (const Error& e) {
-      EXPECT_STREQ(e.what(), "item 17 is broken");
+      const std::string worker = workers == 0 ? "" : workers == 1 ? "worker 0, " : "worker ";
+      EXPECT_EQ(std::string(e.what()).rfind("[DataLoader] " + worker, 0), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find(
+                    "batch 3, dataset item 17: caught ember::Error: item 17 is broken"),
+                std::string::npos)
+          << e.what();
     }
     EXPECT_EQ(delivered, 3u) << workers << " workers";  // batches 0..2 came before batch 3
+  }
+}
+
+// Whatever a dataset throws (an ember::Error, a std::runtime_error, a std::bad_alloc, an int, a
+// type of its own) reaches the consumer as an ember::Error naming the worker, the batch and the
+// dataset item, like PyTorch's "Caught ValueError in DataLoader worker process 2".
+struct NotAnException {};
+TEST(DataLoader, AnythingThrownBecomesAnErrorNamingWorkerBatchAndItem) {
+  const std::vector<std::pair<std::function<void()>, std::string>> throws = {
+      {[] { throw Error("[test] item 17 is broken"); },
+       "caught ember::Error: [test] item 17 is broken"},
+      {[] { throw std::runtime_error("disk on fire"); }, "caught std::runtime_error: disk on fire"},
+      {[] { throw std::bad_alloc(); }, "caught std::bad_alloc: std::bad_alloc"},
+      {[] { throw 42; }, "caught int (not derived from std::exception: no message)"},
+      {[] { throw NotAnException{}; },
+       "caught NotAnException (not derived from std::exception: no message)"},
+  };
+  const auto batcher = make_batcher<int>([](std::vector<int> items, Device) { return items; });
+  for (const auto& [thrower, caught] : throws) {
+    auto bad = map(range(40), [thrower = thrower](int x) {
+      if (x == 17) thrower();
+      return x;
+    });
+    for (size_t workers : {0u, 1u, 3u}) {
+      // Shuffled: the dataset item (17) is not the position in the epoch's order.
+      DataLoader loader(bad, batcher, DataLoaderConfig().batch_size(5).shuffle(7).workers(workers));
+      const auto order = loader.order(0);
+      const size_t batch =
+          static_cast<size_t>(std::find(order.begin(), order.end(), 17) - order.begin()) / 5;
+      size_t delivered = 0;
+      const std::string e = epoch_error(loader, &delivered);
+      const std::string where = workers == 0 ? "" : workers == 1 ? "worker 0, " : "worker [0-2], ";
+      EXPECT_TRUE(std::regex_match(e, std::regex("\\[DataLoader\\] " + where + "batch " +
+                                                 std::to_string(batch) + ", dataset item 17: .*")))
+          << e;
+      EXPECT_EQ(e.substr(e.size() - std::min(e.size(), caught.size())), caught);
+      EXPECT_EQ(delivered, batch) << e;
+    }
+  }
+  // The original is nested in the error.
+  auto bad = map(range(4), [](int x) -> int { throw std::out_of_range("x" + std::to_string(x)); });
+  DataLoader loader(bad, batcher, DataLoaderConfig().workers(1));
+  try {
+    for (auto& b : loader.epoch(0)) (void)b;
+  } catch (const Error& e) {
+    EXPECT_THROW(std::rethrow_if_nested(e), std::out_of_range);
+  }
+}
+
+// After an error the epoch is over: its workers are joined at once (no thread is left, nothing
+// hangs), a further ++ reaches the end, and a new epoch starts afresh.
+TEST(DataLoader, AfterAnErrorTheEpochEndsAndANewOneWorks) {
+  std::atomic<bool> broken{true};
+  auto flaky = map(range(100), [&broken](int x) {
+    if (x == 42 && broken) throw std::runtime_error("not yet");
+    return x;
+  });
+  const auto batcher = make_batcher<int>([](std::vector<int> items, Device) { return items; });
+  for (size_t workers : {0u, 2u, 4u}) {
+    broken = true;
+    DataLoader loader(flaky, batcher,
+                      DataLoaderConfig().batch_size(4).workers(workers).prefetch(8));
+    const size_t threads = thread_count();
+    auto epoch = loader.epoch(0);
+    auto it = epoch.begin();
+    size_t seen = 0;
+    EXPECT_THROW(
+        {
+          for (; !(it == epoch.end()); ++it) ++seen;
+        },
+        Error);
+    EXPECT_EQ(seen, 10u);                // batches 0..9 came before batch 10 (items 40..43)
+    EXPECT_EQ(thread_count(), threads);  // the workers are joined although `epoch` lives on
+    ++it;
+    EXPECT_TRUE(it == epoch.end());  // and the epoch is over
+    broken = false;
+    int count = 0;
+    for (auto& b : loader.epoch(0)) count += static_cast<int>(b.size());
+    EXPECT_EQ(count, 100) << workers << " workers";
   }
 }
 
@@ -140,11 +252,15 @@ TEST(DataLoader, BatcherErrorPropagates) {
   });
   DataLoader loader(range(12), failing, DataLoaderConfig().batch_size(3).workers(2));
   std::vector<int> got;
-  EXPECT_THROW(
-      {
-        for (int first : loader.epoch(0)) got.push_back(first);
-      },
-      Error);
+  try {
+    for (int first : loader.epoch(0)) got.push_back(first);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::regex_match(
+        e.what(), std::regex("\\[DataLoader\\] worker [01], batch 2, batcher: caught "
+                             "ember::Error: \\[test\\] batch from 6 refused")))
+        << e.what();
+  }
   EXPECT_EQ(got, (std::vector<int>{0, 3}));
 }
 

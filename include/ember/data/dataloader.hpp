@@ -93,19 +93,22 @@ namespace detail {
 
 /// Runs jobs 0..n-1 on `workers` threads, in claim order, never more than `capacity` jobs ahead of
 /// the consumer's release(). Compiled once (src/data/dataloader.cpp). Destruction stops the
-/// workers (a job already running finishes) and joins them.
+/// workers (a job already running finishes) and joins them. A job is called as job(k, worker).
 class Prefetcher {
  public:
-  Prefetcher(size_t num_jobs, size_t workers, size_t capacity, std::function<void(size_t)> job);
+  Prefetcher(size_t num_jobs, size_t workers, size_t capacity,
+             std::function<void(size_t, size_t)> job);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
-  /// Blocks until job k has run; rethrows what it threw.
+  /// Blocks until job k has run; rethrows what it threw. Raises an error at once for a job that
+  /// will never run (an earlier job failed).
   void wait(size_t k);
   /// The consumer is done with job k (and every job before it): its slot may be reused.
   void release(size_t k);
 
  private:
+  void stop_and_join();
   struct State;
   std::unique_ptr<State> state_;
 };
@@ -114,6 +117,12 @@ class Prefetcher {
 size_t num_batches(size_t items, const DataLoaderConfig& config);
 /// Raises "[DataLoader] an epoch can be iterated once" on a second begin().
 [[noreturn]] void epoch_reiterated();
+/// Marks "no worker" (the consuming thread) and "no item" (the batcher) for loader_error().
+inline constexpr size_t kNone = SIZE_MAX;
+/// Called in a catch block: raises an ember::Error naming the worker, the batch and the dataset
+/// item (or the batcher) with the caught exception's type and message, whatever was thrown; the
+/// original stays reachable through std::rethrow_if_nested.
+[[noreturn]] void loader_error(size_t worker, size_t batch, size_t item);
 
 }  // namespace detail
 
@@ -142,7 +151,9 @@ class DataLoader {
   class Epoch;
   /// One pass over the data: `for (B& batch : loader.epoch(e))`. Workers start at begin() and are
   /// stopped and joined when the Epoch is destroyed, also when the loop breaks early. An exception
-  /// thrown while making a batch is rethrown to the consumer at that batch.
+  /// thrown while making a batch reaches the consumer at that batch as an ember::Error naming the
+  /// worker, the batch and the dataset item; the epoch then ends (its workers are joined, a
+  /// further ++ reaches end()), and loader.epoch(e) starts it afresh.
   Epoch epoch(uint64_t e) const { return Epoch(*this, e); }
 
   class Epoch {
@@ -158,7 +169,8 @@ class DataLoader {
       if (config_.workers_ > 0 && count_ > 0) {
         slots_.resize(cap);
         prefetcher_ = std::make_unique<detail::Prefetcher>(
-            count_, config_.workers_, cap, [this, cap](size_t k) { slots_[k % cap] = make(k); });
+            count_, config_.workers_, cap,
+            [this, cap](size_t k, size_t worker) { slots_[k % cap] = make(k, worker); });
       }
       advance();
       return Iterator(this);
@@ -195,23 +207,38 @@ class DataLoader {
       const size_t want = config_.prefetch_ ? config_.prefetch_ : 2 * config_.workers_;
       return want < config_.workers_ ? config_.workers_ : want;
     }
-    B make(size_t k) const {
+    B make(size_t k, size_t worker) const {
       const size_t begin = k * config_.batch_size_;
       const size_t end = std::min(begin + config_.batch_size_, order_.size());
-      std::vector<T> items;
-      items.reserve(end - begin);
-      for (size_t i = begin; i < end; ++i) items.push_back(dataset_->at(order_[i]));
-      return batcher_->batch(std::move(items), config_.device_);
+      size_t item = detail::kNone;  // the dataset item being read; kNone in the batcher
+      try {
+        std::vector<T> items;
+        items.reserve(end - begin);
+        for (size_t i = begin; i < end; ++i) {
+          item = order_[i];
+          items.push_back(dataset_->at(item));
+        }
+        item = detail::kNone;
+        return batcher_->batch(std::move(items), config_.device_);
+      } catch (...) {
+        detail::loader_error(worker, k, item);
+      }
     }
     void advance() {
       current_.reset();
       if (next_ >= count_) return;
       const size_t k = next_++;
-      if (!prefetcher_) {
-        current_ = make(k);
-        return;
+      try {
+        if (!prefetcher_) {
+          current_ = make(k, detail::kNone);
+          return;
+        }
+        prefetcher_->wait(k);
+      } catch (...) {
+        next_ = count_;       // the epoch ends here
+        prefetcher_.reset();  // and its workers are joined
+        throw;
       }
-      prefetcher_->wait(k);
       std::optional<B>& slot = slots_[k % slots_.size()];
       current_ = std::move(slot);
       slot.reset();
