@@ -42,6 +42,15 @@ std::shared_ptr<const Batcher<int, IntBatch>> int_batcher() {
   });
 }
 
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
 // The threads of this process, to see that a failed epoch leaves none behind (0 where there is no
 // /proc/self/task: the check then passes trivially).
 size_t thread_count() {
@@ -333,6 +342,35 @@ TEST(ImageBatcher, ScalesNormalisesAndStacks) {
   }
   EXPECT_THROW(ImageBatcher(ImageBatcherConfig().normalize({0.5f}, {0.0f})), Error);
   EXPECT_THROW(ImageBatcher(ImageBatcherConfig().normalize({0.5f, 0.4f}, {0.2f})), Error);
+}
+
+// Item fields are plain values (a decoded SQLite blob, a user's struct): shapes whose sizes
+// overflow, negative ones, and a batch whose later items are empty are errors before anything is
+// allocated from them (item 0's 2^40 x 2^40 used to wrap to a small, wrong allocation).
+TEST(ImageBatcher, HostileShapesAreRefusedBeforeAllocating) {
+  ImageItem big;
+  big.channels = 1;
+  big.height = big.width = int64_t{1} << 40;
+  EXPECT_EQ(error_of([&] { ImageBatcher().batch({big}, Device::cpu()); }),
+            "[ImageBatcher] item 0 has a bad shape 1 x 1099511627776 x 1099511627776 for a batch "
+            "of 1");
+  ImageItem neg = big;
+  neg.height = -4;
+  neg.width = -4;
+  EXPECT_NE(error_of([&] { ImageBatcher().batch({neg}, Device::cpu()); }).find("bad shape"),
+            std::string::npos);
+  // Item 0 holds 1 MB, the other 999 claim the same shape but hold nothing: refused before the
+  // 4 GB float buffer is allocated.
+  ImageItem real;
+  real.channels = 1;
+  real.height = real.width = 1024;
+  real.pixels.assign(1 << 20, 0);
+  ImageItem shell = real;
+  shell.pixels.clear();
+  std::vector<ImageItem> items(1000, shell);
+  items[0] = real;
+  EXPECT_EQ(error_of([&] { ImageBatcher().batch(items, Device::cpu()); }),
+            "[ImageBatcher] item 1 has 0 pixel values for 1 x 1024 x 1024");
 }
 
 TEST(ImageBatcher, InALoaderWithWorkers) {
