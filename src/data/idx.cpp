@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "ember/core/error.hpp"
+#include "file_util.hpp"
 
 namespace ember::data {
 
@@ -141,6 +142,7 @@ IdxArray parse_idx(std::span<const uint8_t> bytes, const std::string& label) {
 IdxArray read_idx(const std::string& path, uint64_t max_bytes) {
   // gzread passes plain files through unchanged, so one path reads both. The header comes first
   // and the data is read only as far as the dims say: a gzip bomb is never inflated past them.
+  check_regular_file(path, "read_idx");
   GzPtr file(gzopen(path.c_str(), "rb"));
   EMBER_CHECK(file != nullptr, "[read_idx] ", path, ": cannot open: ", std::strerror(errno));
   gzFile f = file.get();

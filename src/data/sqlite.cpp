@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "ember/core/error.hpp"
+#include "file_util.hpp"
 
 namespace ember::data {
 
@@ -136,6 +137,7 @@ struct SqliteStore::Pool {
 SqliteStore::SqliteStore(const std::string& path, const std::string& table)
     : path_(path), table_(table), pool_(std::make_unique<Pool>()) {
   check_table_name(table, path);
+  check_regular_file(path, "SqliteDataset");
   Pool::Conn c = Pool::open(path, table);  // checks the file and the table
   sqlite3_stmt* count = nullptr;
   const std::string sql = "SELECT COUNT(*), MIN(id), MAX(id) FROM \"" + table + "\"";
@@ -216,6 +218,7 @@ struct SqliteWriter::Impl {
 SqliteWriter::SqliteWriter(const std::string& path, const std::string& table)
     : impl_(std::make_unique<Impl>()) {
   check_table_name(table, path);
+  check_regular_file(path, "SqliteWriter");
   Impl& w = *impl_;
   w.path = path;
   w.table = table;

@@ -1,5 +1,6 @@
 // CSV, PNG/JPEG and image folders, SQLite: parsing, round trips and errors.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cmath>
@@ -449,6 +450,34 @@ TEST(ImageFolder, ClassesFromSubdirectories) {
             "[ImageFolder] " + dir.file("nope") + ": not a directory");
   EXPECT_EQ(error_of([&] { ImageFolder::open(dir.file("empty")); }),
             "[ImageFolder] " + dir.file("empty") + ": no class subdirectories");
+}
+
+// ---- every file source ----
+
+// A FIFO used to block the reader forever, /dev/zero to be read until memory ran out, a
+// directory to fail with a bare "read error": each is refused before it is opened.
+TEST(Sources, NonRegularFilesAreRefused) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe.csv");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { CsvDataset::open(fifo); }),
+            "[CsvDataset] " + fifo + ": not a regular file (a FIFO)");
+  EXPECT_EQ(error_of([&] { read_image(fifo); }),
+            "[read_image] " + fifo + ": not a regular file (a FIFO)");
+  EXPECT_EQ(error_of([&] { read_idx(fifo); }),
+            "[read_idx] " + fifo + ": not a regular file (a FIFO)");
+  EXPECT_EQ(error_of([&] { SqliteDataset<TabularItem>::open(fifo); }),
+            "[SqliteDataset] " + fifo + ": not a regular file (a FIFO)");
+  EXPECT_EQ(error_of([&] { SqliteWriter(fifo, "t"); }),
+            "[SqliteWriter] " + fifo + ": not a regular file (a FIFO)");
+  EXPECT_EQ(error_of([&] { read_image(dir.path().string()); }),
+            "[read_image] " + dir.path().string() + ": not a regular file (a directory)");
+  if (std::filesystem::exists("/dev/zero")) {
+    EXPECT_EQ(error_of([&] { read_image("/dev/zero"); }),
+              "[read_image] /dev/zero: not a regular file (a character device)");
+    EXPECT_EQ(error_of([&] { CsvDataset::open("/dev/zero"); }),
+              "[CsvDataset] /dev/zero: not a regular file (a character device)");
+  }
 }
 
 // ---- SQLite ----
