@@ -3,24 +3,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "ember/core/error.hpp"
+#include "ember/io/file.hpp"
 
 namespace ember::data {
 
 void check_regular_file(const std::string& path, const char* what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_type type = fs::status(path, ec).type();
-  if (ec || type == fs::file_type::regular) return;  // a missing file fails at open, with errno
-  const char* kind = type == fs::file_type::directory   ? "a directory"
-                     : type == fs::file_type::fifo      ? "a FIFO"
-                     : type == fs::file_type::character ? "a character device"
-                     : type == fs::file_type::block     ? "a block device"
-                     : type == fs::file_type::socket    ? "a socket"
-                                                        : "not a file";
-  EMBER_FAIL("[", what, "] ", path, ": not a regular file (", kind, ")");
+  const std::string kind = io::non_regular_kind(path);  // a missing file fails at open, with errno
+  EMBER_CHECK(kind.empty(), "[", what, "] ", path, ": not a regular file (", kind, ")");
 }
 
 std::vector<uint8_t> read_file(const std::string& path, const char* what) {

@@ -248,3 +248,13 @@ void AtomicFile::commit() {
 }
 
 }  // namespace ember::io::detail
+
+namespace ember::io {
+
+std::string non_regular_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return detail::file_kind(st.st_mode);
+}
+
+}  // namespace ember::io

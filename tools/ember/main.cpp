@@ -6,8 +6,6 @@
 //   ember inspect runs/fashion-mnist/model.safetensors
 #include <CLI/CLI.hpp>
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -59,25 +57,13 @@ struct EvalOptions {
   int64_t batch_size = 500;
 };
 
-// What a path is when it is not a regular file ("" when it is one, or is absent).
-std::string not_regular(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISFIFO(st.st_mode)) return "a FIFO";
-  if (S_ISCHR(st.st_mode)) return "a character device";
-  if (S_ISBLK(st.st_mode)) return "a block device";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return "not a regular file";
-}
-
 // CLI11's ExistingFile lets a FIFO through (reading it blocks until a writer comes) and a
 // device such as /dev/zero (it never ends): only regular files are taken.
 const CLI::Validator kRegularFile(
     [](std::string& path) -> std::string {
       std::error_code ec;
       if (!fs::exists(path, ec)) return "File does not exist: " + path;
-      const std::string kind = not_regular(path);
+      const std::string kind = io::non_regular_kind(path);
       return kind.empty() ? "" : path + " is " + kind + ", not a regular file";
     },
     "FILE");
@@ -118,7 +104,7 @@ std::string data_file(const std::string& dir, const std::string& name) {
   for (const std::string& p : {dir + "/" + name + ".gz", dir + "/" + name}) {
     std::error_code ec;
     if (!fs::exists(p, ec)) continue;
-    const std::string kind = not_regular(p);
+    const std::string kind = io::non_regular_kind(p);
     EMBER_CHECK(kind.empty(), "Fashion-MNIST file ", p, " is ", kind, ", not a regular file");
     return p;
   }

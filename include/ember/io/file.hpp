@@ -13,6 +13,11 @@ namespace ember::io {
 /// complete new one, never a partial write. `what` names the caller in errors ("[Learner]").
 void write_file_atomic(const std::string& path, std::string_view bytes, const char* what = "[io]");
 
+/// What `path` is when it exists but is not a regular file ("a FIFO", "a directory", "a character
+/// device", ...); "" for a regular file or a missing path. Readers refuse such paths before
+/// opening them: a FIFO blocks open() until a writer comes, a device such as /dev/zero never ends.
+std::string non_regular_kind(const std::string& path);
+
 /// Deletes what write_file_atomic and save_safetensors leave in `dir` when their process dies
 /// mid-write: temp files ".<name>.tmp.<pid>.<stamp>.<n>" of the file names that `is_target`
 /// accepts, whose writer process is gone. Other files, and writes in progress, are left alone.
