@@ -49,5 +49,21 @@ void append(std::string& out, double v) {
   out.append(buf);
 }
 
+void raise_as(const char* op, std::string_view message) {
+  std::string out = cat("[", op, "] ");
+  const size_t close = message.find("] ");
+  if (!message.empty() && message[0] == '[' && close != std::string_view::npos) {
+    const std::string_view inner = message.substr(1, close - 1);
+    const std::string_view rest = message.substr(close + 2);
+    if (inner == op) raise_error(std::string(message));
+    out.append(rest);
+    // Nested composites keep the innermost op, where the check failed.
+    if (rest.find(" (in ") == std::string_view::npos) out.append(cat(" (in ", inner, ")"));
+  } else {
+    out.append(message);
+  }
+  raise_error(std::move(out));
+}
+
 }  // namespace detail
 }  // namespace ember

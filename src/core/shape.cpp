@@ -1,6 +1,8 @@
 #include "ember/core/shape.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
 #include "ember/core/error.hpp"
 
@@ -73,9 +75,42 @@ Strides contiguous_strides(const Shape& shape) {
   int64_t acc = 1;
   for (int i = shape.rank() - 1; i >= 0; --i) {
     st[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
+    // The last product is never used as a stride: only the dims before it must fit.
+    if (i > 0 && !checked_mul(acc, std::max<int64_t>(shape[i], 1), &acc)) {
+      checked_numel(shape, "strides");  // fails, naming the shape
+    }
   }
   return st;
+}
+
+int64_t checked_numel(const Shape& shape, const char* op) {
+  int64_t nonzero = 1;
+  bool has_zero = false, overflow = false;
+  for (int64_t d : shape) {
+    EMBER_CHECK(d >= 0, "[", op, "] negative dimension ", d, " in shape ", shape);
+    if (d == 0) {
+      has_zero = true;
+    } else {
+      overflow |= !checked_mul(nonzero, d, &nonzero);
+    }
+  }
+  if (overflow) [[unlikely]] {
+    EMBER_CHECK(has_zero, "[", op, "] shape ", shape, " has more than 2^63 - 1 elements");
+    EMBER_FAIL("[", op, "] shape ", shape,
+               " is too large: its nonzero dimensions multiply past 2^63 - 1, so its strides would"
+               " overflow");
+  }
+  return has_zero ? 0 : nonzero;
+}
+
+size_t checked_nbytes(const Shape& shape, size_t itemsize, const char* op) {
+  const int64_t n = checked_numel(shape, op);
+  int64_t bytes = 0;
+  const bool fits = checked_mul(n, static_cast<int64_t>(itemsize), &bytes) &&
+                    static_cast<uint64_t>(bytes) <= static_cast<uint64_t>(PTRDIFF_MAX);
+  EMBER_CHECK(fits, "[", op, "] shape ", shape, " of ", itemsize, "-byte elements needs more than ",
+              static_cast<long long>(PTRDIFF_MAX), " bytes, the most this machine can address");
+  return static_cast<size_t>(bytes);
 }
 
 int wrap_dim(int64_t dim, int rank, const char* op) {

@@ -10,6 +10,7 @@
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 #define EMBER_HAS_EXCEPTIONS 1
 #include <exception>
+#include <new>
 #else
 #define EMBER_HAS_EXCEPTIONS 0
 #endif
@@ -65,7 +66,31 @@ std::string cat(const Args&... args) {
   return out;
 }
 
+/// Raises `message`, an inner op's error, as the error of `op`: "[amax] what" becomes
+/// "[softmax] what (in amax)"; a message that already names `op` is raised unchanged.
+[[noreturn]] void raise_as(const char* op, std::string_view message);
+
 }  // namespace detail
+
+/// Runs f() as the op `op` that the user called (a composite, or an op whose kernel allocates
+/// workspace): an ember::Error from an inner op names `op`, and a std::bad_alloc becomes an
+/// ember::Error naming `op`. Costs nothing unless something throws.
+template <class F>
+decltype(auto) as_op(const char* op, F&& f) {
+#if EMBER_HAS_EXCEPTIONS
+  try {
+    return f();
+  } catch (const Error& e) {
+    detail::raise_as(op, e.what());
+  } catch (const std::bad_alloc&) {
+    detail::raise_as(op, "out of memory (std::bad_alloc)");
+  }
+#else
+  (void)op;
+  return f();
+#endif
+}
+
 }  // namespace ember
 
 /// EMBER_CHECK(cond, "[op] what went wrong: ", value, ...) raises ember::Error when cond is false.

@@ -47,7 +47,8 @@ class Shape {
   std::span<const int64_t> span() const { return {dims_, static_cast<size_t>(rank_)}; }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
 
-  /// Number of elements (1 for rank 0).
+  /// Number of elements (1 for rank 0). Unchecked (hot): every tensor's shape went through
+  /// checked_numel() when the tensor or view was made.
   int64_t numel() const {
     int64_t n = 1;
     for (int i = 0; i < rank_; ++i) n *= dims_[i];
@@ -74,6 +75,22 @@ void append(std::string& out, const Shape& s);
 
 /// Row-major (C-contiguous) strides of a shape, in elements.
 Strides contiguous_strides(const Shape& shape);
+
+/// a * b and a + b on sizes and offsets; false when the result does not fit in int64.
+inline bool checked_mul(int64_t a, int64_t b, int64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+inline bool checked_add(int64_t a, int64_t b, int64_t* out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/// The element count of a tensor of `shape`, failing with "[op] ..." on a negative dim or when
+/// the dims (zeros aside, so strides fit too) multiply past 2^63 - 1. Every shape a tensor or a
+/// view is made with goes through here (or checked_nbytes) once.
+int64_t checked_numel(const Shape& shape, const char* op);
+/// The bytes a contiguous tensor of `shape` takes with `itemsize`-byte elements: checked_numel,
+/// then failing when the size exceeds PTRDIFF_MAX (byte offsets stay in range).
+size_t checked_nbytes(const Shape& shape, size_t itemsize, const char* op);
 
 /// Wraps a possibly negative dim into [0, rank); `op` names the caller in the error.
 int wrap_dim(int64_t dim, int rank, const char* op);
