@@ -94,7 +94,7 @@ DynTensor take_gradient(Slot& slot, const Node& n) {
   DynTensor g = std::move(slot.grad);
   if (slot.pieces.empty()) return g;
   const Device device = slot.pieces.front().part.device();
-  DynTensor out = detail::make_empty(n.shape(), n.dtype(), device);
+  DynTensor out = detail::make_empty(n.shape(), n.dtype(), device, "backward");
   Backend& be = detail::backend_of(out);
   if (g.defined()) {
     be.copy(g.raw(), out.raw());

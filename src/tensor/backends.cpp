@@ -28,13 +28,23 @@ Backend& backend_for(Device device) {
   EMBER_FAIL("[device] no backend for ", device, " in this build");
 }
 
-DynTensor make_empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape) {
-    EMBER_CHECK(d >= 0, "[empty] negative dimension in shape ", shape);
-  }
+DynTensor make_empty(const Shape& shape, DType dtype, Device device, const char* op) {
+  const size_t nbytes = checked_nbytes(shape, dtype_size(dtype), op);
+  Backend& backend = backend_for(device);
   RawTensor t;
-  t.storage =
-      backend_for(device).allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device);
+#if EMBER_HAS_EXCEPTIONS
+  // The allocator knows the bytes, not the op; this is where both are known.
+  try {
+    t.storage = backend.allocate(nbytes, device);
+  } catch (const Error& e) {
+    EMBER_FAIL("[", op, "] cannot allocate shape ", shape, " of ", dtype, ": ", e.what());
+  } catch (const std::bad_alloc&) {
+    EMBER_FAIL("[", op, "] cannot allocate shape ", shape, " of ", dtype, " (", nbytes,
+               " bytes): out of memory");
+  }
+#else
+  t.storage = backend.allocate(nbytes, device);
+#endif
   t.shape = shape;
   t.strides = contiguous_strides(shape);
   t.dtype = dtype;

@@ -222,16 +222,27 @@ DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& b
         "[", op, "] needs stride and dilation >= 1, padding and output_padding >= 0, got ",
         "stride ", list(p.stride, sp), ", padding ", list(p.padding, sp), ", dilation ",
         list(p.dilation, sp), ", output_padding ", list(p.output_padding, sp));
-    const int64_t in = x.size(2 + i), eff = p.dilation[i] * (w.size(2 + i) - 1) + 1;
-    int64_t out = 0;
+    const int64_t in = x.size(2 + i);
+    // Padding, stride and dilation are the user's: every product here is checked.
+    int64_t eff = 0, padded = 0, out = 0;
+    bool fits = checked_mul(p.dilation[i], w.size(2 + i) - 1, &eff) && checked_add(eff, 1, &eff) &&
+                checked_mul(p.padding[i], 2, &padded) && checked_add(padded, in, &padded);
+    if (transposed) {
+      int64_t span = 0;
+      fits = fits && checked_mul(in - 1, p.stride[i], &span) && checked_add(span, eff, &out) &&
+             checked_add(out, p.output_padding[i], &out);
+      if (fits) out -= padded - in;  // 2 * padding, which fits
+    }
+    EMBER_CHECK(fits, "[", op, "] the output size overflows int64: input ", x.shape(), ", weight ",
+                w.shape(), ", stride ", list(p.stride, sp), ", padding ", list(p.padding, sp),
+                ", dilation ", list(p.dilation, sp));
     if (!transposed) {
-      EMBER_CHECK(in + 2 * p.padding[i] >= eff, "[", op, "] the kernel (", eff,
+      EMBER_CHECK(padded >= eff, "[", op, "] the kernel (", eff,
                   " wide after dilation) is larger than the padded input: input ", x.shape(),
                   ", weight ", w.shape(), ", padding ", list(p.padding, sp), ", dilation ",
                   list(p.dilation, sp));
-      out = (in + 2 * p.padding[i] - eff) / p.stride[i] + 1;
+      out = (padded - eff) / p.stride[i] + 1;
     } else {
-      out = (in - 1) * p.stride[i] - 2 * p.padding[i] + eff + p.output_padding[i];
       EMBER_CHECK(out >= 1, "[", op, "] the output would be empty: input ", x.shape(), ", weight ",
                   w.shape(), ", stride ", list(p.stride, sp), ", padding ", list(p.padding, sp));
     }
@@ -240,15 +251,16 @@ DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& b
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op.c_str());
 
   const DynTensor xc = contiguous(x), wc = contiguous(w);
-  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device());
+  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   Backend& be = detail::backend_of(out);
+  // The kernels allocate workspace (im2col columns, oneDNN buffers): a failure there names op.
   if (!transposed) {
     const DynTensor bc = bias.defined() ? contiguous(bias) : DynTensor();
-    be.conv(xc.raw(), wc.raw(), bc.raw(), p, out.raw());
+    as_op(op.c_str(), [&] { be.conv(xc.raw(), wc.raw(), bc.raw(), p, out.raw()); });
     return out;
   }
   // The transposed conv is the data gradient of the conv from its output back to its input.
-  be.conv_backward_data(xc.raw(), wc.raw(), p, out.raw());
+  as_op(op.c_str(), [&] { be.conv_backward_data(xc.raw(), wc.raw(), p, out.raw()); });
   if (bias.defined()) out = add(out, bias_view(bias, out.rank()));
   return p.relu ? relu(out) : out;
 }
@@ -295,10 +307,12 @@ DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
   }
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op);
   const DynTensor xc = contiguous(x), gc = contiguous(grad_out);
-  DynTensor out = detail::make_empty(weight_shape, x.dtype(), x.device());
+  DynTensor out = detail::make_empty(weight_shape, x.dtype(), x.device(), op);
   DynTensor gb;
-  if (grad_bias) gb = detail::make_empty(Shape{weight_shape[0]}, x.dtype(), x.device());
-  detail::backend_of(out).conv_backward_weight(xc.raw(), gc.raw(), p, out.raw(), gb.raw());
+  if (grad_bias) gb = detail::make_empty(Shape{weight_shape[0]}, x.dtype(), x.device(), op);
+  as_op(op, [&] {
+    detail::backend_of(out).conv_backward_weight(xc.raw(), gc.raw(), p, out.raw(), gb.raw());
+  });
   if (grad_bias) *grad_bias = gb;
   return out;
 }
@@ -327,11 +341,13 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
   const DynTensor xc = contiguous(detach(x)), wc = contiguous(detach(w)),
                   gc = contiguous(detach(grad_out));
   const DynTensor yc = p.relu ? contiguous(detach(y)) : DynTensor();
-  if (need[0]) r.input = detail::make_empty(x.shape(), x.dtype(), x.device());
-  if (need[1]) r.weight = detail::make_empty(w.shape(), w.dtype(), w.device());
-  if (need[2]) r.bias = detail::make_empty(Shape{w.size(0)}, w.dtype(), w.device());
-  detail::backend_of(xc).conv_backward(xc.raw(), wc.raw(), yc.raw(), gc.raw(), p, r.input.raw(),
-                                       r.weight.raw(), r.bias.raw());
+  if (need[0]) r.input = detail::make_empty(x.shape(), x.dtype(), x.device(), op);
+  if (need[1]) r.weight = detail::make_empty(w.shape(), w.dtype(), w.device(), op);
+  if (need[2]) r.bias = detail::make_empty(Shape{w.size(0)}, w.dtype(), w.device(), op);
+  as_op(op, [&] {
+    detail::backend_of(xc).conv_backward(xc.raw(), wc.raw(), yc.raw(), gc.raw(), p, r.input.raw(),
+                                         r.weight.raw(), r.bias.raw());
+  });
   return r;
 }
 
@@ -351,8 +367,8 @@ ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtyp
   int64_t plane = 1;
   for (int i = 0; i < p.spatial; ++i) plane *= x.size(x.rank() - p.spatial + i);
   if (plane > INT32_MAX) index_dtype = DType::i64;
-  ValuesIndices r{detail::make_empty(out_shape, x.dtype(), x.device()),
-                  detail::make_empty(out_shape, index_dtype, x.device())};
+  ValuesIndices r{detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str()),
+                  detail::make_empty(out_shape, index_dtype, x.device(), op.c_str())};
   detail::backend_of(xc).max_pool(xc.raw(), p, r.values.raw(), r.indices.raw());
   return r;
 }
@@ -374,7 +390,7 @@ DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
               "[", op, "] grad_out ", grad_out.shape(), " and i64 (or i32) indices ",
               indices.shape(), " must match, for an input of shape ", input_shape);
   const DynTensor gc = contiguous(grad_out), ic = contiguous(indices);
-  DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device());
+  DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).max_pool_backward(gc.raw(), ic.raw(), p, out.raw());
   return out;
 }
@@ -390,7 +406,7 @@ DynTensor avg_pool(const DynTensor& x, const PoolParams& p) {
   const Shape out_shape = pool_shape(x, p, op);
   detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
   const DynTensor xc = contiguous(x);
-  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device());
+  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   detail::backend_of(out).avg_pool(xc.raw(), p, out.raw());
   return out;
 }
@@ -408,7 +424,7 @@ DynTensor avg_pool_backward(const DynTensor& grad_out, const Shape& input_shape,
       input_shape.rank() == grad_out.rank() && p.spatial >= 1 && p.spatial < grad_out.rank() + 1,
       "[", op, "] grad_out ", grad_out.shape(), " does not match an input of shape ", input_shape);
   const DynTensor gc = contiguous(grad_out);
-  DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device());
+  DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).avg_pool_backward(gc.raw(), p, out.raw());
   return out;
 }

@@ -1,7 +1,9 @@
 // Creation ops: constants, ranges, random draws, host data, copies and casts.
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
@@ -30,21 +32,30 @@ uint64_t Generator::reserve(uint64_t n) {
 }
 
 DynTensor empty(const Shape& shape, DType dtype, Device device) {
-  return make_empty(shape, dtype, device);
+  return make_empty(shape, dtype, device, "empty");
 }
 
-DynTensor full(const Shape& shape, const Scalar& value, DType dtype, Device device) {
-  DynTensor t = make_empty(shape, dtype, device);
+namespace {
+
+DynTensor filled(const Shape& shape, const Scalar& value, DType dtype, Device device,
+                 const char* op) {
+  DynTensor t = make_empty(shape, dtype, device, op);
   backend_of(t).fill(t.raw(), value);
   return t;
 }
 
+}  // namespace
+
+DynTensor full(const Shape& shape, const Scalar& value, DType dtype, Device device) {
+  return filled(shape, value, dtype, device, "full");
+}
+
 DynTensor zeros(const Shape& shape, DType dtype, Device device) {
-  return full(shape, 0, dtype, device);
+  return filled(shape, 0, dtype, device, "zeros");
 }
 
 DynTensor ones(const Shape& shape, DType dtype, Device device) {
-  return full(shape, 1, dtype, device);
+  return filled(shape, 1, dtype, device, "ones");
 }
 
 DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype,
@@ -57,7 +68,14 @@ DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DTy
     EMBER_CHECK(st != 0, "[arange] step must be nonzero");
     EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "[arange] the range [", s, ", ", e,
                 ") is inconsistent with step ", st);
-    n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / (-st);
+    // In uint64 the span and the step's magnitude never overflow; the count must fit int64.
+    const uint64_t span = st > 0 ? static_cast<uint64_t>(e) - static_cast<uint64_t>(s)
+                                 : static_cast<uint64_t>(s) - static_cast<uint64_t>(e);
+    const uint64_t mag = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+    const uint64_t count = span == 0 ? 0 : (span - 1) / mag + 1;
+    EMBER_CHECK(count <= static_cast<uint64_t>(INT64_MAX), "[arange] the range [", s, ", ", e,
+                ") with step ", st, " has ", count, " elements, more than 2^63 - 1");
+    n = static_cast<int64_t>(count);
   } else {
     const double s = start.to_double(), e = end.to_double(), st = step.to_double();
     EMBER_CHECK(st != 0.0, "[arange] step must be nonzero");
@@ -65,30 +83,41 @@ DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DTy
                 " and ", e);
     EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "[arange] the range [", s, ", ", e,
                 ") is inconsistent with step ", st);
-    n = static_cast<int64_t>(std::ceil((e - s) / st));
+    const double count = std::ceil((e - s) / st);
+    // 2^63 is the first double past int64: converting it or more would be undefined.
+    EMBER_CHECK(count < 9223372036854775808.0, "[arange] the range [", s, ", ", e, ") with step ",
+                st, " has ", count, " elements, more than 2^63 - 1");
+    n = static_cast<int64_t>(count);
   }
-  DynTensor t = make_empty(Shape{n}, dtype, device);
+  DynTensor t = make_empty(Shape{n}, dtype, device, "arange");
   backend_of(t).iota(t.raw(), start.to_double(), step.to_double());
   return t;
 }
 
 DynTensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
   EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
-  // Computed from both ends, as PyTorch does, so the last value is exactly `end`.
-  std::vector<double> v(static_cast<size_t>(steps));
-  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  for (int64_t i = 0; i < steps; ++i) {
-    v[static_cast<size_t>(i)] = (i < steps / 2 || steps == 1)
-                                    ? start + step * static_cast<double>(i)
-                                    : end - step * static_cast<double>(steps - 1 - i);
-  }
-  return cast(from_data(TensorData::from(v, Shape{steps}), device), dtype);
+  // The result is allocated first: a length beyond the allocator's limit fails before the host
+  // staging below, which is 8 bytes a point.
+  DynTensor out = make_empty(Shape{steps}, dtype, device, "linspace");
+  return as_op("linspace", [&] {
+    // Computed from both ends, as PyTorch does, so the last value is exactly `end`.
+    std::vector<double> v(static_cast<size_t>(steps));
+    const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+    for (int64_t i = 0; i < steps; ++i) {
+      v[static_cast<size_t>(i)] = (i < steps / 2 || steps == 1)
+                                      ? start + step * static_cast<double>(i)
+                                      : end - step * static_cast<double>(steps - 1 - i);
+    }
+    const DynTensor f64 = from_data(TensorData::from(v, Shape{steps}), device);
+    backend_of(out).copy(f64.raw(), out.raw());
+    return out;
+  });
 }
 
 DynTensor eye(int64_t n, int64_t m, DType dtype, Device device) {
   if (m < 0) m = n;
   EMBER_CHECK(n >= 0, "[eye] n must be non-negative, got ", n);
-  DynTensor t = zeros(Shape{n, m}, dtype, device);
+  DynTensor t = filled(Shape{n, m}, 0, dtype, device, "eye");
   const int64_t diag = std::min(n, m);
   if (diag > 0) {
     backend_of(t).fill(t.raw().view(Shape{diag}, Strides{m + 1}, t.raw().offset), 1);
@@ -98,9 +127,9 @@ DynTensor eye(int64_t n, int64_t m, DType dtype, Device device) {
 
 namespace {
 
-DynTensor draw(RandomOp op, double a, double b, const Shape& shape, DType dtype, Device device,
-               Generator* gen) {
-  DynTensor t = make_empty(shape, dtype, device);
+DynTensor draw(RandomOp op, const char* name, double a, double b, const Shape& shape, DType dtype,
+               Device device, Generator* gen) {
+  DynTensor t = make_empty(shape, dtype, device, name);
   Generator& g = gen ? *gen : default_generator();
   RandomParams p;
   p.a = a;
@@ -121,27 +150,27 @@ DynTensor rand(const Shape& shape, DType dtype, Device device, Generator* gen, d
                double high) {
   check_float(dtype, "rand");
   EMBER_CHECK(low <= high, "[rand] low must not exceed high, got [", low, ", ", high, ")");
-  return draw(RandomOp::Uniform, low, high, shape, dtype, device, gen);
+  return draw(RandomOp::Uniform, "rand", low, high, shape, dtype, device, gen);
 }
 
 DynTensor randn(const Shape& shape, DType dtype, Device device, Generator* gen, double mean,
                 double std) {
   check_float(dtype, "randn");
   EMBER_CHECK(std >= 0.0, "[randn] std must be non-negative, got ", std);
-  return draw(RandomOp::Normal, mean, std, shape, dtype, device, gen);
+  return draw(RandomOp::Normal, "randn", mean, std, shape, dtype, device, gen);
 }
 
 DynTensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device,
                   Generator* gen) {
   EMBER_CHECK(low < high, "[randint] low must be less than high, got [", low, ", ", high, ")");
   EMBER_CHECK(dtype != DType::boolean, "[randint] cannot draw into ", dtype);
-  return draw(RandomOp::RandInt, static_cast<double>(low), static_cast<double>(high), shape, dtype,
-              device, gen);
+  return draw(RandomOp::RandInt, "randint", static_cast<double>(low), static_cast<double>(high),
+              shape, dtype, device, gen);
 }
 
 DynTensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[bernoulli] p must be in [0, 1], got ", p);
-  return draw(RandomOp::Bernoulli, p, 0.0, shape, dtype, device, gen);
+  return draw(RandomOp::Bernoulli, "bernoulli", p, 0.0, shape, dtype, device, gen);
 }
 
 DynTensor bernoulli(const DynTensor& probs, Generator* gen) {
@@ -165,17 +194,17 @@ DynTensor randn_like(const DynTensor& x, Generator* gen) {
 }
 
 DynTensor from_data(const TensorData& data, Device device) {
-  const size_t expected = static_cast<size_t>(data.shape.numel()) * dtype_size(data.dtype);
+  const size_t expected = checked_nbytes(data.shape, dtype_size(data.dtype), "from_data");
   EMBER_CHECK(data.bytes.size() == expected, "[from_data] shape ", data.shape, " of ", data.dtype,
               " needs ", expected, " bytes, got ", data.bytes.size());
-  DynTensor t = make_empty(data.shape, data.dtype, device);
+  DynTensor t = make_empty(data.shape, data.dtype, device, "from_data");
   backend_of(t).write_from_host(data.bytes.data(), t.raw());
   return t;
 }
 
 DynTensor clone(const DynTensor& x) {
   detail::check_defined(x, "clone");
-  DynTensor t = make_empty(x.shape(), x.dtype(), x.device());
+  DynTensor t = make_empty(x.shape(), x.dtype(), x.device(), "clone");
   backend_of(t).copy(x.raw(), t.raw());
   if (autodiff::should_record({&x})) autodiff::record_clone(x, t);
   return t;
@@ -184,7 +213,7 @@ DynTensor clone(const DynTensor& x) {
 DynTensor cast(const DynTensor& x, DType dtype) {
   detail::check_defined(x, "cast");
   if (x.dtype() == dtype) return x;
-  DynTensor t = make_empty(x.shape(), dtype, x.device());
+  DynTensor t = make_empty(x.shape(), dtype, x.device(), "cast");
   backend_of(t).copy(x.raw(), t.raw());
   if (autodiff::should_record({&x})) autodiff::record_cast(x, t);
   return t;
@@ -195,7 +224,7 @@ DynTensor to_device(const DynTensor& x, Device device) {
   if (x.device() == device) return x;
   Backend& dst_backend = backend_for(device);  // fails clearly if not built
   const TensorData host = x.to_data();
-  DynTensor t = make_empty(x.shape(), x.dtype(), device);
+  DynTensor t = make_empty(x.shape(), x.dtype(), device, "to");
   dst_backend.write_from_host(host.bytes.data(), t.raw());
   if (autodiff::should_record({&x})) autodiff::record_to_device(x, t);
   return t;

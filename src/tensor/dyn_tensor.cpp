@@ -8,8 +8,7 @@ namespace ember {
 
 TensorData::TensorData(std::vector<unsigned char> bytes_in, const Shape& shape_in, DType dtype_in)
     : bytes(std::move(bytes_in)), shape(shape_in), dtype(dtype_in) {
-  for (int64_t d : shape) EMBER_CHECK(d >= 0, "[TensorData] negative dimension in shape ", shape);
-  const size_t expected = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  const size_t expected = checked_nbytes(shape, dtype_size(dtype), "TensorData");
   EMBER_CHECK(bytes.size() == expected, "[TensorData] shape ", shape, " of ", dtype, " needs ",
               expected, " bytes, got ", bytes.size());
 }
@@ -47,13 +46,17 @@ template std::vector<BFloat16> TensorData::to_vector<BFloat16>() const;
 
 TensorData DynTensor::to_data() const {
   detail::check_defined(*this, "to_data");
-  const DynTensor c = contiguous(*this);
-  TensorData data;
-  data.shape = shape();
-  data.dtype = dtype();
-  data.bytes.resize(c.raw().nbytes());
-  detail::backend_of(c).read_to_host(c.raw(), data.bytes.data());
-  return data;
+  // A host copy of the whole tensor (an expanded view copies every element): failures name
+  // to_data, which item, to_vector and printing call.
+  return as_op("to_data", [&] {
+    const DynTensor c = contiguous(*this);
+    TensorData data;
+    data.shape = shape();
+    data.dtype = dtype();
+    data.bytes.resize(c.raw().nbytes());
+    detail::backend_of(c).read_to_host(c.raw(), data.bytes.data());
+    return data;
+  });
 }
 
 template <class T>

@@ -48,7 +48,8 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   Backend& be = detail::backend_of(a);
   EMBER_CHECK(be.supports(OpFamily::Binary, dtype), "[", name, "] the ", be.name(),
               " backend does not support ", dtype);
-  DynTensor out = detail::make_empty(shape, returns_bool(op) ? DType::boolean : dtype, a.device());
+  DynTensor out =
+      detail::make_empty(shape, returns_bool(op) ? DType::boolean : dtype, a.device(), name);
   if (same) {
     be.binary(op, a.raw(), b.raw(), out.raw());
   } else {
@@ -82,7 +83,7 @@ DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
   const DynTensor x = cast(x_in, dtype);
   detail::check_supported(x, OpFamily::Unary, dtype, name);
   DynTensor out =
-      detail::make_empty(x.shape(), returns_bool(op) ? DType::boolean : dtype, x.device());
+      detail::make_empty(x.shape(), returns_bool(op) ? DType::boolean : dtype, x.device(), name);
   detail::backend_of(out).unary(op, params, x.raw(), out.raw());
   if (autodiff::should_record({&x})) autodiff::record_unary(op, params, x, out);
   return out;
@@ -180,7 +181,7 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   const DType dtype = result_type(a, b);
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  DynTensor out = detail::make_empty(shape, dtype, a.device());
+  DynTensor out = detail::make_empty(shape, dtype, a.device(), "where");
   const DynTensor ca = cast(a, dtype), cb = cast(b, dtype);
   const DynTensor ec = detail::broadcast_view(cond, shape), ea = detail::broadcast_view(ca, shape),
                   eb = detail::broadcast_view(cb, shape);

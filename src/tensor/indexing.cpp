@@ -69,7 +69,7 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
 
 DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
   const int d = check_gather_shapes(x, dim, index, nullptr, "gather");
-  DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device());
+  DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device(), "gather");
   if (out.numel() > 0) detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
   if (autodiff::should_record({&x})) autodiff::record_gather(x, d, index, out);
   return out;
@@ -100,7 +100,7 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
   check_index(index, xr.size(d), d, "index_select");
   Shape shape = xr.shape();
   shape[d] = index.numel();
-  DynTensor out = detail::make_empty(shape, x.dtype(), x.device());
+  DynTensor out = detail::make_empty(shape, x.dtype(), x.device(), "index_select");
   if (out.numel() > 0) {
     detail::backend_of(x).index_select(
         xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(), out.raw());

@@ -11,8 +11,9 @@ namespace ember::detail {
 Backend& backend_for(Device device);
 inline Backend& backend_of(const DynTensor& t) { return backend_for(t.device()); }
 
-/// A fresh contiguous tensor.
-DynTensor make_empty(const Shape& shape, DType dtype, Device device);
+/// A fresh contiguous tensor for the op `op`: the shape is checked (checked_nbytes) and an
+/// allocation failure is an ember::Error naming `op`, the shape and the bytes.
+DynTensor make_empty(const Shape& shape, DType dtype, Device device, const char* op);
 /// A view of `x`'s storage with new geometry.
 inline DynTensor make_view(const DynTensor& x, const Shape& shape, const Strides& strides,
                            int64_t offset) {

@@ -50,8 +50,10 @@ DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
       return r.view(Shape{1, t.size(0), t.size(1)}, Strides{0, r.strides[0], r.strides[1]},
                     r.offset);
     };
-    DynTensor out = detail::make_empty(Shape{m, n}, dtype, a.device());
-    detail::backend_of(out).matmul(as3_view(a), as3_view(b), as3_view(out));
+    DynTensor out = detail::make_empty(Shape{m, n}, dtype, a.device(), "matmul");
+    // Low-precision matmuls stage through f32 buffers: a failure there names matmul.
+    as_op("matmul",
+          [&] { detail::backend_of(out).matmul(as3_view(a), as3_view(b), as3_view(out)); });
     return out;
   }
   if (a_in.rank() >= 3 && b_in.rank() == 2) {
@@ -62,8 +64,8 @@ DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
     return reshape(matmul(reshape(a_in, Shape{-1, k}), b_in), s);
   }
   const DynTensor a3 = as3(a, m, k), b3 = as3(b, k, n);
-  DynTensor out = detail::make_empty(Shape{nb, m, n}, dtype, a.device());
-  detail::backend_of(out).matmul(a3.raw(), b3.raw(), out.raw());
+  DynTensor out = detail::make_empty(Shape{nb, m, n}, dtype, a.device(), "matmul");
+  as_op("matmul", [&] { detail::backend_of(out).matmul(a3.raw(), b3.raw(), out.raw()); });
 
   Shape shape = batch;
   if (a_in.rank() > 1) shape.push_back(m);

@@ -62,7 +62,9 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
       infer = i;
     } else {
       EMBER_CHECK(shape[i] >= 0, "[", op, "] invalid dimension ", shape[i], " in shape ", shape);
-      known *= shape[i];
+      // A product that wraps could equal numel and pass the check below.
+      EMBER_CHECK(checked_mul(known, shape[i], &known), "[", op, "] shape ", shape,
+                  " has more than 2^63 - 1 elements");
     }
   }
   if (infer >= 0) {
@@ -215,6 +217,8 @@ DynTensor expand(const DynTensor& x, const Shape& shape) {
     }
   }
   if (out == x.shape()) return x;
+  // Stride-0 dims make any size cheap to ask for; the count must still fit int64.
+  checked_numel(out, "expand");
   DynTensor view = make_view(x, out, st, x.raw().offset);
   if (autodiff::should_record({&x})) autodiff::record_expand(x, view);
   return view;
@@ -233,8 +237,9 @@ DynTensor slice(const DynTensor& x, int64_t dim, int64_t start, int64_t end, int
   const int64_t s = clampi(start), e = std::max(clampi(end), clampi(start));
   Shape shape = x.shape();
   Strides st = x.strides();
-  shape[d] = (e - s + step - 1) / step;
-  st[d] = x.strides()[d] * step;
+  shape[d] = e == s ? 0 : (e - s - 1) / step + 1;  // no overflow for a step near 2^63
+  // Only a step past the dim's size can overflow; the one element taken never uses its stride.
+  if (!checked_mul(x.strides()[d], step, &st[d])) st[d] = x.strides()[d];
   DynTensor out = make_view(x, shape, st, x.raw().offset + s * x.strides()[d]);
   if (autodiff::should_record({&x})) autodiff::record_slice(x, d, s, step, out);
   return out;
@@ -246,9 +251,9 @@ DynTensor narrow(const DynTensor& x, int64_t dim, int64_t start, int64_t length)
   const int d = wrap_dim(dim, x.rank(), "narrow");
   const int64_t n = x.size(d);
   const int64_t s = start < 0 ? start + n : start;
-  EMBER_CHECK(s >= 0 && length >= 0 && s + length <= n, "[narrow] start ", start, " and length ",
-              length, " are out of range for dimension ", dim, " of size ", n, " (shape ",
-              x.shape(), ")");
+  EMBER_CHECK(s >= 0 && s <= n && length >= 0 && length <= n - s, "[narrow] start ", start,
+              " and length ", length, " are out of range for dimension ", dim, " of size ", n,
+              " (shape ", x.shape(), ")");
   return slice(x, d, s, s + length, 1);
 }
 
@@ -298,11 +303,20 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
     for (int64_t d : x.shape()) s.push_back(d);
     return s;
   }());
-  for (int64_t n : repeats) {
-    EMBER_CHECK(n >= 0, "[repeat] repeat counts must be non-negative, got ", n);
+  Shape out_shape;
+  for (int i = 0; i < r; ++i) {
+    EMBER_CHECK(repeats[i] >= 0, "[repeat] repeat counts must be non-negative, got ", repeats[i]);
+    int64_t n = 0;
+    EMBER_CHECK(checked_mul(repeats[i], xx.size(i), &n), "[repeat] ", repeats[i],
+                " repeats of dimension ", i, " of shape ", xx.shape(), " overflow int64");
+    out_shape.push_back(n);
   }
+  // Checked before any work: the result, and every view below, has this many elements.
+  const int64_t total = checked_numel(out_shape, "repeat");
   DynTensor out;
-  if (2 * r > kMaxRank) {
+  if (total == 0) {
+    out = detail::make_empty(out_shape, x.dtype(), x.device(), "repeat");
+  } else if (2 * r > kMaxRank) {
     // Too many dims for the interleaved view below: tile one dim at a time instead.
     out = xx;
     for (int i = 0; i < r; ++i) {
@@ -311,18 +325,17 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
       if (repeats[i] == 0) {
         Shape s = out.shape();
         s[i] = 0;
-        out = detail::make_empty(s, out.dtype(), out.device());
+        out = detail::make_empty(s, out.dtype(), out.device(), "repeat");
       }
     }
   } else {
     // View as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims, then copy.
-    Shape shape, st, out_shape;
+    Shape shape, st;
     for (int i = 0; i < r; ++i) {
       shape.push_back(repeats[i]);
       st.push_back(0);
       shape.push_back(xx.size(i));
       st.push_back(xx.strides()[i]);
-      out_shape.push_back(repeats[i] * xx.size(i));
     }
     out = reshape(clone(make_view(xx, shape, st, xx.raw().offset)), out_shape);
   }
@@ -341,7 +354,7 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
     dtype = promote_types(dtype, x.dtype());
     if (!(x.rank() == 1 && x.numel() == 0)) parts.push_back(&x);
   }
-  if (parts.empty()) return detail::make_empty(Shape{0}, dtype, xs[0].device());
+  if (parts.empty()) return detail::make_empty(Shape{0}, dtype, xs[0].device(), "cat");
   const DynTensor& first = *parts[0];
   EMBER_CHECK(first.rank() > 0, "[cat] zero-dimensional tensors cannot be concatenated");
   const int d = wrap_dim(dim, first.rank(), "cat");
@@ -355,11 +368,12 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
                   "[cat] sizes must match except in dimension ", d, ": ", first.shape(), " and ",
                   p->shape());
     }
-    total += p->size(d);
+    EMBER_CHECK(checked_add(total, p->size(d), &total), "[cat] the sizes along dimension ", d,
+                " add up past 2^63 - 1");
   }
   Shape shape = first.shape();
   shape[d] = total;
-  DynTensor out = detail::make_empty(shape, dtype, first.device());
+  DynTensor out = detail::make_empty(shape, dtype, first.device(), "cat");
   int64_t at = 0;
   for (const DynTensor* p : parts) {
     const DynTensor dst = narrow(out, d, at, p->size(d));
@@ -428,19 +442,16 @@ std::vector<DynTensor> chunk(const DynTensor& x, int64_t chunks, int64_t dim) {
 
 namespace {
 
-// Source index for each padded position along one dim.
+// Source index for each padded position along one dim, made on the device from arange: a huge
+// pad is refused by arange's checks instead of growing a host vector.
 DynTensor pad_index(int64_t n, int64_t left, int64_t right, PadMode mode, Device device) {
-  std::vector<int64_t> idx;
-  for (int64_t i = -left; i < n + right; ++i) {
-    int64_t j = i;
-    if (mode == PadMode::Reflect) {
-      j = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
-    } else {
-      j = std::clamp<int64_t>(i, 0, n - 1);
-    }
-    idx.push_back(j);
-  }
-  return from_data(TensorData::from(idx, Shape{static_cast<int64_t>(idx.size())}), device);
+  int64_t end = 0;
+  EMBER_CHECK(checked_add(n, right, &end), "[pad] padding ", right, " overflows a dimension of ",
+              n);
+  const DynTensor i = arange(-left, end, 1, DType::i64, device);
+  // Reflect: i < 0 -> -i, i >= n -> 2(n - 1) - i, in one expression valid for -n < i < 2n - 1.
+  if (mode == PadMode::Reflect) return sub(n - 1, abs(sub(n - 1, abs(i))));
+  return clamp(i, 0, n - 1);
 }
 
 }  // namespace
@@ -457,7 +468,8 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
     for (int i = 0; i < np; ++i) {
       const int d = x.rank() - 1 - i;
       const int64_t l = pads[2 * static_cast<size_t>(i)], r = pads[2 * static_cast<size_t>(i) + 1];
-      shape[d] += l + r;
+      EMBER_CHECK(checked_add(shape[d], l, &shape[d]) && checked_add(shape[d], r, &shape[d]),
+                  "[pad] pads ", l, ", ", r, " overflow dimension ", d, " of shape ", x.shape());
       EMBER_CHECK(shape[d] >= 0, "[pad] pads ", l, ", ", r, " remove more than dimension ", d,
                   " of shape ", x.shape());
       // Negative pads crop.
@@ -487,7 +499,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
       EMBER_CHECK(n > 0, "[pad] cannot replicate-pad an empty dimension of shape ", x.shape());
     }
     if (l == 0 && r == 0) continue;
-    out = index_select(out, d, pad_index(n, l, r, mode, x.device()));
+    out = as_op("pad", [&] { return index_select(out, d, pad_index(n, l, r, mode, x.device())); });
   }
   return out;
 }

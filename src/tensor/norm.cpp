@@ -43,7 +43,7 @@ DynTensor channel_moments(const DynTensor& x) {
   const char* op = "channel_moments";
   const DType dt = compute_dtype(x, op);
   const DynTensor xc = operand(x, dt);
-  DynTensor out = detail::make_empty(Shape{2, x.size(1)}, dt, x.device());
+  DynTensor out = detail::make_empty(Shape{2, x.size(1)}, dt, x.device(), op);
   detail::backend_of(out).channel_moments(xc.raw(), out.raw());
   return cast(out, x.dtype());
 }
@@ -57,7 +57,7 @@ DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& c
               b.shape());
   const DynTensor ac = operand(a, dt), bc = operand(b, dt);
   const DynTensor cc = coefficient(center, a, dt, op, "center");
-  DynTensor out = detail::make_empty(Shape{2, a.size(1)}, dt, a.device());
+  DynTensor out = detail::make_empty(Shape{2, a.size(1)}, dt, a.device(), op);
   detail::backend_of(out).channel_dot(ac.raw(), bc.raw(), cc.raw(), out.raw());
   return cast(out, a.dtype());
 }
@@ -76,7 +76,7 @@ DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& 
     bc = operand(b, dt);
     kbc = coefficient(kb, a, dt, op, "kb");
   }
-  DynTensor out = detail::make_empty(a.shape(), dt, a.device());
+  DynTensor out = detail::make_empty(a.shape(), dt, a.device(), op);
   detail::backend_of(out).channel_fma(ac.raw(), kac.raw(), bc.raw(), kbc.raw(), k0c.raw(),
                                       out.raw());
   return cast(out, a.dtype());

@@ -32,7 +32,9 @@ AdamTensors adam_step(const AdamTensors& s, const DynTensor& grad, const AdamPar
   auto in = [](const DynTensor& t) { return t.defined() ? contiguous(detach(t)) : t; };
   const DynTensor param = in(s.param), g = in(grad), m = in(s.exp_avg), v = in(s.exp_avg_sq),
                   vmax = p.amsgrad ? in(s.max_exp_avg_sq) : DynTensor();
-  auto fresh = [&] { return detail::make_empty(param.shape(), param.dtype(), param.device()); };
+  auto fresh = [&] {
+    return detail::make_empty(param.shape(), param.dtype(), param.device(), "adam_step");
+  };
   AdamTensors out{fresh(), fresh(), fresh(), p.amsgrad ? fresh() : DynTensor()};
   detail::backend_of(param).adam_step(
       param.raw(), g.raw(), m.raw(), v.raw(), vmax.defined() ? vmax.raw() : RawTensor(), p,

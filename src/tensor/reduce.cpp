@@ -73,7 +73,7 @@ DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim
   }
   const DType out_dtype = reduce_dtype(op, x.dtype());
   detail::check_supported(x, OpFamily::Reduce, x.dtype(), name);
-  DynTensor out = detail::make_empty(keepdim_shape(x.shape(), mask), out_dtype, x.device());
+  DynTensor out = detail::make_empty(keepdim_shape(x.shape(), mask), out_dtype, x.device(), name);
   detail::backend_of(out).reduce(op, x.raw(), mask, out.raw());
   if (autodiff::should_record({&x})) autodiff::record_reduce(op, x, mask, out);
   return keepdim ? out : reshape(out, dropped_shape(x.shape(), mask));
@@ -166,8 +166,8 @@ ValuesIndices arg_reduce_impl(ArgReduceOp op, const DynTensor& x, int64_t dim, b
               x.shape());
   Shape kshape = xr.shape();
   kshape[d] = 1;
-  DynTensor values = detail::make_empty(kshape, x.dtype(), x.device());
-  DynTensor indices = detail::make_empty(kshape, DType::i64, x.device());
+  DynTensor values = detail::make_empty(kshape, x.dtype(), x.device(), name);
+  DynTensor indices = detail::make_empty(kshape, DType::i64, x.device(), name);
   detail::backend_of(x).arg_reduce(op, xr.raw(), d, values.raw(), indices.raw());
   if (autodiff::should_record({&xr})) autodiff::record_take_along(name, xr, d, indices, values);
   if (x.rank() == 0) return {reshape(values, Shape{}), reshape(indices, Shape{})};
@@ -198,7 +198,7 @@ DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
   detail::check_defined(x, name);
   const int d = wrap_dim(dim, x.rank(), name);
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::i64;
-  DynTensor out = detail::make_empty(x.shape(), out_dtype, x.device());
+  DynTensor out = detail::make_empty(x.shape(), out_dtype, x.device(), name);
   if (x.numel() == 0) return out;
   const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
   const DynTensor outr = x.rank() == 0 ? reshape(out, Shape{1}) : out;
@@ -214,14 +214,16 @@ DynTensor cumprod(const DynTensor& x, int64_t dim) { return scan_impl(ScanOp::Cu
 ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
   detail::check_defined(x, "sort");
   const int d = wrap_dim(dim, x.rank(), "sort");
-  DynTensor values = detail::make_empty(x.shape(), x.dtype(), x.device());
-  DynTensor indices = detail::make_empty(x.shape(), DType::i64, x.device());
+  DynTensor values = detail::make_empty(x.shape(), x.dtype(), x.device(), "sort");
+  DynTensor indices = detail::make_empty(x.shape(), DType::i64, x.device(), "sort");
   if (x.numel() == 0) return {values, indices};
   if (x.rank() == 0) {
     detail::backend_of(x).fill(indices.raw(), 0);
     return {clone(x), indices};  // clone records the gradient when x is tracked
   }
-  detail::backend_of(x).sort(x.raw(), d, descending, values.raw(), indices.raw());
+  as_op("sort", [&] {  // the kernel sorts each row in a host buffer
+    detail::backend_of(x).sort(x.raw(), d, descending, values.raw(), indices.raw());
+  });
   if (autodiff::should_record({&x})) autodiff::record_take_along("sort", x, d, indices, values);
   return {values, indices};
 }
@@ -239,10 +241,11 @@ ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest) {
   if (x.rank() == 0) return sort(x, 0, largest);
   Shape shape = x.shape();
   shape[d] = k;
-  DynTensor values = detail::make_empty(shape, x.dtype(), x.device());
-  DynTensor indices = detail::make_empty(shape, DType::i64, x.device());
+  DynTensor values = detail::make_empty(shape, x.dtype(), x.device(), "topk");
+  DynTensor indices = detail::make_empty(shape, DType::i64, x.device(), "topk");
   if (values.numel() == 0) return {values, indices};
-  detail::backend_of(x).topk(x.raw(), k, d, largest, values.raw(), indices.raw());
+  as_op("topk",
+        [&] { detail::backend_of(x).topk(x.raw(), k, d, largest, values.raw(), indices.raw()); });
   if (autodiff::should_record({&x})) autodiff::record_take_along("topk", x, d, indices, values);
   return {values, indices};
 }

@@ -61,7 +61,7 @@ TEST(Errors, CoreAndCreation) {
       {"[set_default_float_dtype] expected a floating dtype, got int32",
        [] { set_default_float_dtype(DType::i32); }},
       {"[set_num_threads] thread count must be at least 1, got 0", [] { cpu::set_num_threads(0); }},
-      {"[empty] negative dimension in shape [2, -1]",
+      {"[zeros] negative dimension -1 in shape [2, -1]",
        [] {
          zeros(Shape{2, -1}, DType::f32);
        }},
@@ -87,7 +87,7 @@ TEST(Errors, CoreAndCreation) {
       {"[randint] cannot draw into bool", [] { randint(0, 2, Shape{2}, DType::boolean); }},
       {"[bernoulli] p must be in [0, 1], got 1.5", [] { bernoulli(Shape{2}, 1.5, DType::f32); }},
       {"[bernoulli] needs a floating dtype, got int64", [] { bernoulli(i64({2})); }},
-      {"[TensorData] negative dimension in shape [-1]",
+      {"[TensorData] negative dimension -1 in shape [-1]",
        [] { TensorData({}, Shape{-1}, DType::f32); }},
       {"[TensorData] shape [2, 2] of float32 needs 16 bytes, got 12",
        [] {

@@ -1,6 +1,7 @@
 #include "allocator.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "ember/backends/cpu/cpu.hpp"
@@ -38,6 +39,12 @@ class CachingAllocator {
   ~CachingAllocator() { release_all(); }
 
   void* take(size_t nbytes, size_t* rounded) {
+    // Checked before rounding, which could wrap near SIZE_MAX.
+    if (nbytes > max_bytes()) [[unlikely]] {
+      EMBER_FAIL("[cpu allocator] cannot allocate ", nbytes, " bytes (more than the limit of ",
+                 max_bytes(), " bytes, ", max_bytes() >> 20,
+                 " MiB: the machine's memory unless EMBER_CPU_MAX_ALLOC_MB sets it)");
+    }
     const int c = size_class(nbytes, rounded);
     {
       LockGuard lock(mutex_);
@@ -57,10 +64,14 @@ class CachingAllocator {
     const bool huge = *rounded >= kHuge;
     void* p = os::allocate(*rounded, huge ? kHuge : kAlign);
     if (!p) {
+      release_all();  // the cache may hold what the system lacks: retry once without it
+      p = os::allocate(*rounded, huge ? kHuge : kAlign);
+    }
+    if (!p) {
       LockGuard lock(mutex_);
       stats_.allocated_bytes -= *rounded;
-      EMBER_FAIL("[cpu allocator] out of memory allocating ", nbytes, " bytes (",
-                 stats_.allocated_bytes, " in use, ", stats_.cached_bytes, " cached)");
+      EMBER_FAIL("[cpu allocator] cannot allocate ", nbytes,
+                 " bytes (out of memory: ", stats_.allocated_bytes, " bytes in use)");
     }
     if (huge) os::advise_huge_pages(p, *rounded);
     return p;
@@ -98,6 +109,20 @@ class CachingAllocator {
   }
 
  private:
+  // The largest single request: EMBER_CPU_MAX_ALLOC_MB, else the machine's memory (a larger
+  // buffer could only swap or be killed on first touch, as overcommit lets malloc succeed).
+  static size_t max_bytes() {
+    static const size_t limit = [] {
+      const size_t most = static_cast<size_t>(PTRDIFF_MAX);
+      const long mb = os::env_int("EMBER_CPU_MAX_ALLOC_MB", 0);
+      if (mb > 0) {
+        return static_cast<size_t>(mb) > (most >> 20) ? most : static_cast<size_t>(mb) << 20;
+      }
+      const size_t phys = os::physical_memory();
+      return phys > 0 && phys < most ? phys : most;
+    }();
+    return limit;
+  }
   static size_t cache_limit() {
     static const size_t limit = static_cast<size_t>(os::env_int("EMBER_CPU_CACHE_MB", 4096)) << 20;
     return limit;

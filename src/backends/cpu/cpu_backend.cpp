@@ -75,7 +75,7 @@ std::shared_ptr<Storage> CpuBackend::allocate(size_t nbytes, Device device) {
 
 RawTensor empty_raw(const Shape& shape, DType dtype) {
   RawTensor t;
-  t.storage = allocate_storage(static_cast<size_t>(shape.numel()) * dtype_size(dtype));
+  t.storage = allocate_storage(checked_nbytes(shape, dtype_size(dtype), "cpu workspace"));
   t.shape = shape;
   t.strides = contiguous_strides(shape);
   t.dtype = dtype;

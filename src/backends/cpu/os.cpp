@@ -4,6 +4,8 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+#if defined(__linux__) || defined(__APPLE__)
 #include <unistd.h>
 #endif
 
@@ -31,6 +33,16 @@ int core_count() {
   return n > 0 ? static_cast<int>(n) : 1;
 #else
   return 1;
+#endif
+}
+
+size_t physical_memory() {
+#if defined(__linux__) || defined(__APPLE__)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+#else
+  return 0;
 #endif
 }
 

@@ -12,6 +12,8 @@ void release(void* p, size_t nbytes);
 /// Asks the kernel to back a large buffer with huge pages (a hint; may do nothing).
 void advise_huge_pages(void* p, size_t nbytes);
 int core_count();
+/// The machine's physical memory in bytes; 0 where unknown.
+size_t physical_memory();
 /// The integer value of an environment variable, or `fallback`.
 long env_int(const char* name, long fallback);
 

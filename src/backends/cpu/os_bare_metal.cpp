@@ -13,6 +13,7 @@ namespace ember::cpu::os {
 // lacks). Without an MMU there are no huge pages, so a cache line is all the alignment needed.
 void* allocate(size_t nbytes, size_t alignment) {
   alignment = std::min<size_t>(alignment, 64);
+  if (nbytes > SIZE_MAX - alignment - sizeof(void*)) return nullptr;  // the total would wrap
   void* block = std::malloc(nbytes + alignment + sizeof(void*));
   if (!block) return nullptr;
   uintptr_t p = reinterpret_cast<uintptr_t>(block) + sizeof(void*);
@@ -28,6 +29,8 @@ void release(void* p, size_t) {
 void advise_huge_pages(void*, size_t) {}
 
 int core_count() { return 1; }
+
+size_t physical_memory() { return 0; }
 
 long env_int(const char*, long fallback) { return fallback; }
 
