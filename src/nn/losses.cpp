@@ -289,8 +289,10 @@ DynTensor cross_entropy(const DynTensor& input, const DynTensor& target,
                         const CrossEntropyOptions& options) {
   check_floating(input, "cross_entropy", "input");
   EMBER_CHECK(target.defined(), "[cross_entropy] target is undefined");
-  return is_floating(target.dtype()) ? cross_entropy_probs(input, target, options)
-                                     : cross_entropy_fused(input, target, options);
+  return as_op("cross_entropy", [&] {
+    return is_floating(target.dtype()) ? cross_entropy_probs(input, target, options)
+                                       : cross_entropy_fused(input, target, options);
+  });
 }
 
 DynTensor nll_loss(const DynTensor& input, const DynTensor& target, const NllLossOptions& o) {

@@ -32,6 +32,14 @@ void TensorSlot::set_dyn(const DynTensor& value) {
   value_ = trainable_ ? require_grad(detach(value)) : detach(value);
 }
 
+void TensorSlot::set_checked(const DynTensor& value, const char* op) {
+  EMBER_CHECK(value.defined(), "[", op, "] the new value is an undefined tensor");
+  EMBER_CHECK(!value_.defined() || value.shape() == value_.shape(), "[", op, "] the new value has ",
+              "shape ", value.shape(), " but the ", kind_ == Kind::Param ? "parameter" : "buffer",
+              " has shape ", value_.shape());
+  set_dyn(value);
+}
+
 void TensorSlot::set_trainable(bool on) {
   if (kind_ == Kind::Buffer) return;
   trainable_ = on;

@@ -59,10 +59,12 @@ void check_channels(const DynTensor& x, const DynTensor& p, const char* op, cons
 DynTensor layer_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
                      const DynTensor& weight, const DynTensor& bias, double eps) {
   const Dims dims = last_dims(x, normalized_shape, "layer_norm");
-  DynTensor y = normalize(x, dims, eps);
-  if (weight.defined()) y = mul(y, weight);
-  if (bias.defined()) y = add(y, bias);
-  return y;
+  return as_op("layer_norm", [&] {
+    DynTensor y = normalize(x, dims, eps);
+    if (weight.defined()) y = mul(y, weight);
+    if (bias.defined()) y = add(y, bias);
+    return y;
+  });
 }
 
 DynTensor rms_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
@@ -88,9 +90,11 @@ DynTensor rms_norm(const DynTensor& x, const std::vector<int64_t>& normalized_sh
         break;
     }
   }
-  DynTensor y = mul(x, rsqrt(add(mean(square(x), dims, true), e)));
-  if (weight.defined()) y = mul(y, weight);
-  return y;
+  return as_op("rms_norm", [&] {
+    DynTensor y = mul(x, rsqrt(add(mean(square(x), dims, true), e)));
+    if (weight.defined()) y = mul(y, weight);
+    return y;
+  });
 }
 
 DynTensor group_norm(const DynTensor& x, int64_t num_groups, const DynTensor& weight,

@@ -90,31 +90,37 @@ DynTensor outer(const DynTensor& a, const DynTensor& b) {
 DynTensor softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[softmax] needs a floating tensor, got ", x.dtype());
-  if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
-    return cast(softmax(cast(x, DType::f32), dim), x.dtype());  // sums in f32, as PyTorch
-  }
-  if (autodiff::should_record({&x})) {
-    DynTensor out = softmax(detach(x), dim);
-    autodiff::record_softmax(x, dim, out);
-    return out;
-  }
-  const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
-  return div(e, sum(e, {dim}, true));
+  wrap_dim(dim, x.rank(), "softmax");  // here, not in the inner amax, so the error says softmax
+  return as_op("softmax", [&] {
+    if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
+      return cast(softmax(cast(x, DType::f32), dim), x.dtype());  // sums in f32, as PyTorch
+    }
+    if (autodiff::should_record({&x})) {
+      DynTensor out = softmax(detach(x), dim);
+      autodiff::record_softmax(x, dim, out);
+      return out;
+    }
+    const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
+    return div(e, sum(e, {dim}, true));
+  });
 }
 
 DynTensor log_softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "log_softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[log_softmax] needs a floating tensor, got ", x.dtype());
-  if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
-    return cast(log_softmax(cast(x, DType::f32), dim), x.dtype());
-  }
-  if (autodiff::should_record({&x})) {
-    DynTensor out = log_softmax(detach(x), dim);
-    autodiff::record_log_softmax(x, dim, out);
-    return out;
-  }
-  const DynTensor shifted = sub(x, amax(x, {dim}, true));
-  return sub(shifted, log(sum(exp(shifted), {dim}, true)));
+  wrap_dim(dim, x.rank(), "log_softmax");
+  return as_op("log_softmax", [&] {
+    if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
+      return cast(log_softmax(cast(x, DType::f32), dim), x.dtype());
+    }
+    if (autodiff::should_record({&x})) {
+      DynTensor out = log_softmax(detach(x), dim);
+      autodiff::record_log_softmax(x, dim, out);
+      return out;
+    }
+    const DynTensor shifted = sub(x, amax(x, {dim}, true));
+    return sub(shifted, log(sum(exp(shifted), {dim}, true)));
+  });
 }
 
 }  // namespace ember

@@ -117,12 +117,14 @@ DynTensor var(const DynTensor& x, const Dims& dims, int64_t correction, bool kee
 }
 
 DynTensor std(const DynTensor& x, const Dims& dims, int64_t correction, bool keepdim) {
-  return cast(sqrt(var(widen(x), dims, correction, keepdim)), x.dtype());
+  return as_op("std",
+               [&] { return cast(sqrt(var(widen(x), dims, correction, keepdim)), x.dtype()); });
 }
 
 DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "norm");
   EMBER_CHECK(is_floating(x.dtype()), "[norm] needs a floating tensor, got ", x.dtype());
+  detail::dims_mask(dims, x.rank(), "norm");  // here, not in the inner sum or amax
   if (widen(x).dtype() != x.dtype()) return cast(norm(widen(x), p, dims, keepdim), x.dtype());
   const DynTensor a = abs(x);
   if (std::isinf(p)) return p > 0 ? amax(a, dims, keepdim) : amin(a, dims, keepdim);
@@ -134,6 +136,7 @@ DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
 
 DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "logsumexp");
+  detail::dims_mask(dims, x.rank(), "logsumexp");  // here, not in the inner amax
   if (widen(x).dtype() != x.dtype()) return cast(logsumexp(widen(x), dims, keepdim), x.dtype());
   if (autodiff::should_record({&x}) && is_floating(x.dtype())) {
     // One fused node: the gradient is softmax(x) times the output's gradient.

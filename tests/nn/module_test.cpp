@@ -157,6 +157,52 @@ TEST(Module, ParamIdSurvivesUpdates) {
   EXPECT_TRUE(equal(g, Tensor<2>::ones({2, 3})));
 }
 
+// Param::set refuses a value of another shape at once (it used to be accepted, failing only in a
+// later forward); the parameter keeps its value and the module still runs.
+TEST(Module, ParamSetChecksTheShape) {
+  nn::Linear lin(3, 4);
+  const auto before = lin.weight.value().detach();
+  try {
+    lin.weight.set(Tensor<2>::zeros({3, 4}));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "[Param::set] the new value has shape [3, 4] but the parameter has shape [4, 3]");
+  }
+  EXPECT_TRUE(equal(lin.weight.value(), before));
+  EXPECT_EQ(lin(Tensor<2>::ones({2, 3})).shape(), Shape({2, 4}));
+  EXPECT_THROW(lin.bias->set(Tensor<1>::zeros({3})), Error);
+  lin.weight.set(Tensor<2>::ones({4, 3}));  // the same shape is fine
+  EXPECT_TRUE(equal(lin.weight.value(), Tensor<2>::ones({4, 3})));
+}
+
+// Composite ops name themselves in their errors, not the inner op that found the problem.
+TEST(Module, CompositeErrorsNameTheCompositeOp) {
+  const auto x = Tensor<2>::ones({2, 3});
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message([&] { softmax(x.dyn(), 5); }),
+            "[softmax] dimension 5 out of range for a tensor of rank 2 (expected -2 to 1)");
+  EXPECT_EQ(message([&] { log_softmax(x.dyn(), -3); }),
+            "[log_softmax] dimension -3 out of range for a tensor of rank 2 (expected -2 to 1)");
+  EXPECT_EQ(message([&] { logsumexp(x.dyn(), {2}); }),
+            "[logsumexp] dimension 2 out of range for a tensor of rank 2 (expected -2 to 1)");
+  EXPECT_EQ(message([&] { norm(x.dyn(), 2.0, {7}); }),
+            "[norm] dimension 7 out of range for a tensor of rank 2 (expected -2 to 1)");
+  EXPECT_EQ(message([&] { ember::std(x.dyn(), {4}); }),
+            "[std] dimension 4 out of range for a tensor of rank 2 (expected -2 to 1) (in var)");
+  // A weight that does not broadcast: the inner mul found it, layer_norm is named.
+  EXPECT_EQ(
+      message([&] { nn::layer_norm(x.dyn(), {3}, Tensor<1>::ones({2}).dyn(), DynTensor(), 1e-5); }),
+      "[layer_norm] shapes cannot be broadcast: [2, 3] and [2] (dimension 1: 3 vs 2) (in mul)");
+}
+
 TEST(Module, ToDtypeKeepsIds) {
   Mlp model{nn::Linear(6, 5), nn::Linear(5, 2), nn::Dropout(0.5)};
   const nn::ParamId id = model.fc1.bias->id();

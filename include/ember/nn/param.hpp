@@ -25,6 +25,9 @@ class TensorSlot {
   const DynTensor& dyn() const { return value_; }
   /// Replaces the value (same id); a trainable Param's new value becomes a fresh leaf.
   void set_dyn(const DynTensor& value);
+  /// set_dyn for users (Param::set, Buffer::set): a value of another shape is refused at once,
+  /// naming `op` and both shapes, rather than failing in a later forward.
+  void set_checked(const DynTensor& value, const char* op);
   bool trainable() const { return trainable_; }
   /// Frozen parameters are detached: backward computes nothing for them.
   void set_trainable(bool on);
@@ -53,7 +56,7 @@ class Param : public TensorSlot {
   /// The value, tracked when trainable: use it in forward().
   Tensor<D> value() const { return Tensor<D>(dyn()); }
   operator Tensor<D>() const { return value(); }
-  void set(const Tensor<D>& value) { set_dyn(value.dyn()); }
+  void set(const Tensor<D>& value) { set_checked(value.dyn(), "Param::set"); }
   // The most used tensor members, so that a Param reads like its tensor in forward().
   Tensor<D> t() const requires(D == 2) { return value().t(); }
   const Shape& shape() const { return dyn().shape(); }
@@ -69,7 +72,7 @@ class Buffer : public TensorSlot {
 
   Tensor<D, K> value() const { return Tensor<D, K>(dyn()); }
   operator Tensor<D, K>() const { return value(); }
-  void set(const Tensor<D, K>& value) { set_dyn(value.dyn()); }
+  void set(const Tensor<D, K>& value) { set_checked(value.dyn(), "Buffer::set"); }
 };
 
 /// Training or evaluation mode of a module that behaves differently in each (Dropout,
