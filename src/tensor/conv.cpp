@@ -133,12 +133,15 @@ DynTensor bias_view(const DynTensor& bias, int rank) {
 }
 
 // The output size of a pooling window along one dim, PyTorch's formula with ceil_mode.
-int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d, bool ceil_mode) {
-  const int64_t span = in + 2 * pad - d * (k - 1) - 1;
+// `eff` is the dilated kernel's extent, checked by the caller; 2 * pad <= eff, so no sum below
+// overflows, and a stride near 2^63 is divided, never added.
+int64_t pool_out(int64_t in, int64_t eff, int64_t s, int64_t pad, bool ceil_mode) {
+  const int64_t span = in - eff + 2 * pad;
   if (span < 0) return 0;
-  int64_t out = (span + (ceil_mode ? s - 1 : 0)) / s + 1;
+  int64_t out = span / s + (ceil_mode && span % s != 0 ? 1 : 0) + 1;
   // The last window must start inside the input or its left padding.
-  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  int64_t last = 0;
+  if (ceil_mode && (!checked_mul(out - 1, s, &last) || last >= in + pad)) --out;
   return out;
 }
 
@@ -162,11 +165,14 @@ Shape pool_shape(const DynTensor& x, const PoolParams& p, const std::string& op)
       out[dim] = p.output_size[i];
       continue;
     }
-    const int64_t eff = p.dilation[i] * (p.kernel[i] - 1) + 1;
-    EMBER_CHECK(2 * p.padding[i] <= eff, "[", op, "] padding ", list(p.padding, sp),
+    int64_t eff = 0;
+    EMBER_CHECK(checked_mul(p.dilation[i], p.kernel[i] - 1, &eff) && checked_add(eff, 1, &eff), "[",
+                op, "] kernel ", list(p.kernel, sp), " with dilation ", list(p.dilation, sp),
+                " overflows int64");
+    EMBER_CHECK(p.padding[i] <= eff / 2, "[", op, "] padding ", list(p.padding, sp),
                 " must be at most half the kernel size ", list(p.kernel, sp),
                 p.dilation[i] > 1 ? " (dilated)" : "");
-    out[dim] = pool_out(in, p.kernel[i], p.stride[i], p.padding[i], p.dilation[i], p.ceil_mode);
+    out[dim] = pool_out(in, eff, p.stride[i], p.padding[i], p.ceil_mode);
     EMBER_CHECK(out[dim] > 0, "[", op, "] the output would be empty: input ", x.shape(),
                 ", kernel ", list(p.kernel, sp), ", stride ", list(p.stride, sp), ", padding ",
                 list(p.padding, sp), ", dilation ", list(p.dilation, sp));

@@ -184,6 +184,10 @@ TEST(Sizes, ConvolutionGeometryPastInt64) {
                [&] { conv2d(x, w, {}, {1}, {INT64_MAX / 2}); });
   expect_error("[conv2d] the output size overflows int64",
                [&] { conv2d(x, w, {}, {1}, {0}, {INT64_MAX}); });
+  expect_error("[max_pool2d] kernel [3, 3] with dilation [9223372036854775807, ",
+               [&] { max_pool2d(x, {3}, {1}, {0}, {INT64_MAX}); });
+  // A stride near 2^63 with ceil_mode: one window (span + stride - 1 used to overflow).
+  EXPECT_EQ(max_pool2d(x, {2}, {INT64_MAX}, {0}, {1}, true).shape(), Shape({1, 1, 1, 1}));
 }
 
 #if defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
