@@ -3,39 +3,30 @@
 #include "ember/optim/optimizer.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include <limits>
 #include <regex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "ember/core/error.hpp"
+#include "ember/core/text.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "rules.hpp"
+#include "state_text.hpp"
 
 namespace ember::optim {
 
 namespace detail {
 
-std::string format_double(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
-
-double parse_double(const std::map<std::string, std::string>& meta, const std::string& key,
-                    const char* who) {
-  auto it = meta.find(key);
-  EMBER_CHECK(it != meta.end(), "[", who, "] the saved state has no \"", key, "\"");
-  char* end = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  EMBER_CHECK(end && *end == '\0' && !it->second.empty(), "[", who, "] the saved state's \"", key,
-              "\" is not a number: \"", it->second, "\"");
-  return v;
-}
-
 namespace {
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 // nn::set_trainable's rule: the exact path, a module prefix, or a regex over the whole path.
 bool path_matches(const std::string& path, const std::string& pattern, const std::regex* re) {
@@ -114,7 +105,7 @@ class OptimizerImpl {
 }  // namespace detail
 
 using detail::format_double;
-using detail::parse_double;
+using ember::detail::shown;
 
 Optimizer::Optimizer(const SgdConfig& c)
     : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
@@ -264,59 +255,71 @@ OptimizerState Optimizer::state(const nn::ModuleTree& tree) const {
 }
 
 void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& state) {
+  // Check everything first, so that a bad state changes nothing. Every number is parsed whole
+  // and range-checked (detail::state_int/state_double) before it is used.
   const auto& meta = state.metadata;
-  auto algo = meta.find("optimizer");
-  EMBER_CHECK(algo != meta.end() && algo->second == name(), "[", name(),
-              "] the saved state is of optimizer \"",
-              algo == meta.end() ? std::string("?") : algo->second, "\", not ", name());
-  const double n_groups = parse_double(meta, "groups", name());
-  EMBER_CHECK(n_groups == static_cast<double>(impl_->groups.size()), "[", name(),
+  const char* who = name();
+  const std::string& algo = detail::state_text(meta, "optimizer", who);
+  EMBER_CHECK(algo == who, "[", who, "] the saved state is of optimizer \"", shown(algo),
+              "\", not ", who);
+  const int64_t n_groups = detail::state_int(meta, "groups", who, 1, detail::kMaxCount);
+  EMBER_CHECK(n_groups == static_cast<int64_t>(impl_->groups.size()), "[", who,
               "] the saved state has ", n_groups, " parameter groups, this optimizer ",
               impl_->groups.size(), " (add the same groups before loading)");
-  // Check everything first, so that a bad state changes nothing.
+  const char* module = tree.empty() ? "the module" : tree[0].type;
   std::map<std::string, const nn::NamedTensor*> by_path;
   const std::vector<nn::NamedTensor> params = nn::named_params(tree);
   for (const nn::NamedTensor& p : params) by_path[p.path] = &p;
   std::unordered_map<nn::ParamId, detail::ParamState> fresh;
   for (const auto& [key, value] : meta) {
-    if (key.rfind("step.", 0) != 0) continue;
+    if (!key.starts_with("step.")) continue;
     const std::string path = key.substr(5);
     auto it = by_path.find(path);
-    EMBER_CHECK(it != by_path.end(), "[", name(), "] the saved state has parameter \"", path,
-                "\", which ", tree.empty() ? "the module" : tree[0].type, " does not have");
-    fresh[it->second->slot->id()].step = static_cast<int64_t>(parse_double(meta, key, name()));
+    EMBER_CHECK(it != by_path.end(), "[", who, "] the saved state has parameter \"",
+                shown(path, 80), "\", which ", module, " does not have");
+    fresh[it->second->slot->id()].step = detail::state_int(meta, key, who, 0, detail::kMaxCount);
   }
+  const std::vector<std::string> kept = impl_->rule->buffer_names();
   for (const auto& [key, t] : state.tensors) {
     const size_t dot = key.rfind('.');
     const std::string path = dot == std::string::npos ? key : key.substr(0, dot);
+    const std::string buffer = dot == std::string::npos ? "" : key.substr(dot + 1);
     auto it = by_path.find(path);
-    EMBER_CHECK(dot != std::string::npos && it != by_path.end(), "[", name(),
-                "] the saved state has tensor \"", key, "\" for a parameter ",
-                tree.empty() ? "the module" : tree[0].type, " does not have");
+    EMBER_CHECK(dot != std::string::npos && it != by_path.end(), "[", who,
+                "] the saved state has tensor \"", shown(key, 80), "\" for a parameter ", module,
+                " does not have");
+    EMBER_CHECK(std::find(kept.begin(), kept.end(), buffer) != kept.end(), "[", who,
+                "] the saved state has tensor \"", shown(key, 80), "\", a buffer ", who,
+                " does not keep (it keeps ", detail::join_names(kept), ")");
     const DynTensor& value = it->second->slot->dyn();
-    EMBER_CHECK(t.shape() == value.shape(), "[", name(), "] the saved ", key, " has shape ",
+    EMBER_CHECK(t.shape() == value.shape(), "[", who, "] the saved ", shown(key, 80), " has shape ",
                 t.shape(), ", the parameter ", value.shape());
     auto s = fresh.find(it->second->slot->id());
-    EMBER_CHECK(s != fresh.end(), "[", name(), "] the saved state has ", key, " but no step of ",
-                path);
+    EMBER_CHECK(s != fresh.end(), "[", who, "] the saved state has ", shown(key, 80),
+                " but no step of ", shown(path, 80));
     // A copy of its own: a loaded tensor may share a read-only file mapping.
-    s->second.buffers[key.substr(dot + 1)] =
-        clone(cast(to_device(t, value.device()), value.dtype()));
+    s->second.buffers[buffer] = clone(cast(to_device(t, value.device()), value.dtype()));
   }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<detail::GroupHyper> hypers;
   std::vector<std::optional<double>> initial;
   for (size_t g = 0; g < impl_->groups.size(); ++g) {
     const std::string key = "group." + std::to_string(g) + ".";
-    auto pattern = meta.find(key + "pattern");
-    EMBER_CHECK(pattern != meta.end() && pattern->second == impl_->groups[g].pattern, "[", name(),
-                "] parameter group ", g, " of the saved state has pattern \"",
-                pattern == meta.end() ? std::string("?") : pattern->second, "\", this optimizer \"",
+    const std::string& pattern = detail::state_text(meta, key + "pattern", who);
+    EMBER_CHECK(pattern == impl_->groups[g].pattern, "[", who, "] parameter group ", g,
+                " of the saved state has pattern \"", shown(pattern, 80), "\", this optimizer \"",
                 impl_->groups[g].pattern, "\"");
-    hypers.push_back({parse_double(meta, key + "lr", name()),
-                      parse_double(meta, key + "weight_decay", name()),
-                      parse_double(meta, key + "momentum", name())});
+    // Learning rates need only be finite: a schedule with eta_min < 0 sets negative ones.
+    const detail::GroupHyper h{detail::state_double(meta, key + "lr", who, -kInf, kInf),
+                               detail::state_double(meta, key + "weight_decay", who, 0, kInf),
+                               detail::state_double(meta, key + "momentum", who, 0, kInf)};
+    const double limit = impl_->rule->momentum_limit();
+    EMBER_CHECK(h.momentum < limit, "[", who, "] the saved state's \"", key, "momentum\" is ",
+                h.momentum, ", not below ", limit, " (", who, "'s beta1)");
+    hypers.push_back(h);
     initial.push_back(meta.count(key + "initial_lr")
-                          ? std::optional<double>(parse_double(meta, key + "initial_lr", name()))
+                          ? std::optional<double>(
+                                detail::state_double(meta, key + "initial_lr", who, -kInf, kInf))
                           : std::nullopt);
   }
   for (size_t g = 0; g < impl_->groups.size(); ++g) {
@@ -337,7 +340,15 @@ void Optimizer::load(const nn::ModuleTree& tree, const std::string& path) {
   OptimizerState s;
   s.metadata = file.metadata();
   for (const std::string& n : file.names()) s.tensors.emplace_back(n, file.tensor(n));
-  load_state(tree, s);
+  try {
+    load_state(tree, s);
+  } catch (const Error& e) {
+    // The file's name after the optimizer's: "[Adam] 'opt.safetensors': the saved state ...".
+    std::string_view what = e.what();
+    const std::string tag = std::string("[") + name() + "] ";
+    if (what.starts_with(tag)) what.remove_prefix(tag.size());
+    EMBER_FAIL("[", name(), "] '", path, "': ", what);
+  }
 }
 
 }  // namespace ember::optim

@@ -48,6 +48,7 @@ class Sgd final : public Rule {
                 c.momentum_, ", dampening ", c.dampening_);
   }
   const char* name() const override { return "SGD"; }
+  std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.momentum_}; }
   DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
@@ -88,6 +89,10 @@ class Adam final : public Rule {
     EMBER_CHECK(eps >= 0, "[", name_, "] invalid eps: ", eps, " (must be >= 0)");
   }
   const char* name() const override { return name_; }
+  std::vector<std::string> buffer_names() const override {
+    return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  }
+  double momentum_limit() const override { return 1; }
   GroupHyper defaults() const override { return {lr_, wd_, beta1_}; }
   DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
@@ -154,6 +159,9 @@ class Rmsprop final : public Rule {
     EMBER_CHECK(c.momentum_ >= 0, "[RMSprop] invalid momentum: ", c.momentum_, " (must be >= 0)");
   }
   const char* name() const override { return "RMSprop"; }
+  std::vector<std::string> buffer_names() const override {
+    return {"square_avg", "grad_avg", "momentum_buffer"};
+  }
   GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.momentum_}; }
   DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
@@ -193,6 +201,7 @@ class Adagrad final : public Rule {
     EMBER_CHECK(c.eps_ >= 0, "[Adagrad] invalid eps: ", c.eps_, " (must be >= 0)");
   }
   const char* name() const override { return "Adagrad"; }
+  std::vector<std::string> buffer_names() const override { return {"sum"}; }
   GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, 0.0}; }
   bool has_momentum() const override { return false; }
   DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
@@ -218,6 +227,8 @@ class Lion final : public Rule {
     check_beta("Lion", "beta2", c.beta2_);
   }
   const char* name() const override { return "Lion"; }
+  std::vector<std::string> buffer_names() const override { return {"exp_avg"}; }
+  double momentum_limit() const override { return 1; }
   GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.beta1_}; }
   DynTensor update(const DynTensor& param, const DynTensor& g, ParamState& s,
                    const GroupHyper& h) const override {

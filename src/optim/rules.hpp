@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ember/optim/optimizer.hpp"
 
@@ -37,6 +39,10 @@ class Rule {
                            const GroupHyper& h) const = 0;
   /// Checks a group's options (errors name the algorithm and the value).
   void check(const GroupHyper& h) const;
+  /// The names of the buffers it keeps in a ParamState: a saved state may hold no others.
+  virtual std::vector<std::string> buffer_names() const = 0;
+  /// A group's momentum must be below this (1 for a beta1); a saved state is checked with it.
+  virtual double momentum_limit() const { return std::numeric_limits<double>::infinity(); }
 };
 
 std::unique_ptr<Rule> make_rule(const SgdConfig& c);

@@ -9,15 +9,11 @@
 #include <numbers>
 
 #include "ember/core/error.hpp"
+#include "ember/core/text.hpp"
 #include "ember/optim/optimizer.hpp"
+#include "state_text.hpp"
 
 namespace ember::optim {
-
-namespace detail {
-std::string format_double(double v);
-double parse_double(const std::map<std::string, std::string>& meta, const std::string& key,
-                    const char* who);
-}  // namespace detail
 
 namespace {
 
@@ -32,26 +28,8 @@ std::string join(const std::vector<double>& v) {
   return out;
 }
 
-std::vector<double> split(const std::map<std::string, std::string>& state, const std::string& key,
-                          const char* who) {
-  auto it = state.find(key);
-  EMBER_CHECK(it != state.end(), "[", who, "] the saved state has no \"", key, "\"");
-  std::vector<double> out;
-  const char* p = it->second.c_str();
-  while (*p) {
-    char* end = nullptr;
-    out.push_back(std::strtod(p, &end));
-    EMBER_CHECK(end != p, "[", who, "] the saved \"", key, "\" is not a list of numbers: \"",
-                it->second, "\"");
-    p = *end == ',' ? end + 1 : end;
-  }
-  return out;
-}
-
-int64_t get_int(const std::map<std::string, std::string>& state, const std::string& key,
-                const char* who) {
-  return static_cast<int64_t>(detail::parse_double(state, key, who));
-}
+using detail::kMaxCount;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The state of a child schedule, under a prefix.
 void put_child(std::map<std::string, std::string>& out, const std::string& prefix,
@@ -136,14 +114,22 @@ std::map<std::string, std::string> LrScheduler::state() const {
 }
 
 void LrScheduler::load_state(const std::map<std::string, std::string>& state) {
-  auto it = state.find("scheduler");
-  EMBER_CHECK(it != state.end() && it->second == name(), "[", name(),
-              "] the saved state is of schedule \"",
-              it == state.end() ? std::string("?") : it->second, "\"");
-  last_epoch_ = get_int(state, "last_epoch", name());
-  step_count_ = get_int(state, "step_count", name());
-  base_lrs_ = split(state, "base_lrs", name());
-  last_lr_ = split(state, "last_lr", name());
+  // Everything is parsed and checked before anything changes. last_epoch may be negative: a
+  // SequentialLR's schedules that have not started yet hold -1.
+  const std::string& kind = detail::state_text(state, "scheduler", name());
+  EMBER_CHECK(kind == name(), "[", name(), "] the saved state is of schedule \"",
+              ember::detail::shown(kind), "\"");
+  const size_t groups = static_cast<size_t>(optimizer_->num_groups());
+  const int64_t last_epoch = detail::state_int(state, "last_epoch", name(), -kMaxCount, kMaxCount);
+  const int64_t step_count = detail::state_int(state, "step_count", name(), 0, kMaxCount);
+  std::vector<double> base_lrs =
+      detail::state_doubles(state, "base_lrs", name(), groups, -kInf, kInf);
+  std::vector<double> last_lr =
+      detail::state_doubles(state, "last_lr", name(), groups, -kInf, kInf);
+  last_epoch_ = last_epoch;
+  step_count_ = step_count;
+  base_lrs_ = std::move(base_lrs);
+  last_lr_ = std::move(last_lr);
 }
 
 LrScheduler& Scheduler::get() const {
@@ -369,9 +355,12 @@ std::map<std::string, std::string> CosineAnnealingWarmRestarts::state() const {
 }
 
 void CosineAnnealingWarmRestarts::load_state(const std::map<std::string, std::string>& state) {
+  const int64_t t_i =
+      detail::state_int(state, "t_i", name(), 1, std::numeric_limits<int64_t>::max());
+  const int64_t t_cur = detail::state_int(state, "t_cur", name(), 0, t_i - 1);
   LrScheduler::load_state(state);
-  t_i_ = get_int(state, "t_i", name());
-  t_cur_ = get_int(state, "t_cur", name());
+  t_i_ = t_i;
+  t_cur_ = t_cur;
 }
 
 OneCycleConfig& OneCycleConfig::anneal_strategy(const std::string& s) {
@@ -496,6 +485,27 @@ void check_children(const char* who, const std::vector<Scheduler>& children) {
   }
 }
 
+// Loads a schedule that holds others, all or nothing: a child's bad state puts back what every
+// schedule held before. A child's error says which child (its keys start with "<i>.").
+void load_children(LrScheduler& self, std::vector<Scheduler>& children,
+                   const std::map<std::string, std::string>& state) {
+  const auto before = self.state();
+  size_t i = 0;
+  try {
+    self.LrScheduler::load_state(state);
+    for (; i < children.size(); ++i) {
+      children[i]->load_state(get_child(state, std::to_string(i) + "."));
+    }
+  } catch (const Error& e) {
+    self.LrScheduler::load_state(before);
+    for (size_t k = 0; k < children.size(); ++k) {
+      children[k]->load_state(get_child(before, std::to_string(k) + "."));
+    }
+    if (i == children.size()) throw;
+    EMBER_FAIL("[", self.name(), "] schedule ", i, " (keys \"", i, ".*\"): ", e.what());
+  }
+}
+
 }  // namespace
 
 SequentialLR::SequentialLR(Optimizer& opt, std::vector<Scheduler> schedulers,
@@ -548,10 +558,7 @@ std::map<std::string, std::string> SequentialLR::state() const {
 }
 
 void SequentialLR::load_state(const std::map<std::string, std::string>& state) {
-  LrScheduler::load_state(state);
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    schedulers_[i]->load_state(get_child(state, std::to_string(i) + "."));
-  }
+  load_children(*this, schedulers_, state);
 }
 
 ChainedScheduler::ChainedScheduler(Optimizer& opt, std::vector<Scheduler> schedulers)
@@ -582,10 +589,7 @@ std::map<std::string, std::string> ChainedScheduler::state() const {
 }
 
 void ChainedScheduler::load_state(const std::map<std::string, std::string>& state) {
-  LrScheduler::load_state(state);
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    schedulers_[i]->load_state(get_child(state, std::to_string(i) + "."));
-  }
+  load_children(*this, schedulers_, state);
 }
 
 // ---- ReduceLROnPlateau ----
@@ -662,10 +666,14 @@ std::map<std::string, std::string> ReduceLROnPlateau::state() const {
 }
 
 void ReduceLROnPlateau::load_state(const std::map<std::string, std::string>& state) {
+  const double best =
+      detail::state_double(state, "best", name(), -kInf, kInf, /*infinite_ok=*/true);
+  const int64_t bad = detail::state_int(state, "num_bad_epochs", name(), 0, kMaxCount);
+  const int64_t cooldown = detail::state_int(state, "cooldown_counter", name(), 0, kMaxCount);
   LrScheduler::load_state(state);
-  best_ = detail::parse_double(state, "best", name());
-  num_bad_epochs_ = get_int(state, "num_bad_epochs", name());
-  cooldown_counter_ = get_int(state, "cooldown_counter", name());
+  best_ = best;
+  num_bad_epochs_ = bad;
+  cooldown_counter_ = cooldown;
 }
 
 }  // namespace ember::optim

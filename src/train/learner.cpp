@@ -10,12 +10,12 @@
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/backends/cpu/cpu.hpp"
+#include "ember/core/text.hpp"
 #include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/tensor/generator.hpp"
 #include "ember/train/checkpoint.hpp"
 #include "progress.hpp"
-#include "text.hpp"
 
 namespace ember::train {
 namespace fs = std::filesystem;
@@ -98,7 +98,7 @@ T md_number(const Metadata& md, const std::string& path, const std::string& key)
   const std::string& text = md_value(md, path, key);
   const std::optional<T> v = parse_number<T>(text);
   EMBER_CHECK(v, "[Learner] checkpoint '", path, "': metadata '", key, "' is '",
-              detail::shown(text), "', not ",
+              ember::detail::shown(text), "', not ",
               std::is_floating_point_v<T> ? "a number" : "an integer",
               std::is_unsigned_v<T> ? " >= 0 below 2^64" : " of 64 bits");
   return *v;
@@ -215,14 +215,14 @@ void LearnerCore::load_checkpoint(const std::string& path) {
   }
   const auto sched_it = md.find("scheduler");
   const bool has_sched = sched_it != md.end();
-  EMBER_CHECK(
-      has_sched == state_->scheduler.has_value(), "[Learner] checkpoint '", path, "' ",
-      has_sched ? "has a " + detail::shown(sched_it->second) + " schedule" : "has no schedule",
-      " but this Learner ", state_->scheduler ? "has one" : "has none",
-      ": call set_scheduler() as in the run that wrote it");
+  EMBER_CHECK(has_sched == state_->scheduler.has_value(), "[Learner] checkpoint '", path, "' ",
+              has_sched ? "has a " + ember::detail::shown(sched_it->second) + " schedule"
+                        : "has no schedule",
+              " but this Learner ", state_->scheduler ? "has one" : "has none",
+              ": call set_scheduler() as in the run that wrote it");
   if (has_sched) {
     EMBER_CHECK(sched_it->second == (*state_->scheduler)->name(), "[Learner] checkpoint '", path,
-                "' has a ", detail::shown(sched_it->second), " schedule, this Learner a ",
+                "' has a ", ember::detail::shown(sched_it->second), " schedule, this Learner a ",
                 (*state_->scheduler)->name());
   }
   const auto top_k = md_number<int64_t>(md, path, "top_k");
@@ -264,9 +264,17 @@ void LearnerCore::load_checkpoint(const std::string& path) {
   const auto seed = md_number<uint64_t>(md, path, "rng.seed");
   const auto offset = md_number<uint64_t>(md, path, "rng.offset");
 
+  const optim::OptimizerState opt_before = optimizer_.state(tree);
   try {
-    optimizer_.load_state(tree, opt);  // validates its own part first
-    if (has_sched) (*state_->scheduler)->load_state(sched);
+    optimizer_.load_state(tree, opt);  // each validates its own part first
+    if (has_sched) {
+      try {
+        (*state_->scheduler)->load_state(sched);
+      } catch (const Error&) {
+        optimizer_.load_state(tree, opt_before);  // a bad schedule changes nothing either
+        throw;
+      }
+    }
   } catch (const Error& e) {
     EMBER_FAIL("[Learner] checkpoint '", path, "': ", e.what());
   }

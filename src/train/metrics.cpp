@@ -1,14 +1,13 @@
 #include "ember/train/metrics.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "ember/core/error.hpp"
-#include "text.hpp"
+#include "ember/core/text.hpp"
 
 namespace ember::train {
 namespace {
@@ -58,11 +57,7 @@ std::vector<std::string> split(const std::string& line, char sep) {
 
 template <class T>
 std::optional<T> parse_number(std::string_view text) {
-  T v{};
-  const char* end = text.data() + text.size();
-  const auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || p != end) return std::nullopt;
-  return v;
+  return ember::detail::parse_number<T>(text);
 }
 template std::optional<int64_t> parse_number<int64_t>(std::string_view);
 template std::optional<uint64_t> parse_number<uint64_t>(std::string_view);
@@ -118,9 +113,9 @@ std::vector<EpochMetrics> history_from_csv(const std::string& csv, int64_t top_k
     if (line.empty()) continue;
     const auto cells = split(line, ',');
     EMBER_CHECK(cells.size() == cols.size(), "[Learner] metrics row has ", cells.size(),
-                " cells, expected ", cols.size(), ": '", detail::shown(line, 80), "'");
+                " cells, expected ", cols.size(), ": '", ember::detail::shown(line, 80), "'");
     if (header) {
-      EMBER_CHECK(cells == cols, "[Learner] metrics header '", detail::shown(line, 200),
+      EMBER_CHECK(cells == cols, "[Learner] metrics header '", ember::detail::shown(line, 200),
                   "' differs from this run's");
       header = false;
       continue;
@@ -128,13 +123,14 @@ std::vector<EpochMetrics> history_from_csv(const std::string& csv, int64_t top_k
     EpochMetrics m;
     const auto epoch = parse_number<int64_t>(cells[0]);
     EMBER_CHECK(epoch && *epoch == static_cast<int64_t>(out.size()) + 1, "[Learner] metrics row ",
-                out.size() + 1, ": epoch '", detail::shown(cells[0]), "' is not ", out.size() + 1);
+                out.size() + 1, ": epoch '", ember::detail::shown(cells[0]), "' is not ",
+                out.size() + 1);
     m.epoch = *epoch;
     for (size_t i = 0; i < std::size(kFields); ++i) {
       const std::string& c = cells[i + 1];
       const auto v = c.empty() ? std::optional<double>(NAN) : parse_number<double>(c);
       EMBER_CHECK(v, "[Learner] metrics row ", out.size() + 1, ", column ", cols[i + 1], ": '",
-                  detail::shown(c), "' is not a number");
+                  ember::detail::shown(c), "' is not a number");
       m.*kFields[i].member = *v;
     }
     out.push_back(m);

@@ -199,6 +199,9 @@ TEST(ResumeRepair, DoctoredMetadataIsRefusedNamingTheKeyAndChangesNothing) {
       {{{"rng.seed", "\x1b]0;pwned\x07" + std::string(100000, '9')}},
        "metadata 'rng.seed' is '\\x1b]0;pwned\\x07" + std::string(30, '9') + "... (100010 bytes)'"},
       {{{"optimizer.step.fc1.weight", "x"}}, "checkpoint '" + bad + "': [Adam] the saved state's"},
+      {{{"optimizer.step.fc1.weight", "1e300"}},
+       "[Adam] the saved state's \"step.fc1.weight\" is \"1e300\", not an integer in [0, 2^53]"},
+      {{{"optimizer.group.0.lr", "nan"}}, "\"group.0.lr\" is \"nan\", not a finite number"},
   };
   for (const auto& [changes, message] : cases) {
     doctor(good, bad, changes);
@@ -246,6 +249,44 @@ TEST(ResumeRepair, APositionPastThisRunIsRefused) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A Learner with a StepLR schedule (made on the optimizer before the Learner takes it).
+struct ScheduledLearner {
+  TinyNet model;
+  Learner<TinyNet> learner;
+  explicit ScheduledLearner(LearnerConfig config)
+      : model((manual_seed(3), TinyNet())),
+        learner(model, optim::AdamConfig().lr(1e-2).init(),
+                std::move(config.progress(Progress::none))) {
+    learner.set_scheduler(optim::StepLR(learner.optimizer(), 1, 0.5));
+  }
+};
+
+TEST(ResumeRepair, ABadScheduleStateLeavesTheOptimizerAsItWas) {
+  const std::string dir = fresh_dir("repair_sched");
+  {
+    ScheduledLearner run(LearnerConfig().epochs(2).out_dir(dir));
+    run.learner.fit(loader(train_data(), true));
+  }
+  const std::string good = dir + "/checkpoints/epoch-0002.safetensors";
+  const std::string bad = dir + "/bad.safetensors";
+  // The optimizer's part is whole and loads first; the schedule's fails after it.
+  doctor(good, bad, {{"scheduler.last_epoch", "1e300"}});
+  ScheduledLearner run(LearnerConfig().epochs(4));
+  const auto before = run.learner.optimizer().state(nn::module_tree(run.model)).metadata;
+  try {
+    run.learner.load_checkpoint(bad);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint '" + bad +
+                                         "': [StepLR] the saved state's \"last_epoch\" is "
+                                         "\"1e300\", not an integer in [-2^53, 2^53]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(run.learner.optimizer().steps(), 0);
+  EXPECT_EQ(run.learner.optimizer().state(nn::module_tree(run.model)).metadata, before);
 }
 
 }  // namespace
