@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <regex>
 
+#include "ember/core/error.hpp"
+
 namespace ember::train {
 namespace fs = std::filesystem;
 
@@ -35,10 +37,18 @@ std::optional<int64_t> parse_count(const std::string& digits) {
 std::vector<CheckpointInfo> list_checkpoints(const std::string& dir,
                                              std::vector<std::string>* ignored) {
   std::vector<CheckpointInfo> out;
+  // Absent (or under a path that is not a directory): no checkpoints. There but not a readable
+  // directory: an error, so that a resume never starts over silently from a folder it cannot see.
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::not_found) return out;
+  EMBER_CHECK(!ec, "[Learner] cannot read the checkpoint folder '", dir, "': ", ec.message());
+  EMBER_CHECK(st.type() == fs::file_type::directory, "[Learner] the checkpoint folder '", dir,
+              "' is not a directory");
   static const std::regex name(R"(epoch-(\d+)(-batch-(\d+))?\.safetensors)");
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+  fs::directory_iterator it(dir, ec), end;
+  EMBER_CHECK(!ec, "[Learner] cannot read the checkpoint folder '", dir, "': ", ec.message());
+  for (; it != end; it.increment(ec)) {
     const std::string file = it->path().filename().string();
     std::smatch m;
     if (!std::regex_match(file, m, name)) continue;
@@ -73,6 +83,7 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& dir,
     info.batch = *batch;
     out.push_back(info);
   }
+  EMBER_CHECK(!ec, "[Learner] cannot read the checkpoint folder '", dir, "': ", ec.message());
   std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) {
     return a.epochs_done != b.epochs_done ? a.epochs_done < b.epochs_done : a.batch < b.batch;
   });

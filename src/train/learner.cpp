@@ -120,6 +120,19 @@ bool is_checkpoint_file(const std::string& name) {
   return name.starts_with("epoch-") && name.ends_with(".safetensors");
 }
 
+// The file names of `found`, the first three and the newest.
+std::string checkpoint_list(const std::vector<CheckpointInfo>& found) {
+  std::string out;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (i == 3 && found.size() > 4) {
+      out += ", ...";
+      i = found.size() - 1;
+    }
+    out += (out.empty() ? "" : ", ") + fs::path(found[i].path).filename().string();
+  }
+  return out;
+}
+
 }  // namespace
 
 void request_stop() { g_stop = 1; }
@@ -135,6 +148,7 @@ struct LearnerCore::State {
   int64_t best_epoch = 0;  // 1-based; 0: none
   int64_t bad_epochs = 0;
   bool resumed = false;
+  bool fitted = false;  // fit() has run: checkpoints in out_dir may be this Learner's own
   std::string last_checkpoint;
 };
 
@@ -148,6 +162,9 @@ LearnerCore::LearnerCore(std::function<nn::ModuleTree()> tree, optim::Optimizer 
   EMBER_CHECK(config_.keep_last_ >= 0, "[Learner] keep_last must be >= 0, got ",
               config_.keep_last_);
   EMBER_CHECK(config_.top_k_ >= 1, "[Learner] top_k must be >= 1, got ", config_.top_k_);
+  EMBER_CHECK(!(config_.resume_ && config_.overwrite_),
+              "[Learner] resume() continues the run in out_dir, overwrite() deletes its "
+              "checkpoints: choose one");
   EMBER_CHECK(config_.patience_ >= 0, "[Learner] early-stopping patience must be >= 0, got ",
               config_.patience_);
   EpochMetrics().get(config_.monitor_);  // an unknown metric fails here, not after an epoch
@@ -287,6 +304,7 @@ void LearnerCore::load_checkpoint(const std::string& path) {
   s.scheduler = std::move(state_->scheduler);
   s.every = state_->every;
   s.resumed = true;
+  s.fitted = state_->fitted;
   s.last_checkpoint = path;
   *state_ = std::move(s);
 }
@@ -320,6 +338,11 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   detail::ProgressPrinter progress(config_.progress_, config_.log_every_, config_.top_k_,
                                    std::cout);
   if (files) {
+    std::error_code ec;
+    const fs::file_type type = fs::status(config_.out_dir_, ec).type();
+    EMBER_CHECK(type == fs::file_type::not_found || type == fs::file_type::directory,
+                "[Learner] the output folder '", config_.out_dir_, "' ",
+                ec ? "cannot be read: " + ec.message() : std::string("is not a directory"));
     // Temp files of a run killed mid-write: ours (by name) and their writer gone.
     size_t removed = io::remove_stale_temp_files(config_.out_dir_, is_output_file).size();
     removed += io::remove_stale_temp_files(ckpt_dir, is_checkpoint_file).size();
@@ -328,17 +351,39 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
                     " temp file(s) left by a run killed while writing to " + config_.out_dir_);
     }
   }
-  if (config_.resume_ && files && !s.resumed) {
+  if (files && !s.resumed) {
+    // A folder that cannot be read fails here (list_checkpoints), rather than starting over.
     std::vector<std::string> ignored;
-    const auto latest = latest_checkpoint(ckpt_dir, &ignored);
-    for (const std::string& why : ignored) {
-      std::cerr << "[Learner] warning: ignoring " << why << " (not a checkpoint Ember wrote)\n";
-    }
-    if (latest) {
-      load_checkpoint(latest->path);
-      progress.note("resumed from " + latest->path);
+    const auto found = list_checkpoints(ckpt_dir, &ignored);
+    if (config_.resume_) {
+      for (const std::string& why : ignored) {
+        std::cerr << "[Learner] warning: ignoring " << why << " (not a checkpoint Ember wrote)\n";
+      }
+      if (!found.empty()) {
+        load_checkpoint(found.back().path);
+        progress.note("resumed from " + found.back().path);
+      } else if (!s.fitted) {
+        std::cerr << "[Learner] note: no checkpoint to resume from in '" << ckpt_dir
+                  << "': starting from epoch 1\n";
+      }
+    } else if (!found.empty() && !s.fitted && s.next_epoch == 0 && s.skip == 0) {
+      // A fresh run: another run's checkpoints would be pruned as this run's, and a later
+      // resume could take the newest of them (HF Trainer's overwrite_output_dir rule).
+      EMBER_CHECK(config_.overwrite_, "[Learner] '", ckpt_dir, "' holds ", found.size(),
+                  " checkpoint(s) of an earlier run (", checkpoint_list(found),
+                  "): continue it with resume() (ember train --resume), or delete them and "
+                  "start over with overwrite() (--overwrite), or use another out_dir");
+      for (const CheckpointInfo& c : found) {
+        std::error_code ec;
+        fs::remove(c.path, ec);
+        EMBER_CHECK(!ec, "[Learner] cannot delete '", c.path,
+                    "' of an earlier run: ", ec.message());
+      }
+      std::cerr << "[Learner] note: deleted " << found.size() << " checkpoint(s) of an earlier "
+                << "run from '" << ckpt_dir << "' (overwrite)\n";
     }
   }
+  s.fitted = true;
   // The position must lie within this run (a checkpoint of a longer run, or of another batch
   // size mid-epoch, cannot continue here).
   EMBER_CHECK(s.next_epoch < config_.epochs_ || (s.next_epoch == config_.epochs_ && s.skip == 0),

@@ -198,6 +198,9 @@ TEST(Cli, ADoctoredCheckpointNamesTheKeyAndTheValue) {
       {{{"best_epoch", "7"}}, "metadata 'best_epoch' is 7, outside [0, 1]"},
       {{{"top_k", "five"}}, "metadata 'top_k' is 'five', not an integer"},
       {{{"history", "epoch\n1,2\n"}}, "metadata 'history': [Learner] metrics row has"},
+      // Was a cast of 1e300 to int64 (undefined behaviour) in the optimizer's state.
+      {{{"optimizer.groups", "1e300"}},
+       "[Adam] the saved state's \"groups\" is \"1e300\", not an integer in [1, 2^53]"},
   };
   for (const Case& c : cases) {
     doctor(saved, good, c.changes);
@@ -221,6 +224,48 @@ TEST(Cli, ACheckpointPastTheEpochsOfTheRunIsRefused) {
   args = train_args(out, 2);
   args.push_back("--resume");
   EXPECT_EQ(ember(args).status, 0);
+}
+
+TEST(Cli, AResumeFromAFolderThatIsNotADirectoryIsAnError) {
+  const std::string dir = fresh_dir("notdir");
+  write_text(dir + "/file", "x");
+  auto args = train_args(dir + "/file", 1);
+  args.push_back("--resume");
+  EXPECT_FAILS_WITH(ember(args), 1, "the output folder '" + dir + "/file' is not a directory");
+  fs::create_directories(dir + "/run");
+  write_text(dir + "/run/checkpoints", "x");  // was taken for "no checkpoint"
+  args = train_args(dir + "/run", 1);
+  args.push_back("--resume");
+  EXPECT_FAILS_WITH(ember(args), 1,
+                    "the checkpoint folder '" + dir + "/run/checkpoints' is not a directory");
+  // A folder with no checkpoint yet: a start from epoch 1, said on stderr.
+  args = train_args(dir + "/new", 1);
+  args.push_back("--resume");
+  const Result r = ember(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "[Learner] note: no checkpoint to resume from in '" + dir +
+                             "/new/checkpoints': starting from epoch 1"))
+      << r.err;
+}
+
+TEST(Cli, AFreshRunIntoAnEarlierRunIsRefusedUnlessOverwriting) {
+  const std::string out = fresh_dir("again");
+  ASSERT_EQ(ember(train_args(out, 2)).status, 0);
+  const std::string metrics = read_text(out + "/metrics.csv");
+  EXPECT_FAILS_WITH(ember(train_args(out, 1)), 1,
+                    "ember train: error: [Learner] '" + out +
+                        "/checkpoints' holds 2 checkpoint(s) of an earlier run "
+                        "(epoch-0001.safetensors, epoch-0002.safetensors)");
+  EXPECT_EQ(read_text(out + "/metrics.csv"), metrics);
+  auto args = train_args(out, 1);
+  args.push_back("--overwrite");
+  const Result r = ember(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "deleted 2 checkpoint(s) of an earlier run")) << r.err;
+  EXPECT_TRUE(fs::exists(out + "/checkpoints/epoch-0001.safetensors"));
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/epoch-0002.safetensors"));
+  args.push_back("--resume");
+  EXPECT_FAILS_WITH(ember(args), 2, "--resume excludes --overwrite");
 }
 
 // --- Data ------------------------------------------------------------------------------------

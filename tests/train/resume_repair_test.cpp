@@ -289,5 +289,107 @@ TEST(ResumeRepair, ABadScheduleStateLeavesTheOptimizerAsItWas) {
   EXPECT_EQ(run.learner.optimizer().state(nn::module_tree(run.model)).metadata, before);
 }
 
+// fit()'s exception's message, or "" when it returns.
+template <class L>
+std::string fit_error(L& run) {
+  try {
+    run.learner.fit(loader(train_data(), true));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ResumeRepair, AResumeFromAFolderThatIsNotADirectoryIsAnErrorNamingIt) {
+  const std::string dir = fresh_dir("repair_notdir");
+  // --out names a file.
+  write_text(dir + "/file", "x");
+  TinyLearner into_file(LearnerConfig().epochs(1).out_dir(dir + "/file").resume());
+  EXPECT_NE(fit_error(into_file).find("[Learner] the output folder '" + dir +
+                                      "/file' is not a directory"),
+            std::string::npos);
+  // The checkpoint folder is a file: was taken for "no checkpoint" (then "cannot create").
+  fs::create_directories(dir + "/run");
+  write_text(dir + "/run/checkpoints", "x");
+  TinyLearner into_run(LearnerConfig().epochs(1).out_dir(dir + "/run").resume());
+  EXPECT_NE(fit_error(into_run).find("[Learner] the checkpoint folder '" + dir +
+                                     "/run/checkpoints' is not a directory"),
+            std::string::npos);
+  // A folder that cannot be read (as root, a symlink loop rather than permissions).
+  fs::create_directories(dir + "/loop");
+  fs::create_symlink("checkpoints", dir + "/loop/checkpoints");
+  TinyLearner into_loop(LearnerConfig().epochs(1).out_dir(dir + "/loop").resume());
+  EXPECT_NE(fit_error(into_loop).find("[Learner] cannot read the checkpoint folder '" + dir +
+                                      "/loop/checkpoints': Too many levels of symbolic links"),
+            std::string::npos);
+  EXPECT_EQ(list_checkpoints(dir + "/absent").size(), 0u);
+  EXPECT_THROW(list_checkpoints(dir + "/run/checkpoints"), Error);
+}
+
+TEST(ResumeRepair, AnUnreadableCheckpointFolderIsAnError) {
+  if (geteuid() == 0) GTEST_SKIP() << "root reads any folder";
+  const std::string dir = fresh_dir("repair_unreadable");
+  two_epochs(dir);
+  ASSERT_EQ(chmod((dir + "/checkpoints").c_str(), 0), 0);
+  TinyLearner run(LearnerConfig().epochs(3).out_dir(dir).resume());
+  const std::string what = fit_error(run);
+  chmod((dir + "/checkpoints").c_str(), 0755);
+  EXPECT_NE(what.find("[Learner] cannot read the checkpoint folder '" + dir + "/checkpoints'"),
+            std::string::npos)
+      << what;
+}
+
+TEST(ResumeRepair, AResumeWithNoCheckpointStartsOverWithANote) {
+  const std::string dir = fresh_dir("repair_empty");
+  fs::create_directories(dir + "/checkpoints");
+  write_text(dir + "/checkpoints/notes.txt", "not a checkpoint");
+  TinyLearner run(LearnerConfig().epochs(1).out_dir(dir).resume());
+  ::testing::internal::CaptureStderr();
+  const FitResult r = run.learner.fit(loader(train_data(), true));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.epochs_done, 1);
+  EXPECT_NE(err.find("[Learner] note: no checkpoint to resume from in '" + dir +
+                     "/checkpoints': starting from epoch 1"),
+            std::string::npos)
+      << err;
+}
+
+TEST(ResumeRepair, AFreshRunRefusesAnEarlierRunsCheckpointsUnlessOverwriting) {
+  const std::string dir = fresh_dir("repair_fresh");
+  const std::string ckpt = dir + "/checkpoints";
+  const std::string metrics = two_epochs(dir);
+  write_text(ckpt + "/notes.txt", "mine");
+  // Without resume(): refused before anything is written (keep_last(1) would have deleted the
+  // earlier run's epoch 1, and a later resume would have taken its epoch 2 for this run's).
+  TinyLearner fresh(LearnerConfig().epochs(1).out_dir(dir).keep_last(1));
+  const std::string what = fit_error(fresh);
+  EXPECT_NE(what.find("[Learner] '" + ckpt +
+                      "' holds 2 checkpoint(s) of an earlier run "
+                      "(epoch-0001.safetensors, epoch-0002.safetensors): continue it with "
+                      "resume() (ember train --resume), or delete them and start over with "
+                      "overwrite() (--overwrite), or use another out_dir"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(list_checkpoints(ckpt).size(), 2u);
+  EXPECT_EQ(read_text(dir + "/metrics.csv"), metrics);
+  // With overwrite(): the earlier checkpoints go, other files stay, and the run is its own.
+  TinyLearner over(LearnerConfig().epochs(1).out_dir(dir).keep_last(1).overwrite());
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(over.learner.fit(loader(train_data(), true)).epochs_done, 1);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("deleted 2 checkpoint(s) of an earlier run from '" + ckpt + "'"),
+            std::string::npos)
+      << err;
+  const auto left = list_checkpoints(ckpt);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].path, ckpt + "/epoch-0001.safetensors");
+  EXPECT_TRUE(fs::exists(ckpt + "/notes.txt"));
+  EXPECT_EQ(history_from_csv(read_text(dir + "/metrics.csv"), 5).size(), 1u);
+  // The same Learner fitting again continues its own run: not refused.
+  EXPECT_EQ(fit_error(over), "");
+  // resume() and overwrite() exclude each other.
+  EXPECT_THROW({ TinyLearner both(LearnerConfig().resume().overwrite()); }, Error);
+}
+
 }  // namespace
 }  // namespace ember::train::testing

@@ -43,6 +43,7 @@ struct TrainOptions {
   std::string device = "cpu";
   std::string out = "runs/fashion-mnist";
   bool resume = false;
+  bool overwrite = false;
   int64_t workers = 2;
   uint64_t seed = 0;
   std::string data_dir = data::FashionMnist::default_dir();
@@ -224,6 +225,7 @@ int run_train(const TrainOptions& o) {
                              .epochs(o.epochs)
                              .out_dir(o.out)
                              .resume(o.resume)
+                             .overwrite(o.overwrite)
                              .monitor("valid_accuracy", train::Goal::maximize)
                              .title("Fashion-MNIST CNN"));
   if (cosine) learner.set_scheduler(*cosine, train::ScheduleEvery::batch);
@@ -457,7 +459,13 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"cosine", "constant"}));
   train->add_option("--device", t.device, "cpu or cuda:N")->capture_default_str();
   train->add_option("--out", t.out, "Output directory")->capture_default_str();
-  train->add_flag("--resume", t.resume, "Continue from the newest checkpoint in --out");
+  CLI::Option* resume =
+      train->add_flag("--resume", t.resume, "Continue from the newest checkpoint in --out");
+  train
+      ->add_flag("--overwrite", t.overwrite,
+                 "Delete the checkpoints of an earlier run in --out and start over (without it, "
+                 "a fresh run into a folder holding checkpoints is refused)")
+      ->excludes(resume);
   train->add_option("--workers", t.workers, "Data-loading threads")
       ->capture_default_str()
       ->check(integer_in<int64_t>(0, 64));

@@ -28,7 +28,8 @@ std::string checkpoint_name(int64_t epochs_done, int64_t batch);
 /// files of writes that never finished, are ignored. So are names of checkpoints that cannot
 /// have been written by a Learner (an epoch number past int64, "epoch-0000-batch-...", a FIFO
 /// or a directory of a checkpoint's name): `ignored`, when given, gets one line on each, naming
-/// it and why. An absent directory has none.
+/// it and why. An absent directory has none; one that is there but is not a directory or cannot
+/// be read is an ember::Error naming it (a resume must not start over from a folder it cannot see).
 std::vector<CheckpointInfo> list_checkpoints(const std::string& dir,
                                              std::vector<std::string>* ignored = nullptr);
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir,

@@ -58,10 +58,11 @@ enum class ScheduleEvery { batch, epoch, epoch_on_metric };
 /// Options of a Learner (chained setters).
 struct LearnerConfig {
   int64_t epochs_ = 1;
-  std::string out_dir_;    // checkpoints/, metrics.csv, curves.svg; "" writes no files
-  bool resume_ = false;    // continue from the newest checkpoint in out_dir/checkpoints
-  int64_t keep_last_ = 3;  // end-of-epoch checkpoints kept (0: all)
-  bool keep_best_ = true;  // also keep the checkpoint of the best monitored epoch
+  std::string out_dir_;     // checkpoints/, metrics.csv, curves.svg; "" writes no files
+  bool resume_ = false;     // continue from the newest checkpoint in out_dir/checkpoints
+  bool overwrite_ = false;  // a fresh run deletes the checkpoints of an earlier run in out_dir
+  int64_t keep_last_ = 3;   // end-of-epoch checkpoints kept (0: all)
+  bool keep_best_ = true;   // also keep the checkpoint of the best monitored epoch
   std::string monitor_ = "valid_loss";  // for keep-best, early stopping and plateau schedules
   Goal goal_ = Goal::minimize;
   int64_t patience_ = 0;  // early stopping after this many epochs without improvement (0: off)
@@ -75,6 +76,10 @@ struct LearnerConfig {
   LearnerConfig& epochs(int64_t n) { return set(epochs_, n); }
   LearnerConfig& out_dir(std::string dir) { return set(out_dir_, std::move(dir)); }
   LearnerConfig& resume(bool on = true) { return set(resume_, on); }
+  /// Without resume(), fit() refuses an out_dir whose checkpoints/ holds checkpoints (of an
+  /// earlier run: pruning and a later resume would mix them with this run's); overwrite()
+  /// deletes them first instead.
+  LearnerConfig& overwrite(bool on = true) { return set(overwrite_, on); }
   LearnerConfig& keep_last(int64_t n) { return set(keep_last_, n); }
   LearnerConfig& keep_best(bool on = true) { return set(keep_best_, on); }
   /// The metric (a CSV column: "valid_loss", "valid_accuracy", ...) and whether lower or higher
