@@ -1,9 +1,11 @@
 #include "config_json.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.hpp"
+#include "ember/core/text.hpp"
 
 namespace ember::nn::detail {
 
@@ -51,22 +53,37 @@ struct JsonReader::Impl {
     return it == j.end() ? nullptr : &*it;
   }
   [[noreturn]] void bad(const char* key, const char* expected) const {
-    EMBER_FAIL("[", what, "] key \"", key, "\" must be ", expected, ", got ",
-               find(key) ? find(key)->dump() : std::string("nothing"));
+    EMBER_FAIL("[", what, "] key \"", key, "\" must be ", expected, ", got ", brief(find(key)));
+  }
+  // A value as an error shows it: a scalar escaped and cut short, an array or object by its size
+  // (dump() of a deeply nested one would recurse, and a long one would flood the message).
+  static std::string brief(const nlohmann::json* v) {
+    if (!v) return "nothing";
+    if (v->is_array()) return "an array of " + std::to_string(v->size()) + " values";
+    if (v->is_object()) return "an object of " + std::to_string(v->size()) + " keys";
+    return ember::detail::shown(v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  // An integer that fits int64_t: nlohmann keeps 2^63 .. 2^64-1 as unsigned, and get<int64_t>()
+  // would wrap it to a negative number.
+  static bool is_int64(const nlohmann::json& v) {
+    return v.is_number_integer() &&
+           (!v.is_number_unsigned() ||
+            v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
   }
 };
 
 JsonReader::JsonReader(const std::string& json, const char* what) : impl_(new Impl) {
   impl_->what = what;
   impl_->j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  EMBER_CHECK(impl_->j.is_object(), "[", what, "] expected a JSON object, got: ", json);
+  EMBER_CHECK(impl_->j.is_object(), "[", what, "] expected a JSON object, got: '",
+              ember::detail::shown(json, 80), "'");
 }
 
 JsonReader::~JsonReader() = default;
 
 int64_t JsonReader::integer(const char* key) const {
   const nlohmann::json* v = impl_->find(key);
-  if (!v || !v->is_number_integer()) impl_->bad(key, "an integer");
+  if (!v || !Impl::is_int64(*v)) impl_->bad(key, "an integer of 64 bits");
   return v->get<int64_t>();
 }
 
@@ -113,11 +130,11 @@ std::vector<int64_t> JsonReader::integers(const char* key,
                                           const std::vector<int64_t>& fallback) const {
   const nlohmann::json* v = impl_->find(key);
   if (!v) return fallback;
-  if (v->is_number_integer()) return {v->get<int64_t>()};  // `3` for `[3, 3]`-style options
+  if (Impl::is_int64(*v)) return {v->get<int64_t>()};  // `3` for `[3, 3]`-style options
   if (!v->is_array()) impl_->bad(key, "an integer or a list of integers");
   std::vector<int64_t> out;
   for (const auto& e : *v) {
-    if (!e.is_number_integer()) impl_->bad(key, "a list of integers");
+    if (!Impl::is_int64(e)) impl_->bad(key, "a list of integers of 64 bits");
     out.push_back(e.get<int64_t>());
   }
   return out;

@@ -263,6 +263,42 @@ TEST(Layers, ConfigsRoundTripThroughJson) {
   EXPECT_THROW(nn::LinearConfig::from_json("not json"), Error);
 }
 
+// A config read from a file anyone can edit: integers past int64 are refused (nlohmann keeps
+// them unsigned and get<int64_t>() wrapped 2^64-1 to -1), and messages stay short and escaped.
+TEST(Layers, HostileConfigJsonIsAClearShortError) {
+  const auto error_of = [](const std::string& json) -> std::string {
+    try {
+      nn::ConvConfig::from_json(json);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string what =
+      error_of(R"({"in_channels": 18446744073709551615, "out_channels": 1, "kernel_size": 3})");
+  EXPECT_NE(what.find("[ConvConfig] key \"in_channels\" must be an integer of 64 bits, got "
+                      "18446744073709551615"),
+            std::string::npos)
+      << what;
+  what =
+      error_of(R"({"in_channels": 1, "out_channels": 1, "kernel_size": [3, 9223372036854775808]})");
+  EXPECT_NE(what.find("\"kernel_size\" must be a list of integers of 64 bits"), std::string::npos)
+      << what;
+  std::string many = R"({"out_channels": 1, "kernel_size": 3, "in_channels": [1)";
+  for (int i = 0; i < 50000; ++i) many += ",1";
+  what = error_of(many + "]}");
+  EXPECT_NE(what.find("must be an integer of 64 bits, got an array of 50001 values"),
+            std::string::npos)
+      << what;
+  what = error_of(R"({"out_channels": 1, "kernel_size": 3, "in_channels": ")" +
+                  std::string(R"(\u001b]0;x)") + std::string(100000, 'x') + "\"}");
+  EXPECT_LT(what.size(), 300u) << what.size();
+  EXPECT_EQ(what.find('\x1b'), std::string::npos);
+  what = error_of("\x1b[2J" + std::string(100000, '{'));
+  EXPECT_NE(what.find("expected a JSON object, got: '\\x1b[2J{{{"), std::string::npos) << what;
+  EXPECT_LT(what.size(), 300u);
+}
+
 TEST(Layers, EmbeddingPaddingRowGetsNoGradient) {
   nn::Embedding emb(nn::EmbeddingConfig(5, 3).padding_idx(1));
   EXPECT_TRUE(equal(emb.weight.value().select(0, 1), Tensor<1>::zeros({3})));
