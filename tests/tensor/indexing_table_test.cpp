@@ -333,7 +333,8 @@ TEST(IndexingTable, IndexAddWithAlphaAndDuplicates) {
         const DynTensor x = from_host(hx, dtype, layout),
                         src = from_host(hs, dtype, index_layout(k + 1));
         const DynTensor index = index_tensor(hi, k++);
-        const DynTensor y = run_case([&] { return index_add(x, dim, index, src, alpha); }, what);
+        const DynTensor y =
+            run_case([&, dim = dim] { return index_add(x, dim, index, src, alpha); }, what);
         if (!y.defined()) continue;
         EXPECT_EQ(y.dtype(), dtype) << what;
         expect_close(y, xs, want, tol_for(dtype), what);

@@ -640,7 +640,7 @@ TEST(MovementTable, SplitAndChunk) {
       expect_pieces(split(a, 10), a, 0, {7}, "split 10 " + dt);
       expect_pieces(split(b, 2, -1), b, 1, {2, 2, 1}, "split 2 dim -1 " + dt);
       expect_pieces(split(b, {2, 0, 3}, 1), b, 1, {2, 0, 3}, "split sizes " + dt);
-      expect_pieces(split(a, {7}, 0), a, 0, {7}, "split one size " + dt);
+      expect_pieces(split(a, std::vector<int64_t>{7}, 0), a, 0, {7}, "split one size " + dt);
       expect_pieces(chunk(a, 4), a, 0, {2, 2, 2, 1}, "chunk 4 of 7 " + dt);
       expect_pieces(chunk(a, 3), a, 0, {3, 3, 1}, "chunk 3 of 7 " + dt);
       expect_pieces(chunk(b, 3, 1), b, 1, {2, 2, 1}, "chunk 3 of 5 " + dt);
