@@ -1,6 +1,7 @@
 // Corrupt safetensors files, one test per defect, each built byte by byte: every one must give an
 // ember::Error naming the file and the values involved, never a crash. With EMBER_IO_WRITE_CORPUS
-// set to a directory, each test also saves its bytes there (tests/io/fuzz_corpus came from it).
+// set to a directory, each test also saves its bytes there (tests/fuzz/corpus/safetensors came
+// from it).
 #include <cstdlib>
 
 #include "io_test_util.hpp"
