@@ -23,9 +23,10 @@ if ! command -v clang++-14 > /dev/null; then
   echo "fuzz.sh: clang++-14 not found; run scripts/setup.sh (clang-14, libclang-rt-14-dev)" >&2
   exit 1
 fi
+mkdir -p "$build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DEMBER_BUILD_FUZZ=ON -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_EXAMPLES=OFF > "$build.cmake.log" ||
-  { cat "$build.cmake.log" >&2; exit 1; }
+  -DEMBER_BUILD_FUZZ=ON -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_EXAMPLES=OFF > "$build/fuzz-cmake.log" ||
+  { cat "$build/fuzz-cmake.log" >&2; exit 1; }
 
 # Every target with its -max_len, as tests/fuzz/CMakeLists.txt lists them.
 declare -A max_len=()
