@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of tests/fuzz with clang-14 (AddressSanitizer + UBSan, in its own
-# build directory) and runs each for a bounded time from a copy of its committed seed corpus
+# Builds the libFuzzer targets of tests/fuzz with clang-14 (AddressSanitizer + UBSan: the asan
+# preset, in build-asan) and runs each for a bounded time from a copy of its committed seed corpus
 # (tests/fuzz/corpus/<name>) plus its regression inputs (tests/fuzz/regressions/<name>). Fails if
 # any target crashes, leaks, times out on an input or trips a sanitizer; the inputs are left in
 # <build>/fuzz/<name>/ as crash-*, leak-*, timeout-* or oom-*.
 #
 #   scripts/fuzz.sh [seconds per target, default 60] [target ...]    (default: every target)
-#   EMBER_FUZZ_BUILD=dir   build directory (default build-fuzz)
-#   EMBER_FUZZ_JOBS=n      ninja's parallel jobs (default: nproc)
+#   EMBER_FUZZ_BUILD=dir   build directory (default build-asan, the asan preset's)
+#   EMBER_FUZZ_JOBS=n      ninja's parallel jobs and fuzzers run at once (default: nproc)
 #
 # A crash found: copy its input to tests/fuzz/regressions/<name>/ (the ctest fuzz_<name>_replay
 # of every build replays it), fix the bug, and commit both.
@@ -16,16 +16,14 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-build=${EMBER_FUZZ_BUILD:-build-fuzz}
+build=${EMBER_FUZZ_BUILD:-${EMBER_ASAN_BUILD_DIR:-build-asan}}
 jobs=${EMBER_FUZZ_JOBS:-$(nproc)}
 
-if ! command -v clang++-14 > /dev/null; then
-  echo "fuzz.sh: clang++-14 not found; run scripts/setup.sh (clang-14, libclang-rt-14-dev)" >&2
-  exit 1
-fi
+bash scripts/setup.sh
+# The asan preset of CMakePresets.json: the same build as scripts/sanitize.sh asan, so CI builds
+# the libraries once for the sanitized suite and the fuzzers.
 mkdir -p "$build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DEMBER_BUILD_FUZZ=ON -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_EXAMPLES=OFF > "$build/fuzz-cmake.log" ||
+cmake --preset asan -B "$build" > "$build/fuzz-cmake.log" ||
   { cat "$build/fuzz-cmake.log" >&2; exit 1; }
 
 # Every target with its -max_len, as tests/fuzz/CMakeLists.txt lists them.
@@ -43,21 +41,42 @@ for t in "${targets[@]}"; do
 done
 ninja -C "$build" -j "$jobs" "${targets[@]/#/fuzz_}"
 
-failed=()
-for t in "${targets[@]}"; do
-  work="$build/fuzz/$t"
+# One target: its own copy of the corpus and a log; "ok" or "FAILED" in $work/result.
+fuzz_one() {
+  local t=$1 work="$build/fuzz/$1"
   rm -rf "$work"
   mkdir -p "$work/corpus"
   cp tests/fuzz/corpus/"$t"/* "$work/corpus/"
-  args=("$work/corpus")
+  local args=("$work/corpus")
   [[ -d tests/fuzz/regressions/$t ]] && args+=("tests/fuzz/regressions/$t")
   [[ -f tests/fuzz/$t.dict ]] && args+=("-dict=tests/fuzz/$t.dict")
-  echo "== fuzz_$t: ${seconds}s, max_len ${max_len[$t]}"
   if "$build/tests/fuzz/fuzz_$t" "${args[@]}" -max_len="${max_len[$t]}" -rss_limit_mb=2048 \
     -timeout=10 -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$work/" \
     > "$work/log" 2>&1; then
-    grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$work/log" | tr '\n' ' '
-    echo
+    echo ok > "$work/result"
+  else
+    echo FAILED > "$work/result"
+  fi
+}
+
+# Each fuzzer is one process on one core: as many run at once as there are cores.
+running=0
+for t in "${targets[@]}"; do
+  echo "== fuzz_$t: ${seconds}s, max_len ${max_len[$t]}"
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if [[ $running -ge $jobs ]]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=()
+for t in "${targets[@]}"; do
+  work="$build/fuzz/$t"
+  if [[ $(cat "$work/result" 2> /dev/null) == ok ]]; then
+    echo "fuzz_$t: $(grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$work/log" | tr '\n' ' ')"
   else
     tail -n 60 "$work/log"
     echo "fuzz.sh: fuzz_$t FAILED; its input: $(ls "$work"/{crash,leak,timeout,oom}-* 2> /dev/null)" >&2
@@ -68,4 +87,4 @@ if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz.sh: ${#failed[@]} target(s) failed: ${failed[*]}" >&2
   exit 1
 fi
-echo "fuzz.sh: ${#targets[@]} target(s) clean, ${seconds}s each"
+echo "fuzz.sh: ${#targets[@]} target(s) clean, ${seconds}s each, $jobs at a time"
