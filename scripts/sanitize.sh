@@ -16,7 +16,7 @@ runs=("$@")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$PWD/tests/sanitizers/tsan.supp}
 
 for run in "${runs[@]}"; do
   case $run in
@@ -31,7 +31,7 @@ for run in "${runs[@]}"; do
       # parallel loop would read as a race). Each binary runs whole, in one process.
       dir=${EMBER_TSAN_BUILD_DIR:-build-tsan}
       cmake --preset tsan -B "$dir" > /dev/null
-      tsan_tests=(data_test cpu_backend_test)
+      tsan_tests=(data_test cpu_backend_test conv_test)
       cmake --build "$dir" -j2 --target "${tsan_tests[@]}"
       for t in "${tsan_tests[@]}"; do
         echo "sanitize.sh: $t under ThreadSanitizer"
