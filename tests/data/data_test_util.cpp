@@ -5,6 +5,8 @@
 #include <atomic>
 #include <fstream>
 
+#include "ember/core/error.hpp"
+
 namespace ember::data::testing {
 
 TempDir::TempDir() {
@@ -22,6 +24,15 @@ TempDir::~TempDir() {
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 }  // namespace ember::data::testing

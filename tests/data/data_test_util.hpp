@@ -1,7 +1,9 @@
-// Helpers shared by the data tests: a temporary directory removed at the end of a test.
+// Helpers shared by the data tests: a temporary directory removed at the end of a test, the
+// message of an error.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace ember::data::testing {
@@ -19,6 +21,9 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// The message of the ember::Error that `fn` raises, or "<no error>".
+std::string error_of(const std::function<void()>& fn);
 
 /// Writes `text` to `path`.
 void write_text(const std::string& path, const std::string& text);

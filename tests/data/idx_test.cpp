@@ -17,6 +17,7 @@
 
 using namespace ember;
 using namespace ember::data;
+using ember::data::testing::error_of;
 using ember::data::testing::TempDir;
 
 namespace {
@@ -75,15 +76,6 @@ void write_gzip_bomb(const std::string& path, const std::vector<uint8_t>& head, 
   out.write(reinterpret_cast<const char*>(last.data()), static_cast<std::streamsize>(last.size()));
   for (uint64_t v : {uint64_t{crc}, total})
     for (int i = 0; i < 4; ++i) out.put(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 }  // namespace

@@ -17,8 +17,11 @@
 #include "ember/data/dataloader.hpp"
 #include "ember/data/image.hpp"
 
+#include "data_test_util.hpp"
+
 using namespace ember;
 using namespace ember::data;
+using ember::data::testing::error_of;
 
 namespace {
 
@@ -40,15 +43,6 @@ std::shared_ptr<const Batcher<int, IntBatch>> int_batcher() {
     std::vector<int64_t> wide(items.begin(), items.end());
     return IntBatch{std::move(items), Tensor<1, Int>::from_vector(wide, dev)};
   });
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 // The threads of this process, to see that a failed epoch leaves none behind (0 where there is no

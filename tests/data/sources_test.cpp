@@ -15,19 +15,11 @@
 
 using namespace ember;
 using namespace ember::data;
+using ember::data::testing::error_of;
 using ember::data::testing::TempDir;
 using ember::data::testing::write_text;
 
 namespace {
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 ImageItem gradient_image(int64_t c, int64_t h, int64_t w, int64_t label) {
   ImageItem im;

@@ -16,10 +16,12 @@
 #include <map>
 
 #include "cli_util.hpp"
+#include "train_test_util.hpp"  // tests/train: doctor()
 
 namespace ember::cli_testing {
 namespace {
 namespace fs = std::filesystem;
+using train::testing::doctor;
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -67,23 +69,6 @@ void write_safetensors(const std::string& path, const std::vector<std::string>& 
   std::vector<std::pair<std::string, DynTensor>> tensors;
   for (const std::string& n : names) tensors.emplace_back(n, Tensor<1>::zeros({1}).dyn());
   io::save_safetensors(tensors, path, md);
-}
-
-// A copy of the checkpoint at `from` with its metadata changed (a value of "" removes the key).
-void doctor(const std::string& from, const std::string& to,
-            const std::map<std::string, std::string>& changes) {
-  const io::SafetensorsFile file = io::load_safetensors(from);
-  std::vector<std::pair<std::string, DynTensor>> tensors;
-  for (const std::string& n : file.names()) tensors.emplace_back(n, file.tensor(n));
-  auto md = file.metadata();
-  for (const auto& [k, v] : changes) {
-    if (v.empty()) {
-      md.erase(k);
-    } else {
-      md[k] = v;
-    }
-  }
-  io::save_safetensors(tensors, to, md);
 }
 
 // --- Non-regular files ---------------------------------------------------------------------

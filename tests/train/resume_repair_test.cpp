@@ -161,23 +161,6 @@ TEST(ResumeRepair, CheckpointNamesALearnerCannotHaveWrittenAreSkippedWithAReason
   EXPECT_TRUE(fs::exists(ckpt + "/epoch-0000-batch-000004.safetensors"));
 }
 
-// A copy of `from` with metadata changed ("" removes the key).
-void doctor(const std::string& from, const std::string& to,
-            const std::map<std::string, std::string>& changes) {
-  const io::SafetensorsFile file = io::load_safetensors(from);
-  std::vector<std::pair<std::string, DynTensor>> tensors;
-  for (const std::string& n : file.names()) tensors.emplace_back(n, file.tensor(n));
-  auto md = file.metadata();
-  for (const auto& [k, v] : changes) {
-    if (v.empty()) {
-      md.erase(k);
-    } else {
-      md[k] = v;
-    }
-  }
-  io::save_safetensors(tensors, to, md);
-}
-
 TEST(ResumeRepair, DoctoredMetadataIsRefusedNamingTheKeyAndChangesNothing) {
   const std::string dir = fresh_dir("repair_doctored");
   two_epochs(dir);

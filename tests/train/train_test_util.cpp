@@ -1,5 +1,7 @@
 #include "train_test_util.hpp"
 
+#include <ember/io/safetensors.hpp>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -63,6 +65,22 @@ std::vector<std::pair<std::string, std::vector<float>>> weights(const TinyNet& m
     out.emplace_back(t.path, t.slot->dyn().to_vector<float>());
   }
   return out;
+}
+
+void doctor(const std::string& from, const std::string& to,
+            const std::map<std::string, std::string>& changes) {
+  const io::SafetensorsFile file = io::load_safetensors(from);
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const std::string& n : file.names()) tensors.emplace_back(n, file.tensor(n));
+  auto md = file.metadata();
+  for (const auto& [k, v] : changes) {
+    if (v.empty()) {
+      md.erase(k);
+    } else {
+      md[k] = v;
+    }
+  }
+  io::save_safetensors(tensors, to, md);
 }
 
 }  // namespace ember::train::testing

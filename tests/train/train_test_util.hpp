@@ -9,6 +9,7 @@
 #include <ember/optim/optim.hpp>
 #include <ember/train/train.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,9 @@ std::string fresh_dir(const std::string& name);
 
 /// Every parameter's bytes, by path.
 std::vector<std::pair<std::string, std::vector<float>>> weights(const TinyNet& model);
+
+/// A copy of the checkpoint at `from` with its metadata changed (a value of "" removes the key).
+void doctor(const std::string& from, const std::string& to,
+            const std::map<std::string, std::string>& changes);
 
 }  // namespace ember::train::testing
