@@ -13,13 +13,6 @@ namespace ember::train::testing {
 namespace {
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // One run of the tiny model: Adam, a StepLR schedule, dropout, two loader workers. Everything a
 // resume must restore (weights, optimizer moments, schedule, RNG offset, loader epoch) matters.
 struct TinyRun {

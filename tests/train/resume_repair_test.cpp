@@ -21,13 +21,6 @@ namespace ember::train::testing {
 namespace {
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A pid that no process has: a child that has exited and been reaped.

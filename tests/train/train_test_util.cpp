@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace ember::train::testing {
 
@@ -81,6 +83,13 @@ void doctor(const std::string& from, const std::string& to,
     }
   }
   io::save_safetensors(tensors, to, md);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace ember::train::testing

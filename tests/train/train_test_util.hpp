@@ -43,4 +43,7 @@ std::vector<std::pair<std::string, std::vector<float>>> weights(const TinyNet& m
 void doctor(const std::string& from, const std::string& to,
             const std::map<std::string, std::string>& changes);
 
+/// The whole file at `path` as text ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
 }  // namespace ember::train::testing
