@@ -458,10 +458,12 @@ TEST(Sources, NonRegularFilesAreRefused) {
             "[read_image] " + fifo + ": not a regular file (a FIFO)");
   EXPECT_EQ(error_of([&] { read_idx(fifo); }),
             "[read_idx] " + fifo + ": not a regular file (a FIFO)");
-  EXPECT_EQ(error_of([&] { SqliteDataset<TabularItem>::open(fifo); }),
-            "[SqliteDataset] " + fifo + ": not a regular file (a FIFO)");
-  EXPECT_EQ(error_of([&] { SqliteWriter(fifo, "t"); }),
-            "[SqliteWriter] " + fifo + ": not a regular file (a FIFO)");
+  if (sqlite_available()) {
+    EXPECT_EQ(error_of([&] { SqliteDataset<TabularItem>::open(fifo); }),
+              "[SqliteDataset] " + fifo + ": not a regular file (a FIFO)");
+    EXPECT_EQ(error_of([&] { SqliteWriter(fifo, "t"); }),
+              "[SqliteWriter] " + fifo + ": not a regular file (a FIFO)");
+  }
   EXPECT_EQ(error_of([&] { read_image(dir.path().string()); }),
             "[read_image] " + dir.path().string() + ": not a regular file (a directory)");
   if (std::filesystem::exists("/dev/zero")) {
@@ -474,7 +476,48 @@ TEST(Sources, NonRegularFilesAreRefused) {
 
 // ---- SQLite ----
 
+// SQLite is optional (EMBER_WITH_SQLITE): the tests that read and write tables skip without it.
+constexpr const char* kNoSqlite =
+    "this Ember was built without SQLite (EMBER_WITH_SQLITE=OFF or no libsqlite3-dev)";
+
+TEST(Sqlite, AvailableAsConfigured) { EXPECT_EQ(sqlite_available(), EMBER_TEST_HAVE_SQLITE); }
+
+TEST(Sqlite, CodecsWorkWithOrWithoutSqlite) {
+  const ImageItem image = gradient_image(3, 2, 5, 7);
+  std::vector<uint8_t> blob;
+  Codec<ImageItem>::encode(image, blob);
+  EXPECT_EQ(blob.size(), 2 + 4 * 8 + 30u);
+  const ImageItem back = Codec<ImageItem>::decode(blob);
+  EXPECT_EQ(back.pixels, image.pixels);
+  EXPECT_EQ(back.channels, 3);
+  EXPECT_EQ(back.label, 7);
+  blob.clear();
+  Codec<TabularItem>::encode({{1.5f, -2.0f}, 4.0}, blob);
+  const TabularItem row = Codec<TabularItem>::decode(blob);
+  EXPECT_EQ(row.features, (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(row.target, 4.0);
+  EXPECT_EQ(error_of([&] { Codec<TabularItem>::decode(std::span<const uint8_t>(blob).first(20)); }),
+            "[Codec<TabularItem>] 2 features in 2 bytes");
+}
+
+TEST(Sqlite, WithoutSqliteOpeningOrWritingATableIsAClearError) {
+  if (sqlite_available()) GTEST_SKIP() << "this Ember was built with SQLite";
+  TempDir dir;
+  const std::string db = dir.file("data.sqlite");
+  const std::string why =
+      ": this Ember was built without SQLite (install libsqlite3-dev, then configure and build "
+      "Ember again)";
+  EXPECT_EQ(error_of([&] { SqliteDataset<ImageItem>::open(db, "train"); }),
+            "[SqliteDataset] " + db + why);
+  EXPECT_EQ(error_of([&] {
+              write_sqlite(*in_memory(std::vector<TabularItem>{{{1.0f}, 0.0}}), db);
+            }),
+            "[SqliteWriter] " + db + why);
+  EXPECT_FALSE(std::filesystem::exists(db));  // nothing was created
+}
+
 TEST(Sqlite, RoundTripOfImagesInTwoTables) {
+  if (!sqlite_available()) GTEST_SKIP() << kNoSqlite;
   TempDir dir;
   std::vector<ImageItem> items;
   for (int64_t i = 0; i < 20; ++i) items.push_back(gradient_image(1 + 2 * (i % 2), 3, 4, i));
@@ -499,6 +542,7 @@ TEST(Sqlite, RoundTripOfImagesInTwoTables) {
 }
 
 TEST(Sqlite, ConcurrentReadsThroughTheLoader) {
+  if (!sqlite_available()) GTEST_SKIP() << kNoSqlite;
   TempDir dir;
   std::vector<TabularItem> rows;
   for (int i = 0; i < 200; ++i)
@@ -522,6 +566,7 @@ TEST(Sqlite, ConcurrentReadsThroughTheLoader) {
 }
 
 TEST(Sqlite, WriterRollsBackWithoutCommitAndErrors) {
+  if (!sqlite_available()) GTEST_SKIP() << kNoSqlite;
   TempDir dir;
   const std::string db = dir.file("w.db");
   {

@@ -1,11 +1,14 @@
 // A dataset stored in SQLite (Burn's SqliteDataset): one row per item, the item encoded as a blob,
 // read on demand, so the data may be larger than memory. Tables are
 //   CREATE TABLE <name> (id INTEGER PRIMARY KEY, item BLOB NOT NULL)   -- ids 0..N-1
-// and a file may hold several (e.g. "train" and "test").
+// and a file may hold several (e.g. "train" and "test"). SQLite is optional: in an Ember built
+// without it (no libsqlite3-dev, or EMBER_WITH_SQLITE=OFF) this API is still declared, the codecs
+// work, and opening or writing a table raises ember::Error ("built without SQLite").
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +18,9 @@
 #include "ember/data/image.hpp"
 
 namespace ember::data {
+
+/// Whether this Ember was built with SQLite; without it SqliteDataset and SqliteWriter raise.
+bool sqlite_available();
 
 /// How an item type becomes a blob and back; specialise it for your own items:
 ///   static void encode(const T& item, std::vector<uint8_t>& out);   // appends to out
