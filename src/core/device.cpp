@@ -1,5 +1,6 @@
 #include "ember/core/device.hpp"
 
+#include <atomic>
 #include <cstdlib>
 
 #include "ember/core/error.hpp"
@@ -15,11 +16,31 @@ std::string to_string(Device d) {
       return "cuda:" + std::to_string(d.index);
     case DeviceType::Vulkan:
       return "vulkan:" + std::to_string(d.index);
+    case DeviceType::LibTorch:
+      return d.index == 0 ? "libtorch" : "libtorch:" + std::to_string(d.index);
   }
   return "?";
 }
 
 void append(std::string& out, Device d) { out.append(to_string(d)); }
+
+namespace {
+// Packed as type << 16 | index (indices stay under 1024) in 32 bits, lock-free on every target.
+std::atomic<uint32_t> g_default_device{0};
+}  // namespace
+
+Device default_device() {
+  const uint32_t v = g_default_device.load(std::memory_order_relaxed);
+  return {static_cast<DeviceType>(v >> 16), static_cast<int>(v & 0xffffu)};
+}
+
+void set_default_device(Device device) {
+  EMBER_CHECK(device.index >= 0 && device.index < 1024, "[set_default_device] bad index ",
+              device.index);
+  g_default_device.store(static_cast<uint32_t>(device.type) << 16 |
+                             static_cast<uint32_t>(device.index),
+                         std::memory_order_relaxed);
+}
 
 Device Device::parse(const std::string& text) {
   const auto colon = text.find(':');
@@ -39,7 +60,9 @@ Device Device::parse(const std::string& text) {
   }
   if (name == "cuda") return cuda(index);
   if (name == "vulkan") return vulkan(index);
-  EMBER_FAIL("[device] unknown device '", text, "' (expected cpu, cuda[:N] or vulkan[:N])");
+  if (name == "libtorch") return libtorch(index);
+  EMBER_FAIL("[device] unknown device '", text,
+             "' (expected cpu, cuda[:N], vulkan[:N] or libtorch)");
 }
 
 bool RawTensor::is_contiguous_nd() const {

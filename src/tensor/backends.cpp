@@ -3,6 +3,9 @@
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/device.hpp"
 #include "internal.hpp"
+#if EMBER_HAVE_LIBTORCH
+#include "ember/backends/libtorch/libtorch.hpp"
+#endif
 
 namespace ember {
 
@@ -16,12 +19,40 @@ Device Device::vulkan(int index) {
              " is not available: this Ember was built without the Vulkan backend");
 }
 
+Device Device::libtorch(int index) {
+#if EMBER_HAVE_LIBTORCH
+  EMBER_CHECK(index == 0, "[device] libtorch has one device (libtorch:0), got libtorch:", index);
+  return {DeviceType::LibTorch, 0};
+#else
+  EMBER_FAIL("[device] libtorch:", index,
+             " is not available: this Ember was built without the LibTorch backend (install "
+             "libtorch-dev and reconfigure)");
+#endif
+}
+
+int device_count(DeviceType type) {
+  switch (type) {
+    case DeviceType::Cpu:
+      return 1;
+    case DeviceType::LibTorch:
+      return EMBER_HAVE_LIBTORCH ? 1 : 0;
+    default:
+      return 0;
+  }
+}
+
 namespace detail {
 
+// Devices are checked when they are made (Device::libtorch and the like), so the switch only
+// maps a device to its backend.
 Backend& backend_for(Device device) {
   switch (device.type) {
     case DeviceType::Cpu:
       return cpu::backend();
+#if EMBER_HAVE_LIBTORCH
+    case DeviceType::LibTorch:
+      return libtorch::backend();
+#endif
     default:
       break;
   }

@@ -8,6 +8,7 @@
 #include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/movement.hpp"
 #include "internal.hpp"
 
 namespace ember {
@@ -222,10 +223,18 @@ DynTensor cast(const DynTensor& x, DType dtype) {
 DynTensor to_device(const DynTensor& x, Device device) {
   detail::check_defined(x, "to");
   if (x.device() == device) return x;
+  Backend& src_backend = backend_of(x);
   Backend& dst_backend = backend_for(device);  // fails clearly if not built
-  const TensorData host = x.to_data();
   DynTensor t = make_empty(x.shape(), x.dtype(), device, "to");
-  dst_backend.write_from_host(host.bytes.data(), t.raw());
+  // One copy through whichever side is host memory; a host buffer only between two devices.
+  if (dst_backend.host_memory()) {
+    src_backend.read_to_host(x.raw(), t.raw().data());
+  } else if (src_backend.host_memory()) {
+    const DynTensor c = contiguous(DynTensor(x.raw()));  // untracked: only its bytes are used
+    dst_backend.write_from_host(c.raw().data(), t.raw());
+  } else {
+    dst_backend.write_from_host(x.to_data().bytes.data(), t.raw());
+  }
   if (autodiff::should_record({&x})) autodiff::record_to_device(x, t);
   return t;
 }

@@ -9,7 +9,7 @@
 using namespace ember;
 
 TEST(Autodiff, FirstProgramGradients) {
-  Device dev = Device::cpu();
+  Device dev = default_device();
   manual_seed(7);
   auto x = Tensor<2>::randn({64, 784}, dev);
   auto w = Tensor<2>::zeros({784, 10}, dev).require_grad();
@@ -33,9 +33,9 @@ TEST(Autodiff, ScalarChainAndAccumulation) {
 }
 
 TEST(Autodiff, BroadcastingIsUndone) {
-  auto a = Tensor<2>::randn({3, 4}, Device::cpu(), nullptr, DType::f64).require_grad();
-  auto b = Tensor<1>::randn({4}, Device::cpu(), nullptr, DType::f64).require_grad();
-  auto c = Tensor<2>::randn({3, 1}, Device::cpu(), nullptr, DType::f64).require_grad();
+  auto a = Tensor<2>::randn({3, 4}, default_device(), nullptr, DType::f64).require_grad();
+  auto b = Tensor<1>::randn({4}, default_device(), nullptr, DType::f64).require_grad();
+  auto c = Tensor<2>::randn({3, 1}, default_device(), nullptr, DType::f64).require_grad();
   auto grads = ((a + b) * c).sum().backward();
   EXPECT_EQ(b.grad(grads).shape(), Shape({4}));
   EXPECT_EQ(c.grad(grads).shape(), Shape({3, 1}));
@@ -129,11 +129,11 @@ TEST(Autodiff, OnlyFloatTensorsRequireGrad) {
 TEST(Autodiff, SavedValuesSurviveBufferReuse) {
   // exp saves its output, tanh(x^T) saves a view's result; the forward handles are dropped and
   // the allocator hands their sizes out again, filled with other values, before backward runs.
-  auto x = Tensor<2>::randn({16, 8}, Device::cpu(), nullptr, DType::f64).require_grad();
+  auto x = Tensor<2>::randn({16, 8}, default_device(), nullptr, DType::f64).require_grad();
   auto loss = (exp(x) * 0.5 + tanh(x.t()).t()).sum();
   std::vector<Tensor<2>> churn;
   for (int i = 0; i < 32; ++i)
-    churn.push_back(Tensor<2>::full({16, 8}, 1e6, Device::cpu(), DType::f64));
+    churn.push_back(Tensor<2>::full({16, 8}, 1e6, default_device(), DType::f64));
   auto g = x.grad(loss.backward());
   auto xd = x.detach();
   auto expect = exp(xd) * 0.5 + (1.0 - square(tanh(xd)));

@@ -20,9 +20,9 @@ struct Chain {
     Generator gen(5);
     for (int i = 0; i < depth; ++i) {
       weights.push_back(
-          require_grad(mul(randn(Shape{width, width}, DType::f32, Device::cpu(), &gen), 1.0 / 16)));
+          require_grad(mul(randn(Shape{width, width}, DType::f32, default_device(), &gen), 1.0 / 16)));
     }
-    x = require_grad(randn(Shape{batch, width}, DType::f32, Device::cpu(), &gen));
+    x = require_grad(randn(Shape{batch, width}, DType::f32, default_device(), &gen));
   }
   DynTensor layers(const DynTensor& h, size_t from, size_t to) const {
     DynTensor out = h;

@@ -11,7 +11,7 @@ namespace {
 
 DynTensor randn64(const Shape& shape, uint64_t seed) {
   Generator gen(seed);
-  return randn(shape, DType::f64, Device::cpu(), &gen);
+  return randn(shape, DType::f64, default_device(), &gen);
 }
 
 // Elementwise |a - b| <= atol + rtol |b|, with the worst element in the failure message.

@@ -28,9 +28,9 @@ void expect_all_gradients(const M& model, const Gradients& grads) {
 
 TEST(Models, FashionCnnForwardBackward) {
   Generator gen(1);
-  models::FashionCnn cnn(Device::cpu(), &gen);
+  models::FashionCnn cnn(default_device(), &gen);
   EXPECT_EQ(cnn.num_params(), 320 + 18496 + 204928 + 1290);
-  auto x = Tensor<4>::randn({4, 1, 28, 28}, Device::cpu(), &gen);
+  auto x = Tensor<4>::randn({4, 1, 28, 28}, default_device(), &gen);
   auto logits = cnn(x);
   EXPECT_EQ(logits.shape(), Shape({4, 10}));
   auto target = Tensor<1, Int>::from_vector<int64_t>({3, 1, 4, 1});
@@ -40,7 +40,7 @@ TEST(Models, FashionCnnForwardBackward) {
 
 TEST(Models, ResNet18NamesCountsForwardBackward) {
   Generator gen(2);
-  models::ResNet net(models::ResNetConfig::resnet18(), Device::cpu(), &gen);
+  models::ResNet net(models::ResNetConfig::resnet18(), default_device(), &gen);
   EXPECT_EQ(net.num_params(), 11689512);  // torchvision.models.resnet18()
   const nn::ModuleTree tree = nn::module_tree(net);
   EXPECT_EQ(count_tensors(tree), 122u);  // len(resnet18().state_dict())
@@ -54,8 +54,8 @@ TEST(Models, ResNet18NamesCountsForwardBackward) {
   }
   EXPECT_EQ(net.layer3[0].downsample->get<0>().weight.shape(), Shape({256, 128, 1, 1}));
 
-  models::ResNet small(models::ResNetConfig::resnet18().classes(10), Device::cpu(), &gen);
-  auto x = Tensor<4>::randn({2, 3, 64, 64}, Device::cpu(), &gen);
+  models::ResNet small(models::ResNetConfig::resnet18().classes(10), default_device(), &gen);
+  auto x = Tensor<4>::randn({2, 3, 64, 64}, default_device(), &gen);
   auto logits = small(x);
   EXPECT_EQ(logits.shape(), Shape({2, 10}));
   expect_all_gradients(small, logits.sum().backward());
@@ -67,11 +67,11 @@ TEST(Models, ResNet18NamesCountsForwardBackward) {
 
 TEST(Models, ResNet50NamesCountsForwardBackward) {
   Generator gen(3);
-  models::ResNet net(models::ResNetConfig::resnet50(), Device::cpu(), &gen);
+  models::ResNet net(models::ResNetConfig::resnet50(), default_device(), &gen);
   EXPECT_EQ(net.num_params(), 25557032);  // torchvision.models.resnet50()
   EXPECT_EQ(count_tensors(nn::module_tree(net)), 320u);
   EXPECT_EQ(net.layer1[0].conv3->weight.shape(), Shape({256, 64, 1, 1}));
-  auto x = Tensor<4>::randn({1, 3, 64, 64}, Device::cpu(), &gen);
+  auto x = Tensor<4>::randn({1, 3, 64, 64}, default_device(), &gen);
   auto logits = net(x);
   EXPECT_EQ(logits.shape(), Shape({1, 1000}));
   expect_all_gradients(net, logits.sum().backward());
@@ -100,7 +100,7 @@ TEST(Models, Gpt2NamesCountsCausality) {
   cfg.n_layer = 2;
   cfg.n_head = 4;
   Generator gen(4);
-  models::Gpt2 gpt(cfg, Device::cpu(), &gen);
+  models::Gpt2 gpt(cfg, default_device(), &gen);
   EXPECT_EQ(gpt.num_params(), cfg.num_params());
   const auto paths = all_paths(nn::module_tree(gpt));
   for (const char* p :
@@ -109,7 +109,7 @@ TEST(Models, Gpt2NamesCountsCausality) {
     EXPECT_TRUE(has(paths, p)) << p;
   }
   EXPECT_EQ(gpt.h[0].attn.c_attn.weight.shape(), Shape({16, 48}));  // Conv1D: [in, out]
-  auto ids = Tensor<2, Int>::randint(0, 50, {2, 7}, Device::cpu(), &gen);
+  auto ids = Tensor<2, Int>::randint(0, 50, {2, 7}, default_device(), &gen);
   auto logits = gpt(ids);
   EXPECT_EQ(logits.shape(), Shape({2, 7, 50}));
   expect_all_gradients(gpt, logits.sum().backward());
@@ -132,7 +132,7 @@ TEST(Models, BertNamesCountsPadding) {
   cfg.intermediate_size = 32;
   cfg.max_position_embeddings = 20;
   Generator gen(5);
-  models::Bert bert(cfg, Device::cpu(), &gen);
+  models::Bert bert(cfg, default_device(), &gen);
   EXPECT_EQ(bert.num_params(), cfg.num_params());
   const auto paths = all_paths(nn::module_tree(bert));
   for (const char* p :
@@ -144,7 +144,7 @@ TEST(Models, BertNamesCountsPadding) {
         "pooler.dense.bias"}) {
     EXPECT_TRUE(has(paths, p)) << p;
   }
-  auto ids = Tensor<2, Int>::randint(1, 40, {2, 6}, Device::cpu(), &gen);
+  auto ids = Tensor<2, Int>::randint(1, 40, {2, 6}, default_device(), &gen);
   auto mask = Tensor<2, Int>::from_vector<int64_t>({1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1}, {2, 6});
   auto out = bert.forward(ids, mask);
   EXPECT_EQ(out.last_hidden_state.shape(), Shape({2, 6, 16}));

@@ -85,23 +85,23 @@ TEST(Init, DistributionsHaveTorchsBoundsAndMoments) {
       EXPECT_GT(m.max, mean + 0.99 * bound) << name;  // the range is used
     }
   };
-  check("uniform", init::uniform(shape, DType::f32, Device::cpu(), &gen, -2, 3), 0.5,
+  check("uniform", init::uniform(shape, DType::f32, default_device(), &gen, -2, 3), 0.5,
         5 / std::sqrt(12.0), 2.5);
-  check("normal", init::normal(shape, DType::f64, Device::cpu(), &gen, 1.5, 0.5), 1.5, 0.5, 0);
+  check("normal", init::normal(shape, DType::f64, default_device(), &gen, 1.5, 0.5), 1.5, 0.5, 0);
   // nn.Linear(784, 256)'s default weight init: bound 1 / sqrt(784) (PyTorch: 0.0357142857...).
   const Shape linear{256, 784};
   const double b = 0.03571428571428571;
   check("kaiming_uniform",
-        init::kaiming_uniform(linear, DType::f32, Device::cpu(), &gen, std::sqrt(5.0)), 0,
+        init::kaiming_uniform(linear, DType::f32, default_device(), &gen, std::sqrt(5.0)), 0,
         b / std::sqrt(3.0), b);
   check("kaiming_normal fan_out relu",
-        init::kaiming_normal(linear, DType::f32, Device::cpu(), &gen, 0, init::FanMode::FanOut,
+        init::kaiming_normal(linear, DType::f32, default_device(), &gen, 0, init::FanMode::FanOut,
                              init::Nonlinearity::Relu),
         0, 0.08838834764831845, 0);
   const double xb = 0.15191090506255;  // xavier_uniform(gain = 2) of [256, 784]
-  check("xavier_uniform", init::xavier_uniform(linear, DType::f32, Device::cpu(), &gen, 2.0), 0,
+  check("xavier_uniform", init::xavier_uniform(linear, DType::f32, default_device(), &gen, 2.0), 0,
         xb / std::sqrt(3.0), xb);
-  check("xavier_normal", init::xavier_normal(linear, DType::f32, Device::cpu(), &gen), 0,
+  check("xavier_normal", init::xavier_normal(linear, DType::f32, default_device(), &gen), 0,
         std::sqrt(2.0 / (256 + 784)), 0);
 }
 
@@ -109,7 +109,7 @@ TEST(Init, OrthogonalRowsOrColumnsAreOrthonormal) {
   Generator gen(11);
   for (const Shape& shape : {Shape{6, 20}, Shape{20, 6}, Shape{8, 8}, Shape{4, 3, 2, 2}}) {
     const double gain = 1.7;
-    const DynTensor w = init::orthogonal(shape, DType::f64, Device::cpu(), &gen, gain);
+    const DynTensor w = init::orthogonal(shape, DType::f64, default_device(), &gen, gain);
     EXPECT_EQ(w.shape(), shape);
     const DynTensor m = div(reshape(w, {shape[0], -1}), gain);
     const bool wide = m.size(0) <= m.size(1);
@@ -119,20 +119,20 @@ TEST(Init, OrthogonalRowsOrColumnsAreOrthonormal) {
   }
   // Q of a QR with R's diagonal made positive is unique, so it is not the identity by accident
   // and differs between draws.
-  const DynTensor a = init::orthogonal({5, 5}, DType::f64, Device::cpu(), &gen);
-  const DynTensor b = init::orthogonal({5, 5}, DType::f64, Device::cpu(), &gen);
+  const DynTensor a = init::orthogonal({5, 5}, DType::f64, default_device(), &gen);
+  const DynTensor b = init::orthogonal({5, 5}, DType::f64, default_device(), &gen);
   EXPECT_FALSE(allclose(a, b));
 }
 
 TEST(Init, SeededGeneratorsAreDeterministic) {
   for (auto draw : {+[](Generator* g) {
-                      return init::kaiming_uniform({32, 16}, DType::f32, Device::cpu(), g);
+                      return init::kaiming_uniform({32, 16}, DType::f32, default_device(), g);
                     },
                     +[](Generator* g) {
-                      return init::xavier_normal({32, 16}, DType::f32, Device::cpu(), g);
+                      return init::xavier_normal({32, 16}, DType::f32, default_device(), g);
                     },
                     +[](Generator* g) {
-                      return init::orthogonal({16, 32}, DType::f32, Device::cpu(), g);
+                      return init::orthogonal({16, 32}, DType::f32, default_device(), g);
                     }}) {
     Generator g1(42), g2(42), g3(43);
     const DynTensor a = draw(&g1), b = draw(&g2), c = draw(&g3);

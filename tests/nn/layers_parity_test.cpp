@@ -67,12 +67,12 @@ TEST(LayerParity, Norms) {
   check_case("layer_norm", [&](const DynTensor& x) { return ln.forward(x); },
              {{"weight", &*ln.weight}, {"bias", &*ln.bias}});
 
-  nn::RMSNorm rms(6, std::nullopt, true, Device::cpu(), DType::f64);
+  nn::RMSNorm rms(6, std::nullopt, true, default_device(), DType::f64);
   load(*rms.weight, "rms_norm.weight");
   check_case("rms_norm", [&](const DynTensor& x) { return rms.forward(x); },
              {{"weight", &*rms.weight}});
 
-  nn::GroupNorm gn(2, 4, 1e-5, true, Device::cpu(), DType::f64);
+  nn::GroupNorm gn(2, 4, 1e-5, true, default_device(), DType::f64);
   load(*gn.weight, "group_norm.weight");
   load(*gn.bias, "group_norm.bias");
   check_case("group_norm", [&](const DynTensor& x) { return gn.forward(x); },
@@ -109,7 +109,7 @@ TEST(LayerParity, BatchNormEvaluationUsesRunningStatistics) {
 }
 
 TEST(LayerParity, Activations) {
-  nn::PReLU prelu(3, 0.25, Device::cpu(), DType::f64);
+  nn::PReLU prelu(3, 0.25, default_device(), DType::f64);
   load(prelu.weight, "prelu.weight");
   check_case("prelu", [&](const DynTensor& x) { return prelu.forward(x); },
              {{"weight", &prelu.weight}});
@@ -255,8 +255,8 @@ TEST(Layers, PositionalAndRotaryEncodings) {
 
   // RoPE: dot products of rotated queries and keys depend only on the position difference.
   nn::RotaryEncoding rope{8};
-  auto q = Tensor<2>::randn({1, 8}, Device::cpu(), nullptr, DType::f64);
-  auto k = Tensor<2>::randn({1, 8}, Device::cpu(), nullptr, DType::f64);
+  auto q = Tensor<2>::randn({1, 8}, default_device(), nullptr, DType::f64);
+  auto k = Tensor<2>::randn({1, 8}, default_device(), nullptr, DType::f64);
   auto score = [&](int64_t m, int64_t n) { return (rope(q, m) * rope(k, n)).sum().item<double>(); };
   EXPECT_NEAR(score(3, 1), score(10, 8), 1e-12);
   EXPECT_NEAR(score(0, 5), score(7, 12), 1e-12);

@@ -160,7 +160,7 @@ TEST(LossParity, EveryCaseMatchesTorchFloat64) {
 // The fused cross_entropy node against the composite it replaces, in float32 too.
 TEST(LossParity, FusedCrossEntropyMatchesComposite) {
   for (DType dtype : {DType::f64, DType::f32}) {
-    const DynTensor x0 = cast(randn({16, 10, 3}, DType::f64, Device::cpu(), nullptr), dtype);
+    const DynTensor x0 = cast(randn({16, 10, 3}, DType::f64, default_device(), nullptr), dtype);
     const DynTensor t = randint(0, 10, {16, 3}, DType::i64);
     const DynTensor w = rand({10}, dtype);
     for (Reduction r : {Reduction::Mean, Reduction::Sum}) {

@@ -27,7 +27,7 @@ std::vector<std::string> paths(const nn::ModuleTree& tree) {
 }  // namespace
 
 TEST(Module, DesignMlpAsWritten) {
-  Device dev = Device::cpu();
+  Device dev = default_device();
   Mlp model{nn::Linear(784, 256, dev), nn::Linear(256, 10, dev), nn::Dropout(0.1)};
   EXPECT_EQ(model.num_params(), 203530);
   EXPECT_EQ(paths(nn::module_tree(model)),
@@ -61,7 +61,7 @@ struct Net {
 Net make_net() {
   return Net{nn::Embedding(10, 4),
              {Block{nn::Linear(4, 4), nn::Dropout(0.2)}, Block{nn::Linear(4, 4), nn::Dropout(0.2)}},
-             {nn::Linear(4, 2), nn::Linear(4, 3, Device::cpu())},
+             {nn::Linear(4, 2), nn::Linear(4, 3, default_device())},
              std::nullopt,
              nn::Sequential<nn::Linear, nn::ReLU, nn::Linear>(nn::Linear(4, 8), nn::ReLU{},
                                                               nn::Linear(8, 4))};
@@ -210,7 +210,7 @@ TEST(Module, ToDtypeKeepsIds) {
   EXPECT_EQ(model.fc1.weight.dyn().dtype(), DType::f64);
   EXPECT_EQ(model.fc1.bias->id(), id);
   EXPECT_TRUE(model.fc1.weight.trainable());
-  EXPECT_EQ(model.forward(Tensor<2>::randn({2, 6}, Device::cpu(), nullptr, DType::f64)).dtype(),
+  EXPECT_EQ(model.forward(Tensor<2>::randn({2, 6}, default_device(), nullptr, DType::f64)).dtype(),
             DType::f64);
   model.to(Device::cpu());
   EXPECT_THROW(model.to(DType::i64), Error);
@@ -233,7 +233,7 @@ TEST(Module, SummaryTable) {
 
 TEST(Layers, LinearMatchesItsDefinitionAndInit) {
   Generator gen(3);
-  nn::Linear lin(nn::LinearConfig(50, 7), Device::cpu(), &gen);
+  nn::Linear lin(nn::LinearConfig(50, 7), default_device(), &gen);
   const double bound = 1.0 / std::sqrt(50.0);
   EXPECT_LE(abs(lin.weight.value()).max().item<float>(), bound);
   EXPECT_GT(abs(lin.weight.value()).max().item<float>(), 0.9 * bound);

@@ -62,7 +62,7 @@ TEST(Clipping, NonFiniteNormIsAnErrorWhenAsked) {
 
 DynTensor batch(int i) {
   Generator gen(100 + static_cast<uint64_t>(i));
-  return randn(Shape{5, 4}, DType::f64, Device::cpu(), &gen);
+  return randn(Shape{5, 4}, DType::f64, default_device(), &gen);
 }
 
 DynTensor loss_of(const Net& net, const DynTensor& x) {
@@ -114,9 +114,9 @@ struct Mlp {
 
 Mlp make_mlp(uint64_t seed) {
   Generator gen(seed);
-  return Mlp{nn::Linear(nn::LinearConfig(8, 16), Device::cpu(), &gen),
-             nn::Linear(nn::LinearConfig(16, 16), Device::cpu(), &gen),
-             nn::Linear(nn::LinearConfig(16, 4), Device::cpu(), &gen)};
+  return Mlp{nn::Linear(nn::LinearConfig(8, 16), default_device(), &gen),
+             nn::Linear(nn::LinearConfig(16, 16), default_device(), &gen),
+             nn::Linear(nn::LinearConfig(16, 4), default_device(), &gen)};
 }
 
 // Everything a run keeps between steps: built the same way at the start and at a resume.
@@ -131,8 +131,8 @@ struct TrainRun {
   void train(int from, int to) {
     for (int k = from; k < to; ++k) {
       Generator gen(1000 + static_cast<uint64_t>(k));
-      const DynTensor x = randn(Shape{32, 8}, DType::f32, Device::cpu(), &gen);
-      const DynTensor y = randn(Shape{32, 4}, DType::f32, Device::cpu(), &gen);
+      const DynTensor x = randn(Shape{32, 8}, DType::f32, default_device(), &gen);
+      const DynTensor y = randn(Shape{32, 4}, DType::f32, default_device(), &gen);
       // Two half-batches accumulated, clipped, then one step.
       optim::GradientsAccumulator acc;
       for (int h = 0; h < 2; ++h) {
@@ -321,8 +321,8 @@ TEST(Training, EveryOptimizerLowersTheLoss) {
       {"Lion", [] { return optim::LionConfig().lr(0.01).init(); }},
   };
   Generator gen(3);
-  const DynTensor x = randn(Shape{64, 8}, DType::f32, Device::cpu(), &gen);
-  const DynTensor y = randn(Shape{64, 4}, DType::f32, Device::cpu(), &gen);
+  const DynTensor x = randn(Shape{64, 8}, DType::f32, default_device(), &gen);
+  const DynTensor y = randn(Shape{64, 4}, DType::f32, default_device(), &gen);
   for (const auto& [name, make] : optimizers) {
     SCOPED_TRACE(name);
     Mlp model = make_mlp(11);

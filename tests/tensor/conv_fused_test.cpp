@@ -248,7 +248,7 @@ TEST(ConvFused, BiasGradientBesideWeightGradient) {
 
 TEST(ConvFused, ConvLayerConfig) {
   Generator gen(3);
-  const nn::Conv2d fused(nn::Conv2dConfig(2, 4, {3}).relu(true), Device::cpu(), &gen);
+  const nn::Conv2d fused(nn::Conv2dConfig(2, 4, {3}).relu(true), default_device(), &gen);
   EXPECT_TRUE(fused.relu);
   const DynTensor x = make_input(Shape{2, 2, 7, 7}, DType::f32, Layout::Contiguous, -2, 2, 9);
   nn::Conv2d plain = fused;

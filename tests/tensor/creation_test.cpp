@@ -66,23 +66,23 @@ TEST(Random, DistributionsHaveTheRightMoments) {
   const int64_t n = 200000;
   for (DType dtype : kFloatTypes) {
     Generator g(42);
-    const DynTensor u = rand(Shape{n}, dtype, Device::cpu(), &g, -2.0, 6.0);
+    const DynTensor u = rand(Shape{n}, dtype, default_device(), &g, -2.0, 6.0);
     const std::vector<double> uv = u.to_vector<double>();
     EXPECT_GE(*std::min_element(uv.begin(), uv.end()), -2.0);
     EXPECT_LE(*std::max_element(uv.begin(), uv.end()), 6.0);
     auto [um, us] = moments(u);
     EXPECT_NEAR(um, 2.0, 0.03) << dtype_name(dtype);
     EXPECT_NEAR(us, 8.0 / std::sqrt(12.0), 0.03) << dtype_name(dtype);
-    auto [nm, ns] = moments(randn(Shape{n}, dtype, Device::cpu(), &g, 1.5, 3.0));
+    auto [nm, ns] = moments(randn(Shape{n}, dtype, default_device(), &g, 1.5, 3.0));
     EXPECT_NEAR(nm, 1.5, 0.05) << dtype_name(dtype);
     EXPECT_NEAR(ns, 3.0, 0.05) << dtype_name(dtype);
-    auto [bm, bs] = moments(bernoulli(Shape{n}, 0.3, dtype, Device::cpu(), &g));
+    auto [bm, bs] = moments(bernoulli(Shape{n}, 0.3, dtype, default_device(), &g));
     EXPECT_NEAR(bm, 0.3, 0.01);
     (void)bs;
   }
   Generator g(7);
   const std::vector<int64_t> r =
-      randint(-3, 4, Shape{10000}, DType::i64, Device::cpu(), &g).to_vector<int64_t>();
+      randint(-3, 4, Shape{10000}, DType::i64, default_device(), &g).to_vector<int64_t>();
   EXPECT_EQ(std::set<int64_t>(r.begin(), r.end()), (std::set<int64_t>{-3, -2, -1, 0, 1, 2, 3}));
   const DynTensor p = full(Shape{50000}, 0.8, DType::f32);
   EXPECT_NEAR(moments(bernoulli(p, &g)).first, 0.8, 0.01);
@@ -92,18 +92,18 @@ TEST(Random, SeedsAndThreadCountsGiveTheSameNumbers) {
   const int threads = cpu::num_threads();
   Generator a(123), b(123), c(124);
   const std::vector<float> va =
-      randn(Shape{100000}, DType::f32, Device::cpu(), &a).to_vector<float>();
+      randn(Shape{100000}, DType::f32, default_device(), &a).to_vector<float>();
   cpu::set_num_threads(1);
   const std::vector<float> vb =
-      randn(Shape{100000}, DType::f32, Device::cpu(), &b).to_vector<float>();
+      randn(Shape{100000}, DType::f32, default_device(), &b).to_vector<float>();
   cpu::set_num_threads(threads);
   const std::vector<float> vc =
-      randn(Shape{100000}, DType::f32, Device::cpu(), &c).to_vector<float>();
+      randn(Shape{100000}, DType::f32, default_device(), &c).to_vector<float>();
   EXPECT_EQ(va, vb);
   EXPECT_NE(va, vc);
   // Successive draws differ; re-seeding repeats them; the global generator follows manual_seed.
-  EXPECT_NE(rand(Shape{8}, DType::f32, Device::cpu(), &a).to_vector<float>(),
-            rand(Shape{8}, DType::f32, Device::cpu(), &a).to_vector<float>());
+  EXPECT_NE(rand(Shape{8}, DType::f32, default_device(), &a).to_vector<float>(),
+            rand(Shape{8}, DType::f32, default_device(), &a).to_vector<float>());
   manual_seed(9);
   const std::vector<float> g1 = Tensor<2>::rand({3, 3}).to_vector<float>();
   manual_seed(9);

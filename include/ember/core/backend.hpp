@@ -31,6 +31,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   /// Whether this backend has a kernel for `family` on `dtype`; the front end checks before use.
   virtual bool supports(OpFamily family, DType dtype) const = 0;
+  /// Whether a storage's data() is host memory the CPU may read and write directly (Cpu,
+  /// LibTorch): transfers between such backends are one copy, with no staging buffer.
+  virtual bool host_memory() const { return false; }
 
   // Memory.
   virtual std::shared_ptr<Storage> allocate(size_t nbytes, Device device) = 0;

@@ -6,7 +6,7 @@
 
 namespace ember {
 
-enum class DeviceType : uint8_t { Cpu, Cuda, Vulkan };
+enum class DeviceType : uint8_t { Cpu, Cuda, Vulkan, LibTorch };
 
 struct Device {
   DeviceType type = DeviceType::Cpu;
@@ -17,14 +17,26 @@ struct Device {
   static Device cuda(int index = 0);
   /// Fails with a clear error when this Ember was built without the Vulkan backend.
   static Device vulkan(int index = 0);
-  /// Parses "cpu", "cuda", "cuda:1", "vulkan:0".
+  /// LibTorch's ATen kernels on the host (the adapter backend). Fails with a clear error when
+  /// this Ember was built without it (no libtorch-dev).
+  static Device libtorch(int index = 0);
+  /// Parses "cpu", "cuda", "cuda:1", "vulkan:0", "libtorch".
   static Device parse(const std::string& text);
 
   bool is_cpu() const { return type == DeviceType::Cpu; }
   friend bool operator==(const Device&, const Device&) = default;
 };
 
-/// "cpu", "cuda:0": the device's name as PyTorch prints it.
+/// How many devices of a type this build and machine have: 1 for Cpu, 0 for a backend that was
+/// not built.
+int device_count(DeviceType type);
+
+/// The device that creation functions and layers use when none is given (Cpu unless set), as
+/// torch.set_default_device. Process-wide; set it before creating tensors.
+Device default_device();
+void set_default_device(Device device);
+
+/// "cpu", "cuda:0", "libtorch": the device's name as PyTorch prints it.
 std::string to_string(Device d);
 void append(std::string& out, Device d);
 

@@ -59,7 +59,7 @@ struct DataLoaderConfig {
   bool drop_last_ = false;
   size_t workers_ = 0;   // 0: batches are made on the consuming thread, when asked for
   size_t prefetch_ = 0;  // batches made ahead of the consumer; 0: 2 per worker
-  Device device_ = Device::cpu();
+  Device device_ = default_device();
 
   DataLoaderConfig& batch_size(size_t n) {
     batch_size_ = n;

@@ -57,7 +57,7 @@ class SafetensorsFile {
 
   /// The tensor `name` on `device`. On the Cpu device it shares the file's read-only memory
   /// when aligned (see zero_copy); ops never write to their inputs, so it is safe to use.
-  DynTensor tensor(const std::string& name, Device device = Device::cpu()) const;
+  DynTensor tensor(const std::string& name, Device device = default_device()) const;
   /// The same, converted to `dtype` (a copy unless it already has that dtype).
   DynTensor tensor(const std::string& name, Device device, DType dtype) const;
 

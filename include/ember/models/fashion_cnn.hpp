@@ -13,7 +13,7 @@ struct FashionCnn {
   nn::Linear fc1, fc2;
   EMBER_MODULE(FashionCnn, conv1, conv2, fc1, fc2)
 
-  explicit FashionCnn(Device device = Device::cpu(), Generator* gen = nullptr,
+  explicit FashionCnn(Device device = default_device(), Generator* gen = nullptr,
                       int64_t num_classes = 10);
   /// x [N, 1, 28, 28] -> logits [N, num_classes].
   Tensor<2> forward(const Tensor<4>& x) const;

@@ -52,7 +52,7 @@ struct ResNet {
   nn::Linear fc;
   EMBER_MODULE(ResNet, conv1, bn1, layer1, layer2, layer3, layer4, fc)
 
-  explicit ResNet(const ResNetConfig& config, Device device = Device::cpu(),
+  explicit ResNet(const ResNetConfig& config, Device device = default_device(),
                   Generator* gen = nullptr);
   /// x [N, 3, H, W] -> logits [N, num_classes].
   Tensor<2> forward(const Tensor<4>& x) const;

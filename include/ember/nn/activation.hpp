@@ -100,7 +100,7 @@ class PReLU {
   Param<1> weight;
   EMBER_MODULE(PReLU, weight)
 
-  explicit PReLU(int64_t num_parameters = 1, double init = 0.25, Device device = Device::cpu(),
+  explicit PReLU(int64_t num_parameters = 1, double init = 0.25, Device device = default_device(),
                  DType dtype = DType::f32);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {

@@ -66,7 +66,7 @@ class MultiheadAttention {
 
   MultiheadAttention() = default;
   /// Xavier-uniform projections, zero biases (PyTorch's _reset_parameters).
-  explicit MultiheadAttention(const MultiheadAttentionConfig& config, Device device = Device::cpu(),
+  explicit MultiheadAttention(const MultiheadAttentionConfig& config, Device device = default_device(),
                               Generator* gen = nullptr);
 
   /// query [L, N, E] ([N, L, E] when batch_first), key and value [S, N, E]. key_padding_mask
@@ -130,7 +130,7 @@ class TransformerEncoderLayer {
 
   TransformerEncoderLayer() = default;
   explicit TransformerEncoderLayer(const TransformerEncoderLayerConfig& config,
-                                   Device device = Device::cpu(), Generator* gen = nullptr);
+                                   Device device = default_device(), Generator* gen = nullptr);
   /// src [S, N, E] ([N, S, E] when batch_first); masks as MultiheadAttention's.
   DynTensor forward(const DynTensor& src, const DynTensor& src_mask = {},
                     const DynTensor& src_key_padding_mask = {}, bool is_causal = false) const;
@@ -169,7 +169,7 @@ class TransformerDecoderLayer {
 
   TransformerDecoderLayer() = default;
   explicit TransformerDecoderLayer(const TransformerEncoderLayerConfig& config,
-                                   Device device = Device::cpu(), Generator* gen = nullptr);
+                                   Device device = default_device(), Generator* gen = nullptr);
   /// tgt [T, N, E], memory [S, N, E] (batch first when configured so); masks as
   /// MultiheadAttention's; tgt_is_causal masks future target positions.
   DynTensor forward(const DynTensor& tgt, const DynTensor& memory, const DynTensor& tgt_mask = {},

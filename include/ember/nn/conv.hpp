@@ -93,8 +93,8 @@ class Conv {
   Conv() = default;
   /// Weight and bias uniform on [-1/sqrt(fan_in), 1/sqrt(fan_in)], fan_in = in / groups * k
   /// (PyTorch's kaiming_uniform_(a = sqrt(5)) and bias bound).
-  explicit Conv(const ConvConfig& config, Device device = Device::cpu(), Generator* gen = nullptr);
-  Conv(int64_t in, int64_t out, SpatialArg kernel, Device device = Device::cpu())
+  explicit Conv(const ConvConfig& config, Device device = default_device(), Generator* gen = nullptr);
+  Conv(int64_t in, int64_t out, SpatialArg kernel, Device device = default_device())
       : Conv(ConvConfig(in, out, std::move(kernel)), device) {}
 
   template <int D>
@@ -118,7 +118,7 @@ class ConvTranspose {
   EMBER_MODULE_NAMED(ConvTranspose, N == 1 ? "ConvTranspose1d" : "ConvTranspose2d", weight, bias)
 
   ConvTranspose() = default;
-  explicit ConvTranspose(const ConvConfig& config, Device device = Device::cpu(),
+  explicit ConvTranspose(const ConvConfig& config, Device device = default_device(),
                          Generator* gen = nullptr);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {

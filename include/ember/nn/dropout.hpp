@@ -52,9 +52,9 @@ class Embedding {
 
   Embedding() = default;
   /// Weight N(0, 1), the padding row zero (PyTorch's initialisation).
-  explicit Embedding(const EmbeddingConfig& config, Device device = Device::cpu(),
+  explicit Embedding(const EmbeddingConfig& config, Device device = default_device(),
                      Generator* gen = nullptr);
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, Device device = Device::cpu())
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, Device device = default_device())
       : Embedding(EmbeddingConfig(num_embeddings, embedding_dim), device) {}
 
   template <int D>

@@ -59,9 +59,9 @@ class PositionalEncoding {
   EMBER_MODULE(PositionalEncoding, pe, dropout)
 
   explicit PositionalEncoding(int64_t d_model, int64_t max_len = 5000, double dropout_p = 0.1,
-                              bool batch_first = false, Device device = Device::cpu(),
+                              bool batch_first = false, Device device = default_device(),
                               DType dtype = DType::f32);
-  explicit PositionalEncoding(const PositionalEncodingConfig& c, Device device = Device::cpu())
+  explicit PositionalEncoding(const PositionalEncodingConfig& c, Device device = default_device())
       : PositionalEncoding(c.d_model, c.max_len, c.dropout_p, c.is_batch_first, device, c.dtype) {}
   Tensor<3> operator()(const Tensor<3>& x) const { return Tensor<3>(forward(x.dyn())); }
   DynTensor forward(const DynTensor& x) const;

@@ -44,36 +44,36 @@ struct Fans {
 Fans calculate_fan_in_and_fan_out(const Shape& shape);
 
 DynTensor constant(const Shape& shape, double value, DType dtype = DType::f32,
-                   Device device = Device::cpu());
-DynTensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-DynTensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+                   Device device = default_device());
+DynTensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = default_device());
+DynTensor ones(const Shape& shape, DType dtype = DType::f32, Device device = default_device());
 /// Uniform on [a, b).
-DynTensor uniform(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu(),
+DynTensor uniform(const Shape& shape, DType dtype = DType::f32, Device device = default_device(),
                   Generator* gen = nullptr, double a = 0.0, double b = 1.0);
-DynTensor normal(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu(),
+DynTensor normal(const Shape& shape, DType dtype = DType::f32, Device device = default_device(),
                  Generator* gen = nullptr, double mean = 0.0, double std = 1.0);
 /// Uniform on [-bound, bound), bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity,
 /// a) (He et al. 2015). nn.Linear and nn.Conv use a = sqrt(5).
 DynTensor kaiming_uniform(const Shape& shape, DType dtype = DType::f32,
-                          Device device = Device::cpu(), Generator* gen = nullptr, double a = 0.0,
+                          Device device = default_device(), Generator* gen = nullptr, double a = 0.0,
                           FanMode mode = FanMode::FanIn,
                           Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
 /// Normal with std = gain / sqrt(fan).
 DynTensor kaiming_normal(const Shape& shape, DType dtype = DType::f32,
-                         Device device = Device::cpu(), Generator* gen = nullptr, double a = 0.0,
+                         Device device = default_device(), Generator* gen = nullptr, double a = 0.0,
                          FanMode mode = FanMode::FanIn,
                          Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
 /// Uniform on [-bound, bound), bound = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio).
 DynTensor xavier_uniform(const Shape& shape, DType dtype = DType::f32,
-                         Device device = Device::cpu(), Generator* gen = nullptr,
+                         Device device = default_device(), Generator* gen = nullptr,
                          double gain = 1.0);
 /// Normal with std = gain * sqrt(2 / (fan_in + fan_out)).
-DynTensor xavier_normal(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu(),
+DynTensor xavier_normal(const Shape& shape, DType dtype = DType::f32, Device device = default_device(),
                         Generator* gen = nullptr, double gain = 1.0);
 /// A (semi-)orthogonal matrix viewed as `shape` (rank >= 2; the trailing dims are flattened):
 /// rows orthonormal when shape[0] <= the rest, columns otherwise, times `gain`. QR of a normal
 /// draw with R's diagonal made positive, as PyTorch (Saxe et al. 2013); computed in float64.
-DynTensor orthogonal(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu(),
+DynTensor orthogonal(const Shape& shape, DType dtype = DType::f32, Device device = default_device(),
                      Generator* gen = nullptr, double gain = 1.0);
 
 }  // namespace ember::nn::init

@@ -41,9 +41,9 @@ class Linear {
 
   Linear() = default;
   /// Weight and bias uniform on [-1/sqrt(in), 1/sqrt(in)], as PyTorch's reset_parameters.
-  explicit Linear(const LinearConfig& config, Device device = Device::cpu(),
+  explicit Linear(const LinearConfig& config, Device device = default_device(),
                   Generator* gen = nullptr);
-  Linear(int64_t in_features, int64_t out_features, Device device = Device::cpu())
+  Linear(int64_t in_features, int64_t out_features, Device device = default_device())
       : Linear(LinearConfig(in_features, out_features), device) {}
 
   template <int D>

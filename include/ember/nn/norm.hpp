@@ -72,8 +72,8 @@ class LayerNorm {
   LayerNorm() = default;
   /// Weight ones, bias zeros. Affine parameters need a 1-D normalized shape (the common case,
   /// [d_model]); several dims are supported with affine(false).
-  explicit LayerNorm(const LayerNormConfig& config, Device device = Device::cpu());
-  explicit LayerNorm(int64_t dim, Device device = Device::cpu())
+  explicit LayerNorm(const LayerNormConfig& config, Device device = default_device());
+  explicit LayerNorm(int64_t dim, Device device = default_device())
       : LayerNorm(LayerNormConfig({dim}), device) {}
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
@@ -148,9 +148,9 @@ class RMSNorm {
   EMBER_MODULE(RMSNorm, weight)
 
   RMSNorm() = default;
-  explicit RMSNorm(const RMSNormConfig& config, Device device = Device::cpu());
+  explicit RMSNorm(const RMSNormConfig& config, Device device = default_device());
   explicit RMSNorm(int64_t dim, std::optional<double> eps = std::nullopt, bool affine = true,
-                   Device device = Device::cpu(), DType dtype = DType::f32);
+                   Device device = default_device(), DType dtype = DType::f32);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -168,9 +168,9 @@ class GroupNorm {
   EMBER_MODULE(GroupNorm, weight, bias)
 
   GroupNorm() = default;
-  explicit GroupNorm(const GroupNormConfig& config, Device device = Device::cpu());
+  explicit GroupNorm(const GroupNormConfig& config, Device device = default_device());
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true,
-            Device device = Device::cpu(), DType dtype = DType::f32);
+            Device device = default_device(), DType dtype = DType::f32);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));
@@ -236,16 +236,16 @@ class BatchNorm {
 
 struct BatchNorm1d : BatchNorm {
   EMBER_MODULE(BatchNorm1d, weight, bias, running_mean, running_var, num_batches_tracked, mode)
-  explicit BatchNorm1d(const BatchNormConfig& config, Device device = Device::cpu())
+  explicit BatchNorm1d(const BatchNormConfig& config, Device device = default_device())
       : BatchNorm(config, device, 2, 3, "BatchNorm1d") {}
-  explicit BatchNorm1d(int64_t features, Device device = Device::cpu())
+  explicit BatchNorm1d(int64_t features, Device device = default_device())
       : BatchNorm1d(BatchNormConfig(features), device) {}
 };
 struct BatchNorm2d : BatchNorm {
   EMBER_MODULE(BatchNorm2d, weight, bias, running_mean, running_var, num_batches_tracked, mode)
-  explicit BatchNorm2d(const BatchNormConfig& config, Device device = Device::cpu())
+  explicit BatchNorm2d(const BatchNormConfig& config, Device device = default_device())
       : BatchNorm(config, device, 4, 4, "BatchNorm2d") {}
-  explicit BatchNorm2d(int64_t features, Device device = Device::cpu())
+  explicit BatchNorm2d(int64_t features, Device device = default_device())
       : BatchNorm2d(BatchNormConfig(features), device) {}
 };
 
@@ -256,10 +256,10 @@ class InstanceNorm {
   double eps = 1e-5;
   EMBER_MODULE(InstanceNorm, weight, bias)
 
-  explicit InstanceNorm(const InstanceNormConfig& config, Device device = Device::cpu())
+  explicit InstanceNorm(const InstanceNormConfig& config, Device device = default_device())
       : InstanceNorm(config.num_features, config.eps, config.has_affine, device, config.dtype) {}
   explicit InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = false,
-                        Device device = Device::cpu(), DType dtype = DType::f32);
+                        Device device = default_device(), DType dtype = DType::f32);
   template <int D>
   Tensor<D> operator()(const Tensor<D>& x) const {
     return Tensor<D>(forward(x.dyn()));

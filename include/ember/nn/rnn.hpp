@@ -89,9 +89,9 @@ class Rnn {
   ModeFlag mode;
 
   Rnn() = default;
-  explicit Rnn(const RnnConfig& c, Device device = Device::cpu(), Generator* gen = nullptr)
+  explicit Rnn(const RnnConfig& c, Device device = default_device(), Generator* gen = nullptr)
       : config(c), weights(detail::make_rnn_weights(M, c, device, gen)) {}
-  Rnn(int64_t input_size, int64_t hidden_size, Device device = Device::cpu())
+  Rnn(int64_t input_size, int64_t hidden_size, Device device = default_device())
       : Rnn(RnnConfig(input_size, hidden_size), device) {}
 
   /// x [L, N, input_size] ([N, L, input_size] when batch_first, or unbatched [L, input_size]);

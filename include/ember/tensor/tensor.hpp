@@ -78,69 +78,69 @@ class Tensor {
   DynTensor dyn() && { return std::move(t_); }
 
   // Creation. `dtype` defaults to the kind's default (f32, i64, bool).
-  static Tensor empty(const Dims& shape, Device dev = Device::cpu(),
+  static Tensor empty(const Dims& shape, Device dev = default_device(),
                       DType dtype = default_of_kind()) {
     return Tensor(ember::empty(Shape(shape), dtype, dev));
   }
-  static Tensor zeros(const Dims& shape, Device dev = Device::cpu(),
+  static Tensor zeros(const Dims& shape, Device dev = default_device(),
                       DType dtype = default_of_kind()) {
     return Tensor(ember::zeros(Shape(shape), dtype, dev));
   }
-  static Tensor ones(const Dims& shape, Device dev = Device::cpu(),
+  static Tensor ones(const Dims& shape, Device dev = default_device(),
                      DType dtype = default_of_kind()) {
     return Tensor(ember::ones(Shape(shape), dtype, dev));
   }
-  static Tensor full(const Dims& shape, const Scalar& value, Device dev = Device::cpu(),
+  static Tensor full(const Dims& shape, const Scalar& value, Device dev = default_device(),
                      DType dtype = default_of_kind()) {
     return Tensor(ember::full(Shape(shape), value, dtype, dev));
   }
-  static Tensor rand(const Dims& shape, Device dev = Device::cpu(), Generator* gen = nullptr,
+  static Tensor rand(const Dims& shape, Device dev = default_device(), Generator* gen = nullptr,
                      DType dtype = default_of_kind()) requires std::is_same_v<K, Float> {
     return Tensor(ember::rand(Shape(shape), dtype, dev, gen));
   }
-  static Tensor randn(const Dims& shape, Device dev = Device::cpu(), Generator* gen = nullptr,
+  static Tensor randn(const Dims& shape, Device dev = default_device(), Generator* gen = nullptr,
                       DType dtype = default_of_kind()) requires std::is_same_v<K, Float> {
     return Tensor(ember::randn(Shape(shape), dtype, dev, gen));
   }
-  static Tensor randint(int64_t low, int64_t high, const Dims& shape, Device dev = Device::cpu(),
+  static Tensor randint(int64_t low, int64_t high, const Dims& shape, Device dev = default_device(),
                         Generator* gen = nullptr,
                         DType dtype = default_of_kind()) requires(!std::is_same_v<K, Bool>) {
     return Tensor(ember::randint(low, high, Shape(shape), dtype, dev, gen));
   }
-  static Tensor bernoulli(const Dims& shape, double p, Device dev = Device::cpu(),
+  static Tensor bernoulli(const Dims& shape, double p, Device dev = default_device(),
                           Generator* gen = nullptr, DType dtype = default_of_kind()) {
     return Tensor(ember::bernoulli(Shape(shape), p, dtype, dev, gen));
   }
   static Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
-                       Device dev = Device::cpu(),
+                       Device dev = default_device(),
                        DType dtype = default_of_kind()) requires(D == 1) {
     return Tensor(ember::arange(start, end, step, dtype, dev));
   }
-  static Tensor arange(const Scalar& end, Device dev = Device::cpu(),
+  static Tensor arange(const Scalar& end, Device dev = default_device(),
                        DType dtype = default_of_kind()) requires(D == 1) {
     return Tensor(ember::arange(0, end, 1, dtype, dev));
   }
-  static Tensor linspace(double start, double end, int64_t steps, Device dev = Device::cpu(),
+  static Tensor linspace(double start, double end, int64_t steps, Device dev = default_device(),
                          DType dtype = default_of_kind()) requires(D == 1 &&
                                                                    std::is_same_v<K, Float>) {
     return Tensor(ember::linspace(start, end, steps, dtype, dev));
   }
-  static Tensor eye(int64_t n, int64_t m = -1, Device dev = Device::cpu(),
+  static Tensor eye(int64_t n, int64_t m = -1, Device dev = default_device(),
                     DType dtype = default_of_kind()) requires(D == 2) {
     return Tensor(ember::eye(n, m, dtype, dev));
   }
   /// From host values of type T; the tensor takes T's dtype when it is of kind K, else K's default.
   template <class T>
   static Tensor from_vector(const std::vector<T>& values, const Dims& shape,
-                            Device dev = Device::cpu()) {
+                            Device dev = default_device()) {
     return Tensor(typed_from(TensorData::from(values, Shape(shape)), dev));
   }
   template <class T>
   static Tensor from_vector(const std::vector<T>& values,
-                            Device dev = Device::cpu()) requires(D == 1) {
+                            Device dev = default_device()) requires(D == 1) {
     return from_vector(values, Dims{static_cast<int64_t>(values.size())}, dev);
   }
-  static Tensor from_data(const TensorData& data, Device dev = Device::cpu()) {
+  static Tensor from_data(const TensorData& data, Device dev = default_device()) {
     return Tensor(ember::from_data(data, dev));
   }
 

@@ -11,6 +11,7 @@ class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
   bool supports(OpFamily family, DType dtype) const override;
+  bool host_memory() const override { return true; }
 
   std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
   void copy(const RawTensor& src, const RawTensor& dst) override;
