@@ -40,6 +40,28 @@ const TrainData& train_data() {
   return d;
 }
 
+float ember_epoch(Device device) {
+  const TrainData& d = train_data();
+  const Tensor<4> images = Tensor<4>::from_vector<float>(d.images, {d.count, 1, 28, 28}, device);
+  const Tensor<1, Int> labels =
+      Tensor<1, Int>(from_data(TensorData::from(d.labels, Shape{d.count}), device));
+  const int64_t batch = 64, batches = (d.count + batch - 1) / batch;
+  Generator gen(1);
+  models::FashionCnn model(device, &gen);
+  optim::Optimizer opt = optim::AdamConfig().lr(1e-3).init();
+  float last_loss = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t n = std::min(batch, d.count - b * batch);
+    const Tensor<4> x = images.narrow(0, b * batch, n);
+    const Tensor<1, Int> y = labels.narrow(0, b * batch, n);
+    const Tensor<0> loss = Tensor<0>(nn::cross_entropy(model(x).dyn(), y.dyn()));
+    const Gradients grads = loss.backward();
+    opt.step(model, grads);
+    if (b == batches - 1) last_loss = loss.item<float>();
+  }
+  return last_loss;
+}
+
 }  // namespace ember::bench
 
 namespace {
@@ -47,32 +69,12 @@ namespace {
 using namespace ember;
 
 void BM_ember_epoch(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  cpu::set_num_threads(threads);
-  const bench::TrainData& d = bench::train_data();
-  const Tensor<4> images =
-      Tensor<4>::from_vector<float>(d.images, {d.count, 1, 28, 28}, Device::cpu());
-  const Tensor<1, Int> labels =
-      Tensor<1, Int>(from_data(TensorData::from(d.labels, Shape{d.count})));
-  const int64_t batch = 64, batches = (d.count + batch - 1) / batch;
+  cpu::set_num_threads(static_cast<int>(state.range(0)));
   float last_loss = 0;
-  for (auto _ : state) {
-    Generator gen(1);
-    models::FashionCnn model(Device::cpu(), &gen);
-    optim::Optimizer opt = optim::AdamConfig().lr(1e-3).init();
-    for (int64_t b = 0; b < batches; ++b) {
-      const int64_t n = std::min(batch, d.count - b * batch);
-      const Tensor<4> x = images.narrow(0, b * batch, n);
-      const Tensor<1, Int> y = labels.narrow(0, b * batch, n);
-      const Tensor<0> loss = Tensor<0>(nn::cross_entropy(model(x).dyn(), y.dyn()));
-      const Gradients grads = loss.backward();
-      opt.step(model, grads);
-      if (b == batches - 1) last_loss = loss.item<float>();
-    }
-  }
-  state.counters["images_per_s"] =
-      benchmark::Counter(static_cast<double>(d.count) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  for (auto _ : state) last_loss = bench::ember_epoch(Device::cpu());
+  state.counters["images_per_s"] = benchmark::Counter(
+      static_cast<double>(bench::train_data().count) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
   state.counters["last_loss"] = last_loss;
 }
 

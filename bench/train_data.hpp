@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <ember/core/device.hpp>
+
 namespace ember::bench {
 
 struct TrainData {
@@ -14,5 +16,8 @@ struct TrainData {
 
 /// Read once (the first call decodes the 60,000 images).
 const TrainData& train_data();
+
+/// One epoch of Ember training the CNN on `device` (train_bench.cpp); returns the last loss.
+float ember_epoch(Device device);
 
 }  // namespace ember::bench

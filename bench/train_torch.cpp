@@ -61,7 +61,33 @@ void BM_torch_epoch(benchmark::State& state) {
   state.counters["last_loss"] = last_loss;
 }
 
+// Ember's model code on Device::libtorch(): the same ATen kernels as BM_torch_epoch, through
+// Ember's front end, autodiff and optimizer, so the difference is the adapter's overhead.
+void BM_ember_libtorch_epoch(benchmark::State& state) {
+  if (ember::device_count(ember::DeviceType::LibTorch) == 0) {
+    state.SkipWithError("this Ember was built without the LibTorch backend");
+    return;
+  }
+  at::set_num_threads(static_cast<int>(state.range(0)));
+  if (openblas_set_num_threads) openblas_set_num_threads(1);
+  float last_loss = 0;
+  for (auto _ : state) last_loss = ember::bench::ember_epoch(ember::Device::libtorch());
+  state.counters["images_per_s"] =
+      benchmark::Counter(static_cast<double>(ember::bench::train_data().count) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.counters["last_loss"] = last_loss;
+}
+
 }  // namespace
+
+BENCHMARK(BM_ember_libtorch_epoch)
+    ->ArgName("thr")
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
 
 BENCHMARK(BM_torch_epoch)
     ->ArgName("thr")

@@ -227,13 +227,14 @@ DynTensor to_device(const DynTensor& x, Device device) {
   Backend& dst_backend = backend_for(device);  // fails clearly if not built
   DynTensor t = make_empty(x.shape(), x.dtype(), device, "to");
   // One copy through whichever side is host memory; a host buffer only between two devices.
+  // Transfers take contiguous tensors (a strided view is packed on its own device first).
+  const DynTensor c = contiguous(DynTensor(x.raw()));  // untracked: only its bytes are used
   if (dst_backend.host_memory()) {
-    src_backend.read_to_host(x.raw(), t.raw().data());
+    src_backend.read_to_host(c.raw(), t.raw().data());
   } else if (src_backend.host_memory()) {
-    const DynTensor c = contiguous(DynTensor(x.raw()));  // untracked: only its bytes are used
     dst_backend.write_from_host(c.raw().data(), t.raw());
   } else {
-    dst_backend.write_from_host(x.to_data().bytes.data(), t.raw());
+    dst_backend.write_from_host(c.to_data().bytes.data(), t.raw());
   }
   if (autodiff::should_record({&x})) autodiff::record_to_device(x, t);
   return t;

@@ -45,5 +45,39 @@ TEST(FashionMnist, OneShortEpochLowersTheLossAndClearsTheBar) {
   EXPECT_GT(r.history[0].valid_top_k, 0.95);
 }
 
+// The same short run (no step hook) on `device`; returns the test accuracy.
+double short_run_accuracy(Device device) {
+  const std::string dir = data::FashionMnist::default_dir();
+  manual_seed(0);
+  const auto train_set = data::partial<data::ImageItem>(data::FashionMnist::train(dir), 0, 4000);
+  const auto test_set = data::partial<data::ImageItem>(data::FashionMnist::test(dir), 0, 1000);
+  auto batcher = std::make_shared<data::ImageBatcher>();
+  data::DataLoader train(
+      train_set, batcher,
+      data::DataLoaderConfig().batch_size(64).shuffle(1).workers(1).device(device));
+  data::DataLoader test(test_set, batcher, data::DataLoaderConfig().batch_size(250).device(device));
+  models::FashionCnn model(device);
+  Learner learner(model, optim::AdamConfig().lr(1e-3).init(),
+                  LearnerConfig().epochs(1).progress(Progress::none));
+  return learner.fit(train, test, ClassificationStep()).history[0].valid_accuracy;
+}
+
+// One model source, two backends: the same seed gives the same weights and batches, so only
+// rounding (summation orders inside the kernels) separates the runs.
+TEST(FashionMnist, LibTorchTrainsAsTheCpuDoes) {
+  if (!std::filesystem::exists(data::FashionMnist::default_dir() + "/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed";
+  }
+  if (device_count(DeviceType::LibTorch) == 0) {
+    GTEST_SKIP() << "this Ember was built without the LibTorch backend";
+  }
+  const double cpu = short_run_accuracy(Device::cpu());
+  const double libtorch = short_run_accuracy(Device::libtorch());
+  std::cout << "[ short run  ] test accuracy: cpu " << 100 * cpu << "%, libtorch " << 100 * libtorch
+            << "%\n";
+  EXPECT_GT(cpu, 0.65);
+  EXPECT_NEAR(libtorch, cpu, 0.01);
+}
+
 }  // namespace
 }  // namespace ember::train::testing

@@ -457,7 +457,7 @@ int run(int argc, char** argv) {
                    "Learning rate: cosine (from --lr to 0 over the run, per batch) or constant")
       ->capture_default_str()
       ->check(CLI::IsMember({"cosine", "constant"}));
-  train->add_option("--device", t.device, "cpu or cuda:N")->capture_default_str();
+  train->add_option("--device", t.device, "cpu, libtorch or cuda:N")->capture_default_str();
   train->add_option("--out", t.out, "Output directory")->capture_default_str();
   CLI::Option* resume =
       train->add_flag("--resume", t.resume, "Continue from the newest checkpoint in --out");
@@ -488,7 +488,7 @@ int run(int argc, char** argv) {
   eval->add_option("model", e.model, "A .safetensors file written by ember train")
       ->required()
       ->check(kRegularFile);
-  eval->add_option("--device", e.device, "cpu or cuda:N")->capture_default_str();
+  eval->add_option("--device", e.device, "cpu, libtorch or cuda:N")->capture_default_str();
   eval->add_option("--data", e.data_dir, "Directory of the Fashion-MNIST files")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);

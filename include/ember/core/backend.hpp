@@ -39,6 +39,7 @@ class Backend {
   virtual std::shared_ptr<Storage> allocate(size_t nbytes, Device device) = 0;
   /// dst = src (cast to dst's dtype). Same shape; any strides on both sides.
   virtual void copy(const RawTensor& src, const RawTensor& dst) = 0;
+  /// Host transfers of contiguous tensors (the front end packs strided ones first).
   virtual void write_from_host(const void* host, const RawTensor& dst) = 0;
   virtual void read_to_host(const RawTensor& src, void* host) = 0;
   virtual void fill(const RawTensor& dst, const Scalar& value) = 0;
