@@ -9,7 +9,7 @@
 #include "ember/autodiff/node.hpp"
 #include "ember/tensor/ops/indexing.hpp"
 #include "ember/tensor/ops/movement.hpp"
-#include "ember/tensor/ops/registry.hpp"
+#include "ember/core/ops.hpp"
 
 namespace ember::autodiff {
 

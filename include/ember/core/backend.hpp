@@ -14,7 +14,7 @@
 
 #include "ember/core/raw_tensor.hpp"
 #include "ember/core/scalar.hpp"
-#include "ember/tensor/ops/registry.hpp"
+#include "ember/core/ops.hpp"
 
 namespace ember {
 

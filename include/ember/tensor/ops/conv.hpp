@@ -10,7 +10,7 @@
 
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops/reduce.hpp"
-#include "ember/tensor/ops/registry.hpp"
+#include "ember/core/ops.hpp"
 
 namespace ember {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "ember/tensor/dyn_tensor.hpp"
-#include "ember/tensor/ops/registry.hpp"
+#include "ember/core/ops.hpp"
 
 namespace ember {
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "ember/tensor/dyn_tensor.hpp"
-#include "ember/tensor/ops/registry.hpp"
+#include "ember/core/ops.hpp"
 
 namespace ember {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "ember/tensor/dyn_tensor.hpp"
-#include "ember/tensor/ops/registry.hpp"
+#include "ember/core/ops.hpp"
 
 namespace ember {
 
