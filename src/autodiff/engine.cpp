@@ -96,6 +96,8 @@ DynTensor take_gradient(Slot& slot, const Node& n) {
   const Device device = slot.pieces.front().part.device();
   DynTensor out = detail::make_empty(n.shape(), n.dtype(), device, "backward");
   Backend& be = detail::backend_of(out);
+  detail::check_supported(be, g.defined() ? OpFamily::Copy : OpFamily::Fill, n.dtype(), "backward");
+  detail::check_supported(be, OpFamily::Binary, n.dtype(), "backward");
   if (g.defined()) {
     be.copy(g.raw(), out.raw());
   } else {

@@ -94,9 +94,7 @@ void check_same_device(const DynTensor& a, const DynTensor& b, const char* op) {
 }
 
 void check_supported(const DynTensor& t, OpFamily family, DType dtype, const char* op) {
-  Backend& be = backend_of(t);
-  EMBER_CHECK(be.supports(family, dtype), "[", op, "] the ", be.name(),
-              " backend does not support ", dtype);
+  check_supported(backend_of(t), family, dtype, op);
 }
 
 uint32_t dims_mask(const std::vector<int64_t>& dims, int rank, const char* op) {

@@ -395,6 +395,7 @@ DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
                   p.spatial < grad_out.rank() + 1,
               "[", op, "] grad_out ", grad_out.shape(), " and i64 (or i32) indices ",
               indices.shape(), " must match, for an input of shape ", input_shape);
+  detail::check_supported(grad_out, OpFamily::Pool, grad_out.dtype(), op);
   const DynTensor gc = contiguous(grad_out), ic = contiguous(indices);
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).max_pool_backward(gc.raw(), ic.raw(), p, out.raw());
@@ -429,6 +430,7 @@ DynTensor avg_pool_backward(const DynTensor& grad_out, const Shape& input_shape,
   EMBER_CHECK(
       input_shape.rank() == grad_out.rank() && p.spatial >= 1 && p.spatial < grad_out.rank() + 1,
       "[", op, "] grad_out ", grad_out.shape(), " does not match an input of shape ", input_shape);
+  detail::check_supported(grad_out, OpFamily::Pool, grad_out.dtype(), op);
   const DynTensor gc = contiguous(grad_out);
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).avg_pool_backward(gc.raw(), p, out.raw());

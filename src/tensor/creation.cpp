@@ -40,6 +40,7 @@ namespace {
 
 DynTensor filled(const Shape& shape, const Scalar& value, DType dtype, Device device,
                  const char* op) {
+  detail::check_supported(backend_for(device), OpFamily::Fill, dtype, op);
   DynTensor t = make_empty(shape, dtype, device, op);
   backend_of(t).fill(t.raw(), value);
   return t;
@@ -90,6 +91,7 @@ DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DTy
                 st, " has ", count, " elements, more than 2^63 - 1");
     n = static_cast<int64_t>(count);
   }
+  detail::check_supported(backend_for(device), OpFamily::Iota, dtype, "arange");
   DynTensor t = make_empty(Shape{n}, dtype, device, "arange");
   backend_of(t).iota(t.raw(), start.to_double(), step.to_double());
   return t;
@@ -99,6 +101,7 @@ DynTensor linspace(double start, double end, int64_t steps, DType dtype, Device 
   EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
   // The result is allocated first: a length beyond the allocator's limit fails before the host
   // staging below, which is 8 bytes a point.
+  detail::check_copy(backend_for(device), DType::f64, dtype, "linspace");
   DynTensor out = make_empty(Shape{steps}, dtype, device, "linspace");
   return as_op("linspace", [&] {
     // Computed from both ends, as PyTorch does, so the last value is exactly `end`.
@@ -130,6 +133,7 @@ namespace {
 
 DynTensor draw(RandomOp op, const char* name, double a, double b, const Shape& shape, DType dtype,
                Device device, Generator* gen) {
+  detail::check_supported(backend_for(device), OpFamily::Random, dtype, name);
   DynTensor t = make_empty(shape, dtype, device, name);
   Generator& g = gen ? *gen : default_generator();
   RandomParams p;
@@ -205,6 +209,7 @@ DynTensor from_data(const TensorData& data, Device device) {
 
 DynTensor clone(const DynTensor& x) {
   detail::check_defined(x, "clone");
+  detail::check_copy(backend_of(x), x.dtype(), x.dtype(), "clone");
   DynTensor t = make_empty(x.shape(), x.dtype(), x.device(), "clone");
   backend_of(t).copy(x.raw(), t.raw());
   if (autodiff::should_record({&x})) autodiff::record_clone(x, t);
@@ -214,6 +219,7 @@ DynTensor clone(const DynTensor& x) {
 DynTensor cast(const DynTensor& x, DType dtype) {
   detail::check_defined(x, "cast");
   if (x.dtype() == dtype) return x;
+  detail::check_copy(backend_of(x), x.dtype(), dtype, "cast");
   DynTensor t = make_empty(x.shape(), dtype, x.device(), "cast");
   backend_of(t).copy(x.raw(), t.raw());
   if (autodiff::should_record({&x})) autodiff::record_cast(x, t);

@@ -46,8 +46,7 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   const bool same = a.shape() == b.shape();
   const Shape& shape = same ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Backend& be = detail::backend_of(a);
-  EMBER_CHECK(be.supports(OpFamily::Binary, dtype), "[", name, "] the ", be.name(),
-              " backend does not support ", dtype);
+  detail::check_supported(be, OpFamily::Binary, dtype, name);
   DynTensor out =
       detail::make_empty(shape, returns_bool(op) ? DType::boolean : dtype, a.device(), name);
   if (same) {
@@ -179,6 +178,7 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   detail::check_same_device(a, b, "where");
   EMBER_CHECK(cond.dtype() == DType::boolean, "[where] condition must be bool, got ", cond.dtype());
   const DType dtype = result_type(a, b);
+  detail::check_supported(a, OpFamily::Where, dtype, "where");
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   DynTensor out = detail::make_empty(shape, dtype, a.device(), "where");

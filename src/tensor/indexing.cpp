@@ -48,6 +48,7 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
   EMBER_CHECK(src.rank() == x.rank(), "[", op, "] src must have the input's rank: input ",
               x.shape(), ", src ", src.shape());
   const int d = check_gather_shapes(x, dim, index, &src, op);
+  detail::check_supported(x, OpFamily::Scatter, x.dtype(), op);
   // Computed on untracked copies; recorded once here for scatter (tensor or scalar) and
   // scatter_add.
   DynTensor out = clone(detach(x));
@@ -69,6 +70,7 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
 
 DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
   const int d = check_gather_shapes(x, dim, index, nullptr, "gather");
+  detail::check_supported(x, OpFamily::Gather, x.dtype(), "gather");
   DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device(), "gather");
   if (out.numel() > 0) detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
   if (autodiff::should_record({&x})) autodiff::record_gather(x, d, index, out);
@@ -97,6 +99,7 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
               index.shape());
   const DynTensor xr = x.rank() == 0 ? reshape(detach(x), Shape{1}) : detach(x);
   const int d = wrap_dim(dim, xr.rank(), "index_select");
+  detail::check_supported(x, OpFamily::IndexSelect, x.dtype(), "index_select");
   check_index(index, xr.size(d), d, "index_select");
   Shape shape = xr.shape();
   shape[d] = index.numel();
@@ -121,6 +124,7 @@ DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, con
   EMBER_CHECK(src.shape() == expect, "[index_add] src shape ", src.shape(), " should be ", expect,
               " for input ", x.shape(), " and ", index.numel(), " indices");
   check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
+  detail::check_supported(x, OpFamily::Scatter, x.dtype(), "index_add");
   // Computed on untracked x and src, and recorded once at the end.
   const DynTensor xd = detach(x), sd = detach(src);
   DynTensor out;
@@ -174,6 +178,7 @@ DynTensor masked_select(const DynTensor& x, const DynTensor& mask) {
 
 DynTensor nonzero(const DynTensor& x) {
   detail::check_defined(x, "nonzero");
+  detail::check_supported(x, OpFamily::NonZero, x.dtype(), "nonzero");
   return DynTensor(detail::backend_of(x).nonzero(x.raw()));
 }
 
@@ -211,6 +216,7 @@ DynTensor slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
   const DynTensor region = slice(out, slices);
   EMBER_CHECK(can_broadcast_to(value.shape(), region.shape()), "[slice_assign] value shape ",
               value.shape(), " does not broadcast to the region's shape ", region.shape());
+  detail::check_copy(detail::backend_of(out), value.dtype(), x.dtype(), "slice_assign");
   detail::backend_of(out).copy(expand(detach(value), region.shape()).raw(), region.raw());
   if (autodiff::should_record({&x, &value})) {
     autodiff::record_slice_assign(x, slices, value, out);

@@ -34,8 +34,18 @@ inline DynTensor broadcast_view(const DynTensor& x, const Shape& shape) {
 /// Fails unless `t` is defined; `op` and `what` name it in the message.
 void check_defined(const DynTensor& t, const char* op, const char* what = "input");
 void check_same_device(const DynTensor& a, const DynTensor& b, const char* op);
-/// Fails unless the backend of `t` supports `family` on `dtype`.
+/// Fails with "[op] no kernel on <backend> for <dtype>" unless the backend supports `family` on
+/// `dtype`. Every backend call of the front end is preceded by one (a virtual call).
+inline void check_supported(const Backend& be, OpFamily family, DType dtype, const char* op) {
+  if (!be.supports(family, dtype)) [[unlikely]]
+    be.no_kernel(op, dtype);
+}
 void check_supported(const DynTensor& t, OpFamily family, DType dtype, const char* op);
+/// A copy (or cast) reads one dtype and writes another: the Copy kernel must cover both.
+inline void check_copy(const Backend& be, DType src, DType dst, const char* op) {
+  check_supported(be, OpFamily::Copy, dst, op);
+  if (src != dst) check_supported(be, OpFamily::Copy, src, op);
+}
 
 /// Bit mask of the dims to reduce (all when `dims` is empty); fails on duplicates.
 uint32_t dims_mask(const std::vector<int64_t>& dims, int rank, const char* op);

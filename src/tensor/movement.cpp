@@ -376,6 +376,7 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
   DynTensor out = detail::make_empty(shape, dtype, first.device(), "cat");
   int64_t at = 0;
   for (const DynTensor* p : parts) {
+    detail::check_copy(detail::backend_of(out), p->dtype(), dtype, "cat");
     const DynTensor dst = narrow(out, d, at, p->size(d));
     detail::backend_of(out).copy(p->raw(), dst.raw());
     at += p->size(d);
@@ -482,6 +483,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
       const int d = x.rank() - 1 - i;
       dst = narrow(dst, d, std::max<int64_t>(pads[2 * static_cast<size_t>(i)], 0), src.size(d));
     }
+    detail::check_copy(detail::backend_of(out), x.dtype(), x.dtype(), "pad");
     detail::backend_of(out).copy(src.raw(), dst.raw());
     if (autodiff::should_record({&x})) autodiff::record_pad(x, pads, out);
     return out;

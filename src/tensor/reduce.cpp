@@ -167,6 +167,7 @@ ValuesIndices arg_reduce_impl(ArgReduceOp op, const DynTensor& x, int64_t dim, b
   const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
   EMBER_CHECK(xr.size(d) > 0, "[", name, "] cannot reduce over a zero-size dimension: input shape ",
               x.shape());
+  detail::check_supported(x, OpFamily::ArgReduce, x.dtype(), name);
   Shape kshape = xr.shape();
   kshape[d] = 1;
   DynTensor values = detail::make_empty(kshape, x.dtype(), x.device(), name);
@@ -201,6 +202,7 @@ DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
   detail::check_defined(x, name);
   const int d = wrap_dim(dim, x.rank(), name);
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::i64;
+  detail::check_supported(x, OpFamily::Scan, x.dtype(), name);
   DynTensor out = detail::make_empty(x.shape(), out_dtype, x.device(), name);
   if (x.numel() == 0) return out;
   const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
@@ -217,6 +219,7 @@ DynTensor cumprod(const DynTensor& x, int64_t dim) { return scan_impl(ScanOp::Cu
 ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
   detail::check_defined(x, "sort");
   const int d = wrap_dim(dim, x.rank(), "sort");
+  detail::check_supported(x, OpFamily::Sort, x.dtype(), "sort");
   DynTensor values = detail::make_empty(x.shape(), x.dtype(), x.device(), "sort");
   DynTensor indices = detail::make_empty(x.shape(), DType::i64, x.device(), "sort");
   if (x.numel() == 0) return {values, indices};
@@ -242,6 +245,7 @@ ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest) {
   EMBER_CHECK(k >= 0 && k <= n, "[topk] k = ", k, " is out of range for dimension ", dim,
               " of size ", n, " (input shape ", x.shape(), ")");
   if (x.rank() == 0) return sort(x, 0, largest);
+  detail::check_supported(x, OpFamily::TopK, x.dtype(), "topk");
   Shape shape = x.shape();
   shape[d] = k;
   DynTensor values = detail::make_empty(shape, x.dtype(), x.device(), "topk");

@@ -6,6 +6,10 @@
 //  - Elementwise inputs are already broadcast to out's shape (stride 0 where broadcast) and have
 //    the compute dtype the front end chose; strides may be anything, including negative.
 //  - Outputs and inputs never overlap unless the op says it works in place.
+//
+// Only name() must be written: every other entry has a default (src/core/backend.cpp) that raises
+// "[op] no kernel on <name> for <dtype>", and supports() defaults to false, so a new backend
+// starts empty and grows family by family. The front end asks supports() before every call.
 #pragma once
 
 #include <cstdint>
@@ -30,110 +34,112 @@ class Backend {
 
   virtual std::string_view name() const = 0;
   /// Whether this backend has a kernel for `family` on `dtype`; the front end checks before use.
-  virtual bool supports(OpFamily family, DType dtype) const = 0;
+  /// Default false: a backend claims only what it overrides.
+  virtual bool supports(OpFamily family, DType dtype) const;
   /// Whether a storage's data() is host memory the CPU may read and write directly (Cpu,
   /// LibTorch): transfers between such backends are one copy, with no staging buffer.
   virtual bool host_memory() const { return false; }
 
+  /// Raises "[op] no kernel on <name()> for <dtype>": the one message of a missing kernel, used
+  /// by the defaults and by the front end when supports() says no.
+  [[noreturn]] void no_kernel(std::string_view op, DType dtype) const;
+
   // Memory.
-  virtual std::shared_ptr<Storage> allocate(size_t nbytes, Device device) = 0;
+  virtual std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
   /// dst = src (cast to dst's dtype). Same shape; any strides on both sides.
-  virtual void copy(const RawTensor& src, const RawTensor& dst) = 0;
+  virtual void copy(const RawTensor& src, const RawTensor& dst);
   /// Host transfers of contiguous tensors (the front end packs strided ones first).
-  virtual void write_from_host(const void* host, const RawTensor& dst) = 0;
-  virtual void read_to_host(const RawTensor& src, void* host) = 0;
-  virtual void fill(const RawTensor& dst, const Scalar& value) = 0;
+  virtual void write_from_host(const void* host, const RawTensor& dst);
+  virtual void read_to_host(const RawTensor& src, void* host);
+  virtual void fill(const RawTensor& dst, const Scalar& value);
   /// dst[i] = start + i * step over the flattened (contiguous) dst.
-  virtual void iota(const RawTensor& dst, double start, double step) = 0;
-  virtual void random(RandomOp op, const RandomParams& params, const RawTensor& dst) = 0;
+  virtual void iota(const RawTensor& dst, double start, double step);
+  virtual void random(RandomOp op, const RandomParams& params, const RawTensor& dst);
 
   // Elementwise.
   virtual void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
-                     const RawTensor& out) = 0;
-  virtual void binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
-                      const RawTensor& out) = 0;
+                     const RawTensor& out);
+  virtual void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out);
   /// out = cond ? a : b; cond is Bool.
   virtual void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
-                     const RawTensor& out) = 0;
+                     const RawTensor& out);
 
   // Reductions. `dims_mask` has bit d set for each reduced dim of x; out has x's rank with those
   // dims of size 1 (keepdim layout).
-  virtual void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
-                      const RawTensor& out) = 0;
+  virtual void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out);
   /// Index (i64) of the max/min along `dim`, and its value; first occurrence wins; NaN wins.
   virtual void arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
-                          const RawTensor& indices) = 0;
-  virtual void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) = 0;
+                          const RawTensor& indices);
+  virtual void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out);
   /// Stable sort along `dim`; NaN sorts as the largest value, as in PyTorch.
   virtual void sort(const RawTensor& x, int dim, bool descending, const RawTensor& values,
-                    const RawTensor& indices) = 0;
+                    const RawTensor& indices);
   /// The k largest (or smallest) along `dim`, sorted.
   virtual void topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
-                    const RawTensor& indices) = 0;
+                    const RawTensor& indices);
 
   // Linear algebra: a [B, M, K] x b [B, K, N] -> out [B, M, N]; a and b may be strided
   // (transposed, batch-broadcast with stride 0).
-  virtual void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) = 0;
+  virtual void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out);
 
   // Indexing. Index tensors are i64 and already range-checked by the front end.
-  virtual void gather(const RawTensor& x, int dim, const RawTensor& index,
-                      const RawTensor& out) = 0;
+  virtual void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out);
   /// dst[..index[i]..] (=|+=) src[i] along `dim`; dst is written in place.
   virtual void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
-                       const RawTensor& src) = 0;
+                       const RawTensor& src);
   virtual void index_select(const RawTensor& x, int dim, const RawTensor& index,
-                            const RawTensor& out) = 0;
+                            const RawTensor& out);
   /// Coordinates of the non-zero elements, [count, rank] i64, row-major order.
-  virtual RawTensor nonzero(const RawTensor& x) = 0;
+  virtual RawTensor nonzero(const RawTensor& x);
 
   // Convolution (OpFamily::Conv), NC + spatial layouts as in PyTorch: x [N, C, *in],
   // w [O, C / groups, *k], out [N, O, *out]. Every operand is contiguous and of one float dtype;
   // the front end has checked the geometry. `bias` ([O]) may be undefined. With p.relu, conv
   // writes relu(conv + bias) (a fused activation; the backward entries ignore the flag).
   virtual void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
-                    const ConvParams& p, const RawTensor& out) = 0;
+                    const ConvParams& p, const RawTensor& out);
   /// grad_in [N, C, *in] = the gradient of conv w.r.t. x for grad_out [N, O, *out]: the
   /// transposed convolution. grad_in's shape decides the input size (output_padding).
   virtual void conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
-                                  const ConvParams& p, const RawTensor& grad_in) = 0;
+                                  const ConvParams& p, const RawTensor& grad_in);
   /// The whole backward of conv in one call, each of grad_in, grad_w, grad_bias written when
   /// defined (at least one is). With `y` defined, conv had p.relu and y is its output: grad_out
   /// is masked to 0 where y <= 0 first (relu_backward), once for every gradient.
   virtual void conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
                              const RawTensor& grad_out, const ConvParams& p,
                              const RawTensor& grad_in, const RawTensor& grad_w,
-                             const RawTensor& grad_bias) = 0;
+                             const RawTensor& grad_bias);
   /// grad_w [O, C / groups, *k] = the gradient of conv w.r.t. w; grad_bias [O], when defined,
   /// the gradient w.r.t. the bias (grad_out summed over all dims but 1) in the same pass.
   virtual void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
                                     const ConvParams& p, const RawTensor& grad_w,
-                                    const RawTensor& grad_bias) = 0;
+                                    const RawTensor& grad_bias);
 
   // Pooling (OpFamily::Pool) over the trailing `p.spatial` dims of contiguous [B..., *in]
   // tensors; out's shape gives the output size. Max pooling writes, per output, the flat index
   // of its maximum within the input's spatial plane (i64, PyTorch's convention, or i32: the indices
   // tensor's dtype; NaN wins).
   virtual void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
-                        const RawTensor& indices) = 0;
+                        const RawTensor& indices);
   /// grad_in (zeroed by the kernel) += grad_out at `indices`.
   virtual void max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
-                                 const PoolParams& p, const RawTensor& grad_in) = 0;
-  virtual void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) = 0;
+                                 const PoolParams& p, const RawTensor& grad_in);
+  virtual void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out);
   virtual void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
-                                 const RawTensor& grad_in) = 0;
+                                 const RawTensor& grad_in);
 
   // Fused normalisation (OpFamily::Norm) over contiguous [N, C, *] tensors of one float dtype,
   // per channel c (every dim but 1 reduced); per-channel operands are contiguous [C]. Sums are
   // accumulated in double, each channel in a fixed order (results do not depend on threads).
   /// out [2, C]: the mean and the biased variance of each channel (two passes, so the variance
   /// does not lose digits to a large mean).
-  virtual void channel_moments(const RawTensor& x, const RawTensor& out) = 0;
+  virtual void channel_moments(const RawTensor& x, const RawTensor& out);
   /// out [2, C]: sum(a) and sum(a * (b - center[c])) of each channel.
   virtual void channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
-                           const RawTensor& out) = 0;
+                           const RawTensor& out);
   /// out = a * ka[c] + b * kb[c] + k0[c]; b and kb may be undefined (then out = a * ka + k0).
   virtual void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
-                           const RawTensor& kb, const RawTensor& k0, const RawTensor& out) = 0;
+                           const RawTensor& kb, const RawTensor& k0, const RawTensor& out);
 
   /// One Adam/AdamW step (OpFamily::Optim), elementwise over contiguous tensors of one float
   /// dtype and one shape: reads param, grad, exp_avg, exp_avg_sq (and max_exp_avg_sq with
@@ -142,7 +148,7 @@ class Backend {
                          const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq,
                          const AdamParams& p, const RawTensor& param_out,
                          const RawTensor& exp_avg_out, const RawTensor& exp_avg_sq_out,
-                         const RawTensor& max_exp_avg_sq_out) = 0;
+                         const RawTensor& max_exp_avg_sq_out);
 };
 
 }  // namespace ember
