@@ -121,9 +121,10 @@ DynTensor instance_norm(const DynTensor& x, const DynTensor& weight, const DynTe
 
 namespace {
 
-// Training-mode batch norm as one recorded node over the fused kernels: two passes forward
-// (moments, then scale-shift) and two backward (per-channel sums, then one multiply-add),
-// where the composite takes about fifteen. dims are every dim but 1.
+// Training-mode batch norm as one recorded node over the channel ops (tensor/ops/norm.hpp, fused
+// kernels where the backend has them): two passes forward (moments, then scale-shift) and two
+// backward (per-channel sums, then one multiply-add), where the composite takes about fifteen.
+// dims are every dim but 1.
 DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
                            double eps, const Dims& dims, DynTensor& mean_out, DynTensor& var_out) {
   const DynTensor xd = contiguous(detach(x));
@@ -173,9 +174,6 @@ DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const Dy
   return y;
 }
 
-// The fused kernels cover f32 and f64 on backends that have them.
-bool fusable(const DynTensor& x) { return has_channel_kernels(x.device(), x.dtype()); }
-
 }  // namespace
 
 BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
@@ -192,8 +190,8 @@ BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
   if (!training) {
     EMBER_CHECK(running_mean.defined() && running_var.defined(),
                 "[batch_norm] evaluation mode needs running statistics");
-    if (fusable(x) && !autodiff::should_record({&x, &running_mean, &running_var, &weight, &bias})) {
-      // Inference: one pass with per-channel scale and shift.
+    if (!autodiff::should_record({&x, &running_mean, &running_var, &weight, &bias})) {
+      // Inference: one pass with per-channel scale and shift (channel_fma does not record).
       const DynTensor invstd = rsqrt(add(running_var, eps));
       const DynTensor scale = weight.defined() ? mul(weight, invstd) : invstd;
       DynTensor shift = neg(mul(running_mean, scale));
@@ -209,20 +207,10 @@ BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
   EMBER_CHECK(n > 1, "[batch_norm] training needs more than one value per channel, got input ",
               x.shape());
   DynTensor batch_mean, batch_var;
-  if (fusable(x)) {
-    out.y = batch_norm_fused(x, weight, bias, eps, dims, batch_mean, batch_var);
-  } else {
-    out.y = affine(normalize(x, dims, eps), weight, bias, x);
-  }
+  out.y = batch_norm_fused(x, weight, bias, eps, dims, batch_mean, batch_var);
   if (running_mean.defined()) {
     // The running statistics never carry gradients; the variance is the unbiased one.
-    const DynTensor xd = detach(x);
-    if (batch_mean.defined()) {
-      batch_var = mul(batch_var, static_cast<double>(n) / static_cast<double>(n - 1));
-    } else {
-      batch_mean = reshape(mean(xd, dims), Shape{x.size(1)});
-      batch_var = reshape(var(xd, dims, 1), Shape{x.size(1)});
-    }
+    batch_var = mul(batch_var, static_cast<double>(n) / static_cast<double>(n - 1));
     out.running_mean = add(mul(running_mean, 1.0 - momentum), mul(batch_mean, momentum));
     out.running_var = add(mul(running_var, 1.0 - momentum), mul(batch_var, momentum));
   }

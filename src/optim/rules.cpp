@@ -105,43 +105,22 @@ class Adam final : public Rule {
     DynTensor& v = buffer(s, "exp_avg_sq", [&] { return zeros_like(param); });
     DynTensor* vmax =
         amsgrad_ ? &buffer(s, "max_exp_avg_sq", [&] { return zeros_like(param); }) : nullptr;
-    if (has_fused_adam(param.device(), param.dtype()) && grad.dtype() == param.dtype()) {
-      // One pass (src/backends/cpu/optim.cpp) instead of the 13 ops below, same arithmetic.
-      AdamParams fp;
-      fp.lr = h.lr;
-      fp.beta1 = beta1;
-      fp.beta2 = beta2_;
-      fp.eps = eps_;
-      fp.weight_decay = h.weight_decay;
-      fp.bias_correction1 = bias_correction1;
-      fp.bias_correction2_sqrt = bias_correction2_sqrt;
-      fp.decoupled = decoupled_;
-      fp.amsgrad = amsgrad_;
-      AdamTensors next = adam_step({param, m, v, vmax ? *vmax : DynTensor()}, grad, fp);
-      m = next.exp_avg;
-      v = next.exp_avg_sq;
-      if (vmax) *vmax = next.max_exp_avg_sq;
-      return next.param;
-    }
-    DynTensor p = param, g = grad;
-    if (h.weight_decay != 0) {
-      if (decoupled_) {
-        p = mul(p, 1 - h.lr * h.weight_decay);
-      } else {
-        g = add_scaled(g, p, h.weight_decay);
-      }
-    }
-    m = lerp(m, g, 1 - beta1);
-    v = add_scaled(mul(v, beta2_), mul(g, g), 1 - beta2_);
-    const double step_size = h.lr / bias_correction1;
-    DynTensor denom;
-    if (vmax) {
-      *vmax = maximum(*vmax, v);
-      denom = add(div(sqrt(*vmax), bias_correction2_sqrt), eps_);
-    } else {
-      denom = add(div(sqrt(v), bias_correction2_sqrt), eps_);
-    }
-    return add_scaled(p, div(m, denom), -step_size);
+    // One op: the backend's fused pass where it has one, else the same 13 tensor ops.
+    AdamParams fp;
+    fp.lr = h.lr;
+    fp.beta1 = beta1;
+    fp.beta2 = beta2_;
+    fp.eps = eps_;
+    fp.weight_decay = h.weight_decay;
+    fp.bias_correction1 = bias_correction1;
+    fp.bias_correction2_sqrt = bias_correction2_sqrt;
+    fp.decoupled = decoupled_;
+    fp.amsgrad = amsgrad_;
+    AdamTensors next = adam_step({param, m, v, vmax ? *vmax : DynTensor()}, grad, fp);
+    m = next.exp_avg;
+    v = next.exp_avg_sq;
+    if (vmax) *vmax = next.max_exp_avg_sq;
+    return next.param;
   }
 
  private:

@@ -195,8 +195,24 @@ PoolParams window_params(const std::string& op, int spatial, const SpatialArg& k
 
 }  // namespace
 
+namespace detail {
+
+DynTensor conv_relu_composite(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                              const ConvParams& p) {
+  ConvParams plain = p;
+  plain.relu = false;
+  return relu(convolution(x, w, bias, plain, false));
+}
+
+}  // namespace detail
+
 DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                       const ConvParams& p, bool transposed) {
+  // Conv + relu is one pass where the backend fuses it, else two ops (each recorded).
+  if (p.relu && !transposed && x.defined() &&
+      !detail::backend_of(x).supports(OpFamily::ConvRelu, x.dtype())) {
+    return detail::conv_relu_composite(x, w, bias, p);
+  }
   if (autodiff::should_record({&x, &w, &bias})) {
     DynTensor out = convolution(detach(x), detach(w), detach(bias), p, transposed);
     autodiff::record_convolution(x, w, bias, p, transposed, out);
@@ -342,6 +358,11 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
               "] a fused relu needs the convolution's output, shaped like grad_out ",
               grad_out.shape());
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op);
+  if (p.relu && !detail::backend_of(x).supports(OpFamily::ConvRelu, x.dtype())) {
+    ConvParams plain = p;  // the relu mask as its own op
+    plain.relu = false;
+    return conv_backward(x, w, DynTensor(), relu_backward(grad_out, y), plain, need);
+  }
   ConvGrads r;
   if (!need[0] && !need[1] && !need[2]) return r;
   const DynTensor xc = contiguous(detach(x)), wc = contiguous(detach(w)),

@@ -1,23 +1,28 @@
-// The fused normalisation kernels' front end: validation, contiguous operands of one float
-// dtype (f16 and bf16 computed in f32), and the calls into the backend's Norm family.
+// The per-channel normalisation ops: validation, contiguous operands of one float dtype (f16 and
+// bf16 computed in f32), then the backend's fused Norm kernels where it has them, or the same
+// values from tensor ops (the *_composite functions) where it has not.
 #include "ember/tensor/ops/norm.hpp"
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
 
 namespace ember {
 namespace {
 
-// The dtype the kernel runs in: x's own, or f32 for the 16-bit floats.
+// The dtype the op runs in: x's own, or f32 for the 16-bit floats.
 DType compute_dtype(const DynTensor& x, const char* op) {
   detail::check_defined(x, op);
   EMBER_CHECK(is_floating(x.dtype()), "[", op, "] needs a floating tensor, got ", x.dtype());
   EMBER_CHECK(x.rank() >= 2, "[", op, "] expects [N, C, *], got ", x.shape());
-  const DType dt = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  detail::check_supported(x, OpFamily::Norm, dt, op);
-  return dt;
+  return x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+}
+
+bool has_kernels(const DynTensor& x, DType dt) {
+  return detail::backend_of(x).supports(OpFamily::Norm, dt);
 }
 
 // An untracked contiguous operand in `dt`.
@@ -33,16 +38,50 @@ DynTensor coefficient(const DynTensor& k, const DynTensor& x, DType dt, const ch
   return operand(k, dt);
 }
 
+// Every dim of x but 1 (the channels).
+Dims channel_dims(const DynTensor& x) {
+  Dims dims{0};
+  for (int d = 2; d < x.rank(); ++d) dims.push_back(d);
+  return dims;
+}
+
+// k [C] viewed as [C, 1, ...] to broadcast against x [N, C, *].
+DynTensor per_channel(const DynTensor& k, const DynTensor& x) {
+  Shape s = Shape::filled(x.rank() - 1, 1);
+  s[0] = k.numel();
+  return reshape(k, s);
+}
+
 }  // namespace
 
-bool has_channel_kernels(Device device, DType dtype) {
-  return detail::backend_for(device).supports(OpFamily::Norm, dtype);
+namespace detail {
+
+DynTensor channel_moments_composite(const DynTensor& x) {
+  const Dims dims = channel_dims(x);
+  const DynTensor mu = mean(x, dims, true);
+  const DynTensor var = mean(square(sub(x, mu)), dims);
+  return stack({reshape(mu, Shape{x.size(1)}), var});
 }
+
+DynTensor channel_dot_composite(const DynTensor& a, const DynTensor& b, const DynTensor& center) {
+  const Dims dims = channel_dims(a);
+  return stack({sum(a, dims), sum(mul(a, sub(b, per_channel(center, a))), dims)});
+}
+
+DynTensor channel_fma_composite(const DynTensor& a, const DynTensor& ka, const DynTensor& b,
+                                const DynTensor& kb, const DynTensor& k0) {
+  DynTensor out = mul(a, per_channel(ka, a));
+  if (b.defined()) out = add(out, mul(b, per_channel(kb, a)));
+  return add(out, per_channel(k0, a));
+}
+
+}  // namespace detail
 
 DynTensor channel_moments(const DynTensor& x) {
   const char* op = "channel_moments";
   const DType dt = compute_dtype(x, op);
   const DynTensor xc = operand(x, dt);
+  if (!has_kernels(x, dt)) return cast(detail::channel_moments_composite(xc), x.dtype());
   DynTensor out = detail::make_empty(Shape{2, x.size(1)}, dt, x.device(), op);
   detail::backend_of(out).channel_moments(xc.raw(), out.raw());
   return cast(out, x.dtype());
@@ -57,6 +96,7 @@ DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& c
               b.shape());
   const DynTensor ac = operand(a, dt), bc = operand(b, dt);
   const DynTensor cc = coefficient(center, a, dt, op, "center");
+  if (!has_kernels(a, dt)) return cast(detail::channel_dot_composite(ac, bc, cc), a.dtype());
   DynTensor out = detail::make_empty(Shape{2, a.size(1)}, dt, a.device(), op);
   detail::backend_of(out).channel_dot(ac.raw(), bc.raw(), cc.raw(), out.raw());
   return cast(out, a.dtype());
@@ -75,6 +115,9 @@ DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& 
                 b.shape());
     bc = operand(b, dt);
     kbc = coefficient(kb, a, dt, op, "kb");
+  }
+  if (!has_kernels(a, dt)) {
+    return cast(detail::channel_fma_composite(ac, kac, bc, kbc, k0c), a.dtype());
   }
   DynTensor out = detail::make_empty(a.shape(), dt, a.device(), op);
   detail::backend_of(out).channel_fma(ac.raw(), kac.raw(), bc.raw(), kbc.raw(), k0c.raw(),

@@ -96,6 +96,39 @@ TEST(ConvFused, ReluMatchesReluAfterConvWithGradients) {
   }
 }
 
+// What convolution runs for p.relu on a backend without OpFamily::ConvRelu (conv, then relu,
+// each recorded) against the fused pass, values and gradients: both paths stay tested.
+TEST(ConvFused, ReluCompositeMatchesTheFusedPass) {
+  uint32_t seed = 4700;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const double rel = dtype == DType::f64 ? 1e-12 : 2e-5;
+    for (const FusedCase& c : fused_cases()) {
+      const DynTensor x0 = make_input(c.x, dtype, Layout::Contiguous, -2, 2, seed++);
+      const DynTensor w0 = make_input(c.w, dtype, Layout::Contiguous, -1, 1, seed++);
+      const DynTensor b0 = make_input(Shape{c.w[0]}, dtype, Layout::Contiguous, -1, 1, seed++);
+      ConvParams p = params_of(c);
+      p.relu = true;
+      auto run = [&](bool composite) {
+        const DynTensor x = require_grad(x0), w = require_grad(w0), b = require_grad(b0);
+        const DynTensor y =
+            composite ? detail::conv_relu_composite(x, w, b, p) : convolution(x, w, b, p, false);
+        const DynTensor g = make_input(y.shape(), dtype, Layout::Contiguous, -1, 1, 78);
+        std::vector<DynTensor> out = grad(y, {x, w, b}, g);
+        out.insert(out.begin(), y);
+        return out;
+      };
+      const std::vector<DynTensor> fused = run(false), composite = run(true);
+      const char* names[] = {"output", "grad input", "grad weight", "grad bias"};
+      for (size_t i = 0; i < 4; ++i) {
+        double scale = 0;
+        const double gap = worst_gap(composite[i], fused[i], &scale);
+        EXPECT_LE(gap, rel * (1 + scale))
+            << dtype_name(dtype) << " x " << to_string(c.x) << " " << names[i];
+      }
+    }
+  }
+}
+
 // The one-call backward (conv_backward: what the rule runs when the backward is not recorded)
 // against the composite of differentiable ops the rule records under create_graph, for every
 // subset of wanted gradients and with and without the relu mask.

@@ -1,6 +1,6 @@
 // The fused normalisation kernels (channel_moments, channel_dot, channel_fma) against float64
 // host references on random data with a large common offset (where a one-pass variance would
-// lose its digits), in every float dtype and input layout.
+// lose its digits), in every float dtype and input layout; their composites against the kernels.
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
@@ -84,6 +84,33 @@ TEST(NormKernels, DotAndFmaAgainstFloat64) {
     fma_tol.atol = fma_tol.rtol * 50;
     expect_close(channel_fma(a, ka, b, kb, k0), kShape, fma2, fma_tol, "channel_fma " + name);
     expect_close(channel_fma(a, ka, {}, {}, k0), kShape, fma1, fma_tol, "channel_fma a " + name);
+  }
+}
+
+// The composites the ops run on a backend without the Norm kernels give the kernels' values
+// (f32 and f64; the ops run 16-bit floats in f32), so both paths stay tested on the Cpu.
+TEST(NormKernels, CompositesMatchTheKernels) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const DynTensor x = make_input(kShape, dt, Layout::Contiguous, 99.0, 101.0, 41);
+    const DynTensor a = make_input(kShape, dt, Layout::Contiguous, -2, 2, 42);
+    const DynTensor center = make_input(Shape{5}, dt, Layout::Contiguous, 99, 101, 43);
+    const DynTensor ka = make_input(Shape{5}, dt, Layout::Contiguous, -1, 1, 44);
+    const DynTensor kb = make_input(Shape{5}, dt, Layout::Contiguous, -1, 1, 45);
+    const DynTensor k0 = make_input(Shape{5}, dt, Layout::Contiguous, -1, 1, 46);
+    const std::string name(dtype_name(dt));
+    Tol tol = loose(dt);
+    tol.atol = tol.rtol * 200;  // sums of products of size-100 values
+    const Host moments = Host::of(channel_moments(x));
+    const Host dot = Host::of(channel_dot(a, x, center));
+    const Host fma2 = Host::of(channel_fma(a, ka, x, kb, k0));
+    const Host fma1 = Host::of(channel_fma(a, ka, {}, {}, k0));
+    expect_close(detail::channel_moments_composite(x), moments.shape, moments.v, tol,
+                 "moments " + name);
+    expect_close(detail::channel_dot_composite(a, x, center), dot.shape, dot.v, tol, "dot " + name);
+    expect_close(detail::channel_fma_composite(a, ka, x, kb, k0), fma2.shape, fma2.v, tol,
+                 "fma " + name);
+    expect_close(detail::channel_fma_composite(a, ka, {}, {}, k0), fma1.shape, fma1.v, tol,
+                 "fma a " + name);
   }
 }
 

@@ -9,7 +9,8 @@
 //
 // Only name() must be written: every other entry has a default (src/core/backend.cpp) that raises
 // "[op] no kernel on <name> for <dtype>", and supports() defaults to false, so a new backend
-// starts empty and grows family by family. The front end asks supports() before every call.
+// starts empty and grows family by family. The front end asks supports() before every call;
+// families with a composite (Norm, Optim, ConvRelu) then run the composite instead of failing.
 #pragma once
 
 #include <cstdint>

@@ -18,8 +18,9 @@ namespace ember {
 using SpatialArg = std::vector<int64_t>;
 
 /// torch.nn.functional.conv1d/2d/3d. `bias` ([out]) may be an undefined tensor (no bias).
-/// With `relu` the result is relu(conv), fused into the convolution's pass (equal to applying
-/// relu() after it, values and gradients; it saves a pass over the output each way).
+/// With `relu` the result is relu(conv), fused into the convolution's pass where the backend
+/// can (OpFamily::ConvRelu; equal to applying relu() after it, values and gradients; it saves a
+/// pass over the output each way).
 DynTensor conv1d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
                  const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
                  const SpatialArg& dilation = {1}, int64_t groups = 1, bool relu = false);
@@ -76,6 +77,12 @@ DynTensor adaptive_avg_pool2d(const DynTensor& x, const SpatialArg& output_size)
 /// aten::convolution: conv (or, with `transposed`, the transposed conv) over p.spatial dims.
 DynTensor convolution(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
                       const ConvParams& p, bool transposed);
+namespace detail {
+/// relu(convolution(x, w, bias, p without relu)): what convolution runs for p.relu on a backend
+/// without OpFamily::ConvRelu.
+DynTensor conv_relu_composite(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
+                              const ConvParams& p);
+}  // namespace detail
 /// The gradient of convolution(x, w) w.r.t. w, whose shape is `weight_shape`; with `grad_bias`,
 /// also the gradient w.r.t. the bias (grad_out summed over all dims but 1), in the same pass.
 DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,

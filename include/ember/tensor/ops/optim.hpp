@@ -1,6 +1,6 @@
-// Fused optimizer updates: one pass over a parameter and its state instead of an op per term.
-// Values only (nothing is recorded); src/optim uses them when the backend has them and keeps
-// the composite of tensor ops as the fallback.
+// Optimizer updates as single ops: one pass over a parameter and its state where the backend
+// has a fused kernel (OpFamily::Optim), the same arithmetic as tensor ops where it has not.
+// Values only (nothing is recorded).
 #pragma once
 
 #include "ember/tensor/dyn_tensor.hpp"
@@ -13,10 +13,15 @@ struct AdamTensors {
   DynTensor param, exp_avg, exp_avg_sq, max_exp_avg_sq;
 };
 
-/// Whether the backend of `device` has the fused Adam step for `dtype` (Cpu: f32 and f64).
-bool has_fused_adam(Device device, DType dtype);
 /// One Adam/AdamW step of torch.optim (p's bias corrections are the step's): the new parameter
-/// and state, as new tensors. Every tensor of one shape, dtype and device.
+/// and state, as new tensors. Every tensor of the parameter's shape and device; tensors of
+/// several float dtypes promote, as in PyTorch (the fused kernel wants one dtype).
 AdamTensors adam_step(const AdamTensors& state, const DynTensor& grad, const AdamParams& p);
+
+namespace detail {
+/// adam_step as tensor ops: what adam_step runs on a backend without the fused kernel.
+AdamTensors adam_step_composite(const AdamTensors& state, const DynTensor& grad,
+                                const AdamParams& p);
+}  // namespace detail
 
 }  // namespace ember
