@@ -10,5 +10,6 @@
 #include "ember/nn/init.hpp"
 #include "ember/nn/losses.hpp"
 #include "ember/tensor/generator.hpp"
+#include "ember/tensor/memory.hpp"
 #include "ember/tensor/print.hpp"
 #include "ember/tensor/tensor.hpp"

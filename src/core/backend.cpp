@@ -35,6 +35,10 @@ void Backend::no_kernel(std::string_view op, DType dtype) const {
 
 bool Backend::supports(OpFamily, DType) const { return false; }
 
+MemoryStats Backend::memory_stats(Device) const { return {}; }
+void Backend::reset_peak_memory(Device) {}
+void Backend::empty_cache(Device) {}
+
 std::shared_ptr<Storage> Backend::allocate(size_t nbytes, Device device) {
   EMBER_FAIL("[allocate] no allocator on ", name(), " for ", nbytes, " bytes on ", device);
 }

@@ -9,11 +9,11 @@
 #include <limits>
 
 #include "ember/autodiff/autodiff.hpp"
-#include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/text.hpp"
 #include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/tensor/generator.hpp"
+#include "ember/tensor/memory.hpp"
 #include "ember/train/checkpoint.hpp"
 #include "progress.hpp"
 
@@ -56,6 +56,15 @@ class SigintScope {
   bool on_;
   struct sigaction previous_ {};
 };
+
+// Where the model lives (its first tensor's device; the Cpu for a model without any): the
+// peak_MB column reads that device's memory.
+Device model_device(const nn::ModuleTree& tree) {
+  for (const nn::NamedTensor& t : nn::named_tensors(tree)) {
+    if (t.slot->dyn().defined()) return t.slot->dyn().device();
+  }
+  return Device::cpu();
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -407,6 +416,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   SigintScope sigint(config_.catch_sigint_);
   FitResult result;
   const nn::ModuleTree tree = tree_();
+  const Device device = model_device(tree);
   auto write_files = [&] {
     if (!files) return;
     io::write_file_atomic((fs::path(config_.out_dir_) / "metrics.csv").string(),
@@ -421,7 +431,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   while (s.next_epoch < config_.epochs_) {
     const int64_t epoch = s.next_epoch;  // 0-based
     nn::set_training(tree, true);
-    cpu::reset_peak_allocated();
+    reset_peak_memory(device);
     Running run = s.skip ? s.partial : Running{};
     size_t done = s.skip;
     bool stop = false;
@@ -472,7 +482,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     }
     m.seconds = seconds_before + seconds_since(t0);
     m.lr = optimizer_.lr(0);
-    m.peak_memory_mb = static_cast<double>(cpu::allocator_stats().peak_allocated_bytes) / 1e6;
+    m.peak_memory_mb = static_cast<double>(memory_stats(device).peak) / 1e6;
 
     const double value = m.get(monitor);
     if (s.scheduler && s.every == ScheduleEvery::epoch) s.scheduler->step();

@@ -1,7 +1,7 @@
 // The Backend interface's defaults (src/core/backend.cpp): a backend that overrides only name()
 // supports nothing, and each entry raises "[op] no kernel on <backend> for <dtype>" with the op
-// named as the front end names it. And the front end's check: a family the backend does not
-// support fails before any kernel runs.
+// named as the front end names it; its memory statistics are zero and its cache a no-op. And the
+// front end's check: a family the backend does not support fails before any kernel runs.
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
@@ -106,6 +106,16 @@ TEST(BackendDefaults, EveryEntryNamesTheOpTheBackendAndTheDtype) {
        [&] { be.allocate(64, Device::cpu()); }},
   };
   for (const auto& [want, call] : cases) EXPECT_EQ(error_of(call), want);
+}
+
+TEST(BackendDefaults, MemoryIsZeroAndTheCacheEmpty) {
+  Empty be;
+  const MemoryStats s = be.memory_stats(Device::cpu());
+  EXPECT_EQ(s.in_use, 0u);
+  EXPECT_EQ(s.cached, 0u);
+  EXPECT_EQ(s.peak, 0u);
+  be.reset_peak_memory(Device::cpu());
+  be.empty_cache(Device::cpu());
 }
 
 // The front end's check before every backend call (src/tensor/internal.hpp) words a missing

@@ -35,6 +35,30 @@ TEST(CpuAllocator, TracksPeak) {
   EXPECT_GE(cpu::allocator_stats().peak_allocated_bytes, base + (8u << 20));
 }
 
+// memory_stats / reset_peak_memory / empty_cache of the Cpu device are its allocator's.
+TEST(CpuMemory, StatsAndCacheThroughTheBackend) {
+  const Device dev = Device::cpu();
+  reset_peak_memory(dev);
+  const MemoryStats before = memory_stats(dev);
+  const cpu::AllocatorStats counters = cpu::allocator_stats();
+  EXPECT_EQ(before.in_use, counters.allocated_bytes);
+  EXPECT_EQ(before.cached, counters.cached_bytes);
+  EXPECT_EQ(before.peak, before.in_use);  // just reset
+  {
+    auto big = Tensor<1>::ones({1 << 20});   // 4 MiB
+    auto small = Tensor<1>::ones({100000});  // 400 KB: cached when freed
+    EXPECT_GE(memory_stats(dev).in_use, before.in_use + (4u << 20) + 400000u);
+  }
+  const MemoryStats after = memory_stats(dev);
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_GE(after.peak, before.in_use + (4u << 20) + 400000u);
+  EXPECT_GE(after.cached, 400000u);
+  empty_cache(dev);
+  EXPECT_EQ(memory_stats(dev).cached, 0u);
+  reset_peak_memory(dev);
+  EXPECT_EQ(memory_stats(dev).peak, memory_stats(dev).in_use);
+}
+
 TEST(CpuThreads, SetAndResultsIndependentOfThreadCount) {
   const int n = cpu::num_threads();
   EXPECT_GE(n, 1);

@@ -159,6 +159,23 @@ TEST(Learner, MetricsCsvAndCurves) {
   EXPECT_TRUE(svg.ends_with("</svg>\n"));
 }
 
+// peak_MB is the model's device's peak (memory_stats), restarted every epoch: a 64 MB tensor
+// freed before fit() does not show, and each epoch's value is within the device's peak since.
+TEST(Learner, PeakMemoryIsTheModelDevicesPeakOfTheEpoch) {
+  const auto train = loader(train_data(), true);
+  TinyRun run(LearnerConfig().epochs(2));
+  { const DynTensor big = zeros(Shape{16 << 20}, DType::f32); }
+  ASSERT_GE(memory_stats(Device::cpu()).peak, 64u << 20);
+  const FitResult r = run.learner.fit(train);
+  ASSERT_EQ(r.history.size(), 2u);
+  for (const EpochMetrics& m : r.history) {
+    EXPECT_GT(m.peak_memory_mb, 0) << "epoch " << m.epoch;
+    EXPECT_LT(m.peak_memory_mb, 32) << "epoch " << m.epoch;
+  }
+  EXPECT_LE(r.history[1].peak_memory_mb,
+            static_cast<double>(memory_stats(Device::cpu()).peak) / 1e6);
+}
+
 TEST(Learner, EarlyStoppingAfterPatienceEpochsWithoutImprovement) {
   const auto train = loader(train_data(), true), valid = loader(valid_data(), false);
   manual_seed(3);

@@ -45,7 +45,12 @@ class Backend {
   /// by the defaults and by the front end when supports() says no.
   [[noreturn]] void no_kernel(std::string_view op, DType dtype) const;
 
-  // Memory.
+  // Memory. The statistics and the cache are per device (a backend may serve several indices);
+  // defaults: all zero, and nothing to free.
+  virtual MemoryStats memory_stats(Device device) const;
+  virtual void reset_peak_memory(Device device);
+  /// Returns the memory the allocator holds for reuse (not in use) to the system.
+  virtual void empty_cache(Device device);
   virtual std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
   /// dst = src (cast to dst's dtype). Same shape; any strides on both sides.
   virtual void copy(const RawTensor& src, const RawTensor& dst);

@@ -8,6 +8,13 @@
 
 namespace ember {
 
+/// A device's memory as its backend's allocator sees it, in bytes (ember::memory_stats).
+struct MemoryStats {
+  size_t in_use = 0;  // held by live storages
+  size_t cached = 0;  // kept by the allocator for reuse, not in use (empty_cache frees it)
+  size_t peak = 0;    // high-water mark of in_use since start or reset_peak_memory
+};
+
 class Storage {
  public:
   /// `release(context, data, nbytes)` returns the buffer to whoever made it.

@@ -18,7 +18,7 @@ struct EpochMetrics {
   double valid_loss = 0, valid_accuracy = 0, valid_top_k = 0;
   double lr = 0;              // group 0's learning rate at the end of the epoch
   double items_per_s = 0;     // training items per second
-  double peak_memory_mb = 0;  // peak bytes held by the Cpu allocator during the epoch
+  double peak_memory_mb = 0;  // peak MB in use on the model's device during the epoch
   double seconds = 0;         // wall time of the epoch (training and validation)
 
   /// A metric by its CSV column name ("valid_loss", "train_accuracy", ...); fails on others.

@@ -68,6 +68,14 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
   }
 }
 
+// The caching allocator's counters (allocator.cpp); the Cpu has one device.
+MemoryStats CpuBackend::memory_stats(Device) const {
+  const AllocatorStats s = allocator_stats();
+  return {s.allocated_bytes, s.cached_bytes, s.peak_allocated_bytes};
+}
+void CpuBackend::reset_peak_memory(Device) { reset_peak_allocated(); }
+void CpuBackend::empty_cache(Device) { cpu::empty_cache(); }
+
 std::shared_ptr<Storage> CpuBackend::allocate(size_t nbytes, Device device) {
   EMBER_CHECK(device.is_cpu(), "[cpu] cannot allocate on ", device);
   return allocate_storage(nbytes);

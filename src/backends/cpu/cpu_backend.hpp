@@ -13,6 +13,9 @@ class CpuBackend final : public Backend {
   bool supports(OpFamily family, DType dtype) const override;
   bool host_memory() const override { return true; }
 
+  MemoryStats memory_stats(Device device) const override;
+  void reset_peak_memory(Device device) override;
+  void empty_cache(Device device) override;
   std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
   void copy(const RawTensor& src, const RawTensor& dst) override;
   void write_from_host(const void* host, const RawTensor& dst) override;
