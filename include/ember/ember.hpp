@@ -12,4 +12,5 @@
 #include "ember/tensor/generator.hpp"
 #include "ember/tensor/memory.hpp"
 #include "ember/tensor/print.hpp"
+#include "ember/tensor/sync.hpp"
 #include "ember/tensor/tensor.hpp"

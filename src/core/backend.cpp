@@ -152,4 +152,9 @@ void Backend::adam_step(const RawTensor& param, const RawTensor&, const RawTenso
   no_kernel("adam_step", param.dtype);
 }
 
+// No silent default: a backend that cannot check indices must say so, not skip the check.
+RangeError Backend::check_range(const RawTensor& x, const RangeCheck& check) {
+  no_kernel(*check.op ? check.op : "check_range", x.dtype);
+}
+
 }  // namespace ember

@@ -6,6 +6,7 @@
 #include "ember/nn/losses.hpp"
 
 #include "ember/autodiff/node.hpp"
+#include "ember/tensor/sync.hpp"
 
 namespace ember::nn {
 namespace {
@@ -22,6 +23,20 @@ const char* reduction_name(Reduction r) {
       return "BatchMean";
   }
   return "?";
+}
+
+std::string target_class_message(const RangeError& e) {
+  return ember::detail::cat("[", e.check.op, "] target class ", e.index, " is out of range for ",
+                            static_cast<int64_t>(e.check.arg0), " classes (ignore_index is ",
+                            static_cast<int64_t>(e.check.arg1), ")");
+}
+
+// arg0: 0 for the input, 1 for the target.
+std::string probability_message(const RangeError& e) {
+  return ember::detail::cat("[", e.check.op, "] ",
+                            e.check.arg0 == 0 ? "input values must be probabilities in [0, 1]"
+                                              : "target values must be in [0, 1]",
+                            ", got ", e.value);
 }
 
 void check_floating(const DynTensor& t, const char* op, const char* what) {
@@ -128,12 +143,13 @@ ClassTargets class_targets(const DynTensor& input, const DynTensor& target, cons
   const DynTensor t = cast(detach(ct.target), DType::i64);
   ct.valid = ne(t, ignore_index);
   ct.target = where(ct.valid, t, 0);
-  if (t.numel() > 0) {
-    const int64_t lo = amin(ct.target).item<int64_t>(), hi = amax(ct.target).item<int64_t>();
-    EMBER_CHECK(lo >= 0 && hi < ct.classes, "[", op, "] target class ", lo < 0 ? lo : hi,
-                " is out of range for ", ct.classes, " classes (ignore_index is ", ignore_index,
-                ")");
-  }
+  RangeCheck check;  // where the targets live: no host read
+  check.hi = static_cast<double>(ct.classes - 1);
+  check.op = op;
+  check.arg0 = static_cast<double>(ct.classes);
+  check.arg1 = static_cast<double>(ignore_index);
+  check.message = target_class_message;
+  check_range(ct.target, check);
   DynTensor w = ct.weight.defined()
                     ? reshape(index_select(ct.weight, 0, flatten(ct.target)), ct.target.shape())
                     : ones(ct.target.shape(), input.dtype(), input.device());
@@ -196,14 +212,17 @@ DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
   const DynTensor lse = squeeze(log(total), 1);
   const DynTensor picked = sub(squeeze(gather(shifted, 1, index), 1), lse);
   DynTensor elems = neg(mul(picked, ct.weights));
-  const double weight_total = eps > 0.0 && ct.weight.defined() ? sum(ct.weight).item<double>()
-                                                               : static_cast<double>(classes);
+  // W = sum_c w_c, a tensor when there are weights (not read back to the host).
+  const DynTensor weight_total = eps > 0.0 && ct.weight.defined() ? sum(ct.weight) : DynTensor();
+  auto times_w = [weight_total, classes](const DynTensor& v) {
+    return weight_total.defined() ? mul(v, weight_total) : mul(v, static_cast<double>(classes));
+  };
   const DynTensor smooth_w =
       eps > 0.0 && ct.weight.defined() ? class_view(ct.weight, rank) : DynTensor();
   if (eps > 0.0) {
     // sum_c w_c logp_c = sum_c w_c shifted_c - W lse
     const DynTensor wsum = sum(smooth_w.defined() ? mul(shifted, smooth_w) : shifted, {1});
-    const DynTensor smooth = where(ct.valid, neg(sub(wsum, mul(lse, weight_total))), 0.0);
+    const DynTensor smooth = where(ct.valid, neg(sub(wsum, times_w(lse))), 0.0);
     elems = add(mul(elems, 1.0 - eps), mul(smooth, eps / static_cast<double>(classes)));
   }
   const DynTensor denom = o.reduction == Reduction::Mean ? sum(ct.weights) : DynTensor();
@@ -217,7 +236,7 @@ DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
   autodiff::record(
       op, {&ct.input}, out,
       [x = ct.input, probs = probs.raw(), index, weights = ct.weights, valid = ct.valid, denom,
-       smooth_w, eps, classes, weight_total, r = o.reduction](autodiff::BackwardArgs& a) {
+       smooth_w, eps, classes, times_w, r = o.reduction](autodiff::BackwardArgs& a) {
         // Per-element upstream gradient, of the target's shape.
         DynTensor g = a.grad;
         if (r == Reduction::Mean) g = div(g, denom);
@@ -230,7 +249,7 @@ DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
         if (eps > 0.0) {
           coef = mul(coef, 1.0 - eps);
           const DynTensor b = mul(where(valid, g, 0.0), eps / static_cast<double>(classes));
-          gx = mul(p, unsqueeze(add(coef, mul(b, weight_total)), 1));
+          gx = mul(p, unsqueeze(add(coef, times_w(b)), 1));
           const DynTensor b1 = unsqueeze(b, 1);
           gx = sub(gx, smooth_w.defined() ? mul(b1, smooth_w) : b1);
         } else {
@@ -345,13 +364,13 @@ DynTensor binary_cross_entropy(const DynTensor& input, const DynTensor& target,
   check_same_shape(input, target, op, "target");
   check_floating(target, op, "target");
   check_reduction(o.reduction, op);
-  if (input.numel() > 0) {
-    auto guard = no_grad();
-    EMBER_CHECK(amin(input).item<double>() >= 0.0 && amax(input).item<double>() <= 1.0, "[", op,
-                "] input values must be probabilities in [0, 1]");
-    EMBER_CHECK(amin(target).item<double>() >= 0.0 && amax(target).item<double>() <= 1.0, "[", op,
-                "] target values must be in [0, 1]");
-  }
+  RangeCheck check;  // where the values live: no host read
+  check.hi = 1.0;
+  check.op = op;
+  check.message = probability_message;
+  check_range(input, check);
+  check.arg0 = 1;  // the target
+  check_range(target, check);
   // -(t log x + (1 - t) log(1 - x)), each log clamped at -100 as ATen does.
   const DynTensor log_x = clamp_min(log(input), -100.0);
   const DynTensor log_1mx = clamp_min(log1p(neg(input)), -100.0);

@@ -11,6 +11,7 @@
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/sync.hpp"
 
 namespace ember::optim {
 
@@ -68,11 +69,18 @@ ParamGrads GradientsAccumulator::take() {
   return out;
 }
 
-double clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type,
-                      bool error_if_nonfinite) {
+namespace {
+std::string nonfinite_message(const RangeError& e) {
+  return ember::detail::cat("[clip_grad_norm] the total norm of order ", e.check.arg0,
+                            " of the gradients is ", e.value, ", so they cannot be clipped");
+}
+}  // namespace
+
+Tensor<0> clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type,
+                         bool error_if_nonfinite) {
   EMBER_CHECK(norm_type > 0, "[clip_grad_norm] norm_type must be positive, got ", norm_type);
   EMBER_CHECK(max_norm >= 0, "[clip_grad_norm] max_norm must be >= 0, got ", max_norm);
-  if (grads.empty()) return 0.0;
+  if (grads.empty()) return Tensor<0>(zeros(Shape{}, DType::f64, default_device()));
   auto guard = no_grad();
   // As PyTorch: the norm of the per-tensor norms (each in its gradient's dtype; reductions
   // accumulate in double blocks), in ParamId order (the parameters' creation order), so the
@@ -89,15 +97,22 @@ double clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type,
     norms.push_back(reshape(cast(n, DType::f64), Shape{1}));
   }
   const DynTensor all = cat(norms, 0);
-  const double total = (inf ? amax(all) : norm(all, norm_type)).item<double>();
-  EMBER_CHECK(!error_if_nonfinite || std::isfinite(total),
-              "[clip_grad_norm] the total norm of order ", norm_type, " of the gradients is ",
-              total, ", so they cannot be clipped");
-  const double coef = std::min(max_norm / (total + 1e-6), 1.0);
+  const DynTensor total = inf ? amax(all) : norm(all, norm_type);
+  if (error_if_nonfinite) {  // checked where total lives: no host read
+    RangeCheck check;
+    check.lo = -std::numeric_limits<double>::max();
+    check.hi = std::numeric_limits<double>::max();
+    check.op = "clip_grad_norm";
+    check.arg0 = norm_type;
+    check.message = nonfinite_message;
+    check_range(total, check);
+  }
+  // The coefficient stays a tensor, so clipping never waits for the device.
+  const DynTensor coef = clamp_max(div(max_norm, add(total, 1e-6)), 1.0);
   std::vector<std::pair<nn::ParamId, DynTensor>> scaled;
   for (const auto& [id, g] : grads.map()) scaled.emplace_back(id, mul(g, coef));
   for (auto& [id, g] : scaled) grads.set(id, g);
-  return total;
+  return Tensor<0>(total);
 }
 
 void clip_grad_value(ParamGrads& grads, double clip_value) {

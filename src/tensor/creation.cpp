@@ -236,6 +236,7 @@ DynTensor to_device(const DynTensor& x, Device device) {
   // Transfers take contiguous tensors (a strided view is packed on its own device first).
   const DynTensor c = contiguous(DynTensor(x.raw()));  // untracked: only its bytes are used
   if (dst_backend.host_memory()) {
+    detail::host_sync(x.device());  // the host reads x's device
     src_backend.read_to_host(c.raw(), t.raw().data());
   } else if (src_backend.host_memory()) {
     dst_backend.write_from_host(c.raw().data(), t.raw());

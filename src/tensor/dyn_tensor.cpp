@@ -54,6 +54,7 @@ TensorData DynTensor::to_data() const {
     data.shape = shape();
     data.dtype = dtype();
     data.bytes.resize(c.raw().nbytes());
+    detail::host_sync(c.device());
     detail::backend_of(c).read_to_host(c.raw(), data.bytes.data());
     return data;
   });
@@ -66,6 +67,7 @@ T DynTensor::item() const {
   const DynTensor one = dtype() == dtype_of<T>() ? *this : cast(*this, dtype_of<T>());
   T v{};
   const RawTensor r = one.raw().view(Shape{}, Strides{}, one.raw().offset);
+  detail::host_sync(one.device());
   detail::backend_of(one).read_to_host(r, &v);
   return v;
 }

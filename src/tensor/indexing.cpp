@@ -1,4 +1,5 @@
-// Indexing front end: shapes and index ranges are checked here so kernels can trust them.
+// Indexing front end: shapes are checked here, and index ranges where the indices live
+// (Backend::check_range), so kernels can trust them without a host read.
 #include "ember/tensor/ops/indexing.hpp"
 
 #include "../autodiff/rules.hpp"
@@ -6,26 +7,44 @@
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/sync.hpp"
 #include "internal.hpp"
 
 namespace ember {
 namespace {
 
-// Fails unless `index` is an Int tensor whose values all lie in [0, size).
-void check_index(const DynTensor& index, int64_t size, int dim, const char* op) {
+std::string index_message(const RangeError& e) {
+  return detail::cat("[", e.check.op, "] index ", e.index, " is out of bounds for dimension ",
+                     static_cast<int64_t>(e.check.arg0), " with size ",
+                     static_cast<int64_t>(e.check.arg1));
+}
+
+std::string class_message(const RangeError& e) {
+  return detail::cat("[", e.check.op, "] class values must be in [0, ",
+                     static_cast<int64_t>(e.check.arg0), "), got ", e.index);
+}
+
+// Checks that `index` is an Int tensor whose values all lie in [0, size), where it lives (no
+// host read). False when a bad index was found and its error deferred: skip the kernel then.
+bool check_index(const DynTensor& index, int64_t size, int dim, const char* op) {
   EMBER_CHECK(is_integral(index.dtype()), "[", op, "] index must be an Int tensor, got ",
               index.dtype());
-  if (index.numel() == 0) return;
-  const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
-  EMBER_CHECK(lo >= 0 && hi < size, "[", op, "] index ", lo < 0 ? lo : hi,
-              " is out of bounds for dimension ", dim, " with size ", size);
+  RangeCheck check;
+  check.lo = 0;
+  check.hi = static_cast<double>(size - 1);
+  check.op = op;
+  check.arg0 = dim;
+  check.arg1 = static_cast<double>(size);
+  check.message = index_message;
+  return check_range(index, check);
 }
 
 DynTensor as_i64(const DynTensor& index) { return cast(index, DType::i64); }
 
 // gather/scatter: index has x's rank and is no larger than `other` outside `dim`.
+// Sets `ok` to false when the index check failed and was deferred.
 int check_gather_shapes(const DynTensor& x, int64_t dim, const DynTensor& index,
-                        const DynTensor* src, const char* op) {
+                        const DynTensor* src, const char* op, bool& ok) {
   detail::check_same_device(x, index, op);
   const int d = wrap_dim(dim, x.rank(), op);
   EMBER_CHECK(index.rank() == x.rank() || (x.rank() == 0 && index.rank() <= 1), "[", op,
@@ -38,7 +57,7 @@ int check_gather_shapes(const DynTensor& x, int64_t dim, const DynTensor& index,
                   " is larger than src shape ", src->shape());
     }
   }
-  check_index(index, x.rank() == 0 ? 1 : x.size(d), d, op);
+  ok = check_index(index, x.rank() == 0 ? 1 : x.size(d), d, op);
   return d;
 }
 
@@ -47,12 +66,13 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
   detail::check_same_device(x, src, op);
   EMBER_CHECK(src.rank() == x.rank(), "[", op, "] src must have the input's rank: input ",
               x.shape(), ", src ", src.shape());
-  const int d = check_gather_shapes(x, dim, index, &src, op);
+  bool ok = true;
+  const int d = check_gather_shapes(x, dim, index, &src, op, ok);
   detail::check_supported(x, OpFamily::Scatter, x.dtype(), op);
   // Computed on untracked copies; recorded once here for scatter (tensor or scalar) and
   // scatter_add.
   DynTensor out = clone(detach(x));
-  if (index.numel() > 0) {
+  if (index.numel() > 0 && ok) {
     detail::backend_of(out).scatter(reduce, out.raw(), d, as_i64(index).raw(),
                                     cast(detach(src), x.dtype()).raw());
   }
@@ -69,10 +89,13 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
 }  // namespace
 
 DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
-  const int d = check_gather_shapes(x, dim, index, nullptr, "gather");
+  bool ok = true;
+  const int d = check_gather_shapes(x, dim, index, nullptr, "gather", ok);
   detail::check_supported(x, OpFamily::Gather, x.dtype(), "gather");
   DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device(), "gather");
-  if (out.numel() > 0) detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
+  if (out.numel() > 0 && ok)
+    detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
+  if (!ok) detail::backend_of(out).fill(out.raw(), Scalar(0));
   if (autodiff::should_record({&x})) autodiff::record_gather(x, d, index, out);
   return out;
 }
@@ -100,11 +123,12 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
   const DynTensor xr = x.rank() == 0 ? reshape(detach(x), Shape{1}) : detach(x);
   const int d = wrap_dim(dim, xr.rank(), "index_select");
   detail::check_supported(x, OpFamily::IndexSelect, x.dtype(), "index_select");
-  check_index(index, xr.size(d), d, "index_select");
+  const bool ok = check_index(index, xr.size(d), d, "index_select");
   Shape shape = xr.shape();
   shape[d] = index.numel();
   DynTensor out = detail::make_empty(shape, x.dtype(), x.device(), "index_select");
-  if (out.numel() > 0) {
+  if (!ok) detail::backend_of(out).fill(out.raw(), Scalar(0));
+  if (out.numel() > 0 && ok) {
     detail::backend_of(x).index_select(
         xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(), out.raw());
   }
@@ -123,14 +147,14 @@ DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, con
   if (x.rank() > 0) expect[d] = index.numel();
   EMBER_CHECK(src.shape() == expect, "[index_add] src shape ", src.shape(), " should be ", expect,
               " for input ", x.shape(), " and ", index.numel(), " indices");
-  check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
+  const bool ok = check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
   detail::check_supported(x, OpFamily::Scatter, x.dtype(), "index_add");
   // Computed on untracked x and src, and recorded once at the end.
   const DynTensor xd = detach(x), sd = detach(src);
   DynTensor out;
   // alpha = 1 skips the multiply, which also keeps Bool tensors working (as in PyTorch).
   const bool unit = alpha.kind() != KindId::Float ? alpha.to_int() == 1 : alpha.to_double() == 1.0;
-  if (src.numel() == 0) {
+  if (src.numel() == 0 || !ok) {
     out = clone(xd);
   } else if (x.rank() == 0) {  // as a 1-element vector
     out = reshape(index_add(reshape(xd, Shape{1}), 0, reshape(index, Shape{-1}),
@@ -179,21 +203,23 @@ DynTensor masked_select(const DynTensor& x, const DynTensor& mask) {
 DynTensor nonzero(const DynTensor& x) {
   detail::check_defined(x, "nonzero");
   detail::check_supported(x, OpFamily::NonZero, x.dtype(), "nonzero");
+  detail::host_sync(x.device());  // the result's size is data: the host waits for it
   return DynTensor(detail::backend_of(x).nonzero(x.raw()));
 }
 
 DynTensor one_hot(const DynTensor& x, int64_t num_classes) {
   detail::check_defined(x, "one_hot");
   EMBER_CHECK(is_integral(x.dtype()), "[one_hot] expects an Int tensor, got ", x.dtype());
-  if (num_classes < 0) {
+  if (num_classes < 0) {  // inferred from the data: a host read, as in PyTorch
     EMBER_CHECK(x.numel() > 0, "[one_hot] cannot infer the number of classes of an empty tensor");
     num_classes = amax(x).item<int64_t>() + 1;
   }
-  if (x.numel() > 0) {
-    const int64_t lo = amin(x).item<int64_t>(), hi = amax(x).item<int64_t>();
-    EMBER_CHECK(lo >= 0 && hi < num_classes, "[one_hot] class values must be in [0, ", num_classes,
-                "), got ", lo < 0 ? lo : hi);
-  }
+  RangeCheck check;
+  check.hi = static_cast<double>(num_classes - 1);
+  check.op = "one_hot";
+  check.arg0 = static_cast<double>(num_classes);
+  check.message = class_message;
+  check_range(x, check);  // a bad class gives a row of zeros: nothing is read
   const DynTensor classes = arange(0, num_classes, 1, DType::i64, x.device());
   return cast(eq(unsqueeze(cast(x, DType::i64), -1), classes), DType::i64);
 }

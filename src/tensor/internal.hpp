@@ -47,6 +47,10 @@ inline void check_copy(const Backend& be, DType src, DType dst, const char* op) 
   if (src != dst) check_supported(be, OpFamily::Copy, src, op);
 }
 
+/// The one place where the host waits for `device` (docs/ARCHITECTURE.md, "Asynchrony"): counts
+/// it, synchronises the backend and raises the first range error deferred on the device.
+void host_sync(Device device);
+
 /// Bit mask of the dims to reduce (all when `dims` is empty); fails on duplicates.
 uint32_t dims_mask(const std::vector<int64_t>& dims, int rank, const char* op);
 

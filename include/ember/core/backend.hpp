@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "ember/core/raw_tensor.hpp"
@@ -27,6 +28,27 @@ struct RandomParams {
   double a = 0.0, b = 1.0;  // uniform/randint: [a, b); normal: mean a, std b; bernoulli: p = a
   uint64_t seed = 0;        // Philox key
   uint64_t offset = 0;      // Philox counter where this draw starts
+};
+
+struct RangeError;
+
+/// A check that every value of an operand lies in [lo, hi] (Backend::check_range): the range
+/// of an index, a class or a probability. Plain data, so that a backend can keep it in its queue;
+/// the front end's `message` writes the error when the check fails, perhaps much later.
+struct RangeCheck {
+  double lo = 0.0, hi = 0.0;
+  const char* op = "";            // a static string: "gather"
+  double arg0 = 0.0, arg1 = 0.0;  // for the message: the dim and its size
+  std::string (*message)(const RangeError&) = nullptr;
+};
+
+/// A failed RangeCheck: the first bad value found (the smallest when it is below lo, else the
+/// largest; NaN when that is what failed), as `value` and, for integer operands, `index`.
+struct RangeError {
+  RangeCheck check;
+  double value = 0.0;
+  int64_t index = 0;
+  bool found = false;
 };
 
 class Backend {
@@ -155,6 +177,20 @@ class Backend {
                          const AdamParams& p, const RawTensor& param_out,
                          const RawTensor& exp_avg_out, const RawTensor& exp_avg_sq_out,
                          const RawTensor& max_exp_avg_sq_out);
+
+  // Asynchrony (docs/ARCHITECTURE.md, "Asynchrony"): any entry may queue its work and return;
+  // reading to the host waits, and range checks run where the data lives.
+  /// Looks for a value of `x` outside [check.lo, check.hi] (NaN is outside) without reading x
+  /// back to the host. A backend that runs it at once returns what it found; one that queues it
+  /// returns found = false, reports the first failure from synchronize(), and its index kernels
+  /// must then skip bad indices (never touch memory out of bounds).
+  virtual RangeError check_range(const RawTensor& x, const RangeCheck& check);
+  /// Waits until the work queued on `device` is done; returns the first range check of that work
+  /// that failed (found = false when none). Default: nothing is ever queued.
+  virtual RangeError synchronize(Device device) {
+    (void)device;
+    return {};
+  }
 };
 
 }  // namespace ember

@@ -4,7 +4,7 @@
 //   optim::GradientsAccumulator acc;
 //   for (int i = 0; i < 4; ++i) acc.accumulate(model, loss_of(batch[i]).backward());
 //   optim::ParamGrads g = acc.take();
-//   double norm = optim::clip_grad_norm(g, 1.0);  // torch.nn.utils.clip_grad_norm_
+//   Tensor<0> norm = optim::clip_grad_norm(g, 1.0);  // torch.nn.utils.clip_grad_norm_
 //   opt.step(model, g);
 #pragma once
 
@@ -13,6 +13,7 @@
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/nn/module.hpp"
+#include "ember/tensor/tensor.hpp"
 
 namespace ember::optim {
 
@@ -65,10 +66,12 @@ class GradientsAccumulator {
 };
 
 /// Rescales every gradient by min(1, max_norm / (total + 1e-6)), where total is the norm of all
-/// gradients together (norm_type 2, 1, any p > 0, or infinity); returns total
-/// (torch.nn.utils.clip_grad_norm_). error_if_nonfinite fails on a NaN or infinite total.
-double clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type = 2.0,
-                      bool error_if_nonfinite = false);
+/// gradients together (norm_type 2, 1, any p > 0, or infinity); returns total as a 0-d float64
+/// tensor (torch.nn.utils.clip_grad_norm_), computed and applied without a host read (read it
+/// with .item<double>()). error_if_nonfinite fails on a NaN or infinite total: at once on the
+/// Cpu and LibTorch, at the next synchronisation on an asynchronous device.
+Tensor<0> clip_grad_norm(ParamGrads& grads, double max_norm, double norm_type = 2.0,
+                         bool error_if_nonfinite = false);
 /// Clamps every gradient element to [-clip_value, clip_value] (clip_grad_value_).
 void clip_grad_value(ParamGrads& grads, double clip_value);
 

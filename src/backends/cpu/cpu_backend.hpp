@@ -47,6 +47,7 @@ class CpuBackend final : public Backend {
   void index_select(const RawTensor& x, int dim, const RawTensor& index,
                     const RawTensor& out) override;
   RawTensor nonzero(const RawTensor& x) override;
+  RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
 
   void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias, const ConvParams& p,
             const RawTensor& out) override;

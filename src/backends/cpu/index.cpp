@@ -1,7 +1,10 @@
-// Indexing kernels: gather, scatter (assign and add), index_select and nonzero. Index tensors are
-// i64, already range-checked and wrapped to non-negative by the front end, and may be strided.
+// Indexing kernels: gather, scatter (assign and add), index_select, nonzero, and the range check
+// the front end runs on indices first. Index tensors are i64, already range-checked and wrapped to
+// non-negative by the front end, and may be strided.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -129,6 +132,34 @@ void for_nonzero(const RawTensor& x, int64_t begin, int64_t end, const F& f) {
   }
 }
 
+// The smallest and largest value of x (NaN wins), on this thread: indices and class targets are
+// small, and the Cpu runs the check at once, before the op's kernel.
+template <class T>
+RangeError check_values(const RawTensor& x, const RangeCheck& check) {
+  using V = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  V lo = std::numeric_limits<V>::max(), hi = std::numeric_limits<V>::lowest();
+  bool nan = false;
+  StridedLoop<1> loop(x.shape, {&x});
+  loop.run_range(0, loop.numel(), [&](char** p, const int64_t* st, int64_t n) {
+    const char* q = p[0];
+    for (int64_t i = 0; i < n; ++i, q += st[0]) {
+      const V v = static_cast<V>(static_cast<Compute<T>>(*reinterpret_cast<const T*>(q)));
+      if constexpr (!std::is_integral_v<T>) nan |= std::isnan(v);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  });
+  RangeError e;
+  e.check = check;
+  const double dlo = static_cast<double>(lo), dhi = static_cast<double>(hi);
+  if (!nan && dlo >= check.lo && dhi <= check.hi) return e;
+  e.found = true;
+  const V bad = dlo < check.lo ? lo : hi;
+  e.value = nan ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(bad);
+  if constexpr (std::is_integral_v<T>) e.index = bad;
+  return e;
+}
+
 }  // namespace
 
 void CpuBackend::gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) {
@@ -182,6 +213,10 @@ void CpuBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
       scatter_kernel<T, false>(loop, len, dim_stride(dst, dim));
     }
   });
+}
+
+RangeError CpuBackend::check_range(const RawTensor& x, const RangeCheck& check) {
+  return visit_dtype(x.dtype, [&](auto tag) { return check_values<decltype(tag)>(x, check); });
 }
 
 RawTensor CpuBackend::nonzero(const RawTensor& x) {

@@ -1,5 +1,7 @@
 // Matmul and the indexing family through ATen. Index tensors are i64 and range-checked by the
 // front end.
+#include <cmath>
+
 #include "aten.hpp"
 
 namespace ember::libtorch {
@@ -46,6 +48,30 @@ void LibTorchBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int di
 void LibTorchBackend::index_select(const RawTensor& x, int dim, const RawTensor& index,
                                    const RawTensor& out) {
   run("index_select", [&] { assign(out, at::index_select(view_of(x), dim, view_of(index))); });
+}
+
+// ATen runs on the host at once, so the verdict is known here (as on the Cpu).
+RangeError LibTorchBackend::check_range(const RawTensor& x, const RangeCheck& check) {
+  RangeError e;
+  e.check = check;
+  run("check_range", [&] {
+    at::Tensor v = compute_view(x);
+    if (x.dtype == DType::boolean) v = v.to(at::kLong);
+    const auto [mn, mx] = at::aminmax(v);  // NaN propagates to both
+    if (is_integral(x.dtype) || x.dtype == DType::boolean) {
+      const int64_t lo = mn.item<int64_t>(), hi = mx.item<int64_t>();
+      if (static_cast<double>(lo) >= check.lo && static_cast<double>(hi) <= check.hi) return;
+      e.found = true;
+      e.index = static_cast<double>(lo) < check.lo ? lo : hi;
+      e.value = static_cast<double>(e.index);
+    } else {
+      const double lo = mn.item<double>(), hi = mx.item<double>();
+      if (lo >= check.lo && hi <= check.hi) return;  // false for NaN
+      e.found = true;
+      e.value = std::isnan(lo) ? lo : lo < check.lo ? lo : hi;
+    }
+  });
+  return e;
 }
 
 RawTensor LibTorchBackend::nonzero(const RawTensor& x) {
