@@ -70,22 +70,27 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Adds one batch's output to the running sums (no graph is recorded).
+// Adds one batch's output to the running sums (no graph is recorded), on the device: the sums
+// are read once per log line and epoch (Running::sync), so a training step never waits for it.
 void accumulate(Running& run, const StepOutput& out, int64_t top_k) {
   auto guard = no_grad();
   int64_t n = out.items;
   if (n <= 0) n = out.logits ? out.logits->dims()[0] : 1;
-  run.loss_sum += static_cast<double>(out.loss.item<float>()) * static_cast<double>(n);
   run.items += n;
-  if (!out.logits || !out.targets) return;
-  const Tensor<2>& logits = *out.logits;
-  const Tensor<1, Int>& targets = *out.targets;
-  run.correct += static_cast<double>((logits.argmax(1) == targets).sum().item<int64_t>());
-  // Top-k: the target is among the k best when fewer than k classes score higher than it.
-  const Tensor<2> target_score = logits.gather(1, targets.unsqueeze(1));
-  const auto higher = (logits > target_score).sum(1);
-  run.top_k += static_cast<double>((higher < top_k).sum().item<int64_t>());
-  run.scored += logits.dims()[0];
+  const DynTensor loss = mul(cast(out.loss.dyn(), DType::f64), static_cast<double>(n));
+  DynTensor hits = zeros(Shape{2}, DType::f64, loss.device());
+  if (out.logits && out.targets) {
+    const Tensor<2>& logits = *out.logits;
+    const Tensor<1, Int>& targets = *out.targets;
+    const auto correct = (logits.argmax(1) == targets).sum();
+    // Top-k: the target is among the k best when fewer than k classes score higher than it.
+    const Tensor<2> target_score = logits.gather(1, targets.unsqueeze(1));
+    const auto higher = (logits > target_score).sum(1);
+    const auto in_top_k = (higher < top_k).sum();
+    hits = cast(stack({correct.dyn(), in_top_k.dyn()}, 0), DType::f64);
+    run.scored += logits.dims()[0];
+  }
+  run.add(cat({reshape(loss, Shape{1}), hits}, 0));
 }
 
 std::string fmt(double v) {
@@ -329,6 +334,7 @@ EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
     return true;
   });
   run.seconds = seconds_since(t0);
+  run.sync();
   EpochMetrics m;
   m.train_loss = m.train_accuracy = m.train_top_k = NAN;
   m.valid_loss = run.loss();
@@ -451,6 +457,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     });
     run.seconds = seconds_before + seconds_since(t0);
 
+    run.sync();  // the epoch's one host read of its sums (besides the log lines)
     if (stop && done < train.batches) {  // Ctrl-C mid-epoch: save where we are
       s.skip = done;
       s.partial = run;

@@ -10,6 +10,24 @@
 
 namespace ember::train::detail {
 
+void Running::add(const DynTensor& batch) {
+  if (!sums.defined()) {  // starts from the host values (a resumed epoch's partial sums)
+    sums = from_data(TensorData::from(std::vector<double>{loss_sum, correct, top_k}, {3}),
+                     batch.device());
+  }
+  sums = ember::add(sums, batch);
+  unread = true;
+}
+
+void Running::sync() {
+  if (!unread) return;
+  const std::vector<double> v = sums.to_vector<double>();
+  loss_sum = v[0];
+  correct = v[1];
+  top_k = v[2];
+  unread = false;
+}
+
 double Running::loss() const { return items ? loss_sum / static_cast<double>(items) : NAN; }
 double Running::accuracy() const { return scored ? correct / static_cast<double>(scored) : NAN; }
 double Running::top_k_accuracy() const {
@@ -52,9 +70,17 @@ void ProgressPrinter::begin_epoch(int64_t epoch, int64_t epochs, size_t batches,
   }
 }
 
-void ProgressPrinter::batch(size_t done, const Running& run, double lr) {
+void ProgressPrinter::batch(size_t done, Running& run, double lr) {
   if (mode_ == Progress::none) return;
   const auto now = std::chrono::steady_clock::now();
+  const auto every = static_cast<size_t>(
+      log_every_ > 0 ? log_every_ : std::max<int64_t>(1, static_cast<int64_t>(batches_) / 10));
+  if (mode_ == Progress::bar) {
+    if (done < batches_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  } else if (done % every != 0 && done != batches_) {
+    return;
+  }
+  run.sync();  // the one host read of this line
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double per_batch =
       done > start_done_ ? elapsed / static_cast<double>(done - start_done_) : NAN;
@@ -64,7 +90,6 @@ void ProgressPrinter::batch(size_t done, const Running& run, double lr) {
   std::snprintf(stats, sizeof stats, "loss %.4f  acc %5.2f%%  lr %.3g  %.0f items/s  eta %s",
                 run.loss(), 100 * run.accuracy(), lr, rate, format_duration(eta).c_str());
   if (mode_ == Progress::bar) {
-    if (done < batches_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_draw_ = now;
     constexpr int kWidth = 28;
     const auto fill = static_cast<int>(kWidth * static_cast<double>(done) /
@@ -76,13 +101,9 @@ void ProgressPrinter::batch(size_t done, const Running& run, double lr) {
     bar_shown_ = true;
     return;
   }
-  const auto every = static_cast<size_t>(
-      log_every_ > 0 ? log_every_ : std::max<int64_t>(1, static_cast<int64_t>(batches_) / 10));
-  if (done % every == 0 || done == batches_) {
-    out_ << "epoch " << epoch_ << "/" << epochs_ << "  batch " << done << "/" << batches_ << "  "
-         << stats << "\n"
-         << std::flush;
-  }
+  out_ << "epoch " << epoch_ << "/" << epochs_ << "  batch " << done << "/" << batches_ << "  "
+       << stats << "\n"
+       << std::flush;
 }
 
 void ProgressPrinter::clear_bar() {

@@ -11,15 +11,22 @@
 
 namespace ember::train::detail {
 
-/// Running sums of one pass over a loader.
+/// Running sums of one pass over a loader. The loss and hit sums are added up on the device, as
+/// tensors, and read to the host only by sync(): once per log line or epoch, not per batch.
 struct Running {
-  double loss_sum = 0;  // sum of batch loss * items
+  double loss_sum = 0;  // sum of batch loss * items (as of the last sync)
   double correct = 0;   // top-1 hits
   double top_k = 0;     // top-k hits
   int64_t items = 0;    // items seen
   int64_t scored = 0;   // items that came with logits and targets
   double seconds = 0;   // time spent in the pass
+  DynTensor sums;       // [3] f64 on the device: loss_sum, correct, top_k, up to the last batch
+  bool unread = false;  // sums holds batches that sync() has not read yet
 
+  /// Adds one batch's [3] f64 (loss * items, correct, top-k hits), in the order the host did.
+  void add(const DynTensor& batch);
+  /// Reads the device sums into loss_sum, correct and top_k (one host read; none if up to date).
+  void sync();
   double loss() const;
   double accuracy() const;
   double top_k_accuracy() const;
@@ -31,7 +38,8 @@ class ProgressPrinter {
   /// The start of a training epoch of `batches` batches, `done` of them already (a resume).
   void begin_epoch(int64_t epoch, int64_t epochs, size_t batches, size_t done);
   /// After each training batch: `done` batches of this epoch so far.
-  void batch(size_t done, const Running& run, double lr);
+  /// Syncs `run` only when it prints a line.
+  void batch(size_t done, Running& run, double lr);
   /// Clears the bar and prints the epoch's row (with the table's header before the first).
   void end_epoch(const EpochMetrics& m);
   void note(const std::string& line);

@@ -60,6 +60,23 @@ TEST(Learner, ResumedAfterAnEpochEndsBitIdentical) {
   }
 }
 
+// The loss and accuracy sums stay on the device: the Learner reads them once per log line and
+// epoch, never per batch (13 batches here; three reads each before).
+TEST(Learner, ReadsItsRunningSumsOncePerLogLine) {
+  const auto train = loader(train_data(), false);
+  TinyRun quiet(LearnerConfig().epochs(1));
+  uint64_t before = host_sync_count(Device::cpu());
+  ASSERT_EQ(quiet.learner.fit(train).epochs_done, 1);
+  EXPECT_EQ(host_sync_count(Device::cpu()) - before, 1u);  // the epoch's row
+
+  TinyNet model;
+  Learner<TinyNet> logged(model, optim::AdamConfig().lr(1e-2).init(),
+                          LearnerConfig().epochs(1).progress(Progress::lines).log_every(4));
+  before = host_sync_count(Device::cpu());
+  ASSERT_EQ(logged.fit(train).epochs_done, 1);
+  EXPECT_EQ(host_sync_count(Device::cpu()) - before, 4u);  // batches 4, 8, 12 and 13
+}
+
 // The same on the Fashion-MNIST CNN (oneDNN convolutions, threaded kernels) with random images.
 TEST(Learner, ResumedCnnEndsBitIdentical) {
   std::vector<data::ImageItem> items;
