@@ -93,9 +93,11 @@ DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
   const int d = check_gather_shapes(x, dim, index, nullptr, "gather", ok);
   detail::check_supported(x, OpFamily::Gather, x.dtype(), "gather");
   DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device(), "gather");
-  if (out.numel() > 0 && ok)
+  if (!ok) {  // a deferred range error: zeros, and no kernel reads out of bounds
+    detail::backend_of(out).fill(out.raw(), Scalar(0));
+  } else if (out.numel() > 0) {
     detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
-  if (!ok) detail::backend_of(out).fill(out.raw(), Scalar(0));
+  }
   if (autodiff::should_record({&x})) autodiff::record_gather(x, d, index, out);
   return out;
 }
@@ -127,8 +129,9 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
   Shape shape = xr.shape();
   shape[d] = index.numel();
   DynTensor out = detail::make_empty(shape, x.dtype(), x.device(), "index_select");
-  if (!ok) detail::backend_of(out).fill(out.raw(), Scalar(0));
-  if (out.numel() > 0 && ok) {
+  if (!ok) {  // a deferred range error
+    detail::backend_of(out).fill(out.raw(), Scalar(0));
+  } else if (out.numel() > 0) {
     detail::backend_of(x).index_select(
         xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(), out.raw());
   }
