@@ -148,6 +148,16 @@ TEST(RangeErrors, ProbabilitiesAndNonFiniteNorms) {
   const DynTensor p = from_data(TensorData::from(std::vector<float>{0.5f, 1.5f}, {2}), dev());
   const std::string e = error_of([&] { (void)nn::binary_cross_entropy(p, mul(p, 0.5)); });
   EXPECT_EQ(e, "[binary_cross_entropy] input values must be probabilities in [0, 1], got 1.5");
+  // Large operands are checked in pieces on the threads: the bad value may be in any of them.
+  std::vector<float> large(300000, 0.5f);
+  large[250000] = 1.25f;
+  const DynTensor q = from_data(TensorData::from(large, {300000}), dev());
+  EXPECT_EQ(error_of([&] { (void)nn::binary_cross_entropy(sigmoid(q), q); }),
+            "[binary_cross_entropy] target values must be in [0, 1], got 1.25");
+  large[7] = NAN;
+  const DynTensor with_nan = from_data(TensorData::from(large, {300000}), dev());
+  EXPECT_EQ(error_of([&] { (void)nn::binary_cross_entropy(sigmoid(q), with_nan); }),
+            "[binary_cross_entropy] target values must be in [0, 1], got nan");
   EXPECT_EQ(error_of([&] { (void)one_hot(bad_index(), 3); }),
             "[one_hot] class values must be in [0, 3), got 5");
   nn::Linear fc(nn::LinearConfig(2, 1), dev());

@@ -132,30 +132,51 @@ void for_nonzero(const RawTensor& x, int64_t begin, int64_t end, const F& f) {
   }
 }
 
-// The smallest and largest value of x (NaN wins), on this thread: indices and class targets are
-// small, and the Cpu runs the check at once, before the op's kernel.
+// The smallest and largest value of x, and whether it holds NaN: one pass, in pieces of kGrain
+// elements on the threads (a BCE input may be large), merged after.
 template <class T>
 RangeError check_values(const RawTensor& x, const RangeCheck& check) {
   using V = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
-  V lo = std::numeric_limits<V>::max(), hi = std::numeric_limits<V>::lowest();
-  bool nan = false;
+  struct MinMax {
+    V lo = std::numeric_limits<V>::max(), hi = std::numeric_limits<V>::lowest();
+    bool nan = false;
+  };
   StridedLoop<1> loop(x.shape, {&x});
-  loop.run_range(0, loop.numel(), [&](char** p, const int64_t* st, int64_t n) {
-    const char* q = p[0];
-    for (int64_t i = 0; i < n; ++i, q += st[0]) {
-      const V v = static_cast<V>(static_cast<Compute<T>>(*reinterpret_cast<const T*>(q)));
-      if constexpr (!std::is_integral_v<T>) nan |= std::isnan(v);
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
+  auto scan = [&loop](MinMax& m, int64_t begin, int64_t end) {
+    loop.run_range(begin, end, [&m](char** p, const int64_t* st, int64_t len) {
+      const char* q = p[0];
+      for (int64_t i = 0; i < len; ++i, q += st[0]) {
+        const V v = static_cast<V>(static_cast<Compute<T>>(*reinterpret_cast<const T*>(q)));
+        if constexpr (!std::is_integral_v<T>) m.nan |= std::isnan(v);
+        m.lo = std::min(m.lo, v);
+        m.hi = std::max(m.hi, v);
+      }
+    });
+  };
+  const int64_t n = loop.numel();
+  MinMax all;
+  if (n <= 2 * kGrain) {  // indices and targets: this thread, no merge
+    scan(all, 0, n);
+  } else {
+    constexpr int64_t kPieces = 64;
+    const int64_t pieces = std::min(n / kGrain, kPieces);
+    MinMax part[kPieces];
+    parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) scan(part[k], n * k / pieces, n * (k + 1) / pieces);
+    });
+    for (int64_t k = 0; k < pieces; ++k) {
+      all.lo = std::min(all.lo, part[k].lo);
+      all.hi = std::max(all.hi, part[k].hi);
+      all.nan |= part[k].nan;
     }
-  });
+  }
   RangeError e;
   e.check = check;
-  const double dlo = static_cast<double>(lo), dhi = static_cast<double>(hi);
-  if (!nan && dlo >= check.lo && dhi <= check.hi) return e;
+  const double lo = static_cast<double>(all.lo), hi = static_cast<double>(all.hi);
+  if (!all.nan && lo >= check.lo && hi <= check.hi) return e;
   e.found = true;
-  const V bad = dlo < check.lo ? lo : hi;
-  e.value = nan ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(bad);
+  const V bad = lo < check.lo ? all.lo : all.hi;
+  e.value = all.nan ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(bad);
   if constexpr (std::is_integral_v<T>) e.index = bad;
   return e;
 }
