@@ -15,6 +15,8 @@ namespace {
 
 constexpr int kDeviceTypes = 4;     // DeviceType's values
 constexpr int kDeviceIndices = 64;  // devices of one type that a process may use
+static_assert(static_cast<int>(DeviceType::LibTorch) == kDeviceTypes - 1,
+              "a new DeviceType needs its row of sync counters");
 
 #if defined(EMBER_NO_THREADS)
 using Counter = uint64_t;
