@@ -37,32 +37,9 @@ Device default_device() {
 void set_default_device(Device device) {
   EMBER_CHECK(device.index >= 0 && device.index < 1024, "[set_default_device] bad index ",
               device.index);
-  g_default_device.store(static_cast<uint32_t>(device.type) << 16 |
-                             static_cast<uint32_t>(device.index),
-                         std::memory_order_relaxed);
-}
-
-Device Device::parse(const std::string& text) {
-  const auto colon = text.find(':');
-  const std::string name = text.substr(0, colon);
-  int index = 0;
-  if (colon != std::string::npos) {
-    const std::string num = text.substr(colon + 1);
-    char* end = nullptr;
-    const long v = std::strtol(num.c_str(), &end, 10);
-    EMBER_CHECK(!num.empty() && end && *end == '\0' && v >= 0 && v < 1024,
-                "[device] cannot parse device index in '", text, "'");
-    index = static_cast<int>(v);
-  }
-  if (name == "cpu") {
-    EMBER_CHECK(index == 0, "[device] the cpu device has index 0, got '", text, "'");
-    return cpu();
-  }
-  if (name == "cuda") return cuda(index);
-  if (name == "vulkan") return vulkan(index);
-  if (name == "libtorch") return libtorch(index);
-  EMBER_FAIL("[device] unknown device '", text,
-             "' (expected cpu, cuda[:N], vulkan[:N] or libtorch)");
+  g_default_device.store(
+      static_cast<uint32_t>(device.type) << 16 | static_cast<uint32_t>(device.index),
+      std::memory_order_relaxed);
 }
 
 bool RawTensor::is_contiguous_nd() const {

@@ -1,10 +1,13 @@
 // Run-time backend selection: the device names the backend. Backends that were not built fail
 // with a message that says how to build them.
+#include <cstdlib>
+#include <string>
+
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/device.hpp"
 #include "internal.hpp"
 #if EMBER_HAVE_LIBTORCH
-#include "ember/backends/libtorch/libtorch.hpp"
+#include "plugin.hpp"
 #endif
 
 namespace ember {
@@ -22,6 +25,7 @@ Device Device::vulkan(int index) {
 Device Device::libtorch(int index) {
 #if EMBER_HAVE_LIBTORCH
   EMBER_CHECK(index == 0, "[device] libtorch has one device (libtorch:0), got libtorch:", index);
+  detail::libtorch_backend();  // loads the plugin now: a device that exists can be used
   return {DeviceType::LibTorch, 0};
 #else
   EMBER_FAIL("[device] libtorch:", index,
@@ -30,12 +34,40 @@ Device Device::libtorch(int index) {
 #endif
 }
 
+// Here rather than in core/device.cpp: it calls the factories above, which know the build.
+Device Device::parse(const std::string& text) {
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  int index = 0;
+  if (colon != std::string::npos) {
+    const std::string num = text.substr(colon + 1);
+    char* end = nullptr;
+    const long v = std::strtol(num.c_str(), &end, 10);
+    EMBER_CHECK(!num.empty() && end && *end == '\0' && v >= 0 && v < 1024,
+                "[device] cannot parse device index in '", text, "'");
+    index = static_cast<int>(v);
+  }
+  if (name == "cpu") {
+    EMBER_CHECK(index == 0, "[device] the cpu device has index 0, got '", text, "'");
+    return cpu();
+  }
+  if (name == "cuda") return cuda(index);
+  if (name == "vulkan") return vulkan(index);
+  if (name == "libtorch") return libtorch(index);
+  EMBER_FAIL("[device] unknown device '", text,
+             "' (expected cpu, cuda[:N], vulkan[:N] or libtorch)");
+}
+
 int device_count(DeviceType type) {
   switch (type) {
     case DeviceType::Cpu:
       return 1;
     case DeviceType::LibTorch:
-      return EMBER_HAVE_LIBTORCH ? 1 : 0;
+#if EMBER_HAVE_LIBTORCH
+      return detail::try_libtorch_backend() ? 1 : 0;
+#else
+      return 0;
+#endif
     default:
       return 0;
   }
@@ -51,7 +83,7 @@ Backend& backend_for(Device device) {
       return cpu::backend();
 #if EMBER_HAVE_LIBTORCH
     case DeviceType::LibTorch:
-      return libtorch::backend();
+      return detail::libtorch_backend();
 #endif
     default:
       break;

@@ -1,6 +1,8 @@
-// Shared helpers of the LibTorch backend's files: Ember tensors seen as ATen tensors without a
-// copy, and the backend class. Internal (not installed): the only place ATen's headers meet
-// Ember's.
+// The LibTorch backend: Ember's ops run by ATen (PyTorch's C++ kernels) on the host, each entry
+// adapted to ATen calls on Ember's own buffers (no copies per op). It is the reference second
+// backend: every test table runs on it. A plugin loaded on first use of Device::libtorch()
+// (src/tensor/plugin.cpp). This header holds the helpers its files share and the class; it is
+// internal, the only place ATen's headers meet Ember's.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -56,6 +58,8 @@ class LibTorchBackend final : public Backend {
   bool host_memory() const override { return true; }
 
   std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
+  MemoryStats memory_stats(Device device) const override;
+  void reset_peak_memory(Device device) override;
   void copy(const RawTensor& src, const RawTensor& dst) override;
   void write_from_host(const void* host, const RawTensor& dst) override;
   void read_to_host(const RawTensor& src, void* host) override;

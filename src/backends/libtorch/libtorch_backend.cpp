@@ -6,7 +6,6 @@
 
 #include "aten.hpp"
 #include "ember/backends/cpu/cpu.hpp"
-#include "ember/backends/libtorch/libtorch.hpp"
 
 namespace ember::libtorch {
 
@@ -108,10 +107,15 @@ void release_buffer(void* context, void*, size_t) {
 
 }  // namespace
 
-Backend& backend() {
-  static LibTorchBackend libtorch;
-  return libtorch;
+}  // namespace ember::libtorch
+
+// The plugin's one exported symbol (src/tensor/plugin.cpp looks it up).
+extern "C" __attribute__((visibility("default"))) ember::Backend* ember_libtorch_backend() {
+  static ember::libtorch::LibTorchBackend libtorch;
+  return &libtorch;
 }
+
+namespace ember::libtorch {
 
 bool LibTorchBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
@@ -141,6 +145,13 @@ std::shared_ptr<Storage> LibTorchBackend::allocate(size_t nbytes, Device device)
   }
   return std::make_shared<Storage>(b->ptr.get(), nbytes, device, release_buffer, b);
 }
+
+// c10's CPU allocator keeps no cache: nothing is cached, and empty_cache has nothing to do.
+MemoryStats LibTorchBackend::memory_stats(Device) const {
+  return {g_in_use.load(), 0, g_peak.load()};
+}
+
+void LibTorchBackend::reset_peak_memory(Device) { g_peak.store(g_in_use.load()); }
 
 void LibTorchBackend::copy(const RawTensor& src, const RawTensor& dst) {
   run("copy", [&] { assign(dst, view_of(src)); });
