@@ -44,7 +44,10 @@ while read -r line; do note "  $line"; done < <(grep -o 'Ember [A-Za-z ]*: .*' "
 
 # ---- build ----
 start=$SECONDS
-if ! cmake --build "$build" -j "$jobs" > "$build/build.log" 2>&1; then
+# Keep going past a failed file (-k 0 / -k): one run shows every error a new compiler finds.
+keep_going=(-k 0)
+[[ $generator == Ninja ]] || keep_going=(-k)
+if ! cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" > "$build/build.log" 2>&1; then
   grep -E -A5 'error:|FAILED:' "$build/build.log" | head -60
   note "build: FAILED after $((SECONDS - start)) s (see $build/build.log)"
   finish 1
@@ -62,7 +65,7 @@ if [[ -n $failed ]]; then
   # The output of each failure, so that one run gathers what an investigation needs.
   grep -E -B2 -A30 '\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout' "$build/ctest.log" | tail -150
 fi
-note "ctest: $(grep -E 'tests passed, [0-9]+ tests failed' "$build/ctest.log" || echo 'no result line') in $((SECONDS - start)) s"
+note "ctest: $(grep -E '% tests passed' "$build/ctest.log" || echo 'no result line') in $((SECONDS - start)) s"
 [[ -n $skipped ]] && note "  skipped: $(echo "$skipped" | wc -l) ($(echo "$skipped" | sed -E 's/^\s+[0-9]+ - //; s/ \(Skipped\)//' | paste -sd, | cut -c1-300))"
 [[ -n $failed ]] && note "  FAILED: $(echo "$failed" | sed -E 's/^\s+[0-9]+ - //' | paste -sd, | cut -c1-600)"
 finish "$status"

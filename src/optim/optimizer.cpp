@@ -259,7 +259,7 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
   // and range-checked (detail::state_int/state_double) before it is used.
   const auto& meta = state.metadata;
   const char* who = name();
-  const std::string& algo = detail::state_text(meta, "optimizer", who);
+  const std::string algo = detail::state_text(meta, "optimizer", who);
   EMBER_CHECK(algo == who, "[", who, "] the saved state is of optimizer \"", shown(algo),
               "\", not ", who);
   const int64_t n_groups = detail::state_int(meta, "groups", who, 1, detail::kMaxCount);
@@ -305,7 +305,7 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
   std::vector<std::optional<double>> initial;
   for (size_t g = 0; g < impl_->groups.size(); ++g) {
     const std::string key = "group." + std::to_string(g) + ".";
-    const std::string& pattern = detail::state_text(meta, key + "pattern", who);
+    const std::string pattern = detail::state_text(meta, key + "pattern", who);
     EMBER_CHECK(pattern == impl_->groups[g].pattern, "[", who, "] parameter group ", g,
                 " of the saved state has pattern \"", shown(pattern, 80), "\", this optimizer \"",
                 impl_->groups[g].pattern, "\"");

@@ -116,7 +116,7 @@ std::map<std::string, std::string> LrScheduler::state() const {
 void LrScheduler::load_state(const std::map<std::string, std::string>& state) {
   // Everything is parsed and checked before anything changes. last_epoch may be negative: a
   // SequentialLR's schedules that have not started yet hold -1.
-  const std::string& kind = detail::state_text(state, "scheduler", name());
+  const std::string kind = detail::state_text(state, "scheduler", name());
   EMBER_CHECK(kind == name(), "[", name(), "] the saved state is of schedule \"",
               ember::detail::shown(kind), "\"");
   const size_t groups = static_cast<size_t>(optimizer_->num_groups());
