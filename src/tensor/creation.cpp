@@ -133,6 +133,11 @@ namespace {
 
 DynTensor draw(RandomOp op, const char* name, double a, double b, const Shape& shape, DType dtype,
                Device device, Generator* gen) {
+  // A backend without a Philox kernel of its own gets the Cpu's draw, copied: the same numbers
+  // for a seed on every device.
+  if (!backend_for(device).supports(OpFamily::Random, dtype) && !device.is_cpu()) {
+    return to_device(draw(op, name, a, b, shape, dtype, Device::cpu(), gen), device);
+  }
   detail::check_supported(backend_for(device), OpFamily::Random, dtype, name);
   DynTensor t = make_empty(shape, dtype, device, name);
   Generator& g = gen ? *gen : default_generator();

@@ -65,7 +65,6 @@ class LibTorchBackend final : public Backend {
   void read_to_host(const RawTensor& src, void* host) override;
   void fill(const RawTensor& dst, const Scalar& value) override;
   void iota(const RawTensor& dst, double start, double step) override;
-  void random(RandomOp op, const RandomParams& params, const RawTensor& dst) override;
 
   void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
              const RawTensor& out) override;

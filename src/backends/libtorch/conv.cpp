@@ -193,6 +193,20 @@ void LibTorchBackend::max_pool(const RawTensor& x, const PoolParams& p, const Ra
 void LibTorchBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
                                         const PoolParams& p, const RawTensor& grad_in) {
   run("max_pool_backward", [&] {
+    if (!p.adaptive && p.spatial >= 2 && indices.dtype == DType::i64) {
+      // ATen's own backward (threaded), given the forward's geometry and indices.
+      const PoolArgs a = pool_args(p, grad_in);
+      const at::Tensor go = pool_layout(compute_view(grad_out), p);
+      const at::Tensor self = pool_layout(shape_only(grad_in), p);
+      const at::Tensor idx = pool_layout(view_of(indices), p);
+      const at::Tensor r =
+          a.dims == 3 ? at::max_pool3d_with_indices_backward(
+                            go, self, a.kernel, a.stride, a.padding, a.dilation, p.ceil_mode, idx)
+                      : at::max_pool2d_with_indices_backward(
+                            go, self, a.kernel, a.stride, a.padding, a.dilation, p.ceil_mode, idx);
+      assign(grad_in, shaped_like(r, grad_in));
+      return;
+    }
     // Every output's gradient added at its argmax, plane by plane (sequential: deterministic).
     int64_t in_plane = 1, out_plane = 1;
     for (int d = grad_in.rank() - p.spatial; d < grad_in.rank(); ++d) in_plane *= grad_in.shape[d];

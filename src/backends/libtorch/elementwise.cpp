@@ -18,7 +18,7 @@ at::Tensor unary_float(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
     case UnaryOp::Square:
       return x * x;
     case UnaryOp::Relu:
-      return at::where(x < 0, at::zeros({}, x.options()), x);  // relu(NaN) = NaN
+      return x.relu();  // relu(NaN) = NaN, as the Cpu kernel
     case UnaryOp::Exp:
       return x.exp();
     case UnaryOp::Exp2:

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "aten.hpp"
-#include "ember/backends/cpu/cpu.hpp"
 
 namespace ember::libtorch {
 
@@ -121,6 +120,8 @@ bool LibTorchBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
     case OpFamily::Matmul:
       return dtype != DType::boolean;
+    case OpFamily::Random:
+      return false;  // the front end draws on the Cpu (Ember's Philox streams) and copies
     case OpFamily::Conv:
     case OpFamily::Pool:
     case OpFamily::Norm:
@@ -193,12 +194,6 @@ void LibTorchBackend::iota(const RawTensor& dst, double start, double step) {
     const at::Tensor i = at::arange(dst.numel(), at::TensorOptions().dtype(at::kDouble));
     view_of(dst).view({-1}).copy_(i.mul(step).add(start));
   });
-}
-
-// Ember's Philox streams, not ATen's generator: a seed draws the same numbers on every backend,
-// and the Cpu kernel only touches dst's host memory.
-void LibTorchBackend::random(RandomOp op, const RandomParams& params, const RawTensor& dst) {
-  cpu::backend().random(op, params, dst);
 }
 
 }  // namespace ember::libtorch
