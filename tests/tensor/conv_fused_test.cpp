@@ -96,6 +96,24 @@ TEST(ConvFused, ReluMatchesReluAfterConvWithGradients) {
   }
 }
 
+// The typed wrappers take the same relu flag as the DynTensor ops (conv2d's once lacked it).
+TEST(ConvFused, TypedWrappersTakeTheReluFlag) {
+  Generator gen(41);
+  const auto x = Tensor<4>::randn({2, 3, 6, 6}, default_device(), &gen);
+  const auto w = Tensor<4>::randn({4, 3, 3, 3}, default_device(), &gen);
+  const auto b = Tensor<1>::randn({4}, default_device(), &gen);
+  EXPECT_TRUE(allclose(conv2d(x, w, b, {1}, {1}, {1}, 1, true).dyn(),
+                       relu(conv2d(x, w, b, {1}, {1})).dyn()));
+  const auto x1 = Tensor<3>::randn({2, 3, 9}, default_device(), &gen);
+  const auto w1 = Tensor<3>::randn({4, 3, 3}, default_device(), &gen);
+  EXPECT_TRUE(allclose(conv1d(x1, w1, {}, {2}, {0}, {1}, 1, true).dyn(),
+                       relu(conv1d(x1, w1, {}, {2})).dyn()));
+  const auto x3 = Tensor<5>::randn({1, 2, 4, 4, 4}, default_device(), &gen);
+  const auto w3 = Tensor<5>::randn({3, 2, 2, 2, 2}, default_device(), &gen);
+  EXPECT_TRUE(allclose(conv3d(x3, w3, {}, {1}, {0}, {1}, 1, true).dyn(),
+                       relu(conv3d(x3, w3)).dyn()));
+}
+
 // What convolution runs for p.relu on a backend without OpFamily::ConvRelu (conv, then relu,
 // each recorded) against the fused pass, values and gradients: both paths stay tested.
 TEST(ConvFused, ReluCompositeMatchesTheFusedPass) {

@@ -8,28 +8,31 @@
 namespace ember {
 
 template <int D>
-requires(D == 2 || D == 3) Tensor<D> conv1d(const Tensor<D>& x, const Tensor<3>& weight,
-                                            const Tensor<1>& bias = {},
-                                            const SpatialArg& stride = {1},
-                                            const SpatialArg& padding = {0},
-                                            const SpatialArg& dilation = {1}, int64_t groups = 1) {
-  return Tensor<D>(conv1d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups));
+requires(D == 2 ||
+         D == 3) Tensor<D> conv1d(const Tensor<D>& x, const Tensor<3>& weight,
+                                  const Tensor<1>& bias = {}, const SpatialArg& stride = {1},
+                                  const SpatialArg& padding = {0}, const SpatialArg& dilation = {1},
+                                  int64_t groups = 1, bool relu = false) {
+  return Tensor<D>(
+      conv1d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups, relu));
 }
 template <int D>
-requires(D == 3 || D == 4) Tensor<D> conv2d(const Tensor<D>& x, const Tensor<4>& weight,
-                                            const Tensor<1>& bias = {},
-                                            const SpatialArg& stride = {1},
-                                            const SpatialArg& padding = {0},
-                                            const SpatialArg& dilation = {1}, int64_t groups = 1) {
-  return Tensor<D>(conv2d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups));
+requires(D == 3 ||
+         D == 4) Tensor<D> conv2d(const Tensor<D>& x, const Tensor<4>& weight,
+                                  const Tensor<1>& bias = {}, const SpatialArg& stride = {1},
+                                  const SpatialArg& padding = {0}, const SpatialArg& dilation = {1},
+                                  int64_t groups = 1, bool relu = false) {
+  return Tensor<D>(
+      conv2d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups, relu));
 }
 template <int D>
-requires(D == 4 || D == 5) Tensor<D> conv3d(const Tensor<D>& x, const Tensor<5>& weight,
-                                            const Tensor<1>& bias = {},
-                                            const SpatialArg& stride = {1},
-                                            const SpatialArg& padding = {0},
-                                            const SpatialArg& dilation = {1}, int64_t groups = 1) {
-  return Tensor<D>(conv3d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups));
+requires(D == 4 ||
+         D == 5) Tensor<D> conv3d(const Tensor<D>& x, const Tensor<5>& weight,
+                                  const Tensor<1>& bias = {}, const SpatialArg& stride = {1},
+                                  const SpatialArg& padding = {0}, const SpatialArg& dilation = {1},
+                                  int64_t groups = 1, bool relu = false) {
+  return Tensor<D>(
+      conv3d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups, relu));
 }
 
 template <int D>
