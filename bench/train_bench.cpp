@@ -72,20 +72,11 @@ void BM_ember_epoch(benchmark::State& state) {
   cpu::set_num_threads(static_cast<int>(state.range(0)));
   float last_loss = 0;
   for (auto _ : state) last_loss = bench::ember_epoch(Device::cpu());
-  state.counters["images_per_s"] = benchmark::Counter(
-      static_cast<double>(bench::train_data().count) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
-  state.counters["last_loss"] = last_loss;
+  ember::bench::epoch_counters(state, last_loss);
 }
 
 }  // namespace
 
-BENCHMARK(BM_ember_epoch)
-    ->ArgName("thr")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->UseRealTime()
-    ->Unit(benchmark::kSecond);
+EMBER_EPOCH_BENCHMARK(BM_ember_epoch);
 
 BENCHMARK_MAIN();

@@ -55,10 +55,7 @@ void BM_torch_epoch(benchmark::State& state) {
       if (b == batches - 1) last_loss = loss.item<float>();
     }
   }
-  state.counters["images_per_s"] =
-      benchmark::Counter(static_cast<double>(d.count) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
-  state.counters["last_loss"] = last_loss;
+  ember::bench::epoch_counters(state, last_loss);
 }
 
 // Ember's model code on Device::libtorch(): the same ATen kernels as BM_torch_epoch, through
@@ -72,27 +69,11 @@ void BM_ember_libtorch_epoch(benchmark::State& state) {
   if (openblas_set_num_threads) openblas_set_num_threads(1);
   float last_loss = 0;
   for (auto _ : state) last_loss = ember::bench::ember_epoch(ember::Device::libtorch());
-  state.counters["images_per_s"] =
-      benchmark::Counter(static_cast<double>(ember::bench::train_data().count) *
-                             static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
-  state.counters["last_loss"] = last_loss;
+  ember::bench::epoch_counters(state, last_loss);
 }
 
 }  // namespace
 
-BENCHMARK(BM_ember_libtorch_epoch)
-    ->ArgName("thr")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->UseRealTime()
-    ->Unit(benchmark::kSecond);
+EMBER_EPOCH_BENCHMARK(BM_ember_libtorch_epoch);
 
-BENCHMARK(BM_torch_epoch)
-    ->ArgName("thr")
-    ->Arg(1)
-    ->Arg(2)
-    ->Iterations(1)
-    ->UseRealTime()
-    ->Unit(benchmark::kSecond);
+EMBER_EPOCH_BENCHMARK(BM_torch_epoch);

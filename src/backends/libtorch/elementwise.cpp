@@ -96,13 +96,12 @@ at::Tensor unary_int(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
   const bool is_bool = x.scalar_type() == at::kBool;
   switch (op) {
     case UnaryOp::Neg:
-      return x.neg();
     case UnaryOp::Abs:
-      return x.abs();
+    case UnaryOp::Square:
+    case UnaryOp::LogicalNot:
+      return unary_float(op, p, x);  // the same ATen call for every dtype
     case UnaryOp::Sign:
       return x.sign();
-    case UnaryOp::Square:
-      return x * x;
     case UnaryOp::Relu:
       return x.clamp_min(0);
     case UnaryOp::Floor:
@@ -123,8 +122,6 @@ at::Tensor unary_int(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
     case UnaryOp::IsNan:
     case UnaryOp::IsInf:
       return at::zeros(x.sizes(), x.options().dtype(at::kBool));
-    case UnaryOp::LogicalNot:
-      return x.logical_not();
     case UnaryOp::BitwiseNot:
       return is_bool ? x.logical_not() : x.bitwise_not();
     default:
