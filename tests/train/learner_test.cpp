@@ -65,16 +65,16 @@ TEST(Learner, ResumedAfterAnEpochEndsBitIdentical) {
 TEST(Learner, ReadsItsRunningSumsOncePerLogLine) {
   const auto train = loader(train_data(), false);
   TinyRun quiet(LearnerConfig().epochs(1));
-  uint64_t before = host_sync_count(Device::cpu());
+  uint64_t before = host_sync_count(default_device());
   ASSERT_EQ(quiet.learner.fit(train).epochs_done, 1);
-  EXPECT_EQ(host_sync_count(Device::cpu()) - before, 1u);  // the epoch's row
+  EXPECT_EQ(host_sync_count(default_device()) - before, 1u);  // the epoch's row
 
   TinyNet model;
   Learner<TinyNet> logged(model, optim::AdamConfig().lr(1e-2).init(),
                           LearnerConfig().epochs(1).progress(Progress::lines).log_every(4));
-  before = host_sync_count(Device::cpu());
+  before = host_sync_count(default_device());
   ASSERT_EQ(logged.fit(train).epochs_done, 1);
-  EXPECT_EQ(host_sync_count(Device::cpu()) - before, 4u);  // batches 4, 8, 12 and 13
+  EXPECT_EQ(host_sync_count(default_device()) - before, 4u);  // batches 4, 8, 12 and 13
 }
 
 // The same on the Fashion-MNIST CNN (oneDNN convolutions, threaded kernels) with random images.
@@ -182,7 +182,7 @@ TEST(Learner, PeakMemoryIsTheModelDevicesPeakOfTheEpoch) {
   const auto train = loader(train_data(), true);
   TinyRun run(LearnerConfig().epochs(2));
   { const DynTensor big = zeros(Shape{16 << 20}, DType::f32); }
-  ASSERT_GE(memory_stats(Device::cpu()).peak, 64u << 20);
+  ASSERT_GE(memory_stats(default_device()).peak, 64u << 20);
   const FitResult r = run.learner.fit(train);
   ASSERT_EQ(r.history.size(), 2u);
   for (const EpochMetrics& m : r.history) {
@@ -190,7 +190,7 @@ TEST(Learner, PeakMemoryIsTheModelDevicesPeakOfTheEpoch) {
     EXPECT_LT(m.peak_memory_mb, 32) << "epoch " << m.epoch;
   }
   EXPECT_LE(r.history[1].peak_memory_mb,
-            static_cast<double>(memory_stats(Device::cpu()).peak) / 1e6);
+            static_cast<double>(memory_stats(default_device()).peak) / 1e6);
 }
 
 TEST(Learner, EarlyStoppingAfterPatienceEpochsWithoutImprovement) {
