@@ -221,7 +221,23 @@ void LibTorchBackend::unary(UnaryOp op, const UnaryParams& params, const RawTens
 
 void LibTorchBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                              const RawTensor& out) {
-  run(op_name(op), [&] { assign(out, binary_op(op, compute_view(a), compute_view(b))); });
+  run(op_name(op), [&] {
+    // The arithmetic of the training step straight into out (no temporary and copy) where
+    // ATen's out= form computes in out's dtype as Ember does: f32 and f64 operands and result.
+    const bool direct = (out.dtype == DType::f32 || out.dtype == DType::f64) &&
+                        a.dtype == out.dtype && b.dtype == out.dtype;
+    if (direct && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
+                   op == BinaryOp::Div)) {
+      at::Tensor o = view_of(out);
+      const at::Tensor x = view_of(a), y = view_of(b);
+      if (op == BinaryOp::Add) at::add_out(o, x, y);
+      if (op == BinaryOp::Sub) at::sub_out(o, x, y);
+      if (op == BinaryOp::Mul) at::mul_out(o, x, y);
+      if (op == BinaryOp::Div) at::div_out(o, x, y);
+      return;
+    }
+    assign(out, binary_op(op, compute_view(a), compute_view(b)));
+  });
 }
 
 void LibTorchBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
