@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "ember/autodiff/node.hpp"
+#include "ember/core/ops.hpp"
 #include "ember/tensor/ops/indexing.hpp"
 #include "ember/tensor/ops/movement.hpp"
-#include "ember/core/ops.hpp"
 
 namespace ember::autodiff {
 

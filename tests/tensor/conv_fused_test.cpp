@@ -110,8 +110,8 @@ TEST(ConvFused, TypedWrappersTakeTheReluFlag) {
                        relu(conv1d(x1, w1, {}, {2})).dyn()));
   const auto x3 = Tensor<5>::randn({1, 2, 4, 4, 4}, default_device(), &gen);
   const auto w3 = Tensor<5>::randn({3, 2, 2, 2, 2}, default_device(), &gen);
-  EXPECT_TRUE(allclose(conv3d(x3, w3, {}, {1}, {0}, {1}, 1, true).dyn(),
-                       relu(conv3d(x3, w3)).dyn()));
+  EXPECT_TRUE(
+      allclose(conv3d(x3, w3, {}, {1}, {0}, {1}, 1, true).dyn(), relu(conv3d(x3, w3)).dyn()));
 }
 
 // What convolution runs for p.relu on a backend without OpFamily::ConvRelu (conv, then relu,

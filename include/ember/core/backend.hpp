@@ -18,9 +18,9 @@
 #include <string>
 #include <string_view>
 
+#include "ember/core/ops.hpp"
 #include "ember/core/raw_tensor.hpp"
 #include "ember/core/scalar.hpp"
-#include "ember/core/ops.hpp"
 
 namespace ember {
 

@@ -93,7 +93,8 @@ struct Bert {
   EMBER_MODULE(Bert, embeddings, encoder, pooler)
 
   /// Linear and embedding weights N(0, 0.02), biases 0, LayerNorms 1 and 0 (BERT's init).
-  explicit Bert(const BertConfig& config, Device device = default_device(), Generator* gen = nullptr);
+  explicit Bert(const BertConfig& config, Device device = default_device(),
+                Generator* gen = nullptr);
   /// input_ids [B, T]; attention_mask [B, T] (1 = token, 0 = padding) and token_type_ids may be
   /// empty (all tokens, all type 0).
   BertOutputs forward(const Tensor<2, Int>& input_ids, const Tensor<2, Int>& attention_mask = {},

@@ -66,7 +66,8 @@ struct Gpt2 {
 
   /// Weights N(0, 0.02), biases 0, LayerNorms 1 and 0 (GPT-2's initialisation; c_proj layers
   /// scaled by 1/sqrt(2 n_layer) as in the paper).
-  explicit Gpt2(const Gpt2Config& config, Device device = default_device(), Generator* gen = nullptr);
+  explicit Gpt2(const Gpt2Config& config, Device device = default_device(),
+                Generator* gen = nullptr);
   /// Token ids [B, T] -> the last hidden states [B, T, n_embd].
   Tensor<3> hidden_states(const Tensor<2, Int>& input_ids) const;
   /// Token ids [B, T] -> next-token logits [B, T, vocab_size] (the head is wte, transposed).

@@ -66,8 +66,8 @@ class MultiheadAttention {
 
   MultiheadAttention() = default;
   /// Xavier-uniform projections, zero biases (PyTorch's _reset_parameters).
-  explicit MultiheadAttention(const MultiheadAttentionConfig& config, Device device = default_device(),
-                              Generator* gen = nullptr);
+  explicit MultiheadAttention(const MultiheadAttentionConfig& config,
+                              Device device = default_device(), Generator* gen = nullptr);
 
   /// query [L, N, E] ([N, L, E] when batch_first), key and value [S, N, E]. key_padding_mask
   /// [N, S]: Bool (true = ignore, as PyTorch) or Float (added). attn_mask [L, S] or

@@ -93,7 +93,8 @@ class Conv {
   Conv() = default;
   /// Weight and bias uniform on [-1/sqrt(fan_in), 1/sqrt(fan_in)], fan_in = in / groups * k
   /// (PyTorch's kaiming_uniform_(a = sqrt(5)) and bias bound).
-  explicit Conv(const ConvConfig& config, Device device = default_device(), Generator* gen = nullptr);
+  explicit Conv(const ConvConfig& config, Device device = default_device(),
+                Generator* gen = nullptr);
   Conv(int64_t in, int64_t out, SpatialArg kernel, Device device = default_device())
       : Conv(ConvConfig(in, out, std::move(kernel)), device) {}
 

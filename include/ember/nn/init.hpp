@@ -55,8 +55,8 @@ DynTensor normal(const Shape& shape, DType dtype = DType::f32, Device device = d
 /// Uniform on [-bound, bound), bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity,
 /// a) (He et al. 2015). nn.Linear and nn.Conv use a = sqrt(5).
 DynTensor kaiming_uniform(const Shape& shape, DType dtype = DType::f32,
-                          Device device = default_device(), Generator* gen = nullptr, double a = 0.0,
-                          FanMode mode = FanMode::FanIn,
+                          Device device = default_device(), Generator* gen = nullptr,
+                          double a = 0.0, FanMode mode = FanMode::FanIn,
                           Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
 /// Normal with std = gain / sqrt(fan).
 DynTensor kaiming_normal(const Shape& shape, DType dtype = DType::f32,
@@ -68,8 +68,9 @@ DynTensor xavier_uniform(const Shape& shape, DType dtype = DType::f32,
                          Device device = default_device(), Generator* gen = nullptr,
                          double gain = 1.0);
 /// Normal with std = gain * sqrt(2 / (fan_in + fan_out)).
-DynTensor xavier_normal(const Shape& shape, DType dtype = DType::f32, Device device = default_device(),
-                        Generator* gen = nullptr, double gain = 1.0);
+DynTensor xavier_normal(const Shape& shape, DType dtype = DType::f32,
+                        Device device = default_device(), Generator* gen = nullptr,
+                        double gain = 1.0);
 /// A (semi-)orthogonal matrix viewed as `shape` (rank >= 2; the trailing dims are flattened):
 /// rows orthonormal when shape[0] <= the rest, columns otherwise, times `gain`. QR of a normal
 /// draw with R's diagonal made positive, as PyTorch (Saxe et al. 2013); computed in float64.

@@ -8,9 +8,9 @@
 
 #include <vector>
 
+#include "ember/core/ops.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops/reduce.hpp"
-#include "ember/core/ops.hpp"
 
 namespace ember {
 

@@ -9,7 +9,8 @@ namespace ember {
 DynTensor empty(const Shape& shape, DType dtype, Device device = default_device());
 DynTensor zeros(const Shape& shape, DType dtype, Device device = default_device());
 DynTensor ones(const Shape& shape, DType dtype, Device device = default_device());
-DynTensor full(const Shape& shape, const Scalar& value, DType dtype, Device device = default_device());
+DynTensor full(const Shape& shape, const Scalar& value, DType dtype,
+               Device device = default_device());
 /// [start, end) in steps of `step`, as torch.arange.
 DynTensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype,
                  Device device = default_device());

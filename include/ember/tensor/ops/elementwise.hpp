@@ -1,8 +1,8 @@
 // Elementwise ops on the rank-erased tensor: NumPy broadcasting and PyTorch type promotion.
 #pragma once
 
-#include "ember/tensor/dyn_tensor.hpp"
 #include "ember/core/ops.hpp"
+#include "ember/tensor/dyn_tensor.hpp"
 
 namespace ember {
 

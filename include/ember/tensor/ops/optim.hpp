@@ -3,8 +3,8 @@
 // Values only (nothing is recorded).
 #pragma once
 
-#include "ember/tensor/dyn_tensor.hpp"
 #include "ember/core/ops.hpp"
+#include "ember/tensor/dyn_tensor.hpp"
 
 namespace ember {
 

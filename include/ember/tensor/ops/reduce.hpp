@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "ember/tensor/dyn_tensor.hpp"
 #include "ember/core/ops.hpp"
+#include "ember/tensor/dyn_tensor.hpp"
 
 namespace ember {
 
