@@ -6,6 +6,8 @@
 #include <ember/ember.hpp>
 #include <ember/models/fashion_cnn.hpp>
 
+#include "internal.hpp"  // src/tensor: detail::backend_for
+
 namespace ember {
 namespace {
 
@@ -94,6 +96,21 @@ TEST(Devices, ModuleToMovesEveryParameterAndGivesTheSameOutputs) {
   const std::vector<float> got = model(x.to(Device::libtorch())).to_vector<float>();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
+// ATen's own errors (here: an output it cannot resize) come out as ember::Error naming the op.
+TEST(Devices, LibTorchErrorsAreEmberErrorsNamingTheOp) {
+  if (!have_libtorch()) GTEST_SKIP() << "no LibTorch backend";
+  Backend& be = detail::backend_for(Device::libtorch());
+  const DynTensor a = ones(Shape{2, 3}, DType::f32, Device::libtorch());
+  const DynTensor out = zeros(Shape{4}, DType::f32, Device::libtorch());
+  try {
+    be.binary(BinaryOp::Add, a.raw(), a.raw(), out.raw());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).substr(0, 16), "[add] libtorch: ") << e.what();
+  }
+  EXPECT_EQ(sum(a).item<float>(), 6.0f);  // and the backend carries on
 }
 
 }  // namespace

@@ -15,10 +15,11 @@ at::Tensor optional_view(const RawTensor& t) {
 }
 
 // A tensor of `t`'s shape and compute dtype whose values ATen's backward functions do not read
-// (they take the forward input for its size only).
+// (they take the forward input for its size only). `t` is the output the entry writes: in f32
+// and f64 its own view serves, with no allocation; half types need an f32 stand-in.
 at::Tensor shape_only(const RawTensor& t) {
-  return at::empty(std::vector<int64_t>(t.shape.begin(), t.shape.end()),
-                   t.dtype == DType::f64 ? at::kDouble : at::kFloat);
+  if (t.dtype == DType::f32 || t.dtype == DType::f64) return view_of(t);
+  return at::empty(std::vector<int64_t>(t.shape.begin(), t.shape.end()), at::kFloat);
 }
 
 // ATen 1.13's oneDNN path refuses some geometries (dilated grouped convolutions among them);
