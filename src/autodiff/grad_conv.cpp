@@ -10,6 +10,7 @@
 #include "ember/tensor/ops/conv.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
+#include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "rules.hpp"
 
@@ -42,48 +43,45 @@ Dims bias_dims(int rank) {
   return d;
 }
 
-}  // namespace
-
-void record_convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
-                        const ConvParams& p, bool transposed, DynTensor& out) {
+void convolution_rule(const Recording& r) {
+  const DynTensor &x = r.input(0), &w = r.input(1);
+  const ConvParams& p = r.param<ConvParams>();
+  const bool transposed = &r.op == &ops::conv_transpose;
   // A fused relu keeps the output for its mask; the rule's own convolutions have none.
-  const RawTensor saved_y = p.relu ? out.raw() : RawTensor();
+  const RawTensor saved_y = p.relu ? r.out.raw() : RawTensor();
   ConvParams plain = p;
   plain.relu = false;
-  record(
-      transposed ? "conv_transpose" : "convolution", {&x, &w, &bias}, out,
-      [x, w, plain, transposed, saved_y](BackwardArgs& a) {
-        const DynTensor y = saved_y.defined() ? a.output(saved_y) : DynTensor();
-        if (!transposed && !a.options.create_graph) {
-          // One backend call: the relu mask applied once, grad_out moved to the kernels' layout
-          // once for both gradients, the bias gradient from the weight gradient's pass.
-          ConvParams fused = plain;
-          fused.relu = y.defined();
-          ConvGrads r = conv_backward(x, w, y, a.grad, fused, {a.needs(0), a.needs(1), a.needs(2)});
-          a.input_grads[0] = std::move(r.input);
-          a.input_grads[1] = std::move(r.weight);
-          a.input_grads[2] = std::move(r.bias);
-          return;
-        }
-        // Recorded (second order) or transposed: the composite of differentiable ops.
-        const DynTensor g = y.defined() ? relu_backward(a.grad, y) : a.grad;
-        const ConvParams& p = plain;
-        if (a.needs(0)) {
-          a.input_grads[0] =
-              transposed ? cut_to(convolution(g, w, DynTensor(), p, false), x.shape(), p.spatial)
-                         : transposed_to(g, w, p, x.shape());
-        }
-        if (a.needs(1)) {
-          a.input_grads[1] = transposed ? conv_backward_weight(g, x, w.shape(), p)
-                                        : conv_backward_weight(x, g, w.shape(), p);
-        }
-        if (a.needs(2)) a.input_grads[2] = sum(g, bias_dims(g.rank()));
-      });
+  record(r, [x, w, plain, transposed, saved_y](BackwardArgs& a) {
+    const DynTensor y = saved_y.defined() ? a.output(saved_y) : DynTensor();
+    if (!transposed && !a.options.create_graph) {
+      // One backend call: the relu mask applied once, grad_out moved to the kernels' layout
+      // once for both gradients, the bias gradient from the weight gradient's pass.
+      ConvParams fused = plain;
+      fused.relu = y.defined();
+      ConvGrads r = conv_backward(x, w, y, a.grad, fused, {a.needs(0), a.needs(1), a.needs(2)});
+      a.input_grads[0] = std::move(r.input);
+      a.input_grads[1] = std::move(r.weight);
+      a.input_grads[2] = std::move(r.bias);
+      return;
+    }
+    // Recorded (second order) or transposed: the composite of differentiable ops.
+    const DynTensor g = y.defined() ? relu_backward(a.grad, y) : a.grad;
+    const ConvParams& p = plain;
+    if (a.needs(0)) {
+      a.input_grads[0] =
+          transposed ? cut_to(convolution(g, w, DynTensor(), p, false), x.shape(), p.spatial)
+                     : transposed_to(g, w, p, x.shape());
+    }
+    if (a.needs(1)) {
+      a.input_grads[1] = transposed ? conv_backward_weight(g, x, w.shape(), p)
+                                    : conv_backward_weight(x, g, w.shape(), p);
+    }
+    if (a.needs(2)) a.input_grads[2] = sum(g, bias_dims(g.rank()));
+  });
 }
 
-void record_conv_backward_weight(const DynTensor& x, const DynTensor& grad_out, const ConvParams& p,
-                                 DynTensor& out) {
-  record("conv_backward_weight", {&x, &grad_out}, out, [x, grad_out, p](BackwardArgs& a) {
+void conv_backward_weight_rule(const Recording& r) {
+  record(r, [x = r.input(0), grad_out = r.input(1), p = r.param<ConvParams>()](BackwardArgs& a) {
     const DynTensor& g = a.grad;  // shaped like the weight
     if (a.needs(0)) a.input_grads[0] = transposed_to(grad_out, g, p, x.shape());
     if (a.needs(1)) {
@@ -93,18 +91,18 @@ void record_conv_backward_weight(const DynTensor& x, const DynTensor& grad_out, 
   });
 }
 
-void record_max_pool(const DynTensor& x, const DynTensor& indices, const PoolParams& p,
-                     DynTensor& out) {
-  const Shape shape = x.shape();
-  record("max_pool", {&x}, out, [indices, shape, p](BackwardArgs& a) {
+void max_pool_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const PoolIndices& pi = r.param<PoolIndices>();
+  record(r, [indices = pi.indices, shape, p = pi.params](BackwardArgs& a) {
     a.input_grads[0] = max_pool_backward(a.grad, indices, shape, p);
   });
 }
 
-void record_max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
-                              const PoolParams& p, DynTensor& out) {
-  const Shape shape = grad_out.shape();
-  record("max_pool_backward", {&grad_out}, out, [indices, shape, p](BackwardArgs& a) {
+void max_pool_backward_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const PoolIndices& pi = r.param<PoolIndices>();
+  record(r, [indices = pi.indices, shape, p = pi.params](BackwardArgs& a) {
     // Reads the gradient back at the argmax of each window.
     const int64_t start = a.grad.rank() - p.spatial;
     const DynTensor flat = gather(flatten(a.grad, start), start, flatten(indices, start));
@@ -112,15 +110,29 @@ void record_max_pool_backward(const DynTensor& grad_out, const DynTensor& indice
   });
 }
 
-void record_avg_pool(const DynTensor& x, const PoolParams& p, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("avg_pool", {&x}, out,
-         [shape, p](BackwardArgs& a) { a.input_grads[0] = avg_pool_backward(a.grad, shape, p); });
+void avg_pool_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  record(r, [shape, p = r.param<PoolParams>()](BackwardArgs& a) {
+    a.input_grads[0] = avg_pool_backward(a.grad, shape, p);
+  });
 }
 
-void record_avg_pool_backward(const DynTensor& grad_out, const PoolParams& p, DynTensor& out) {
-  record("avg_pool_backward", {&grad_out}, out,
-         [p](BackwardArgs& a) { a.input_grads[0] = avg_pool(a.grad, p); });
+void avg_pool_backward_rule(const Recording& r) {
+  record(r,
+         [p = r.param<PoolParams>()](BackwardArgs& a) { a.input_grads[0] = avg_pool(a.grad, p); });
 }
 
+}  // namespace
 }  // namespace ember::autodiff
+
+namespace ember {
+
+const OpDef ops::convolution{"convolution", autodiff::convolution_rule};
+const OpDef ops::conv_transpose{"conv_transpose", autodiff::convolution_rule};
+const OpDef ops::conv_backward_weight{"conv_backward_weight", autodiff::conv_backward_weight_rule};
+const OpDef ops::max_pool{"max_pool", autodiff::max_pool_rule};
+const OpDef ops::max_pool_backward{"max_pool_backward", autodiff::max_pool_backward_rule};
+const OpDef ops::avg_pool{"avg_pool", autodiff::avg_pool_rule};
+const OpDef ops::avg_pool_backward{"avg_pool_backward", autodiff::avg_pool_backward_rule};
+
+}  // namespace ember

@@ -3,6 +3,8 @@
 // Index tensors and masks are constants: they are captured, never differentiated.
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
+#include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "rules.hpp"
 
@@ -28,44 +30,44 @@ DynTensor gather_grad(const DynTensor& gy, const Shape& shape, int dim, const Dy
   return scatter_add(zeros(shape, gy.dtype(), gy.device()), dim, index, gy);
 }
 
-}  // namespace
-
-void record_gather(const DynTensor& x, int dim, const DynTensor& index, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("gather", {&x}, out, [shape, dim, index](BackwardArgs& a) {
+void gather_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const IndexParams& p = r.param<IndexParams>();
+  record(r, [shape, dim = p.dim, index = p.index](BackwardArgs& a) {
     a.input_grads[0] = gather_grad(a.grad, shape, dim, index);
   });
 }
 
-void record_scatter(const DynTensor& x, int dim, const DynTensor& index, const DynTensor& src,
-                    DynTensor& out) {
-  const Shape src_shape = src.shape();
-  record("scatter", {&x, &src}, out, [dim, index, src_shape](BackwardArgs& a) {
+void scatter_rule(const Recording& r) {
+  const Shape src_shape = r.input(1).shape();
+  const IndexParams& p = r.param<IndexParams>();
+  record(r, [dim = p.dim, index = p.index, src_shape](BackwardArgs& a) {
     // Scattered positions were overwritten: x gets nothing there, src what landed there.
     if (a.needs(0)) a.input_grads[0] = scatter(a.grad, dim, index, 0);
     if (a.needs(1)) a.input_grads[1] = pad_to(gather(a.grad, dim, index), src_shape);
   });
 }
 
-void record_scatter_add(const DynTensor& x, int dim, const DynTensor& index, const DynTensor& src,
-                        DynTensor& out) {
-  const Shape src_shape = src.shape();
-  record("scatter_add", {&x, &src}, out, [dim, index, src_shape](BackwardArgs& a) {
+void scatter_add_rule(const Recording& r) {
+  const Shape src_shape = r.input(1).shape();
+  const IndexParams& p = r.param<IndexParams>();
+  record(r, [dim = p.dim, index = p.index, src_shape](BackwardArgs& a) {
     a.input_grads[0] = a.grad;
     if (a.needs(1)) a.input_grads[1] = pad_to(gather(a.grad, dim, index), src_shape);
   });
 }
 
-void record_index_select(const DynTensor& x, int dim, const DynTensor& index, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("index_select", {&x}, out, [shape, dim, index](BackwardArgs& a) {
+void index_select_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const IndexParams& p = r.param<IndexParams>();
+  record(r, [shape, dim = p.dim, index = p.index](BackwardArgs& a) {
     a.input_grads[0] = index_add(zeros(shape, a.grad.dtype(), a.grad.device()), dim, index, a.grad);
   });
 }
 
-void record_index_add(const DynTensor& x, int dim, const DynTensor& index, const DynTensor& src,
-                      double alpha, DynTensor& out) {
-  record("index_add", {&x, &src}, out, [dim, index, alpha](BackwardArgs& a) {
+void index_add_rule(const Recording& r) {
+  const IndexParams& p = r.param<IndexParams>();
+  record(r, [dim = p.dim, index = p.index, alpha = p.alpha](BackwardArgs& a) {
     a.input_grads[0] = a.grad;
     if (a.needs(1)) {
       const DynTensor g = index_select(a.grad, dim, index);
@@ -74,20 +76,21 @@ void record_index_add(const DynTensor& x, int dim, const DynTensor& index, const
   });
 }
 
-void record_masked_fill(const DynTensor& x, const DynTensor& mask, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("masked_fill", {&x}, out, [shape, mask](BackwardArgs& a) {
+void masked_fill_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  record(r, [shape, mask = r.param<DynTensor>()](BackwardArgs& a) {
     a.input_grads[0] = sum_to(where(mask, 0, a.grad), shape);
   });
 }
 
-void record_masked_select(const DynTensor& x, const DynTensor& mask, DynTensor& out) {
+void masked_select_rule(const Recording& r) {
+  const DynTensor& mask = r.param<DynTensor>();
   // The mask broadcast to x (a view, no copy); its true positions are found again in backward
   // rather than keeping an index of every selected element.
-  const Shape shape = x.shape();
+  const Shape shape = r.input(0).shape();
   const Shape full_shape = broadcast_shapes(shape, mask.shape(), "masked_select");
   const DynTensor full_mask = expand(mask, full_shape);
-  record("masked_select", {&x}, out, [shape, full_mask](BackwardArgs& a) {
+  record(r, [shape, full_mask](BackwardArgs& a) {
     const int64_t n = full_mask.numel();
     const DynTensor idx = nonzero(reshape(full_mask, Shape{n}));  // [count, 1]
     const DynTensor zero = zeros(Shape{n}, a.grad.dtype(), a.grad.device());
@@ -96,10 +99,9 @@ void record_masked_select(const DynTensor& x, const DynTensor& mask, DynTensor& 
   });
 }
 
-void record_slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
-                         const DynTensor& value, DynTensor& out) {
-  const Shape value_shape = value.shape();
-  record("slice_assign", {&x, &value}, out, [slices, value_shape](BackwardArgs& a) {
+void slice_assign_rule(const Recording& r) {
+  const Shape value_shape = r.input(1).shape();
+  record(r, [slices = r.param<std::vector<Slice>>(), value_shape](BackwardArgs& a) {
     if (a.needs(0)) {
       const DynTensor zero = zeros(Shape{}, a.grad.dtype(), a.grad.device());
       a.input_grads[0] = slice_assign(a.grad, slices, zero);
@@ -108,4 +110,18 @@ void record_slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
   });
 }
 
+}  // namespace
 }  // namespace ember::autodiff
+
+namespace ember {
+
+const OpDef ops::gather{"gather", autodiff::gather_rule};
+const OpDef ops::scatter{"scatter", autodiff::scatter_rule};
+const OpDef ops::scatter_add{"scatter_add", autodiff::scatter_add_rule};
+const OpDef ops::index_select{"index_select", autodiff::index_select_rule};
+const OpDef ops::index_add{"index_add", autodiff::index_add_rule};
+const OpDef ops::masked_fill{"masked_fill", autodiff::masked_fill_rule};
+const OpDef ops::masked_select{"masked_select", autodiff::masked_select_rule};
+const OpDef ops::slice_assign{"slice_assign", autodiff::slice_assign_rule};
+
+}  // namespace ember

@@ -1,13 +1,16 @@
 // Gradient rules of matmul (any ranks, batch broadcasting undone) and the fused softmax family.
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
 #include "ember/tensor/ops/linalg.hpp"
+#include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "rules.hpp"
 
 namespace ember::autodiff {
+namespace {
 
-void record_matmul(const DynTensor& a, const DynTensor& b, DynTensor& out) {
-  record("matmul", {&a, &b}, out, [a, b](BackwardArgs& args) {
+void matmul_rule(const Recording& r) {
+  record(r, [a = r.input(0), b = r.input(1)](BackwardArgs& args) {
     // Back to matrices: the squeezed dims of 1-D operands return as size 1.
     DynTensor g = args.grad;
     if (b.rank() == 1) g = unsqueeze(g, -1);
@@ -31,20 +34,27 @@ void record_matmul(const DynTensor& a, const DynTensor& b, DynTensor& out) {
   });
 }
 
-void record_softmax(const DynTensor& x, int64_t dim, DynTensor& out) {
-  const RawTensor saved = out.raw();
-  record("softmax", {&x}, out, [saved, dim](BackwardArgs& a) {
+void softmax_rule(const Recording& r) {
+  record(r, [saved = r.out.raw(), dim = r.param<int64_t>()](BackwardArgs& a) {
     const DynTensor y = a.output(saved);
     a.input_grads[0] = mul(y, sub(a.grad, sum(mul(a.grad, y), {dim}, true)));
   });
 }
 
-void record_log_softmax(const DynTensor& x, int64_t dim, DynTensor& out) {
-  const RawTensor saved = out.raw();
-  record("log_softmax", {&x}, out, [saved, dim](BackwardArgs& a) {
+void log_softmax_rule(const Recording& r) {
+  record(r, [saved = r.out.raw(), dim = r.param<int64_t>()](BackwardArgs& a) {
     const DynTensor y = a.output(saved);
     a.input_grads[0] = sub(a.grad, mul(exp(y), sum(a.grad, {dim}, true)));
   });
 }
 
+}  // namespace
 }  // namespace ember::autodiff
+
+namespace ember {
+
+const OpDef ops::matmul{"matmul", autodiff::matmul_rule};
+const OpDef ops::softmax{"softmax", autodiff::softmax_rule};
+const OpDef ops::log_softmax{"log_softmax", autodiff::log_softmax_rule};
+
+}  // namespace ember

@@ -1,40 +1,43 @@
 // Gradient rules of the shape and layout ops: each moves the gradient back to the input's
 // layout (reshape back, transpose back, sum over broadcast dims, scatter into the slice...).
+#include <utility>
+
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
+#include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "rules.hpp"
 
 namespace ember::autodiff {
+namespace {
 
-void record_reshape(const DynTensor& x, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("reshape", {&x}, out,
-         [shape](BackwardArgs& a) { a.input_grads[0] = reshape(a.grad, shape); });
+void reshape_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  record(r, [shape](BackwardArgs& a) { a.input_grads[0] = reshape(a.grad, shape); });
 }
 
-void record_transpose(const DynTensor& x, int dim0, int dim1, DynTensor& out) {
-  record("transpose", {&x}, out,
-         [dim0, dim1](BackwardArgs& a) { a.input_grads[0] = transpose(a.grad, dim0, dim1); });
+void transpose_rule(const Recording& r) {
+  const int dim0 = r.param<std::pair<int, int>>().first;
+  const int dim1 = r.param<std::pair<int, int>>().second;
+  record(r, [dim0, dim1](BackwardArgs& a) { a.input_grads[0] = transpose(a.grad, dim0, dim1); });
 }
 
-void record_permute(const DynTensor& x, const std::vector<int64_t>& dims, DynTensor& out) {
+void permute_rule(const Recording& r) {
+  const std::vector<int64_t>& dims = r.param<std::vector<int64_t>>();
+  const int rank = r.input(0).rank();
   std::vector<int64_t> inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t d = dims[i] < 0 ? dims[i] + x.rank() : dims[i];
+    const int64_t d = dims[i] < 0 ? dims[i] + rank : dims[i];
     inverse[static_cast<size_t>(d)] = static_cast<int64_t>(i);
   }
-  record("permute", {&x}, out,
-         [inverse](BackwardArgs& a) { a.input_grads[0] = permute(a.grad, inverse); });
+  record(r, [inverse](BackwardArgs& a) { a.input_grads[0] = permute(a.grad, inverse); });
 }
 
-void record_expand(const DynTensor& x, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("expand", {&x}, out,
-         [shape](BackwardArgs& a) { a.input_grads[0] = sum_to(a.grad, shape); });
+void expand_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  record(r, [shape](BackwardArgs& a) { a.input_grads[0] = sum_to(a.grad, shape); });
 }
-
-namespace {
 
 // Zeros of `shape` with `g` written at start, start + step, ... along `dim`: the adjoint of
 // slicing. Step 1 is one pad (a single fill and copy); other steps assign into zeros.
@@ -50,11 +53,12 @@ DynTensor embed(const DynTensor& g, const Shape& shape, int dim, int64_t start, 
   return slice_assign(zeros(shape, g.dtype(), g.device()), slices, g);
 }
 
-}  // namespace
-
-void record_slice(const DynTensor& x, int dim, int64_t start, int64_t step, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("slice", {&x}, out, [shape, dim, start, step](BackwardArgs& a) {
+void slice_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const SliceParams& p = r.param<SliceParams>();
+  const int dim = p.dim;
+  const int64_t start = p.start, step = p.step;
+  record(r, [shape, dim, start, step](BackwardArgs& a) {
     if (a.options.create_graph) {
       a.input_grads[0] = embed(a.grad, shape, dim, start, step);
       return;
@@ -66,9 +70,11 @@ void record_slice(const DynTensor& x, int dim, int64_t start, int64_t step, DynT
   });
 }
 
-void record_select(const DynTensor& x, int dim, int64_t index, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("select", {&x}, out, [shape, dim, index](BackwardArgs& a) {
+void select_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const int dim = r.param<SliceParams>().dim;
+  const int64_t index = r.param<SliceParams>().start;
+  record(r, [shape, dim, index](BackwardArgs& a) {
     if (a.options.create_graph) {
       a.input_grads[0] = embed(unsqueeze(a.grad, dim), shape, dim, index, 1);
       return;
@@ -82,15 +88,15 @@ void record_select(const DynTensor& x, int dim, int64_t index, DynTensor& out) {
   });
 }
 
-void record_flip(const DynTensor& x, const std::vector<int64_t>& dims, DynTensor& out) {
-  record("flip", {&x}, out, [dims](BackwardArgs& a) {
+void flip_rule(const Recording& r) {
+  record(r, [dims = r.param<std::vector<int64_t>>()](BackwardArgs& a) {
     a.input_grads[0] = dims.empty() ? a.grad : flip(a.grad, dims);
   });
 }
 
-void record_repeat(const DynTensor& x, const std::vector<int64_t>& repeats, DynTensor& out) {
-  const Shape shape = x.shape();
-  record("repeat", {&x}, out, [shape, repeats](BackwardArgs& a) {
+void repeat_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  record(r, [shape, repeats = r.param<std::vector<int64_t>>()](BackwardArgs& a) {
     // The input as repeat() saw it: leading 1s up to one dim per repeat count.
     const int r = static_cast<int>(repeats.size());
     Shape padded = Shape::filled(r - shape.rank(), 1);
@@ -123,29 +129,48 @@ void record_repeat(const DynTensor& x, const std::vector<int64_t>& repeats, DynT
   });
 }
 
-void record_cat(const std::vector<DynTensor>& xs, int dim, DynTensor& out) {
+void cat_rule(const Recording& r) {
+  const int dim = r.param<int>();
+  const auto& xs = r.inputs;
   // Where each input lies along `dim`; 1-D empty inputs were skipped and get no gradient.
   std::vector<int64_t> starts(xs.size(), -1), sizes(xs.size(), 0);
   int64_t at = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i].rank() == 1 && xs[i].numel() == 0) continue;
+    if (xs[i]->rank() == 1 && xs[i]->numel() == 0) continue;
     starts[i] = at;
-    sizes[i] = xs[i].size(dim);
+    sizes[i] = xs[i]->size(dim);
     at += sizes[i];
   }
-  record("cat", xs, out, [dim, starts, sizes](BackwardArgs& a) {
+  record(r, [dim, starts, sizes](BackwardArgs& a) {
     for (size_t i = 0; i < starts.size(); ++i) {
       if (a.needs(i) && starts[i] >= 0) a.input_grads[i] = narrow(a.grad, dim, starts[i], sizes[i]);
     }
   });
 }
 
-void record_pad(const DynTensor& x, const std::vector<int64_t>& pads, DynTensor& out) {
+void pad_rule(const Recording& r) {
+  const std::vector<int64_t>& pads = r.param<std::vector<int64_t>>();
   // Constant padding only (reflect and replicate record through index_select): negative pads
   // crop, so padding by the negated pads is the adjoint.
   std::vector<int64_t> back(pads.size());
   for (size_t i = 0; i < pads.size(); ++i) back[i] = -pads[i];
-  record("pad", {&x}, out, [back](BackwardArgs& a) { a.input_grads[0] = pad(a.grad, back); });
+  record(r, [back](BackwardArgs& a) { a.input_grads[0] = pad(a.grad, back); });
 }
 
+}  // namespace
 }  // namespace ember::autodiff
+
+namespace ember {
+
+const OpDef ops::reshape{"reshape", autodiff::reshape_rule};
+const OpDef ops::transpose{"transpose", autodiff::transpose_rule};
+const OpDef ops::permute{"permute", autodiff::permute_rule};
+const OpDef ops::expand{"expand", autodiff::expand_rule};
+const OpDef ops::slice{"slice", autodiff::slice_rule};
+const OpDef ops::select{"select", autodiff::select_rule};
+const OpDef ops::flip{"flip", autodiff::flip_rule};
+const OpDef ops::repeat{"repeat", autodiff::repeat_rule};
+const OpDef ops::cat{"cat", autodiff::cat_rule};
+const OpDef ops::pad{"pad", autodiff::pad_rule};
+
+}  // namespace ember

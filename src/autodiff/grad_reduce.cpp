@@ -1,6 +1,8 @@
 // Gradient rules of reductions, arg-reductions, scans, sort/topk and the fused logsumexp.
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
+#include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "rules.hpp"
 
@@ -79,31 +81,30 @@ DynTensor cumprod_grad_quadratic(const DynTensor& x, const DynTensor& gy, int di
   return transpose(sum(where(ge(i, k), mul(others, g), 0), {-1}), dim, -1);
 }
 
-}  // namespace
-
-void record_reduce(ReduceOp op, const DynTensor& x, uint32_t mask, DynTensor& out) {
+void reduce_rule(const Recording& r) {
+  const auto op = static_cast<ReduceOp>(r.op.code);
+  const DynTensor& x = r.input(0);
+  const uint32_t mask = r.param<uint32_t>();
   const Shape shape = x.shape();
   switch (op) {
     case ReduceOp::Sum:
-      record("sum", {&x}, out,
-             [shape](BackwardArgs& a) { a.input_grads[0] = expand(a.grad, shape); });
+      record(r, [shape](BackwardArgs& a) { a.input_grads[0] = expand(a.grad, shape); });
       return;
     case ReduceOp::Mean: {
-      const double n = static_cast<double>(shape.numel()) / static_cast<double>(out.numel());
-      record("mean", {&x}, out,
-             [shape, n](BackwardArgs& a) { a.input_grads[0] = expand(div(a.grad, n), shape); });
+      const double n = static_cast<double>(shape.numel()) / static_cast<double>(r.out.numel());
+      record(r, [shape, n](BackwardArgs& a) { a.input_grads[0] = expand(div(a.grad, n), shape); });
       return;
     }
     case ReduceOp::Prod:
-      record("prod", {&x}, out, [x, mask](BackwardArgs& a) {
+      record(r, [x, mask](BackwardArgs& a) {
         a.input_grads[0] = mul(expand(a.grad, x.shape()), product_of_others(x, mask));
       });
       return;
     case ReduceOp::Amax:
     case ReduceOp::Amin: {
       // Ties share the gradient evenly (PyTorch's amax/amin).
-      const RawTensor y = out.raw();
-      record(op_name(op).data(), {&x}, out, [x, y, mask](BackwardArgs& a) {
+      const RawTensor y = r.out.raw();
+      record(r, [x, y, mask](BackwardArgs& a) {
         const DynTensor hit = eq(x, a.output(y));
         const DynTensor count = sum(cast(hit, x.dtype()), mask_dims(mask, x.rank()), true);
         a.input_grads[0] = where(hit, div(a.grad, count), 0);
@@ -116,34 +117,63 @@ void record_reduce(ReduceOp op, const DynTensor& x, uint32_t mask, DynTensor& ou
   }
 }
 
-void record_take_along(const char* name, const DynTensor& x, int dim, const DynTensor& indices,
-                       DynTensor& values) {
-  const Shape shape = x.shape();
-  const DType dtype = x.dtype();
-  record(name, {&x}, values, [shape, dtype, dim, indices](BackwardArgs& a) {
+// max/min along a dim, sort and topk: the values came from x at the indices along dim, so the
+// gradient goes back to those indices.
+void take_along_rule(const Recording& r) {
+  const Shape shape = r.input(0).shape();
+  const DType dtype = r.input(0).dtype();
+  const IndexParams& p = r.param<IndexParams>();
+  record(r, [shape, dtype, dim = p.dim, indices = p.index](BackwardArgs& a) {
     const DynTensor z = zeros(shape, dtype, a.grad.device());
     a.input_grads[0] = scatter_add(z, dim, indices, a.grad);
   });
 }
 
-void record_scan(ScanOp op, const DynTensor& x, int dim, DynTensor& out) {
-  if (op == ScanOp::CumSum) {
-    record("cumsum", {&x}, out,
-           [dim](BackwardArgs& a) { a.input_grads[0] = reverse_cumsum(a.grad, dim); });
+void scan_rule(const Recording& r) {
+  const int dim = r.param<int>();
+  if (static_cast<ScanOp>(r.op.code) == ScanOp::CumSum) {
+    record(r, [dim](BackwardArgs& a) { a.input_grads[0] = reverse_cumsum(a.grad, dim); });
     return;
   }
-  const RawTensor y = out.raw();
-  record("cumprod", {&x}, out, [x, y, dim](BackwardArgs& a) {
+  const DynTensor x = r.input(0);
+  const RawTensor y = r.out.raw();
+  record(r, [x, y, dim](BackwardArgs& a) {
     const bool exact = a.options.create_graph && x.rank() > 0 && any(eq(x, 0)).item<bool>();
     a.input_grads[0] =
         exact ? cumprod_grad_quadratic(x, a.grad, dim) : cumprod_grad(x, a.output(y), a.grad, dim);
   });
 }
 
-void record_logsumexp(const DynTensor& x, DynTensor& out) {
-  const RawTensor y = out.raw();
-  record("logsumexp", {&x}, out,
-         [x, y](BackwardArgs& a) { a.input_grads[0] = mul(a.grad, exp(sub(x, a.output(y)))); });
+// `out` keeps the reduced dims.
+void logsumexp_rule(const Recording& r) {
+  const DynTensor x = r.input(0);
+  const RawTensor y = r.out.raw();
+  record(r, [x, y](BackwardArgs& a) { a.input_grads[0] = mul(a.grad, exp(sub(x, a.output(y)))); });
 }
 
+// One descriptor per registry row; all and any have Bool results, which are never tracked.
+#define EMBER_REDUCE_DEF(Name, name, ...) \
+  {#name, reduce_rule, static_cast<uint8_t>(ReduceOp::Name)},
+#define EMBER_ARG_REDUCE_DEF(Name, name, ...) {#name, take_along_rule},
+#define EMBER_SCAN_DEF(Name, name, ...) {#name, scan_rule, static_cast<uint8_t>(ScanOp::Name)},
+constexpr OpDef kReduceDefs[] = {EMBER_REDUCE_OPS(EMBER_REDUCE_DEF)};
+constexpr OpDef kArgReduceDefs[] = {EMBER_ARG_REDUCE_OPS(EMBER_ARG_REDUCE_DEF)};
+constexpr OpDef kScanDefs[] = {EMBER_SCAN_OPS(EMBER_SCAN_DEF)};
+#undef EMBER_REDUCE_DEF
+#undef EMBER_ARG_REDUCE_DEF
+#undef EMBER_SCAN_DEF
+
+}  // namespace
 }  // namespace ember::autodiff
+
+namespace ember {
+
+const OpDef& op_def(ReduceOp op) { return autodiff::kReduceDefs[static_cast<int>(op)]; }
+const OpDef& op_def(ArgReduceOp op) { return autodiff::kArgReduceDefs[static_cast<int>(op)]; }
+const OpDef& op_def(ScanOp op) { return autodiff::kScanDefs[static_cast<int>(op)]; }
+
+const OpDef ops::logsumexp{"logsumexp", autodiff::logsumexp_rule};
+const OpDef ops::sort{"sort", autodiff::take_along_rule};
+const OpDef ops::topk{"topk", autodiff::take_along_rule};
+
+}  // namespace ember

@@ -2,8 +2,8 @@
 
 namespace ember {
 
-#define EMBER_NAME_ENTRY(Name, name, kinds) #name,
-#define EMBER_KINDS_CASE(Name, name, kinds) \
+#define EMBER_NAME_ENTRY(Name, name, ...) #name,
+#define EMBER_KINDS_CASE(Name, name, kinds, ...) \
   case Op::Name:                            \
     return OpKinds::kinds;
 

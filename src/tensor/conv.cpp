@@ -5,12 +5,12 @@
 
 #include <string>
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 namespace {
@@ -193,6 +193,13 @@ PoolParams window_params(const std::string& op, int spatial, const SpatialArg& k
   return p;
 }
 
+// The forwards; the public functions record them as one node each.
+DynTensor convolution_unrecorded(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                                 const ConvParams& p, bool transposed);
+DynTensor conv_backward_weight_unrecorded(const DynTensor& x, const DynTensor& grad_out,
+                                          const Shape& weight_shape, const ConvParams& p,
+                                          DynTensor* grad_bias);
+
 }  // namespace
 
 namespace detail {
@@ -213,11 +220,13 @@ DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& b
       !detail::backend_of(x).supports(OpFamily::ConvRelu, x.dtype())) {
     return detail::conv_relu_composite(x, w, bias, p);
   }
-  if (autodiff::should_record({&x, &w, &bias})) {
-    DynTensor out = convolution(detach(x), detach(w), detach(bias), p, transposed);
-    autodiff::record_convolution(x, w, bias, p, transposed, out);
-    return out;
-  }
+  return detail::recorded(transposed ? ops::conv_transpose : ops::convolution, {&x, &w, &bias}, p,
+                          [&] { return convolution_unrecorded(x, w, bias, p, transposed); });
+}
+
+namespace {
+DynTensor convolution_unrecorded(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                                 const ConvParams& p, bool transposed) {
   const int sp = p.spatial;
   EMBER_CHECK(sp >= 1 && sp <= 3, "[convolution] supports 1 to 3 spatial dims, got ", sp);
   const std::string op = conv_name(sp, transposed);
@@ -286,20 +295,26 @@ DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& b
   if (bias.defined()) out = add(out, bias_view(bias, out.rank()));
   return p.relu ? relu(out) : out;
 }
+}  // namespace
 
 DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
                                const Shape& weight_shape, const ConvParams& p,
                                DynTensor* grad_bias) {
-  if (autodiff::should_record({&x, &grad_out})) {
-    DynTensor out = conv_backward_weight(detach(x), detach(grad_out), weight_shape, p);
-    autodiff::record_conv_backward_weight(x, grad_out, p, out);
-    if (grad_bias) {
-      Dims dims = {0};
-      for (int i = 2; i < grad_out.rank(); ++i) dims.push_back(i);
-      *grad_bias = sum(grad_out, dims);  // recorded, for a second derivative
-    }
-    return out;
+  DynTensor out = detail::recorded(ops::conv_backward_weight, {&x, &grad_out}, p, [&] {
+    return conv_backward_weight_unrecorded(x, grad_out, weight_shape, p, grad_bias);
+  });
+  if (grad_bias && out.requires_grad()) {
+    Dims dims = {0};
+    for (int i = 2; i < grad_out.rank(); ++i) dims.push_back(i);
+    *grad_bias = sum(grad_out, dims);  // recorded, for a second derivative
   }
+  return out;
+}
+
+namespace {
+DynTensor conv_backward_weight_unrecorded(const DynTensor& x, const DynTensor& grad_out,
+                                          const Shape& weight_shape, const ConvParams& p,
+                                          DynTensor* grad_bias) {
   const char* op = "conv_backward_weight";
   const int sp = p.spatial;
   detail::check_defined(x, op);
@@ -338,6 +353,7 @@ DynTensor conv_backward_weight(const DynTensor& x, const DynTensor& grad_out,
   if (grad_bias) *grad_bias = gb;
   return out;
 }
+}  // namespace
 
 ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor& y,
                         const DynTensor& grad_out, const ConvParams& p,
@@ -380,15 +396,10 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
 
 ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtype) {
   const std::string op = pool_name("max_pool", p.spatial);
-  if (autodiff::should_record({&x})) {
-    ValuesIndices r = max_pool(detach(x), p, index_dtype);
-    autodiff::record_max_pool(x, r.indices, p, r.values);
-    return r;
-  }
   EMBER_CHECK(p.spatial >= 1 && p.spatial <= 3, "[max_pool] supports 1 to 3 spatial dims");
   const Shape out_shape = pool_shape(x, p, op);
   detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
-  const DynTensor xc = contiguous(x);
+  const DynTensor xc = contiguous(detach(x));  // recorded once below
   EMBER_CHECK(index_dtype == DType::i64 || index_dtype == DType::i32, "[", op,
               "] indices are i64 or i32, not ", index_dtype);
   int64_t plane = 1;
@@ -397,16 +408,12 @@ ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtyp
   ValuesIndices r{detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str()),
                   detail::make_empty(out_shape, index_dtype, x.device(), op.c_str())};
   detail::backend_of(xc).max_pool(xc.raw(), p, r.values.raw(), r.indices.raw());
+  detail::record(ops::max_pool, {&x}, r.values, PoolIndices{p, r.indices});
   return r;
 }
 
 DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
                             const Shape& input_shape, const PoolParams& p) {
-  if (autodiff::should_record({&grad_out})) {
-    DynTensor out = max_pool_backward(detach(grad_out), indices, input_shape, p);
-    autodiff::record_max_pool_backward(grad_out, indices, p, out);
-    return out;
-  }
   const char* op = "max_pool_backward";
   detail::check_defined(grad_out, op, "grad_out");
   detail::check_defined(indices, op, "indices");
@@ -417,44 +424,37 @@ DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
               "[", op, "] grad_out ", grad_out.shape(), " and i64 (or i32) indices ",
               indices.shape(), " must match, for an input of shape ", input_shape);
   detail::check_supported(grad_out, OpFamily::Pool, grad_out.dtype(), op);
-  const DynTensor gc = contiguous(grad_out), ic = contiguous(indices);
+  const DynTensor gc = contiguous(detach(grad_out)), ic = contiguous(indices);
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).max_pool_backward(gc.raw(), ic.raw(), p, out.raw());
+  detail::record(ops::max_pool_backward, {&grad_out}, out, PoolIndices{p, indices});
   return out;
 }
 
 DynTensor avg_pool(const DynTensor& x, const PoolParams& p) {
-  if (autodiff::should_record({&x})) {
-    DynTensor out = avg_pool(detach(x), p);
-    autodiff::record_avg_pool(x, p, out);
-    return out;
-  }
   EMBER_CHECK(p.spatial >= 1 && p.spatial <= 3, "[avg_pool] supports 1 to 3 spatial dims");
   const std::string op = pool_name(p.adaptive ? "adaptive_avg_pool" : "avg_pool", p.spatial);
   const Shape out_shape = pool_shape(x, p, op);
   detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
-  const DynTensor xc = contiguous(x);
+  const DynTensor xc = contiguous(detach(x));
   DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   detail::backend_of(out).avg_pool(xc.raw(), p, out.raw());
+  detail::record(ops::avg_pool, {&x}, out, p);
   return out;
 }
 
 DynTensor avg_pool_backward(const DynTensor& grad_out, const Shape& input_shape,
                             const PoolParams& p) {
-  if (autodiff::should_record({&grad_out})) {
-    DynTensor out = avg_pool_backward(detach(grad_out), input_shape, p);
-    autodiff::record_avg_pool_backward(grad_out, p, out);
-    return out;
-  }
   const char* op = "avg_pool_backward";
   detail::check_defined(grad_out, op, "grad_out");
   EMBER_CHECK(
       input_shape.rank() == grad_out.rank() && p.spatial >= 1 && p.spatial < grad_out.rank() + 1,
       "[", op, "] grad_out ", grad_out.shape(), " does not match an input of shape ", input_shape);
   detail::check_supported(grad_out, OpFamily::Pool, grad_out.dtype(), op);
-  const DynTensor gc = contiguous(grad_out);
+  const DynTensor gc = contiguous(detach(grad_out));
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).avg_pool_backward(gc.raw(), p, out.raw());
+  detail::record(ops::avg_pool_backward, {&grad_out}, out, p);
   return out;
 }
 

@@ -5,11 +5,11 @@
 #include <utility>
 #include <vector>
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 
@@ -217,7 +217,7 @@ DynTensor clone(const DynTensor& x) {
   detail::check_copy(backend_of(x), x.dtype(), x.dtype(), "clone");
   DynTensor t = make_empty(x.shape(), x.dtype(), x.device(), "clone");
   backend_of(t).copy(x.raw(), t.raw());
-  if (autodiff::should_record({&x})) autodiff::record_clone(x, t);
+  detail::record(ops::clone, {&x}, t);
   return t;
 }
 
@@ -227,7 +227,7 @@ DynTensor cast(const DynTensor& x, DType dtype) {
   detail::check_copy(backend_of(x), x.dtype(), dtype, "cast");
   DynTensor t = make_empty(x.shape(), dtype, x.device(), "cast");
   backend_of(t).copy(x.raw(), t.raw());
-  if (autodiff::should_record({&x})) autodiff::record_cast(x, t);
+  detail::record(ops::cast, {&x}, t);
   return t;
 }
 
@@ -248,7 +248,7 @@ DynTensor to_device(const DynTensor& x, Device device) {
   } else {
     dst_backend.write_from_host(c.to_data().bytes.data(), t.raw());
   }
-  if (autodiff::should_record({&x})) autodiff::record_to_device(x, t);
+  detail::record(ops::to_device, {&x}, t);
   return t;
 }
 

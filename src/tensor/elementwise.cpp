@@ -1,11 +1,11 @@
 // Elementwise front end: validation, PyTorch type promotion, broadcasting, then one backend call.
 #include "ember/tensor/ops/elementwise.hpp"
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 namespace {
@@ -55,7 +55,7 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
     const DynTensor ea = detail::broadcast_view(a, shape), eb = detail::broadcast_view(b, shape);
     be.binary(op, ea.raw(), eb.raw(), out.raw());
   }
-  if (autodiff::should_record({&a, &b})) autodiff::record_binary(op, a, b, out);
+  detail::record(op_def(op), {&a, &b}, out);
   return out;
 }
 
@@ -84,7 +84,7 @@ DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
   DynTensor out =
       detail::make_empty(x.shape(), returns_bool(op) ? DType::boolean : dtype, x.device(), name);
   detail::backend_of(out).unary(op, params, x.raw(), out.raw());
-  if (autodiff::should_record({&x})) autodiff::record_unary(op, params, x, out);
+  detail::record(op_def(op), {&x}, out, params);
   return out;
 }
 
@@ -108,12 +108,12 @@ DynTensor binary(BinaryOp op, const Scalar& a, const DynTensor& b) {
   return binary_as(op, scalar_tensor(a, dtype, b.device()), b, dtype);
 }
 
-#define EMBER_DEFINE_UNARY(Name, name, kinds) \
+#define EMBER_DEFINE_UNARY(Name, name, ...) \
   DynTensor name(const DynTensor& x) { return unary(UnaryOp::Name, x); }
 EMBER_UNARY_OPS(EMBER_DEFINE_UNARY)
 #undef EMBER_DEFINE_UNARY
 
-#define EMBER_DEFINE_BINARY(Name, name, kinds)                                                    \
+#define EMBER_DEFINE_BINARY(Name, name, ...)                                                      \
   DynTensor name(const DynTensor& a, const DynTensor& b) { return binary(BinaryOp::Name, a, b); } \
   DynTensor name(const DynTensor& a, const Scalar& b) { return binary(BinaryOp::Name, a, b); }    \
   DynTensor name(const Scalar& a, const DynTensor& b) { return binary(BinaryOp::Name, a, b); }
@@ -186,7 +186,7 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   const DynTensor ec = detail::broadcast_view(cond, shape), ea = detail::broadcast_view(ca, shape),
                   eb = detail::broadcast_view(cb, shape);
   detail::backend_of(out).where(ec.raw(), ea.raw(), eb.raw(), out.raw());
-  if (autodiff::should_record({&ca, &cb})) autodiff::record_where(cond, ca, cb, out);
+  detail::record(ops::where, {&cond, &ca, &cb}, out);
   return out;
 }
 

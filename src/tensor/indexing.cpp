@@ -2,13 +2,13 @@
 // (Backend::check_range), so kernels can trust them without a host read.
 #include "ember/tensor/ops/indexing.hpp"
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "ember/tensor/sync.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 namespace {
@@ -76,13 +76,8 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
     detail::backend_of(out).scatter(reduce, out.raw(), d, as_i64(index).raw(),
                                     cast(detach(src), x.dtype()).raw());
   }
-  if (autodiff::should_record({&x, &src})) {
-    if (reduce == ScatterReduce::Add) {
-      autodiff::record_scatter_add(x, d, index, src, out);
-    } else {
-      autodiff::record_scatter(x, d, index, src, out);
-    }
-  }
+  detail::record(reduce == ScatterReduce::Add ? ops::scatter_add : ops::scatter, {&x, &src}, out,
+                 IndexParams{d, index});
   return out;
 }
 
@@ -98,7 +93,7 @@ DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
   } else if (out.numel() > 0) {
     detail::backend_of(x).gather(x.raw(), d, as_i64(index).raw(), out.raw());
   }
-  if (autodiff::should_record({&x})) autodiff::record_gather(x, d, index, out);
+  detail::record(ops::gather, {&x}, out, IndexParams{d, index});
   return out;
 }
 
@@ -136,7 +131,7 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
         xr.raw(), d, as_i64(reshape(index, Shape{index.numel()})).raw(), out.raw());
   }
   if (x.rank() == 0) out = reshape(out, Shape{});
-  if (autodiff::should_record({&x})) autodiff::record_index_select(x, d, index, out);
+  detail::record(ops::index_select, {&x}, out, IndexParams{d, index});
   return out;
 }
 
@@ -173,9 +168,8 @@ DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, con
     const DynTensor idx_full = detail::make_view(idx, src.shape(), st, idx.raw().offset);
     detail::backend_of(out).scatter(ScatterReduce::Add, out.raw(), d, idx_full.raw(), scaled.raw());
   }
-  if (autodiff::should_record({&x, &src})) {
-    autodiff::record_index_add(x, d, index, src, unit ? 1.0 : alpha.to_double(), out);
-  }
+  detail::record(ops::index_add, {&x, &src}, out,
+                 IndexParams{d, index, unit ? 1.0 : alpha.to_double()});
   return out;
 }
 
@@ -186,7 +180,7 @@ DynTensor masked_fill(const DynTensor& x, const DynTensor& mask, const Scalar& v
   EMBER_CHECK(can_broadcast_to(mask.shape(), x.shape()), "[masked_fill] mask shape ", mask.shape(),
               " must broadcast to the input shape ", x.shape());
   DynTensor out = where(mask, full(Shape{}, value, x.dtype(), x.device()), detach(x));
-  if (autodiff::should_record({&x})) autodiff::record_masked_fill(x, mask, out);
+  detail::record(ops::masked_fill, {&x}, out, mask);
   return out;
 }
 
@@ -199,7 +193,7 @@ DynTensor masked_select(const DynTensor& x, const DynTensor& mask) {
   const DynTensor flat_m = reshape(expand(mask, shape), Shape{shape.numel()});
   const DynTensor idx = nonzero(flat_m);  // [count, 1]
   DynTensor out = index_select(flat_x, 0, reshape(idx, Shape{idx.size(0)}));
-  if (autodiff::should_record({&x})) autodiff::record_masked_select(x, mask, out);
+  detail::record(ops::masked_select, {&x}, out, mask);
   return out;
 }
 
@@ -247,9 +241,7 @@ DynTensor slice_assign(const DynTensor& x, const std::vector<Slice>& slices,
               value.shape(), " does not broadcast to the region's shape ", region.shape());
   detail::check_copy(detail::backend_of(out), value.dtype(), x.dtype(), "slice_assign");
   detail::backend_of(out).copy(expand(detach(value), region.shape()).raw(), region.raw());
-  if (autodiff::should_record({&x, &value})) {
-    autodiff::record_slice_assign(x, slices, value, out);
-  }
+  detail::record(ops::slice_assign, {&x, &value}, out, slices);
   return out;
 }
 

@@ -1,22 +1,18 @@
 // matmul with PyTorch's 1-D and batch-broadcast rules, dot, outer, and the softmax family.
 #include "ember/tensor/ops/linalg.hpp"
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 
-DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
-  if (autodiff::should_record({&a_in, &b_in})) {
-    // One node for the whole product, whatever reshapes the forward needs.
-    DynTensor out = matmul(detach(a_in), detach(b_in));
-    autodiff::record_matmul(a_in, b_in, out);
-    return out;
-  }
+namespace {
+
+DynTensor matmul_unrecorded(const DynTensor& a_in, const DynTensor& b_in) {
   detail::check_same_device(a_in, b_in, "matmul");
   EMBER_CHECK(a_in.rank() >= 1 && b_in.rank() >= 1,
               "[matmul] both operands need at least one dimension: lhs ", a_in.shape(), ", rhs ",
@@ -61,7 +57,7 @@ DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
     // product, as PyTorch folds it, instead of a small GEMM per batch entry.
     Shape s = a_in.shape();
     s[s.rank() - 1] = n;
-    return reshape(matmul(reshape(a_in, Shape{-1, k}), b_in), s);
+    return reshape(matmul_unrecorded(reshape(a_in, Shape{-1, k}), b_in), s);
   }
   const DynTensor a3 = as3(a, m, k), b3 = as3(b, k, n);
   DynTensor out = detail::make_empty(Shape{nb, m, n}, dtype, a.device(), "matmul");
@@ -71,6 +67,14 @@ DynTensor matmul(const DynTensor& a_in, const DynTensor& b_in) {
   if (a_in.rank() > 1) shape.push_back(m);
   if (b_in.rank() > 1) shape.push_back(n);
   return reshape(out, shape);
+}
+
+}  // namespace
+
+DynTensor matmul(const DynTensor& a, const DynTensor& b) {
+  // One node for the whole product, whatever reshapes the forward needs.
+  return detail::recorded(ops::matmul, {&a, &b}, NoParams{},
+                          [&] { return matmul_unrecorded(a, b); });
 }
 
 DynTensor dot(const DynTensor& a, const DynTensor& b) {
@@ -95,13 +99,10 @@ DynTensor softmax(const DynTensor& x, int64_t dim) {
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
       return cast(softmax(cast(x, DType::f32), dim), x.dtype());  // sums in f32, as PyTorch
     }
-    if (autodiff::should_record({&x})) {
-      DynTensor out = softmax(detach(x), dim);
-      autodiff::record_softmax(x, dim, out);
-      return out;
-    }
-    const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
-    return div(e, sum(e, {dim}, true));
+    return detail::recorded(ops::softmax, {&x}, dim, [&] {
+      const DynTensor e = exp(sub(x, amax(x, {dim}, true)));
+      return div(e, sum(e, {dim}, true));
+    });
   });
 }
 
@@ -113,13 +114,10 @@ DynTensor log_softmax(const DynTensor& x, int64_t dim) {
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
       return cast(log_softmax(cast(x, DType::f32), dim), x.dtype());
     }
-    if (autodiff::should_record({&x})) {
-      DynTensor out = log_softmax(detach(x), dim);
-      autodiff::record_log_softmax(x, dim, out);
-      return out;
-    }
-    const DynTensor shifted = sub(x, amax(x, {dim}, true));
-    return sub(shifted, log(sum(exp(shifted), {dim}, true)));
+    return detail::recorded(ops::log_softmax, {&x}, dim, [&] {
+      const DynTensor shifted = sub(x, amax(x, {dim}, true));
+      return sub(shifted, log(sum(exp(shifted), {dim}, true)));
+    });
   });
 }
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <optional>
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 namespace {
@@ -18,7 +18,7 @@ using detail::make_view;
 
 // A view (or copy) of x recorded as a reshape when x is tracked.
 DynTensor reshaped(const DynTensor& x, DynTensor out) {
-  if (autodiff::should_record({&x})) autodiff::record_reshape(x, out);
+  detail::record(ops::reshape, {&x}, out);
   return out;
 }
 
@@ -171,7 +171,7 @@ DynTensor transpose(const DynTensor& x, int64_t dim0, int64_t dim1) {
   std::swap(shape[a], shape[b]);
   std::swap(st[a], st[b]);
   DynTensor out = make_view(x, shape, st, x.raw().offset);
-  if (autodiff::should_record({&x})) autodiff::record_transpose(x, a, b, out);
+  detail::record(ops::transpose, {&x}, out, std::pair<int, int>(a, b));
   return out;
 }
 
@@ -191,7 +191,7 @@ DynTensor permute(const DynTensor& x, const std::vector<int64_t>& dims) {
     st[static_cast<int>(i)] = x.strides()[d];
   }
   DynTensor out = make_view(x, shape, st, x.raw().offset);
-  if (autodiff::should_record({&x})) autodiff::record_permute(x, dims, out);
+  detail::record(ops::permute, {&x}, out, dims);
   return out;
 }
 
@@ -220,7 +220,7 @@ DynTensor expand(const DynTensor& x, const Shape& shape) {
   // Stride-0 dims make any size cheap to ask for; the count must still fit int64.
   checked_numel(out, "expand");
   DynTensor view = make_view(x, out, st, x.raw().offset);
-  if (autodiff::should_record({&x})) autodiff::record_expand(x, view);
+  detail::record(ops::expand, {&x}, view);
   return view;
 }
 
@@ -241,7 +241,7 @@ DynTensor slice(const DynTensor& x, int64_t dim, int64_t start, int64_t end, int
   // Only a step past the dim's size can overflow; the one element taken never uses its stride.
   if (!checked_mul(x.strides()[d], step, &st[d])) st[d] = x.strides()[d];
   DynTensor out = make_view(x, shape, st, x.raw().offset + s * x.strides()[d]);
-  if (autodiff::should_record({&x})) autodiff::record_slice(x, d, s, step, out);
+  detail::record(ops::slice, {&x}, out, SliceParams{d, s, step});
   return out;
 }
 
@@ -271,7 +271,7 @@ DynTensor select(const DynTensor& x, int64_t dim, int64_t index) {
   shape.erase(d);
   st.erase(d);
   DynTensor out = make_view(x, shape, st, offset);
-  if (autodiff::should_record({&x})) autodiff::record_select(x, d, i, out);
+  detail::record(ops::select, {&x}, out, SliceParams{d, i, 1});
   return out;
 }
 
@@ -288,7 +288,7 @@ DynTensor flip(const DynTensor& x, const std::vector<int64_t>& dims) {
     st[d] = -st[d];
   }
   DynTensor out = clone(make_view(x, x.shape(), st, offset));
-  if (autodiff::should_record({&x})) autodiff::record_flip(x, dims, out);
+  detail::record(ops::flip, {&x}, out, dims);
   return out;
 }
 
@@ -339,7 +339,7 @@ DynTensor repeat(const DynTensor& x, const std::vector<int64_t>& repeats) {
     }
     out = reshape(clone(make_view(xx, shape, st, xx.raw().offset)), out_shape);
   }
-  if (autodiff::should_record({&x})) autodiff::record_repeat(x, repeats, out);
+  detail::record(ops::repeat, {&x}, out, repeats);
   return out;
 }
 
@@ -381,8 +381,11 @@ DynTensor cat(const std::vector<DynTensor>& xs, int64_t dim) {
     detail::backend_of(out).copy(p->raw(), dst.raw());
     at += p->size(d);
   }
-  const bool tracked = std::any_of(xs.begin(), xs.end(), [](auto& x) { return x.requires_grad(); });
-  if (tracked && grad_enabled()) autodiff::record_cat(xs, d, out);
+  if (std::any_of(xs.begin(), xs.end(), [](auto& x) { return x.requires_grad(); })) {
+    std::vector<const DynTensor*> inputs;
+    for (const DynTensor& x : xs) inputs.push_back(&x);
+    detail::record(ops::cat, inputs, out, d);
+  }
   return out;
 }
 
@@ -485,7 +488,7 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
     }
     detail::check_copy(detail::backend_of(out), x.dtype(), x.dtype(), "pad");
     detail::backend_of(out).copy(src.raw(), dst.raw());
-    if (autodiff::should_record({&x})) autodiff::record_pad(x, pads, out);
+    detail::record(ops::pad, {&x}, out, pads);
     return out;
   }
   DynTensor out = x;

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <limits>
 
-#include "../autodiff/rules.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "internal.hpp"
+#include "record.hpp"
 
 namespace ember {
 namespace {
@@ -75,7 +75,7 @@ DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim
   detail::check_supported(x, OpFamily::Reduce, x.dtype(), name);
   DynTensor out = detail::make_empty(keepdim_shape(x.shape(), mask), out_dtype, x.device(), name);
   detail::backend_of(out).reduce(op, x.raw(), mask, out.raw());
-  if (autodiff::should_record({&x})) autodiff::record_reduce(op, x, mask, out);
+  detail::record(op_def(op), {&x}, out, mask);
   return keepdim ? out : reshape(out, dropped_shape(x.shape(), mask));
 }
 
@@ -138,24 +138,24 @@ DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "logsumexp");
   detail::dims_mask(dims, x.rank(), "logsumexp");  // here, not in the inner amax
   if (widen(x).dtype() != x.dtype()) return cast(logsumexp(widen(x), dims, keepdim), x.dtype());
-  if (autodiff::should_record({&x}) && is_floating(x.dtype())) {
-    // One fused node: the gradient is softmax(x) times the output's gradient.
-    DynTensor out = logsumexp(detach(x), dims, true);
-    autodiff::record_logsumexp(x, out);
-    return keepdim ? out
-                   : reshape(out, dropped_shape(x.shape(),
-                                                detail::dims_mask(dims, x.rank(), "logsumexp")));
+  if (is_floating(x.dtype()) && !keepdim) {
+    // Recorded with the reduced dims kept, so its rule broadcasts against x directly.
+    return reshape(logsumexp(x, dims, true),
+                   dropped_shape(x.shape(), detail::dims_mask(dims, x.rank(), "logsumexp")));
   }
-  const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, default_dtype(KindId::Float));
-  if (xf.numel() == 0) return log(sum(exp(xf), dims, keepdim));
-  // Shift by the max so exp never overflows; infinite maxima are replaced by 0.
-  DynTensor m = amax(xf, dims, true);
-  m = where(isinf(m), zeros_like(m), m);
-  const DynTensor s = log(sum(exp(sub(xf, m)), dims, true));
-  const DynTensor r = add(s, m);
-  return keepdim
-             ? r
-             : reshape(r, dropped_shape(x.shape(), detail::dims_mask(dims, x.rank(), "logsumexp")));
+  // One fused node: the gradient is softmax(x) times the output's gradient.
+  return detail::recorded(ops::logsumexp, {&x}, NoParams{}, [&] {
+    const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, default_dtype(KindId::Float));
+    if (xf.numel() == 0) return log(sum(exp(xf), dims, keepdim));
+    // Shift by the max so exp never overflows; infinite maxima are replaced by 0.
+    DynTensor m = amax(xf, dims, true);
+    m = where(isinf(m), zeros_like(m), m);
+    const DynTensor s = log(sum(exp(sub(xf, m)), dims, true));
+    const DynTensor r = add(s, m);
+    return keepdim ? r
+                   : reshape(r, dropped_shape(x.shape(),
+                                              detail::dims_mask(dims, x.rank(), "logsumexp")));
+  });
 }
 
 namespace {
@@ -173,7 +173,7 @@ ValuesIndices arg_reduce_impl(ArgReduceOp op, const DynTensor& x, int64_t dim, b
   DynTensor values = detail::make_empty(kshape, x.dtype(), x.device(), name);
   DynTensor indices = detail::make_empty(kshape, DType::i64, x.device(), name);
   detail::backend_of(x).arg_reduce(op, xr.raw(), d, values.raw(), indices.raw());
-  if (autodiff::should_record({&xr})) autodiff::record_take_along(name, xr, d, indices, values);
+  detail::record(op_def(op), {&xr}, values, IndexParams{d, indices});
   if (x.rank() == 0) return {reshape(values, Shape{}), reshape(indices, Shape{})};
   if (keepdim) return {values, indices};
   return {squeeze(values, d), squeeze(indices, d)};
@@ -208,7 +208,7 @@ DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
   const DynTensor xr = x.rank() == 0 ? reshape(x, Shape{1}) : x;
   const DynTensor outr = x.rank() == 0 ? reshape(out, Shape{1}) : out;
   detail::backend_of(x).scan(op, xr.raw(), d, outr.raw());
-  if (autodiff::should_record({&x})) autodiff::record_scan(op, x, d, out);
+  detail::record(op_def(op), {&x}, out, d);
   return out;
 }
 }  // namespace
@@ -230,7 +230,7 @@ ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
   as_op("sort", [&] {  // the kernel sorts each row in a host buffer
     detail::backend_of(x).sort(x.raw(), d, descending, values.raw(), indices.raw());
   });
-  if (autodiff::should_record({&x})) autodiff::record_take_along("sort", x, d, indices, values);
+  detail::record(ops::sort, {&x}, values, IndexParams{d, indices});
   return {values, indices};
 }
 
@@ -253,7 +253,7 @@ ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest) {
   if (values.numel() == 0) return {values, indices};
   as_op("topk",
         [&] { detail::backend_of(x).topk(x.raw(), k, d, largest, values.raw(), indices.raw()); });
-  if (autodiff::should_record({&x})) autodiff::record_take_along("topk", x, d, indices, values);
+  detail::record(ops::topk, {&x}, values, IndexParams{d, indices});
   return {values, indices};
 }
 

@@ -113,28 +113,31 @@ inline bool should_record(std::initializer_list<const DynTensor*> inputs) {
 /// Makes `out` tracked by a node named `name` over `inputs` (null entries are constants), whose
 /// backward runs rule(BackwardArgs&). Non-floating outputs are never tracked.
 template <class Rule>
-void record(const char* name, std::initializer_list<const DynTensor*> inputs, DynTensor& out,
+void record(const char* name, std::span<const DynTensor* const> inputs, DynTensor& out,
             Rule&& rule) {
   if (!is_floating(out.dtype())) return;
-  NodePtr edges[3];
-  EMBER_CHECK(inputs.size() <= 3, "[", name, "] record() takes at most 3 inputs in a list");
-  size_t n = 0;
-  for (const DynTensor* t : inputs) edges[n++] = t ? t->node() : nullptr;
+  NodePtr inline_edges[3];
+  std::vector<NodePtr> more;  // cat, checkpoint: any number of inputs
+  if (inputs.size() > 3) more.resize(inputs.size());
+  NodePtr* edges = inputs.size() > 3 ? more.data() : inline_edges;
+  for (size_t i = 0; i < inputs.size(); ++i) edges[i] = inputs[i] ? inputs[i]->node() : nullptr;
   auto node = std::make_shared<RuleNode<std::decay_t<Rule>>>(
-      name, std::span<const NodePtr>(edges, n), out, std::forward<Rule>(rule));
+      name, std::span<const NodePtr>(edges, inputs.size()), out, std::forward<Rule>(rule));
   out = DynTensor(out.raw(), std::move(node));
 }
-
-/// The same for a list of inputs (cat, checkpoint).
+template <class Rule>
+void record(const char* name, std::initializer_list<const DynTensor*> inputs, DynTensor& out,
+            Rule&& rule) {
+  record(name, std::span<const DynTensor* const>(inputs.begin(), inputs.size()), out,
+         std::forward<Rule>(rule));
+}
+/// The same for a list of inputs (checkpoint).
 template <class Rule>
 void record(const char* name, const std::vector<DynTensor>& inputs, DynTensor& out, Rule&& rule) {
-  if (!is_floating(out.dtype())) return;
-  std::vector<NodePtr> edges;
-  edges.reserve(inputs.size());
-  for (const DynTensor& t : inputs) edges.push_back(t.node());
-  auto node =
-      std::make_shared<RuleNode<std::decay_t<Rule>>>(name, edges, out, std::forward<Rule>(rule));
-  out = DynTensor(out.raw(), std::move(node));
+  std::vector<const DynTensor*> pointers;
+  pointers.reserve(inputs.size());
+  for (const DynTensor& t : inputs) pointers.push_back(&t);
+  record(name, std::span<const DynTensor* const>(pointers), out, std::forward<Rule>(rule));
 }
 
 /// Sums `g` down to `shape`, undoing the broadcast that made an input of that shape.

@@ -15,30 +15,82 @@
 namespace ember {
 
 // clang-format off
-#define EMBER_UNARY_OPS(X)                                                                   \
-  X(Neg, neg, N) X(Abs, abs, N) X(Sign, sign, N) X(Square, square, N) X(Relu, relu, N)       \
-  X(Exp, exp, F) X(Exp2, exp2, F) X(Log, log, F) X(Log2, log2, F) X(Log1p, log1p, F)         \
-  X(Expm1, expm1, F) X(Sqrt, sqrt, F) X(Rsqrt, rsqrt, F) X(Reciprocal, reciprocal, F)        \
-  X(Sin, sin, F) X(Cos, cos, F) X(Tan, tan, F) X(Asin, asin, F) X(Acos, acos, F)             \
-  X(Atan, atan, F) X(Sinh, sinh, F) X(Cosh, cosh, F) X(Tanh, tanh, F) X(Erf, erf, F)         \
-  X(Sigmoid, sigmoid, F) X(Gelu, gelu, F) X(GeluTanh, gelu_tanh, F) X(Silu, silu, F)         \
-  X(Softplus, softplus, F) X(Floor, floor, N) X(Ceil, ceil, N) X(Round, round, N)            \
-  X(Trunc, trunc, N) X(IsNan, isnan, A) X(IsInf, isinf, A) X(LogicalNot, logical_not, A)                        \
-  X(BitwiseNot, bitwise_not, I)
+// Unary rows: X(Name, name, kinds, saves, gradient).
+//   saves: what the gradient reads, so only that stays alive for backward: None, Input (x),
+//          Output (y); NoGrad: not differentiable, never recorded.
+//   gradient: dL/dx as an expression in gy (dL/dy), x, y and p (the UnaryParams). It is expanded
+//          only in src/autodiff/grad_elementwise.cpp, where the ops it names are declared, so this
+//          header includes nothing above core. Rules are ops, so second derivatives come free.
+#define EMBER_UNARY_OPS(X)                                                                 \
+  X(Neg, neg, N, None, neg(gy))                                                            \
+  X(Abs, abs, N, Input, mul(gy, sign(x)))                                                      \
+  X(Sign, sign, N, None, zeros_like(gy))  /* piecewise constant: zero almost everywhere */ \
+  X(Square, square, N, Input, mul(gy, mul(x, 2.0)))                                            \
+  X(Relu, relu, N, Output, relu_backward(gy, y))  /* its mask, as PyTorch's threshold_backward */ \
+  X(Exp, exp, F, Output, mul(gy, y))                                                            \
+  X(Exp2, exp2, F, Output, mul(gy, mul(y, std::numbers::ln2)))                                  \
+  X(Log, log, F, Input, div(gy, x))                                                            \
+  X(Log2, log2, F, Input, div(gy, mul(x, std::numbers::ln2)))                                  \
+  X(Log1p, log1p, F, Input, div(gy, add(x, 1.0)))                                              \
+  X(Expm1, expm1, F, Output, mul(gy, add(y, 1.0)))                                              \
+  X(Sqrt, sqrt, F, Output, div(gy, mul(y, 2.0)))                                                \
+  X(Rsqrt, rsqrt, F, Output, mul(gy, mul(pow(y, 3.0), -0.5)))                                   \
+  X(Reciprocal, reciprocal, F, Output, mul(gy, neg(square(y))))                                 \
+  X(Sin, sin, F, Input, mul(gy, cos(x)))                                                       \
+  X(Cos, cos, F, Input, mul(gy, neg(sin(x))))                                                  \
+  X(Tan, tan, F, Output, mul(gy, add(square(y), 1.0)))                                          \
+  X(Asin, asin, F, Input, div(gy, sqrt(sub(1.0, square(x)))))                                  \
+  X(Acos, acos, F, Input, neg(div(gy, sqrt(sub(1.0, square(x))))))                             \
+  X(Atan, atan, F, Input, div(gy, add(square(x), 1.0)))                                        \
+  X(Sinh, sinh, F, Input, mul(gy, cosh(x)))                                                    \
+  X(Cosh, cosh, F, Input, mul(gy, sinh(x)))                                                    \
+  X(Tanh, tanh, F, Output, mul(gy, sub(1.0, square(y))))                                        \
+  X(Erf, erf, F, Input, mul(gy, mul(exp(neg(square(x))), std::numbers::inv_sqrtpi * 2.0)))    \
+  X(Sigmoid, sigmoid, F, Output, mul(gy, mul(y, sub(1.0, y))))                                  \
+  X(Gelu, gelu, F, Input, gelu_grad(x, gy))                                                    \
+  X(GeluTanh, gelu_tanh, F, Input, gelu_tanh_grad(x, gy))                                      \
+  X(Silu, silu, F, Input, silu_grad(x, gy))                                                    \
+  X(Softplus, softplus, F, Input, softplus_grad(x, gy, p))                                     \
+  X(Floor, floor, N, None, zeros_like(gy))                                                 \
+  X(Ceil, ceil, N, None, zeros_like(gy))                                                   \
+  X(Round, round, N, None, zeros_like(gy))                                                 \
+  X(Trunc, trunc, N, None, zeros_like(gy))                                                 \
+  X(IsNan, isnan, A, NoGrad, {})                                                           \
+  X(IsInf, isinf, A, NoGrad, {})                                                           \
+  X(LogicalNot, logical_not, A, NoGrad, {})                                                \
+  X(BitwiseNot, bitwise_not, I, NoGrad, {})
 
 // Unary ops that take UnaryParams; their public functions are written by hand (clamp, pow).
-#define EMBER_UNARY_PARAM_OPS(X) X(Clamp, clamp, N) X(PowScalar, pow_scalar, F)
+#define EMBER_UNARY_PARAM_OPS(X)                 \
+  X(Clamp, clamp, N, Input, clamp_grad(x, gy, p))    \
+  X(PowScalar, pow_scalar, F, Input, pow_scalar_grad(x, gy, p))
 
 #define EMBER_ALL_UNARY_OPS(X) EMBER_UNARY_OPS(X) EMBER_UNARY_PARAM_OPS(X)
 
-#define EMBER_BINARY_OPS(X)                                                                  \
-  X(Add, add, N) X(Sub, sub, N) X(Mul, mul, N) X(Div, div, N) X(Pow, pow, N)                 \
-  X(Atan2, atan2, F) X(Minimum, minimum, N) X(Maximum, maximum, N)                           \
-  X(ReluBackward, relu_backward, F)                                                          \
-  X(Eq, eq, A) X(Ne, ne, A) X(Lt, lt, A) X(Le, le, A) X(Gt, gt, A) X(Ge, ge, A)              \
-  X(LogicalAnd, logical_and, A) X(LogicalOr, logical_or, A) X(LogicalXor, logical_xor, A)    \
-  X(BitwiseAnd, bitwise_and, I) X(BitwiseOr, bitwise_or, I) X(BitwiseXor, bitwise_xor, I)    \
-  X(BitwiseShl, bitwise_left_shift, I) X(BitwiseShr, bitwise_right_shift, I)
+// Binary rows: X(Name, name, kinds, saves, gradient_a, gradient_b), gradients in gy, a, b, y
+// before un-broadcasting (the rule sums them back to the operands' shapes).
+//   saves: None (the operands' shapes only), AB (both operands), ABY (and the output), NoGrad.
+#define EMBER_BINARY_OPS(X)                                                                      \
+  X(Add, add, N, None, gy, gy)                                                                   \
+  X(Sub, sub, N, None, gy, neg(gy))                                                              \
+  X(Mul, mul, N, AB, mul(gy, b), mul(gy, a))                                                     \
+  X(Div, div, N, AB, div(gy, b), neg(div(mul(gy, a), square(b))))                                \
+  X(Pow, pow, N, ABY, pow_grad_base(a, b, gy), pow_grad_exponent(a, b, y, gy))                   \
+  X(Atan2, atan2, F, AB, mul(gy, div(b, add(square(a), square(b)))),                             \
+    mul(gy, div(neg(a), add(square(a), square(b)))))                                             \
+  X(Minimum, minimum, N, AB, mul(gy, tie_weight(lt(a, b), a, b, gy)),                            \
+    mul(gy, sub(1.0, tie_weight(lt(a, b), a, b, gy))))                                           \
+  X(Maximum, maximum, N, AB, mul(gy, tie_weight(gt(a, b), a, b, gy)),                            \
+    mul(gy, sub(1.0, tie_weight(gt(a, b), a, b, gy))))                                           \
+  X(ReluBackward, relu_backward, F, AB, relu_backward(gy, b), zeros_like(gy))                    \
+  X(Eq, eq, A, NoGrad, {}, {}) X(Ne, ne, A, NoGrad, {}, {}) X(Lt, lt, A, NoGrad, {}, {})          \
+  X(Le, le, A, NoGrad, {}, {}) X(Gt, gt, A, NoGrad, {}, {}) X(Ge, ge, A, NoGrad, {}, {})          \
+  X(LogicalAnd, logical_and, A, NoGrad, {}, {}) X(LogicalOr, logical_or, A, NoGrad, {}, {})      \
+  X(LogicalXor, logical_xor, A, NoGrad, {}, {})                                                  \
+  X(BitwiseAnd, bitwise_and, I, NoGrad, {}, {}) X(BitwiseOr, bitwise_or, I, NoGrad, {}, {})      \
+  X(BitwiseXor, bitwise_xor, I, NoGrad, {}, {})                                                  \
+  X(BitwiseShl, bitwise_left_shift, I, NoGrad, {}, {})                                           \
+  X(BitwiseShr, bitwise_right_shift, I, NoGrad, {}, {})
 
 #define EMBER_REDUCE_OPS(X) \
   X(Sum, sum, A) X(Mean, mean, F) X(Prod, prod, A) X(Amax, amax, A) X(Amin, amin, A)             \
@@ -49,13 +101,52 @@ namespace ember {
 #define EMBER_SCAN_OPS(X) X(CumSum, cumsum, A) X(CumProd, cumprod, A)
 // clang-format on
 
-#define EMBER_ENUM_ENTRY(Name, name, kinds) Name,
+#define EMBER_ENUM_ENTRY(Name, name, ...) Name,
 enum class UnaryOp : uint8_t { EMBER_ALL_UNARY_OPS(EMBER_ENUM_ENTRY) };
 enum class BinaryOp : uint8_t { EMBER_BINARY_OPS(EMBER_ENUM_ENTRY) };
 enum class ReduceOp : uint8_t { EMBER_REDUCE_OPS(EMBER_ENUM_ENTRY) };
 enum class ArgReduceOp : uint8_t { EMBER_ARG_REDUCE_OPS(EMBER_ENUM_ENTRY) };
 enum class ScanOp : uint8_t { EMBER_SCAN_OPS(EMBER_ENUM_ENTRY) };
 #undef EMBER_ENUM_ENTRY
+
+/// What an elementwise op's gradient reads (the `saves` column above).
+enum class Saves : uint8_t { None, Input, Output, AB, ABY, NoGrad };
+
+struct Recording;  // one op call as its gradient rule sees it (src/tensor/record.hpp)
+using GradRule = void (*)(const Recording&);
+
+/// One primitive op as autodiff sees it. The tensor layer hands each call to detail::record()
+/// with its descriptor; the descriptor's rule, defined beside the descriptor in
+/// src/autodiff/grad_<family>.cpp, makes the output tracked. The tensor layer never calls into
+/// autodiff by name (docs/ARCHITECTURE.md, "Recording").
+struct OpDef {
+  const char* name;
+  GradRule grad;     // null: not differentiable, never recorded
+  uint8_t code = 0;  // the op's entry in its family's enum, for rules shared by a family
+};
+
+// The descriptors: one per elementwise, reduction and scan entry above, and these.
+const OpDef& op_def(UnaryOp op);
+const OpDef& op_def(BinaryOp op);
+const OpDef& op_def(ReduceOp op);
+const OpDef& op_def(ArgReduceOp op);  // max/min along a dim: their values' gradient
+const OpDef& op_def(ScanOp op);
+namespace ops {
+// grad_elementwise.cpp
+extern const OpDef where, cast, clone, to_device;
+// grad_reduce.cpp: sort and topk take values along a dim at indices, as max/min along a dim.
+extern const OpDef logsumexp, sort, topk;
+// grad_linalg.cpp
+extern const OpDef matmul, softmax, log_softmax;
+// grad_conv.cpp
+extern const OpDef convolution, conv_transpose, conv_backward_weight, max_pool, max_pool_backward,
+    avg_pool, avg_pool_backward;
+// grad_movement.cpp: views are recorded too (a view of a tracked tensor is tracked).
+extern const OpDef reshape, transpose, permute, expand, slice, select, flip, repeat, cat, pad;
+// grad_indexing.cpp
+extern const OpDef gather, scatter, scatter_add, index_select, index_add, masked_fill,
+    masked_select, slice_assign;
+}  // namespace ops
 
 /// Which input kinds an elementwise op accepts (the `kinds` column above).
 enum class OpKinds : uint8_t { F, N, A, I };

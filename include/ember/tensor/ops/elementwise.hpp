@@ -13,10 +13,10 @@ DynTensor binary(BinaryOp op, const DynTensor& a, const Scalar& b);
 DynTensor binary(BinaryOp op, const Scalar& a, const DynTensor& b);
 
 // One function per registry entry: neg(x), exp(x), add(a, b), eq(a, b), ...
-#define EMBER_DECLARE_UNARY(Name, name, kinds) DynTensor name(const DynTensor& x);
+#define EMBER_DECLARE_UNARY(Name, name, ...) DynTensor name(const DynTensor& x);
 EMBER_UNARY_OPS(EMBER_DECLARE_UNARY)
 #undef EMBER_DECLARE_UNARY
-#define EMBER_DECLARE_BINARY(Name, name, kinds)           \
+#define EMBER_DECLARE_BINARY(Name, name, ...)         \
   DynTensor name(const DynTensor& a, const DynTensor& b); \
   DynTensor name(const DynTensor& a, const Scalar& b);    \
   DynTensor name(const Scalar& a, const DynTensor& b);
