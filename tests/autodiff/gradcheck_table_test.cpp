@@ -13,6 +13,7 @@
 #include <gtest/gtest-spi.h>
 
 #include "autodiff/gradcheck.hpp"
+#include "tensor/elementwise_rows.hpp"
 
 namespace ember::test {
 namespace {
@@ -22,12 +23,6 @@ constexpr int64_t kEnd = INT64_MAX;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr Layout kT = Layout::Transposed, kS = Layout::Strided;
 
-// Where an input's random values lie: [lo, hi) with |x| >= gap, to stay away from kinks,
-// poles and branch cuts.
-struct Range {
-  double lo = -2.0, hi = 2.0, gap = 0.0;
-};
-
 // One input of a case: its shape, layout, and row-major positions set to exactly 0.
 struct Arg {
   Shape shape;
@@ -35,12 +30,6 @@ struct Arg {
   std::vector<int64_t> zeros = {};
 };
 using Case = std::vector<Arg>;
-
-enum class Check {
-  kFd,    // first and second derivatives against finite differences
-  kZero,  // piecewise constant: the gradient must be exactly zero (differences are undefined
-          // at the jumps)
-};
 
 struct Row {
   std::string name;
@@ -120,101 +109,57 @@ DynTensor cat_reversed(std::vector<DynTensor> parts, int64_t dim) {
 
 // ---- The table ----------------------------------------------------------------------------------
 
-struct UnaryRow {
-  const char* name;
-  std::function<DynTensor(const DynTensor&)> fn;
-  Range range;
-  Check check = Check::kFd;
-};
+// The elementwise rows are the op table's (tests/tensor/elementwise_rows.hpp): each op's row
+// there carries the domain its gradient is checked on.
+BinaryOp binary_op_named(const std::string& name) {
+#define EMBER_NAMED(Name, name_, ...) \
+  if (name == #name_) return BinaryOp::Name;
+  EMBER_BINARY_OPS(EMBER_NAMED)
+#undef EMBER_NAMED
+  ADD_FAILURE() << "no binary op is named " << name;
+  return BinaryOp::Add;
+}
 
 std::vector<Row> elementwise_rows() {
+  std::vector<Row> rows;
+  for (const UnaryRow& u : unary_rows()) {
+    if (!differentiable(u.group, u.bool_out)) continue;
+    rows.push_back({u.name,
+                    [fn = u.fn](const Xs& x) { return fn(x[0]); },
+                    kUnary,
+                    {u.grad.range},
+                    u.grad.check});
+  }
+  // Parameter values whose gradients take their own branches.
   // clang-format off
-  const std::vector<UnaryRow> unary = {
-      {"neg", [](auto& x) { return neg(x); }, {}},
-      {"abs", [](auto& x) { return abs(x); }, {-2, 2, 0.1}},
-      {"sign", [](auto& x) { return sign(x); }, {}, Check::kZero},
-      {"square", [](auto& x) { return square(x); }, {}},
-      {"relu", [](auto& x) { return relu(x); }, {-2, 2, 0.1}},
-      {"exp", [](auto& x) { return exp(x); }, {}},
-      {"exp2", [](auto& x) { return exp2(x); }, {}},
-      {"log", [](auto& x) { return log(x); }, {0.2, 3}},
-      {"log2", [](auto& x) { return log2(x); }, {0.2, 3}},
-      {"log1p", [](auto& x) { return log1p(x); }, {-0.5, 2}},
-      {"expm1", [](auto& x) { return expm1(x); }, {}},
-      {"sqrt", [](auto& x) { return sqrt(x); }, {0.2, 3}},
-      {"rsqrt", [](auto& x) { return rsqrt(x); }, {0.2, 3}},
-      {"reciprocal", [](auto& x) { return reciprocal(x); }, {-2, 2, 0.3}},
-      {"sin", [](auto& x) { return sin(x); }, {-3, 3}},
-      {"cos", [](auto& x) { return cos(x); }, {-3, 3}},
-      {"tan", [](auto& x) { return tan(x); }, {-1.2, 1.2}},
-      {"asin", [](auto& x) { return asin(x); }, {-0.9, 0.9}},
-      {"acos", [](auto& x) { return acos(x); }, {-0.9, 0.9}},
-      {"atan", [](auto& x) { return atan(x); }, {-3, 3}},
-      {"sinh", [](auto& x) { return sinh(x); }, {}},
-      {"cosh", [](auto& x) { return cosh(x); }, {}},
-      {"tanh", [](auto& x) { return tanh(x); }, {}},
-      {"erf", [](auto& x) { return erf(x); }, {}},
-      {"sigmoid", [](auto& x) { return sigmoid(x); }, {-4, 4}},
-      {"gelu", [](auto& x) { return gelu(x); }, {-3, 3}},
-      {"gelu_tanh", [](auto& x) { return gelu(x, true); }, {-3, 3}},
-      {"silu", [](auto& x) { return silu(x); }, {-3, 3}},
-      {"softplus", [](auto& x) { return softplus(x); }, {-3, 3}},
-      {"softplus(beta 2, threshold 3)", [](auto& x) { return softplus(x, 2.0, 3.0); }, {-3, 3}},
-      {"floor", [](auto& x) { return floor(x); }, {-3, 3}, Check::kZero},
-      {"ceil", [](auto& x) { return ceil(x); }, {-3, 3}, Check::kZero},
-      {"round", [](auto& x) { return round(x); }, {-3, 3}, Check::kZero},
-      {"trunc", [](auto& x) { return trunc(x); }, {-3, 3}, Check::kZero},
-      {"clamp(x, -0.5, 0.7)", [](auto& x) { return clamp(x, -0.5, 0.7); }, {}},
-      {"clamp_min(x, 0.2)", [](auto& x) { return clamp_min(x, 0.2); }, {}},
-      {"clamp_max(x, -0.1)", [](auto& x) { return clamp_max(x, -0.1); }, {}},
-      {"pow(x, 2.5)", [](auto& x) { return pow(x, 2.5); }, {0.2, 2}},
-      {"pow(x, 3.0)", [](auto& x) { return pow(x, 3.0); }, {}},
-      {"pow(x, -1.5)", [](auto& x) { return pow(x, -1.5); }, {0.2, 2}},
-      {"pow(x, 0.0)", [](auto& x) { return pow(x, 0.0); }, {}},
-      {"clone", [](auto& x) { return clone(x); }, {}},
+  const std::vector<Row> variants = {
+      {"pow(x, -1.5)", [](const Xs& x) { return pow(x[0], -1.5); }, kUnary, {{0.2, 2}}},
+      {"pow(x, 0.0)", [](const Xs& x) { return pow(x[0], 0.0); }, kUnary},
+      {"softplus(beta 2, threshold 3)", [](const Xs& x) { return softplus(x[0], 2.0, 3.0); },
+       kUnary, {{-3, 3}}},
+      {"clone", [](const Xs& x) { return clone(x[0]); }, kUnary},
   };
   // clang-format on
-  std::vector<Row> rows;
-  for (const UnaryRow& u : unary) {
-    rows.push_back(
-        {u.name, [fn = u.fn](const Xs& x) { return fn(x[0]); }, kUnary, {u.range}, u.check});
-  }
+  rows.insert(rows.end(), variants.begin(), variants.end());
 
   // Binary ops: tensor-tensor (broadcasting), tensor-scalar and scalar-tensor.
-  struct BinaryRow {
-    BinaryOp op;
-    Range a, b;
-    double scalar_b, scalar_a;  // b in op(a, scalar), a in op(scalar, b)
-  };
-  // clang-format off
-  const std::vector<BinaryRow> binaries = {
-      {BinaryOp::Add, {}, {}, 1.5, -0.5},
-      {BinaryOp::Sub, {}, {}, 1.5, -0.5},
-      {BinaryOp::Mul, {}, {}, 1.5, -0.5},
-      {BinaryOp::Div, {}, {-2, 2, 0.3}, 1.5, -0.5},
-      {BinaryOp::Pow, {0.3, 2}, {}, 2.5, 1.7},
-      {BinaryOp::Atan2, {-2, 2, 0.2}, {}, -0.7, 0.8},  // a != 0: the branch cut is a = 0, b < 0
-      {BinaryOp::Minimum, {}, {}, 0.3, -0.3},
-      {BinaryOp::Maximum, {}, {}, 0.3, -0.3},
-      {BinaryOp::ReluBackward, {}, {-2, 2, 0.2}, 0.5, -0.7},  // y away from the kink at 0
-  };
-  // clang-format on
-  for (const BinaryRow& b : binaries) {
-    const std::string name(op_name(b.op));
-    const BinaryOp op = b.op;
-    const double sa = b.scalar_a, sb = b.scalar_b;
+  for (const BinaryRow& b : binary_rows()) {
+    if (!differentiable(b.group, b.bool_out)) continue;
+    const std::string name = b.name;
+    const BinaryOp op = binary_op_named(name);
+    const double sa = b.grad.scalar_a, sb = b.grad.scalar_b;
     rows.push_back({name + "(a, b)",
                     [op](const Xs& x) { return binary(op, x[0], x[1]); },
                     kBinary,
-                    {b.a, b.b}});
+                    {b.grad.a, b.grad.b}});
     rows.push_back({name + "(a, scalar)",
                     [op, sb](const Xs& x) { return binary(op, x[0], sb); },
                     kUnary,
-                    {b.a}});
+                    {b.grad.a}});
     rows.push_back({name + "(scalar, b)",
                     [op, sa](const Xs& x) { return binary(op, sa, x[0]); },
                     kUnary,
-                    {b.b}});
+                    {b.grad.b}});
   }
 
   // clang-format off
@@ -765,6 +710,32 @@ TEST(Gradcheck, NonDifferentiableOpsSaySo) {
           << name << ": " << e.what();
     }
   }
+}
+
+// The registry's gradient column is checked through the op table's rows: every elementwise op
+// with a gradient has a row that the Elementwise test above runs, and no row claims a gradient
+// for an op the registry says has none.
+TEST(Gradcheck, EveryDifferentiableRegistryOpHasARow) {
+  auto row_is_checked = [](const std::string& name) {
+    for (const UnaryRow& u : unary_rows()) {
+      if (u.name == name) return differentiable(u.group, u.bool_out);
+    }
+    for (const BinaryRow& b : binary_rows()) {
+      if (b.name == name) return differentiable(b.group, b.bool_out);
+    }
+    return false;
+  };
+#define EMBER_EXPECT_ROW(Op, Name, name)                                               \
+  EXPECT_EQ(row_is_checked(#name), op_def(Op::Name).grad != nullptr)                   \
+      << #name << ": the registry and the row disagree on whether it has a gradient, " \
+      << "or the op has no row in tests/tensor/elementwise_rows.hpp";
+#define EMBER_UNARY_ROW(Name, name, ...) EMBER_EXPECT_ROW(UnaryOp, Name, name)
+#define EMBER_BINARY_ROW(Name, name, ...) EMBER_EXPECT_ROW(BinaryOp, Name, name)
+  EMBER_ALL_UNARY_OPS(EMBER_UNARY_ROW)
+  EMBER_BINARY_OPS(EMBER_BINARY_ROW)
+#undef EMBER_UNARY_ROW
+#undef EMBER_BINARY_ROW
+#undef EMBER_EXPECT_ROW
 }
 
 }  // namespace
