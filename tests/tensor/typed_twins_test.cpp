@@ -1,0 +1,57 @@
+// The typed Tensor<D> wrappers that are written by hand (include/ember/tensor/conv_ops.hpp) must
+// take exactly the parameters of the DynTensor op they forward to: a parameter added to one and
+// not the other (as conv2d's relu flag once was) stops this file from compiling. The elementwise
+// wrappers need no check: they are generated from the registry rows.
+#include <type_traits>
+
+#include "ember/ember.hpp"
+
+namespace ember {
+namespace {
+
+// The DynTensor signature a typed signature stands for: every Tensor<D, K> becomes a DynTensor.
+template <class T>
+struct Erased {
+  using type = T;
+};
+template <int D, class K>
+struct Erased<Tensor<D, K>> {
+  using type = DynTensor;
+};
+template <int D, class K>
+struct Erased<const Tensor<D, K>&> {
+  using type = const DynTensor&;
+};
+template <int D, class K>
+struct Erased<TypedValuesIndices<D, K>> {
+  using type = ValuesIndices;
+};
+template <class F>
+struct ErasedSignature;
+template <class R, class... Args>
+struct ErasedSignature<R (*)(Args...)> {
+  using type = typename Erased<R>::type (*)(typename Erased<Args>::type...);
+};
+template <auto typed>
+using Twin = typename ErasedSignature<decltype(typed)>::type;
+
+// static_cast picks the DynTensor overload with exactly these parameters, or fails to compile.
+#define EMBER_EXPECT_TWIN(typed, dyn) \
+  static_assert(std::is_same_v<Twin<&typed>, decltype(static_cast<Twin<&typed>>(&dyn))>)
+
+EMBER_EXPECT_TWIN(conv1d<3>, conv1d);
+EMBER_EXPECT_TWIN(conv2d<4>, conv2d);
+EMBER_EXPECT_TWIN(conv3d<5>, conv3d);
+EMBER_EXPECT_TWIN(conv_transpose1d<3>, conv_transpose1d);
+EMBER_EXPECT_TWIN(conv_transpose2d<4>, conv_transpose2d);
+EMBER_EXPECT_TWIN(max_pool1d<3>, max_pool1d);
+EMBER_EXPECT_TWIN(max_pool2d<4>, max_pool2d);
+EMBER_EXPECT_TWIN(max_pool1d_with_indices<3>, max_pool1d_with_indices);
+EMBER_EXPECT_TWIN(max_pool2d_with_indices<4>, max_pool2d_with_indices);
+EMBER_EXPECT_TWIN(avg_pool1d<3>, avg_pool1d);
+EMBER_EXPECT_TWIN(avg_pool2d<4>, avg_pool2d);
+EMBER_EXPECT_TWIN(adaptive_avg_pool1d<3>, adaptive_avg_pool1d);
+EMBER_EXPECT_TWIN(adaptive_avg_pool2d<4>, adaptive_avg_pool2d);
+
+}  // namespace
+}  // namespace ember
