@@ -12,15 +12,10 @@
 #include "ember/core/error.hpp"
 
 namespace ember::detail {
-namespace {
 
-struct Loaded {
-  Backend* backend = nullptr;
-  std::string why;  // what failed, for the error
-};
-
-Loaded load(const char* env, std::initializer_list<const char*> paths, const char* symbol) {
-  Loaded r;
+LoadedPlugin load_plugin(const char* env, std::initializer_list<const char*> paths,
+                         const char* symbol) {
+  LoadedPlugin r;
   std::string tried;
   auto attempt = [&](const char* path) {
     if (!path || !*path || r.backend) return;
@@ -44,10 +39,19 @@ Loaded load(const char* env, std::initializer_list<const char*> paths, const cha
   return r;
 }
 
-const Loaded& libtorch_plugin() {
-  static const Loaded loaded =
-      load("EMBER_LIBTORCH_PLUGIN", {EMBER_LIBTORCH_PLUGIN_BUILD, EMBER_LIBTORCH_PLUGIN_INSTALL},
-           "ember_libtorch_backend");
+Backend& require_plugin(const LoadedPlugin& plugin, const char* device, const char* env) {
+  EMBER_CHECK(plugin.backend, "[device] ", device, ": cannot load its backend's plugin (",
+              plugin.why, "); set ", env, " to the path of the plugin library");
+  return *plugin.backend;
+}
+
+#if EMBER_HAVE_LIBTORCH
+namespace {
+
+const LoadedPlugin& libtorch_plugin() {
+  static const LoadedPlugin loaded = load_plugin(
+      "EMBER_LIBTORCH_PLUGIN", {EMBER_LIBTORCH_PLUGIN_BUILD, EMBER_LIBTORCH_PLUGIN_INSTALL},
+      "ember_libtorch_backend");
   return loaded;
 }
 
@@ -56,10 +60,9 @@ const Loaded& libtorch_plugin() {
 Backend* try_libtorch_backend() { return libtorch_plugin().backend; }
 
 Backend& libtorch_backend() {
-  const Loaded& l = libtorch_plugin();
-  EMBER_CHECK(l.backend, "[device] libtorch: cannot load the LibTorch backend's plugin (", l.why,
-              "); set EMBER_LIBTORCH_PLUGIN to the path of libember_libtorch.so");
-  return *l.backend;
+  return require_plugin(libtorch_plugin(), "libtorch", "EMBER_LIBTORCH_PLUGIN");
 }
+
+#endif  // EMBER_HAVE_LIBTORCH
 
 }  // namespace ember::detail

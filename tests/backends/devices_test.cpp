@@ -6,7 +6,10 @@
 #include <ember/ember.hpp>
 #include <ember/models/fashion_cnn.hpp>
 
+#include <cstdlib>
+
 #include "internal.hpp"  // src/tensor: detail::backend_for
+#include "plugin.hpp"    // src/tensor: detail::load_plugin
 
 namespace ember {
 namespace {
@@ -111,6 +114,27 @@ TEST(Devices, LibTorchErrorsAreEmberErrorsNamingTheOp) {
     EXPECT_EQ(std::string(e.what()).substr(0, 16), "[add] libtorch: ") << e.what();
   }
   EXPECT_EQ(sum(a).item<float>(), 6.0f);  // and the backend carries on
+}
+
+// A plugin that cannot be loaded is a clear error naming every path tried and why, and the
+// variable that points at the right one (hosted builds without the plugin hit this).
+TEST(Devices, APluginThatCannotLoadIsAClearError) {
+  ::setenv("EMBER_TEST_NO_PLUGIN", "/nonexistent/libember_nothing.so", 1);
+  // libm loads, but has no backend entry point.
+  const detail::LoadedPlugin p =
+      detail::load_plugin("EMBER_TEST_NO_PLUGIN", {"libm.so.6"}, "ember_libtorch_backend");
+  EXPECT_EQ(p.backend, nullptr);
+  EXPECT_NE(p.why.find("/nonexistent/libember_nothing.so"), std::string::npos) << p.why;
+  EXPECT_NE(p.why.find("libm.so.6 has no ember_libtorch_backend"), std::string::npos) << p.why;
+  try {
+    detail::require_plugin(p, "libtorch", "EMBER_LIBTORCH_PLUGIN");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("[device] libtorch: cannot load its backend's plugin (", 0), 0u) << what;
+    EXPECT_NE(what.find("set EMBER_LIBTORCH_PLUGIN"), std::string::npos) << what;
+  }
+  ::unsetenv("EMBER_TEST_NO_PLUGIN");
 }
 
 }  // namespace
