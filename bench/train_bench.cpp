@@ -7,6 +7,8 @@
 // time.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -23,7 +25,11 @@ const TrainData& train_data() {
   static const TrainData d = [] {
     TrainData t;
     const auto ds = data::FashionMnist::train();
+    // EMBER_BENCH_TRAIN_IMAGES=n trains on the first n images only: a short run for comparing
+    // two builds on a busy machine (the rows then report that many images per epoch).
+    const char* limit = std::getenv("EMBER_BENCH_TRAIN_IMAGES");
     t.count = static_cast<int64_t>(ds->size());
+    if (limit && std::atoll(limit) > 0) t.count = std::min<int64_t>(t.count, std::atoll(limit));
     t.images.resize(static_cast<size_t>(t.count) * 28 * 28);
     t.labels.resize(static_cast<size_t>(t.count));
     for (int64_t i = 0; i < t.count; ++i) {
