@@ -67,11 +67,9 @@ void BM_ember_libtorch_epoch(benchmark::State& state) {
     state.SkipWithError("this Ember was built without the LibTorch backend");
     return;
   }
-  // The Cpu backend sizes OpenMP and OpenBLAS when it first runs (here: the weights' random
-  // draw); it runs first, so that LibTorch's best setting below (as in BM_torch_epoch) holds.
+  // Ember's one thread setting sizes LibTorch's pools too, as BM_torch_epoch sets them by hand
+  // (intra-op threads as asked, OpenBLAS on one thread: src/backends/cpu/threads.hpp).
   ember::cpu::set_num_threads(static_cast<int>(state.range(0)));
-  at::set_num_threads(static_cast<int>(state.range(0)));
-  if (openblas_set_num_threads) openblas_set_num_threads(1);
   float last_loss = 0;
   for (auto _ : state) last_loss = ember::bench::ember_epoch(ember::Device::libtorch());
   ember::bench::epoch_counters(state, last_loss);

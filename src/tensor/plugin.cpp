@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "../backends/cpu/threads.hpp"
 #include "ember/core/error.hpp"
 
 namespace ember::detail {
@@ -32,6 +33,7 @@ LoadedPlugin load_plugin(const char* env, std::initializer_list<const char*> pat
       return;
     }
     r.backend = entry();
+    r.handle = handle;
   };
   attempt(std::getenv(env));
   for (const char* p : paths) attempt(p);
@@ -49,9 +51,19 @@ Backend& require_plugin(const LoadedPlugin& plugin, const char* device, const ch
 namespace {
 
 const LoadedPlugin& libtorch_plugin() {
-  static const LoadedPlugin loaded = load_plugin(
-      "EMBER_LIBTORCH_PLUGIN", {EMBER_LIBTORCH_PLUGIN_BUILD, EMBER_LIBTORCH_PLUGIN_INSTALL},
-      "ember_libtorch_backend");
+  static const LoadedPlugin loaded = [] {
+    LoadedPlugin l = load_plugin("EMBER_LIBTORCH_PLUGIN",
+                                 {EMBER_LIBTORCH_PLUGIN_BUILD, EMBER_LIBTORCH_PLUGIN_INSTALL},
+                                 "ember_libtorch_backend");
+    // LibTorch's thread pools follow cpu::set_num_threads from now on (one setting).
+    if (l.handle) {
+      if (auto setter = reinterpret_cast<cpu::detail::ThreadListener>(
+              dlsym(l.handle, "ember_libtorch_set_num_threads"))) {
+        cpu::detail::set_thread_listener(setter);
+      }
+    }
+    return l;
+  }();
   return loaded;
 }
 

@@ -14,7 +14,8 @@ namespace ember::detail {
 /// A plugin looked for at $env, then at each path in turn: its backend, or why none loaded.
 struct LoadedPlugin {
   Backend* backend = nullptr;
-  std::string why;  // every path tried and what failed there
+  void* handle = nullptr;  // the loaded library (for its optional symbols)
+  std::string why;         // every path tried and what failed there
 };
 LoadedPlugin load_plugin(const char* env, std::initializer_list<const char*> paths,
                          const char* symbol);

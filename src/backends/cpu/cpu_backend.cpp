@@ -4,6 +4,7 @@
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/error.hpp"
 #include "os.hpp"
+#include "threads.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -25,6 +26,7 @@ int initial_threads() {
 }
 
 int g_threads = 0;
+detail::ThreadListener g_listener = nullptr;
 
 }  // namespace
 
@@ -51,7 +53,17 @@ void set_num_threads(int n) {
   openblas_set_num_threads(n);  // its own thread pool (f64 GEMM), sized the same
 #endif
 #endif
+  if (g_listener) g_listener(g_threads);
 }
+
+namespace detail {
+
+void set_thread_listener(ThreadListener listener) {
+  g_listener = listener;
+  set_num_threads(num_threads());
+}
+
+}  // namespace detail
 
 bool CpuBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {

@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
 #include "aten.hpp"
 
 namespace ember::libtorch {
@@ -108,10 +110,22 @@ void release_buffer(void* context, void*, size_t) {
 
 }  // namespace ember::libtorch
 
-// The plugin's one exported symbol (src/tensor/plugin.cpp looks it up).
+// The plugin's exported symbols (src/tensor/plugin.cpp looks them up): the backend, and the
+// thread setting it follows (cpu::set_num_threads, one setting for both backends).
 extern "C" __attribute__((visibility("default"))) ember::Backend* ember_libtorch_backend() {
   static ember::libtorch::LibTorchBackend libtorch;
   return &libtorch;
+}
+
+// Debian's LibTorch does its GEMMs in OpenBLAS, whose pool at::set_num_threads does not size.
+extern "C" void openblas_set_num_threads(int n) __attribute__((weak));
+
+// ATen's intra-op (OpenMP) threads as Ember's; OpenBLAS, which LibTorch's GEMMs and the Cpu
+// backend's f64 GEMM share, on one thread: its spinning pool beside OpenMP's oversubscribes the
+// cores (an epoch of bench_train took 38 s instead of 22 s with both at 2 threads on 2 cores).
+extern "C" __attribute__((visibility("default"))) void ember_libtorch_set_num_threads(int n) {
+  at::set_num_threads(n);
+  if (openblas_set_num_threads) openblas_set_num_threads(1);
 }
 
 namespace ember::libtorch {
