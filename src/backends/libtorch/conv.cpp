@@ -22,6 +22,16 @@ at::Tensor shape_only(const RawTensor& t) {
   return at::empty(std::vector<int64_t>(t.shape.begin(), t.shape.end()), at::kFloat);
 }
 
+// True when `t` is f32 or f64 and every operand in `same` has its dtype: ATen's out= forms then
+// compute in Ember's dtype and write into Ember's buffer (no temporary and copy).
+bool direct(const RawTensor& t, std::initializer_list<const RawTensor*> same) {
+  if (t.dtype != DType::f32 && t.dtype != DType::f64) return false;
+  for (const RawTensor* o : same) {
+    if (o->defined() && o->dtype != t.dtype) return false;
+  }
+  return true;
+}
+
 // ATen 1.13's oneDNN path refuses some geometries (dilated grouped convolutions among them);
 // those run again on ATen's own kernels. The switch is process-wide: a convolution on another
 // thread meanwhile takes the slower path too, with the same results.
@@ -96,6 +106,13 @@ at::Tensor pool_layout(const at::Tensor& t, const PoolParams& p) {
   return p.spatial == 1 ? r.unsqueeze(2) : r;
 }
 
+// `t` in ATen's pooling layout as a view of Ember's buffer, or an undefined tensor when the
+// layout needs a copy (a strided `t`).
+at::Tensor pool_out_view(const RawTensor& t, const PoolParams& p) {
+  const at::Tensor v = view_of(t);
+  return v.is_contiguous() ? pool_layout(v, p) : at::Tensor();
+}
+
 at::Tensor shaped_like(const at::Tensor& r, const RawTensor& like) {
   return r.reshape(std::vector<int64_t>(like.shape.begin(), like.shape.end()));
 }
@@ -113,6 +130,34 @@ std::vector<int64_t> all_but_channel(int rank) {
   return dims;
 }
 
+// adam_step in f32/f64: the same operations in the same order as below (and as the Cpu kernel),
+// written into Ember's outputs in place where ATen allows, so 3 temporaries instead of 13 and no
+// copies. lerp(m, g, w) is m + w * (g - m) for w < 0.5 (the caller checks 1 - beta1 < 0.5).
+void adam_direct(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
+                 const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq, const AdamParams& p,
+                 const RawTensor& param_out, const RawTensor& exp_avg_out,
+                 const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) {
+  at::Tensor w = view_of(param), g = view_of(grad);
+  at::Tensor m = view_of(exp_avg_out), v = view_of(exp_avg_sq_out), po = view_of(param_out);
+  if (p.decoupled && p.weight_decay != 0) w = w * (1 - p.lr * p.weight_decay);
+  if (!p.decoupled && p.weight_decay != 0) g = g + w * p.weight_decay;
+  at::lerp_out(m, view_of(exp_avg), g, 1 - p.beta1);
+  at::Tensor g2 = g * g;
+  g2.mul_(1 - p.beta2);
+  at::mul_out(v, view_of(exp_avg_sq), at::scalar_tensor(p.beta2, w.options()));
+  v.add_(g2);
+  at::Tensor second = v;
+  if (p.amsgrad) {
+    second = view_of(max_exp_avg_sq_out);
+    at::maximum_out(second, view_of(max_exp_avg_sq), v);
+  }
+  at::Tensor denom = second.sqrt();
+  denom.div_(p.bias_correction2_sqrt).add_(p.eps);
+  at::div_out(denom, m, denom);
+  denom.mul_(-(p.lr / p.bias_correction1));
+  at::add_out(po, w, denom);
+}
+
 }  // namespace
 
 void LibTorchBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
@@ -125,6 +170,11 @@ void LibTorchBackend::conv(const RawTensor& x, const RawTensor& w, const RawTens
                              first(p.dilation, n), false,
                              std::vector<int64_t>(static_cast<size_t>(n), 0), p.groups);
     });
+    if (p.relu && direct(out, {&x, &w, &bias})) {
+      at::Tensor o = view_of(out);
+      at::clamp_min_out(o, r, 0);  // ATen's relu is clamp_min(0): NaN stays NaN
+      return;
+    }
     if (p.relu) r.relu_();
     assign(out, r);
   });
@@ -175,6 +225,24 @@ void LibTorchBackend::max_pool(const RawTensor& x, const PoolParams& p, const Ra
   run("max_pool", [&] {
     const PoolArgs a = pool_args(p, x);
     const at::Tensor v = pool_layout(compute_view(x), p);
+    const bool i32 = indices.dtype == DType::i32;
+    at::Tensor o = !p.adaptive && direct(out, {&x}) ? pool_out_view(out, p) : at::Tensor();
+    if (o.defined()) {
+      // Straight into out, and into i64 indices (i32 ones, the front end's choice for max_pool2d,
+      // are ATen's i64 converted).
+      at::Tensor oi = i32 ? at::empty(o.sizes(), at::kLong) : pool_out_view(indices, p);
+      if (oi.defined()) {
+        if (a.dims == 3) {
+          at::max_pool3d_with_indices_out(o, oi, v, a.kernel, a.stride, a.padding, a.dilation,
+                                          p.ceil_mode);
+        } else {
+          at::max_pool2d_with_indices_out(o, oi, v, a.kernel, a.stride, a.padding, a.dilation,
+                                          p.ceil_mode);
+        }
+        if (i32) assign(indices, shaped_like(oi, indices));
+        return;
+      }
+    }
     at::Tensor r, i;
     if (p.adaptive) {
       std::tie(r, i) =
@@ -194,12 +262,24 @@ void LibTorchBackend::max_pool(const RawTensor& x, const PoolParams& p, const Ra
 void LibTorchBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
                                         const PoolParams& p, const RawTensor& grad_in) {
   run("max_pool_backward", [&] {
-    if (!p.adaptive && p.spatial >= 2 && indices.dtype == DType::i64) {
-      // ATen's own backward (threaded), given the forward's geometry and indices.
+    if (!p.adaptive && p.spatial >= 2) {
+      // ATen's own backward (threaded), given the forward's geometry and indices (in i64).
       const PoolArgs a = pool_args(p, grad_in);
       const at::Tensor go = pool_layout(compute_view(grad_out), p);
       const at::Tensor self = pool_layout(shape_only(grad_in), p);
-      const at::Tensor idx = pool_layout(view_of(indices), p);
+      at::Tensor idx = pool_layout(view_of(indices), p);
+      if (indices.dtype != DType::i64) idx = idx.to(at::kLong);
+      at::Tensor gi = direct(grad_in, {&grad_out}) ? pool_out_view(grad_in, p) : at::Tensor();
+      if (gi.defined()) {  // straight into grad_in (ATen reads `self` for its size only)
+        if (a.dims == 3) {
+          at::max_pool3d_with_indices_backward_out(gi, go, self, a.kernel, a.stride, a.padding,
+                                                   a.dilation, p.ceil_mode, idx);
+        } else {
+          at::max_pool2d_with_indices_backward_out(gi, go, self, a.kernel, a.stride, a.padding,
+                                                   a.dilation, p.ceil_mode, idx);
+        }
+        return;
+      }
       const at::Tensor r =
           a.dims == 3 ? at::max_pool3d_with_indices_backward(
                             go, self, a.kernel, a.stride, a.padding, a.dilation, p.ceil_mode, idx)
@@ -300,6 +380,12 @@ void LibTorchBackend::adam_step(const RawTensor& param, const RawTensor& grad,
                                 const RawTensor& exp_avg_sq_out,
                                 const RawTensor& max_exp_avg_sq_out) {
   run("adam_step", [&] {
+    if (direct(param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq, &param_out, &exp_avg_out,
+                       &exp_avg_sq_out, &max_exp_avg_sq_out}) &&
+        1 - p.beta1 < 0.5) {
+      return adam_direct(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, p, param_out,
+                         exp_avg_out, exp_avg_sq_out, max_exp_avg_sq_out);
+    }
     at::Tensor w = compute_view(param), g = compute_view(grad);
     const at::Tensor m0 = compute_view(exp_avg);
     if (p.decoupled && p.weight_decay != 0) w = w * (1 - p.lr * p.weight_decay);
