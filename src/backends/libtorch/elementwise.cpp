@@ -209,11 +209,91 @@ at::Tensor binary_op(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
   EMBER_FAIL("[", op_name(op), "] has no kernel on libtorch");
 }
 
+// The ops of training written straight into `o` (ATen's out= forms: no temporary and copy) when
+// x and o have one dtype, f32 or f64, where ATen computes them as Ember does. False otherwise.
+bool unary_direct(UnaryOp op, const at::Tensor& x, at::Tensor& o) {
+  switch (op) {
+    case UnaryOp::Neg:
+      return at::neg_out(o, x), true;
+    case UnaryOp::Abs:
+      return at::abs_out(o, x), true;
+    case UnaryOp::Square:
+      return at::mul_out(o, x, x), true;
+    case UnaryOp::Relu:
+      return at::clamp_min_out(o, x, 0), true;  // ATen's relu is clamp_min(0): NaN stays NaN
+    case UnaryOp::Exp:
+      return at::exp_out(o, x), true;
+    case UnaryOp::Log:
+      return at::log_out(o, x), true;
+    case UnaryOp::Log1p:
+      return at::log1p_out(o, x), true;
+    case UnaryOp::Expm1:
+      return at::expm1_out(o, x), true;
+    case UnaryOp::Sqrt:
+      return at::sqrt_out(o, x), true;
+    case UnaryOp::Rsqrt:
+      return at::rsqrt_out(o, x), true;
+    case UnaryOp::Reciprocal:
+      return at::reciprocal_out(o, x), true;
+    case UnaryOp::Tanh:
+      return at::tanh_out(o, x), true;
+    case UnaryOp::Sigmoid:
+      return at::sigmoid_out(o, x), true;
+    default:
+      return false;
+  }
+}
+
+// Binary ops likewise, for f32/f64 operands of one dtype: arithmetic into an output of that
+// dtype, comparisons into a bool output.
+bool binary_direct(BinaryOp op, const at::Tensor& a, const at::Tensor& b, at::Tensor& o) {
+  const bool same = o.scalar_type() == a.scalar_type();
+  const bool to_bool = o.scalar_type() == at::kBool;
+  switch (op) {
+    case BinaryOp::Add:
+      return same && (at::add_out(o, a, b), true);
+    case BinaryOp::Sub:
+      return same && (at::sub_out(o, a, b), true);
+    case BinaryOp::Mul:
+      return same && (at::mul_out(o, a, b), true);
+    case BinaryOp::Div:
+      return same && (at::div_out(o, a, b), true);
+    case BinaryOp::Pow:
+      return same && (at::pow_out(o, a, b), true);
+    case BinaryOp::Minimum:
+      return same && (at::minimum_out(o, a, b), true);
+    case BinaryOp::Maximum:
+      return same && (at::maximum_out(o, a, b), true);
+    case BinaryOp::ReluBackward:
+      return same && (at::threshold_backward_out(o, a, b, 0), true);
+    case BinaryOp::Eq:
+      return to_bool && (at::eq_out(o, a, b), true);
+    case BinaryOp::Ne:
+      return to_bool && (at::ne_out(o, a, b), true);
+    case BinaryOp::Lt:
+      return to_bool && (at::lt_out(o, a, b), true);
+    case BinaryOp::Le:
+      return to_bool && (at::le_out(o, a, b), true);
+    case BinaryOp::Gt:
+      return to_bool && (at::gt_out(o, a, b), true);
+    case BinaryOp::Ge:
+      return to_bool && (at::ge_out(o, a, b), true);
+    default:
+      return false;
+  }
+}
+
+bool f32_or_f64(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+
 }  // namespace
 
 void LibTorchBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                             const RawTensor& out) {
   run(op_name(op), [&] {
+    if (f32_or_f64(x.dtype) && out.dtype == x.dtype) {
+      at::Tensor o = view_of(out);
+      if (unary_direct(op, view_of(x), o)) return;
+    }
     const at::Tensor v = compute_view(x);
     assign(out, is_floating(x.dtype) ? unary_float(op, params, v) : unary_int(op, params, v));
   });
@@ -222,19 +302,10 @@ void LibTorchBackend::unary(UnaryOp op, const UnaryParams& params, const RawTens
 void LibTorchBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                              const RawTensor& out) {
   run(op_name(op), [&] {
-    // The arithmetic of the training step straight into out (no temporary and copy) where
-    // ATen's out= form computes in out's dtype as Ember does: f32 and f64 operands and result.
-    const bool direct = (out.dtype == DType::f32 || out.dtype == DType::f64) &&
-                        a.dtype == out.dtype && b.dtype == out.dtype;
-    if (direct && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
-                   op == BinaryOp::Div)) {
+    if (f32_or_f64(a.dtype) && b.dtype == a.dtype &&
+        (out.dtype == a.dtype || out.dtype == DType::boolean)) {
       at::Tensor o = view_of(out);
-      const at::Tensor x = view_of(a), y = view_of(b);
-      if (op == BinaryOp::Add) at::add_out(o, x, y);
-      if (op == BinaryOp::Sub) at::sub_out(o, x, y);
-      if (op == BinaryOp::Mul) at::mul_out(o, x, y);
-      if (op == BinaryOp::Div) at::div_out(o, x, y);
-      return;
+      if (binary_direct(op, view_of(a), view_of(b), o)) return;
     }
     assign(out, binary_op(op, compute_view(a), compute_view(b)));
   });
@@ -242,7 +313,15 @@ void LibTorchBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b
 
 void LibTorchBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
                             const RawTensor& out) {
-  run("where", [&] { assign(out, at::where(view_of(cond), compute_view(a), compute_view(b))); });
+  run("where", [&] {
+    if (f32_or_f64(out.dtype) && a.dtype == out.dtype && b.dtype == out.dtype &&
+        cond.dtype == DType::boolean) {
+      at::Tensor o = view_of(out);
+      at::where_out(o, view_of(cond), view_of(a), view_of(b));
+      return;
+    }
+    assign(out, at::where(view_of(cond), compute_view(a), compute_view(b)));
+  });
 }
 
 }  // namespace ember::libtorch

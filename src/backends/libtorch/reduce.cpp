@@ -31,6 +31,14 @@ void LibTorchBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask
   run(op_name(op), [&] {
     const std::vector<int64_t> dims = dims_of(dims_mask, x.rank());
     if (dims.empty()) return assign(out, view_of(x));  // nothing reduced: a (casting) copy
+    if ((op == ReduceOp::Amax || op == ReduceOp::Amin) &&
+        (x.dtype == DType::f32 || x.dtype == DType::f64) && out.dtype == x.dtype &&
+        out.rank() == x.rank()) {
+      at::Tensor o = view_of(out);  // straight into out: no temporary and copy
+      if (op == ReduceOp::Amax) at::amax_out(o, view_of(x), dims, true);
+      if (op == ReduceOp::Amin) at::amin_out(o, view_of(x), dims, true);
+      return;
+    }
     at::Tensor r = numeric_view(x);
     switch (op) {
       case ReduceOp::Sum:
