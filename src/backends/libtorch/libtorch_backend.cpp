@@ -36,6 +36,13 @@ at::ScalarType to_aten(DType dtype) {
 
 at::Tensor view_of(const RawTensor& t) {
   const int rank = t.rank();
+  bool negative = false;
+  for (int d = 0; d < rank; ++d) negative |= t.strides[d] < 0 && t.shape[d] > 1;
+  if (!negative) {  // the common case: ATen reads the sizes and strides in place (no vectors)
+    return at::from_blob(t.data(), c10::IntArrayRef(t.shape.begin(), t.shape.end()),
+                         c10::IntArrayRef(t.strides.begin(), t.strides.end()),
+                         at::TensorOptions().dtype(to_aten(t.dtype)));
+  }
   std::vector<int64_t> sizes(t.shape.begin(), t.shape.end());
   std::vector<int64_t> strides(t.strides.begin(), t.strides.end());
   std::vector<int64_t> flipped;
