@@ -1,7 +1,12 @@
 // LibTorch's side of bench_train (train_bench.cpp): the same CNN, the same batches in the same
 // order, torch::optim::Adam (lr 1e-3), cross-entropy, backward, step, zero_grad.
 #include <benchmark/benchmark.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include <ember/backends/cpu/cpu.hpp>
 
@@ -11,6 +16,16 @@
 extern "C" void openblas_set_num_threads(int n) __attribute__((weak));
 
 namespace {
+
+// EMBER_BENCH_TRACE=prefix: every ATen call of the row, timed by LibTorch's profiler, into
+// prefix-<row>.json (bench/trace_ops.py sums two of them by op). The plugin's ATen calls are
+// seen too: it shares this process's LibTorch. Slows the row down; not for timings.
+std::unique_ptr<torch::autograd::profiler::RecordProfile> trace_ops(const char* row) {
+  const char* prefix = std::getenv("EMBER_BENCH_TRACE");
+  if (!prefix || !*prefix) return nullptr;
+  return std::make_unique<torch::autograd::profiler::RecordProfile>(std::string(prefix) + "-" +
+                                                                    row + ".json");
+}
 
 struct CnnImpl : torch::nn::Module {
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
@@ -41,6 +56,7 @@ void BM_torch_epoch(benchmark::State& state) {
       torch::from_blob(const_cast<int64_t*>(d.labels.data()), {d.count}, torch::kInt64);
   const int64_t batch = 64, batches = (d.count + batch - 1) / batch;
   float last_loss = 0;
+  const auto trace = trace_ops("torch");
   for (auto _ : state) {
     torch::manual_seed(1);
     CnnImpl model;
@@ -71,6 +87,7 @@ void BM_ember_libtorch_epoch(benchmark::State& state) {
   // (intra-op threads as asked, OpenBLAS on one thread: src/backends/cpu/threads.hpp).
   ember::cpu::set_num_threads(static_cast<int>(state.range(0)));
   float last_loss = 0;
+  const auto trace = trace_ops("ember_libtorch");
   for (auto _ : state) last_loss = ember::bench::ember_epoch(ember::Device::libtorch());
   ember::bench::epoch_counters(state, last_loss);
 }
