@@ -500,16 +500,18 @@ ValuesIndices max_pool2d_with_indices(const DynTensor& x, const SpatialArg& kern
 }
 DynTensor max_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
                      const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
-  // Indices kept only for the gradient: i32 halves their memory traffic.
+  // Indices kept only for the gradient: in the dtype the backend writes directly.
+  detail::check_defined(x, "max_pool1d");
   return max_pool(x, window_params("max_pool1d", 1, kernel, stride, padding, dilation, ceil_mode),
-                  DType::i32)
+                  detail::backend_of(x).pool_index_dtype())
       .values;
 }
 DynTensor max_pool2d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
                      const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
-  // Indices kept only for the gradient: i32 halves their memory traffic.
+  // Indices kept only for the gradient: in the dtype the backend writes directly.
+  detail::check_defined(x, "max_pool2d");
   return max_pool(x, window_params("max_pool2d", 2, kernel, stride, padding, dilation, ceil_mode),
-                  DType::i32)
+                  detail::backend_of(x).pool_index_dtype())
       .values;
 }
 

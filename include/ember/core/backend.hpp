@@ -62,6 +62,9 @@ class Backend {
   /// Whether a storage's data() is host memory the CPU may read and write directly (Cpu,
   /// LibTorch): transfers between such backends are one copy, with no staging buffer.
   virtual bool host_memory() const { return false; }
+  /// The index dtype its max-pool writes without a conversion, for the indices that only the
+  /// gradient reads (max_pool2d's): i32 halves their traffic on the Cpu; ATen's kernels write i64.
+  virtual DType pool_index_dtype() const { return DType::i32; }
 
   /// Raises "[op] no kernel on <name()> for <dtype>": the one message of a missing kernel, used
   /// by the defaults and by the front end when supports() says no.

@@ -56,6 +56,7 @@ class LibTorchBackend final : public Backend {
   std::string_view name() const override { return "libtorch"; }
   bool supports(OpFamily family, DType dtype) const override;
   bool host_memory() const override { return true; }
+  DType pool_index_dtype() const override { return DType::i64; }
 
   std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
   MemoryStats memory_stats(Device device) const override;
