@@ -4,7 +4,7 @@ namespace ember {
 
 #define EMBER_NAME_ENTRY(Name, name, ...) #name,
 #define EMBER_KINDS_CASE(Name, name, kinds, ...) \
-  case Op::Name:                            \
+  case Op::Name:                                 \
     return OpKinds::kinds;
 
 // A table lookup: op names are read on every op call (error messages, checks).

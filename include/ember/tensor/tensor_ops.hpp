@@ -27,7 +27,7 @@ constexpr int matmul_rank(int a, int b) {
 }  // namespace detail
 
 // exp(x), relu(x), isnan(x), ...: one template per registry entry.
-#define EMBER_TENSOR_UNARY(Name, name, kinds, ...)                          \
+#define EMBER_TENSOR_UNARY(Name, name, kinds, ...)                       \
   template <int D, class K>                                              \
   requires(detail::kind_accepts<K, OpKinds::kinds>())                    \
       Tensor<D, detail::UnaryOut<K, UnaryOp::Name>>                      \
@@ -38,7 +38,7 @@ EMBER_UNARY_OPS(EMBER_TENSOR_UNARY)
 #undef EMBER_TENSOR_UNARY
 
 // add(a, b), eq(a, 2), atan2(y, x), ...: tensor-tensor, tensor-scalar, scalar-tensor.
-#define EMBER_TENSOR_BINARY(Name, name, kinds, ...)                                   \
+#define EMBER_TENSOR_BINARY(Name, name, kinds, ...)                                \
   template <int D1, int D2, class K>                                               \
   requires(detail::kind_accepts<K, OpKinds::kinds>())                              \
       Tensor<detail::max_rank(D1, D2), detail::BinaryOut<K, BinaryOp::Name>>       \

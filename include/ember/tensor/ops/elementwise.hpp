@@ -16,7 +16,7 @@ DynTensor binary(BinaryOp op, const Scalar& a, const DynTensor& b);
 #define EMBER_DECLARE_UNARY(Name, name, ...) DynTensor name(const DynTensor& x);
 EMBER_UNARY_OPS(EMBER_DECLARE_UNARY)
 #undef EMBER_DECLARE_UNARY
-#define EMBER_DECLARE_BINARY(Name, name, ...)         \
+#define EMBER_DECLARE_BINARY(Name, name, ...)             \
   DynTensor name(const DynTensor& a, const DynTensor& b); \
   DynTensor name(const DynTensor& a, const Scalar& b);    \
   DynTensor name(const Scalar& a, const DynTensor& b);
