@@ -134,6 +134,7 @@ std::vector<Row> elementwise_rows() {
   // clang-format off
   const std::vector<Row> variants = {
       {"pow(x, -1.5)", [](const Xs& x) { return pow(x[0], -1.5); }, kUnary, {{0.2, 2}}},
+      {"pow(x, 3.0)", [](const Xs& x) { return pow(x[0], 3.0); }, kUnary},  // odd, negative bases
       {"pow(x, 0.0)", [](const Xs& x) { return pow(x[0], 0.0); }, kUnary},
       {"softplus(beta 2, threshold 3)", [](const Xs& x) { return softplus(x[0], 2.0, 3.0); },
        kUnary, {{-3, 3}}},

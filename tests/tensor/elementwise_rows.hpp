@@ -268,7 +268,7 @@ inline const std::vector<UnaryRow>& unary_rows() {
        -10,
        10,
        Group::Numeric,
-       {{-4, 4}}},
+       {{-3.5, 4.5}}},
       {"clamp_min",
        [](auto& x) { return clamp_min(x, 1); },
        [](double x) { return std::max(x, 1.0); },
