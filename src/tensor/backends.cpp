@@ -9,12 +9,23 @@
 #if EMBER_HAVE_LIBTORCH
 #include "plugin.hpp"
 #endif
+#if EMBER_HAVE_CUDA
+#include "ember/backends/cuda/cuda.hpp"
+#endif
 
 namespace ember {
 
 Device Device::cuda(int index) {
+#if EMBER_HAVE_CUDA
+  const int n = cuda::device_count();
+  EMBER_CHECK(index >= 0 && index < n, "[device] cuda:", index, " does not exist: ", n,
+              " Cuda device", n == 1 ? "" : "s", " here");
+  return {DeviceType::Cuda, index};
+#else
   EMBER_FAIL("[device] cuda:", index,
-             " is not available: this Ember was built without the Cuda backend");
+             " is not available: this Ember was built without the Cuda backend "
+             "(-DEMBER_WITH_CUDA=ON, with the CUDA toolkit)");
+#endif
 }
 
 Device Device::vulkan(int index) {
@@ -68,6 +79,12 @@ int device_count(DeviceType type) {
 #else
       return 0;
 #endif
+    case DeviceType::Cuda:
+#if EMBER_HAVE_CUDA
+      return cuda::device_count();
+#else
+      return 0;
+#endif
     default:
       return 0;
   }
@@ -84,6 +101,10 @@ Backend& backend_for(Device device) {
 #if EMBER_HAVE_LIBTORCH
     case DeviceType::LibTorch:
       return detail::libtorch_backend();
+#endif
+#if EMBER_HAVE_CUDA
+    case DeviceType::Cuda:
+      return cuda::backend();
 #endif
     default:
       break;

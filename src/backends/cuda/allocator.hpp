@@ -1,0 +1,41 @@
+// The caching device allocator: blocks freed by storages are kept, by size, for the next request
+// instead of going back to cudaFree (cudaMalloc and cudaFree synchronise the device). One stream
+// per device orders all work, so a block freed on the host may be handed out again at once: any
+// kernel that used it was queued before any kernel that will.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+
+#include "ember/core/storage.hpp"
+
+namespace ember::cuda {
+
+class DeviceAllocator {
+ public:
+  explicit DeviceAllocator(int device) : device_(device) {}
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
+  /// A block of at least nbytes (rounded to 512 bytes below 1 MiB, to 2 MiB above). On out of
+  /// memory, frees the cache and tries once more, then raises an error with the requested, free
+  /// and cached sizes; nothing is lost and the process carries on.
+  void* allocate(size_t nbytes, size_t* rounded);
+  /// Returns a block to the cache.
+  void release(void* ptr, size_t rounded);
+  /// Frees every cached block (cudaFree), as torch.cuda.empty_cache.
+  void empty_cache();
+  MemoryStats stats() const;
+  void reset_peak();
+
+  static size_t round_size(size_t nbytes);
+
+ private:
+  int device_;
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> free_;  // cached blocks by size
+  size_t in_use_ = 0, cached_ = 0, peak_ = 0;
+};
+
+}  // namespace ember::cuda
