@@ -9,6 +9,8 @@
 #include <ember/models/gpt2.hpp>
 #include <ember/models/resnet.hpp>
 
+#include "models/tiny_gpt2.hpp"
+
 using namespace ember;
 
 namespace {
@@ -93,12 +95,7 @@ bool has(const std::vector<std::string>& paths, const std::string& p) {
 
 TEST(Models, Gpt2NamesCountsCausality) {
   EXPECT_EQ(models::Gpt2Config::small().num_params(), 124439808);  // GPT2Model, gpt2
-  models::Gpt2Config cfg;
-  cfg.vocab_size = 50;
-  cfg.n_positions = 16;
-  cfg.n_embd = 16;
-  cfg.n_layer = 2;
-  cfg.n_head = 4;
+  const models::Gpt2Config cfg = test::tiny_gpt2_config();
   Generator gen(4);
   models::Gpt2 gpt(cfg, default_device(), &gen);
   EXPECT_EQ(gpt.num_params(), cfg.num_params());

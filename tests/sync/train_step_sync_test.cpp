@@ -8,6 +8,8 @@
 #include <ember/models/gpt2.hpp>
 #include <ember/optim/optimizer.hpp>
 
+#include "models/tiny_gpt2.hpp"
+
 using namespace ember;
 
 namespace {
@@ -39,12 +41,7 @@ TEST(TrainStepSync, FashionCnnMakesNone) {
 }
 
 TEST(TrainStepSync, Gpt2MakesNone) {
-  models::Gpt2Config cfg;
-  cfg.vocab_size = 50;
-  cfg.n_positions = 16;
-  cfg.n_embd = 16;
-  cfg.n_layer = 2;
-  cfg.n_head = 4;
+  const models::Gpt2Config cfg = test::tiny_gpt2_config();
   Generator gen(4);
   models::Gpt2 model(cfg, default_device(), &gen);
   optim::Optimizer opt = optim::AdamConfig().lr(1e-3).weight_decay(0.01).init();

@@ -117,7 +117,7 @@ void record(const char* name, std::span<const DynTensor* const> inputs, DynTenso
             Rule&& rule) {
   if (!is_floating(out.dtype())) return;
   NodePtr inline_edges[3];
-  std::vector<NodePtr> more;  // cat, checkpoint: any number of inputs
+  std::vector<NodePtr> more;  // cat: any number of inputs
   if (inputs.size() > 3) more.resize(inputs.size());
   NodePtr* edges = inputs.size() > 3 ? more.data() : inline_edges;
   for (size_t i = 0; i < inputs.size(); ++i) edges[i] = inputs[i] ? inputs[i]->node() : nullptr;
@@ -131,15 +131,6 @@ void record(const char* name, std::initializer_list<const DynTensor*> inputs, Dy
   record(name, std::span<const DynTensor* const>(inputs.begin(), inputs.size()), out,
          std::forward<Rule>(rule));
 }
-/// The same for a list of inputs (checkpoint).
-template <class Rule>
-void record(const char* name, const std::vector<DynTensor>& inputs, DynTensor& out, Rule&& rule) {
-  std::vector<const DynTensor*> pointers;
-  pointers.reserve(inputs.size());
-  for (const DynTensor& t : inputs) pointers.push_back(&t);
-  record(name, std::span<const DynTensor* const>(pointers), out, std::forward<Rule>(rule));
-}
-
 /// Sums `g` down to `shape`, undoing the broadcast that made an input of that shape.
 DynTensor sum_to(const DynTensor& g, const Shape& shape);
 

@@ -157,9 +157,7 @@ class CudaBackend final : public Backend {
     return {};
   }
 
-  MemoryStats memory_stats(Device device) const override {
-    return const_cast<CudaBackend*>(this)->state(device).allocator.stats();
-  }
+  MemoryStats memory_stats(Device device) const override { return state(device).allocator.stats(); }
   void reset_peak_memory(Device device) override { state(device).allocator.reset_peak(); }
   void empty_cache(Device device) override {
     DeviceState& s = state(device);
@@ -179,7 +177,7 @@ class CudaBackend final : public Backend {
     delete block;
   }
 
-  DeviceState& state(Device device) {
+  DeviceState& state(Device device) const {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto i = static_cast<size_t>(device.index);
     if (states_.size() <= i) states_.resize(i + 1);
@@ -188,8 +186,9 @@ class CudaBackend final : public Backend {
     return *states_[i];
   }
 
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<DeviceState>> states_;
+  // Made on a device's first use, from any thread (memory_stats too, which is const).
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<DeviceState>> states_;
 };
 
 }  // namespace
