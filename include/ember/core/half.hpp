@@ -5,15 +5,17 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ember/core/host_device.hpp"
+
 namespace ember {
 
 namespace detail {
-inline uint32_t float_bits(float f) {
+EMBER_HD inline uint32_t float_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
 }
-inline float bits_float(uint32_t u) {
+EMBER_HD inline float bits_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
@@ -25,16 +27,16 @@ struct Half {
   uint16_t bits = 0;
 
   Half() = default;
-  Half(float f) : bits(from_float(f)) {}             // NOLINT: implicit like a built-in float type
-  operator float() const { return to_float(bits); }  // NOLINT
+  EMBER_HD Half(float f) : bits(from_float(f)) {}             // NOLINT: implicit like a built-in float type
+  EMBER_HD operator float() const { return to_float(bits); }  // NOLINT
 
-  static Half from_bits(uint16_t b) {
+  EMBER_HD static Half from_bits(uint16_t b) {
     Half h;
     h.bits = b;
     return h;
   }
 
-  static float to_float(uint16_t h) {
+  EMBER_HD static float to_float(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     const uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t mant = h & 0x3ffu;
@@ -47,7 +49,7 @@ struct Half {
   }
 
   // Round to nearest even, with overflow to inf and gradual underflow.
-  static uint16_t from_float(float f) {
+  EMBER_HD static uint16_t from_float(float f) {
     uint32_t x = detail::float_bits(f);
     const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
     x &= 0x7fffffffu;
@@ -70,17 +72,17 @@ struct BFloat16 {
   uint16_t bits = 0;
 
   BFloat16() = default;
-  BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
-  operator float() const {
+  EMBER_HD BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
+  EMBER_HD operator float() const {
     return detail::bits_float(static_cast<uint32_t>(bits) << 16);
   }  // NOLINT
 
-  static BFloat16 from_bits(uint16_t b) {
+  EMBER_HD static BFloat16 from_bits(uint16_t b) {
     BFloat16 h;
     h.bits = b;
     return h;
   }
-  static uint16_t from_float(float f) {
+  EMBER_HD static uint16_t from_float(float f) {
     uint32_t x = detail::float_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u)
       return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan

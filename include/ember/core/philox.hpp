@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ember/core/host_device.hpp"
+
 namespace ember::philox {
 
-inline std::array<uint32_t, 4> round10(std::array<uint32_t, 4> c, uint64_t key) {
+EMBER_HD inline std::array<uint32_t, 4> round10(std::array<uint32_t, 4> c, uint64_t key) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
@@ -25,19 +27,19 @@ inline std::array<uint32_t, 4> round10(std::array<uint32_t, 4> c, uint64_t key) 
 }
 
 /// Four 32-bit random words for counter `n` under `key`.
-inline std::array<uint32_t, 4> block(uint64_t key, uint64_t n) {
+EMBER_HD inline std::array<uint32_t, 4> block(uint64_t key, uint64_t n) {
   return round10({static_cast<uint32_t>(n), static_cast<uint32_t>(n >> 32), 0u, 0u}, key);
 }
 
 /// Uniform in [0, 1) with 24 random bits (float) or 53 (double).
-inline float to_unit_float(uint32_t x) { return static_cast<float>(x >> 8) * 0x1.0p-24f; }
-inline double to_unit_double(uint32_t hi, uint32_t lo) {
+EMBER_HD inline float to_unit_float(uint32_t x) { return static_cast<float>(x >> 8) * 0x1.0p-24f; }
+EMBER_HD inline double to_unit_double(uint32_t hi, uint32_t lo) {
   const uint64_t v = (static_cast<uint64_t>(hi) << 21) ^ (lo >> 11);
   return static_cast<double>(v & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
 }
 
 /// A standard normal pair from two uniforms (Box-Muller); u1 in (0, 1].
-inline void box_muller(double u1, double u2, double& z0, double& z1) {
+EMBER_HD inline void box_muller(double u1, double u2, double& z0, double& z1) {
   const double r = std::sqrt(-2.0 * std::log(u1));
   const double t = 6.283185307179586 * u2;
   z0 = r * std::cos(t);

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "loops.hpp"
 

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"

@@ -9,7 +9,7 @@
 #include <immintrin.h>
 #endif
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/error.hpp"

@@ -11,7 +11,7 @@
 #include <immintrin.h>
 #endif
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"

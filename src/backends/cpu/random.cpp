@@ -6,7 +6,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/philox.hpp"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"

@@ -1,7 +1,7 @@
 // Unary elementwise kernels: one loop per (op, dtype), instantiated from the registry's list.
 #include <cmath>
 
-#include "convert.hpp"
+#include "../../core/convert.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"

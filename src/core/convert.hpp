@@ -1,5 +1,6 @@
 // Element conversion between Ember's C++ element types, without undefined behaviour: NaN and
-// out-of-range floats saturate when cast to integers (PyTorch leaves these unspecified).
+// out-of-range floats saturate when cast to integers (PyTorch leaves these unspecified). Shared by
+// the Cpu and Cuda kernels (EMBER_HD).
 #pragma once
 
 #include <cstdint>
@@ -7,8 +8,9 @@
 #include <type_traits>
 
 #include "ember/core/half.hpp"
+#include "ember/core/host_device.hpp"
 
-namespace ember::cpu {
+namespace ember {
 
 template <class T>
 inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -18,7 +20,7 @@ template <class T>
 using Compute = std::conditional_t<is_half_v<T>, float, T>;
 
 template <class To, class From>
-inline To convert(From v) {
+EMBER_HD inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (is_half_v<From>) {
@@ -40,4 +42,4 @@ inline To convert(From v) {
   }
 }
 
-}  // namespace ember::cpu
+}  // namespace ember

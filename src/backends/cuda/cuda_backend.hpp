@@ -1,0 +1,84 @@
+// The Cuda backend's class: every Backend entry it implements, each defined in its family's file
+// (elementwise.cu, random.cu, reduce.cu, sort.cu, index.cu, matmul.cpp, conv.cpp, pool.cu,
+// norm.cu, optim.cu; memory, transfers and synchronisation in cuda_backend.cpp).
+#pragma once
+
+#include "ember/core/backend.hpp"
+
+namespace ember::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  bool supports(OpFamily family, DType dtype) const override;
+  DType pool_index_dtype() const override { return DType::i64; }
+
+  MemoryStats memory_stats(Device device) const override;
+  void reset_peak_memory(Device device) override;
+  void empty_cache(Device device) override;
+  std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
+  void copy(const RawTensor& src, const RawTensor& dst) override;
+  void write_from_host(const void* host, const RawTensor& dst) override;
+  void read_to_host(const RawTensor& src, void* host) override;
+  void fill(const RawTensor& dst, const Scalar& value) override;
+  void iota(const RawTensor& dst, double start, double step) override;
+  void random(RandomOp op, const RandomParams& params, const RawTensor& dst) override;
+
+  void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
+             const RawTensor& out) override;
+  void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+             const RawTensor& out) override;
+
+  void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out) override;
+  void arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
+                  const RawTensor& indices) override;
+  void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) override;
+  void sort(const RawTensor& x, int dim, bool descending, const RawTensor& values,
+            const RawTensor& indices) override;
+  void topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
+            const RawTensor& indices) override;
+
+  void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+
+  void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) override;
+  void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
+               const RawTensor& src) override;
+  void index_select(const RawTensor& x, int dim, const RawTensor& index,
+                    const RawTensor& out) override;
+  RawTensor nonzero(const RawTensor& x) override;
+
+  void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias, const ConvParams& p,
+            const RawTensor& out) override;
+  void conv_backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,
+                          const RawTensor& grad_in) override;
+  void conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
+                     const RawTensor& grad_out, const ConvParams& p, const RawTensor& grad_in,
+                     const RawTensor& grad_w, const RawTensor& grad_bias) override;
+  void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
+                            const RawTensor& grad_w, const RawTensor& grad_bias) override;
+
+  void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
+                const RawTensor& indices) override;
+  void max_pool_backward(const RawTensor& grad_out, const RawTensor& indices, const PoolParams& p,
+                         const RawTensor& grad_in) override;
+  void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) override;
+  void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
+                         const RawTensor& grad_in) override;
+
+  void channel_moments(const RawTensor& x, const RawTensor& out) override;
+  void channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
+                   const RawTensor& out) override;
+  void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
+                   const RawTensor& kb, const RawTensor& k0, const RawTensor& out) override;
+
+  void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
+                 const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq,
+                 const AdamParams& p, const RawTensor& param_out, const RawTensor& exp_avg_out,
+                 const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) override;
+
+  RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
+  RangeError synchronize(Device device) override;
+};
+
+}  // namespace ember::cuda

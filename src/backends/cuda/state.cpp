@@ -1,0 +1,109 @@
+#include "state.hpp"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+
+#include "check.hpp"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+void check_cublas(cublasStatus_t status, const char* op) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    EMBER_FAIL("[", op, "] cublas: ", cublasGetStatusString(status));
+  }
+}
+void check_cudnn(cudnnStatus_t status, const char* op) {
+  if (status != CUDNN_STATUS_SUCCESS) EMBER_FAIL("[", op, "] cudnn: ", cudnnGetErrorString(status));
+}
+
+}  // namespace
+
+DeviceState::DeviceState(int i) : allocator(i), index(i) {
+  EMBER_CUDA_CHECK(cudaSetDevice(i), "cuda");
+  EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cuda");
+  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&staging_free, cudaEventDisableTiming), "cuda");
+  EMBER_CUDA_CHECK(cudaMalloc(&range_slots, kRangeSlots * sizeof(RangeSlot)), "cuda");
+  EMBER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&range_slots_host),
+                                 kRangeSlots * sizeof(RangeSlot), cudaHostAllocDefault),
+                   "cuda");
+  range_checks.reserve(kRangeSlots);
+}
+
+void* DeviceState::staging_for(size_t n, const char* op) {
+  EMBER_CUDA_CHECK(cudaEventSynchronize(staging_free), op);
+  if (n > staging_bytes) {
+    if (staging) EMBER_CUDA_CHECK(cudaFreeHost(staging), op);
+    staging = nullptr;
+    staging_bytes = 0;
+    EMBER_CUDA_CHECK(cudaHostAlloc(&staging, n, cudaHostAllocDefault), op);
+    staging_bytes = n;
+  }
+  return staging;
+}
+
+cublasContext* DeviceState::cublas(const char* op) {
+  if (!cublas_) {
+    check_cublas(cublasCreate(&cublas_), op);
+    check_cublas(cublasSetStream(cublas_, stream), op);
+  }
+  return cublas_;
+}
+
+cublasLtContext* DeviceState::cublas_lt(const char* op) {
+  if (!cublas_lt_) check_cublas(cublasLtCreate(&cublas_lt_), op);
+  return cublas_lt_;
+}
+
+cudnnContext* DeviceState::cudnn(const char* op) {
+  if (!cudnn_) {
+    check_cudnn(cudnnCreate(&cudnn_), op);
+    check_cudnn(cudnnSetStream(cudnn_, stream), op);
+  }
+  return cudnn_;
+}
+
+void* DeviceState::workspace(size_t n, const char*) {
+  if (n > workspace_bytes_) {
+    // Back to the cache: work queued on the one stream before the next user of that block ends
+    // before that user starts.
+    if (workspace_) allocator.release(workspace_, workspace_bytes_);
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+    size_t rounded = 0;
+    workspace_ = allocator.allocate(n, &rounded);
+    workspace_bytes_ = rounded;
+  }
+  return workspace_;
+}
+
+DeviceState& device_state(int index) {
+  static std::array<std::atomic<DeviceState*>, kMaxDevices> states{};
+  static std::mutex mutex;
+  thread_local int current = -1;
+  if (index < 0 || index >= kMaxDevices) EMBER_FAIL("[cuda] device index ", index, " out of range");
+  DeviceState* s = states[static_cast<size_t>(index)].load(std::memory_order_acquire);
+  if (!s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    s = states[static_cast<size_t>(index)].load(std::memory_order_relaxed);
+    if (!s) {
+      s = new DeviceState(index);  // never destroyed: storages may outlive main
+      states[static_cast<size_t>(index)].store(s, std::memory_order_release);
+    }
+    current = index;  // the constructor made it current
+  }
+  if (current != index) {
+    EMBER_CUDA_CHECK(cudaSetDevice(index), "cuda");
+    current = index;
+  }
+  return *s;
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,80 @@
+// Per-device state of the Cuda backend: the allocator, the stream all work is queued on, the
+// pinned staging buffer of host transfers, the library handles, and the range checks queued since
+// the last synchronisation. Host C++ only (no kernels), shared by every family's file.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "allocator.hpp"
+#include "ember/core/backend.hpp"
+#include "ember/core/raw_tensor.hpp"
+
+struct cublasContext;
+struct cudnnContext;
+struct cublasLtContext;
+
+namespace ember::cuda {
+
+/// The result slot of one queued range check, in device memory (check_range's kernel writes it;
+/// synchronize reads it back). Min and max are kept as order-preserving 64-bit keys so that one
+/// atomicMin/atomicMax per bad value finds the extremes (see range_key in common.cuh).
+struct RangeSlot {
+  unsigned long long min_key;
+  unsigned long long max_key;
+  unsigned int nan;  // a NaN was seen
+  unsigned int bad;  // any value was outside
+};
+
+struct DeviceState {
+  explicit DeviceState(int index);
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
+
+  DeviceAllocator allocator;
+  int index;
+  cudaStream_t stream = nullptr;
+
+  std::mutex staging_mutex;  // DataLoader workers upload from several threads
+  void* staging = nullptr;
+  size_t staging_bytes = 0;
+  cudaEvent_t staging_free = nullptr;  // recorded after the last transfer through `staging`
+  /// The staging buffer, at least n bytes, once the transfer that last used it has finished.
+  void* staging_for(size_t n, const char* op);
+
+  // Library handles, made on first use and bound to `stream`.
+  cublasContext* cublas(const char* op);
+  cublasLtContext* cublas_lt(const char* op);
+  cudnnContext* cudnn(const char* op);
+  /// Scratch device memory for library calls (cuBLAS/cuDNN workspaces), grown on demand. Queued
+  /// work is ordered on the one stream, so one buffer serves every call.
+  void* workspace(size_t n, const char* op);
+
+  // Range checks queued since the last synchronize (check_range, synchronize).
+  std::mutex range_mutex;
+  static constexpr int kRangeSlots = 256;
+  RangeSlot* range_slots = nullptr;       // device, kRangeSlots
+  RangeSlot* range_slots_host = nullptr;  // pinned mirror read at synchronize
+  std::vector<RangeCheck> range_checks;   // the pending checks, slot i for range_checks[i]
+
+ private:
+  cublasContext* cublas_ = nullptr;
+  cublasLtContext* cublas_lt_ = nullptr;
+  cudnnContext* cudnn_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+};
+
+/// The state of device `index`, made on its first use; makes it the calling thread's current
+/// device (kernels launch there).
+DeviceState& device_state(int index);
+inline DeviceState& state_of(const RawTensor& t) { return device_state(t.storage->device().index); }
+inline cudaStream_t stream_of(const RawTensor& t) { return state_of(t).stream; }
+
+/// Device memory for a kernel's temporaries, released (stream-ordered) with the returned holder.
+std::shared_ptr<Storage> scratch(size_t nbytes, Device device);
+
+}  // namespace ember::cuda
