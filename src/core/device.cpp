@@ -42,6 +42,16 @@ void set_default_device(Device device) {
       std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<bool> g_deterministic{false};
+std::atomic<bool> g_allow_tf32{false};
+}  // namespace
+
+void use_deterministic_algorithms(bool on) { g_deterministic.store(on, std::memory_order_relaxed); }
+bool deterministic_algorithms() { return g_deterministic.load(std::memory_order_relaxed); }
+void set_allow_tf32(bool on) { g_allow_tf32.store(on, std::memory_order_relaxed); }
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+
 bool RawTensor::is_contiguous_nd() const {
   if (shape.numel() == 0) return true;
   int64_t expected = 1;

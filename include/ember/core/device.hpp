@@ -36,6 +36,19 @@ int device_count(DeviceType type);
 Device default_device();
 void set_default_device(Device device);
 
+/// As torch.use_deterministic_algorithms: kernels that would otherwise accumulate with atomics
+/// in an order that varies from run to run (Cuda's scatter_add and the gradients built on it)
+/// use an ordered algorithm instead, so that a run repeats bit for bit. Off by default.
+/// Process-wide.
+void use_deterministic_algorithms(bool on);
+bool deterministic_algorithms();
+
+/// As torch.backends.cuda.matmul.allow_tf32: float32 matmuls and convolutions on Cuda may use
+/// TF32 tensor cores (10-bit mantissa inputs, float32 accumulation; several times faster on an
+/// H100/H200). Off by default, as in PyTorch: results then match float32 to float32's precision.
+void set_allow_tf32(bool on);
+bool allow_tf32();
+
 /// "cpu", "cuda:0", "libtorch": the device's name as PyTorch prints it.
 std::string to_string(Device d);
 void append(std::string& out, Device d);
