@@ -34,7 +34,6 @@ command -v nvidia-smi > /dev/null &&
 
 # ---- configure ----
 start=$SECONDS
-# The Cuda backend is off by default until its kernels cover the op tables (issue 13): on here.
 if ! cmake -S . -B "$build" -G "$generator" -DEMBER_WITH_CUDA=ON "$@" > "$build/configure.log" 2>&1; then
   tail -40 "$build/configure.log"
   note "configure: FAILED (see $build/configure.log)"
@@ -67,6 +66,7 @@ if [[ -n $failed ]]; then
   grep -E -B2 -A30 '\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout' "$build/ctest.log" | tail -150
 fi
 note "ctest: $(grep -E '% tests passed' "$build/ctest.log" || echo 'no result line') in $((SECONDS - start)) s"
+note "  cuda.* tables: $(grep -cE 'Test +#[0-9]+: cuda\..* Passed' "$build/ctest.log") passed, $(grep -cE 'Test +#[0-9]+: cuda\..*(Failed|Exception|Timeout)' "$build/ctest.log") failed"
 [[ -n $skipped ]] && note "  skipped: $(echo "$skipped" | wc -l) ($(echo "$skipped" | sed -E 's/^\s+[0-9]+ - //; s/ \(Skipped\)//' | paste -sd, | cut -c1-300))"
 [[ -n $failed ]] && note "  FAILED: $(echo "$failed" | sed -E 's/^\s+[0-9]+ - //' | paste -sd, | cut -c1-600)"
 finish "$status"

@@ -83,5 +83,92 @@ TEST(Cuda, OutOfMemoryIsAnErrorAndTheProcessCarriesOn) {
             (std::vector<float>{2.5, 2.5, 2.5, 2.5}));
 }
 
+// Philox counters and the element formulas are shared (src/core/random_values.hpp): a seed gives
+// the same tensor on both devices. f32 values are rounded from doubles that agree to an ulp, so
+// they are equal; f64 normals go through the device's log/sin/cos, within a few ulps of libm's.
+TEST(Cuda, ASeedGivesTheSameRandomTensorsAsTheCpu) {
+  EMBER_REQUIRE_GPU();
+  const Device dev = Device::cuda(0);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+    Generator g_cpu(42), g_gpu(42);
+    const std::vector<double> a =
+        randn(Shape{4097}, dtype, Device::cpu(), &g_cpu).to_vector<double>();
+    const std::vector<double> b =
+        to_device(randn(Shape{4097}, dtype, dev, &g_gpu), Device::cpu()).to_vector<double>();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (dtype == DType::f64) {
+        ASSERT_NEAR(a[i], b[i], 1e-14 * (1 + std::abs(a[i]))) << i;
+      } else {
+        ASSERT_EQ(a[i], b[i]) << dtype_name(dtype) << " element " << i;
+      }
+    }
+    const std::vector<double> u =
+        rand(Shape{1001}, dtype, Device::cpu(), &g_cpu, -2, 3).to_vector<double>();
+    const std::vector<double> v =
+        to_device(rand(Shape{1001}, dtype, dev, &g_gpu, -2, 3), Device::cpu()).to_vector<double>();
+    EXPECT_EQ(u, v) << dtype_name(dtype);
+  }
+  Generator g_cpu(7), g_gpu(7);
+  EXPECT_EQ(randint(-5, 1000, Shape{999}, DType::i64, Device::cpu(), &g_cpu).to_vector<int64_t>(),
+            to_device(randint(-5, 1000, Shape{999}, DType::i64, dev, &g_gpu), Device::cpu())
+                .to_vector<int64_t>());
+}
+
+TEST(Cuda, MixingCpuAndCudaTensorsIsAClearError) {
+  EMBER_REQUIRE_GPU();
+  const DynTensor a = ones(Shape{3}, DType::f32, Device::cpu());
+  const DynTensor b = ones(Shape{3}, DType::f32, Device::cuda(0));
+  try {
+    (void)add(a, b);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("[add]"), std::string::npos) << what;
+    EXPECT_NE(what.find("different devices"), std::string::npos) << what;
+  }
+  EXPECT_EQ(to_device(add(b, b), Device::cpu()).to_vector<float>(), (std::vector<float>{2, 2, 2}));
+}
+
+// The range check of an index runs on the device: the error comes at the next synchronisation,
+// names the op and the bad value, and the process (and the device) keep working.
+TEST(Cuda, AnIndexOutOfRangeInsideAKernelIsRaisedAtTheNextSynchronisation) {
+  EMBER_REQUIRE_GPU();
+  const Device dev = Device::cuda(0);
+  const DynTensor x = arange(0, 10, 1, DType::f32, dev);
+  const DynTensor index =
+      to_device(from_data(TensorData::from(std::vector<int64_t>{1, 12, 3}, Shape{3})), dev);
+  try {
+    const DynTensor y = gather(x, 0, index);
+    (void)y.to_vector<float>();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("gather"), std::string::npos) << what;
+    EXPECT_NE(what.find("12"), std::string::npos) << what;
+  }
+  const DynTensor ok =
+      to_device(from_data(TensorData::from(std::vector<int64_t>{9, 0}, Shape{2})), dev);
+  EXPECT_EQ(gather(x, 0, ok).to_vector<float>(), (std::vector<float>{9, 0}));
+}
+
+// With deterministic algorithms on, scatter_add with many duplicate indices repeats bit for bit.
+TEST(Cuda, DeterministicScatterAddRepeatsBitForBit) {
+  EMBER_REQUIRE_GPU();
+  const Device dev = Device::cuda(0);
+  use_deterministic_algorithms(true);
+  Generator g(3);
+  const DynTensor src = randn(Shape{100000}, DType::f32, dev, &g);
+  const DynTensor index = randint(0, 7, Shape{100000}, DType::i64, dev, &g);
+  const DynTensor dst = zeros(Shape{7}, DType::f32, dev);
+  const std::vector<float> first = scatter_add(dst, 0, index, src).to_vector<float>();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(scatter_add(dst, 0, index, src).to_vector<float>(), first);
+  }
+  use_deterministic_algorithms(false);
+  const std::vector<float> any = scatter_add(dst, 0, index, src).to_vector<float>();
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(any[i], first[i], 1e-2);
+}
+
 }  // namespace
 }  // namespace ember

@@ -27,7 +27,7 @@ struct Half {
   uint16_t bits = 0;
 
   Half() = default;
-  EMBER_HD Half(float f) : bits(from_float(f)) {}             // NOLINT: implicit like a built-in float type
+  EMBER_HD Half(float f) : bits(from_float(f)) {}  // NOLINT: implicit like a built-in float type
   EMBER_HD operator float() const { return to_float(bits); }  // NOLINT
 
   EMBER_HD static Half from_bits(uint16_t b) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../../core/convert.hpp"
+#include "../../core/int_math.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"
@@ -45,31 +46,6 @@ void map_binary(const RawTensor& a, const RawTensor& b, const RawTensor& out, F 
   };
   if (run_contiguous<3>({&out, &a, &b}, row)) return;
   StridedLoop<3>(out.shape, {&out, &a, &b}).run(row);
-}
-
-template <class T>
-bool negative(T v) {
-  if constexpr (std::is_signed_v<T>) {
-    return v < 0;
-  } else {
-    return false;
-  }
-}
-
-template <class C>
-C int_pow(C base, C exp) {
-  if (negative(exp)) {
-    if (base == 1) return C(1);
-    if (negative(base) && base == C(-1)) return (exp & 1) ? base : C(1);
-    return C(0);
-  }
-  C result = 1;
-  while (exp) {
-    if (exp & 1) result = static_cast<C>(result * base);
-    base = static_cast<C>(base * base);
-    exp >>= 1;
-  }
-  return result;
 }
 
 // Ops every dtype has: comparisons and logical ops, producing bool. Returns false if not one.

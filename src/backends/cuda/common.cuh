@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "../../core/convert.hpp"
+#include "../../core/int_math.hpp"
 #include "check.hpp"
 #include "ember/core/raw_tensor.hpp"
 #include "state.hpp"
@@ -47,13 +48,13 @@ namespace ember::cuda {
     FN<uint8_t>(__VA_ARGS__);                    \
     break;
 /// Every dtype.
-#define EMBER_CUDA_DISPATCH_ALL(dtype, FN, ...)      \
-  switch (dtype) {                                   \
+#define EMBER_CUDA_DISPATCH_ALL(dtype, FN, ...)        \
+  switch (dtype) {                                     \
     EMBER_CUDA_DISPATCH_FLOATS(dtype, FN, __VA_ARGS__) \
     EMBER_CUDA_DISPATCH_INTS(dtype, FN, __VA_ARGS__)   \
-    case DType::boolean:                             \
-      FN<bool>(__VA_ARGS__);                         \
-      break;                                         \
+    case DType::boolean:                               \
+      FN<bool>(__VA_ARGS__);                           \
+      break;                                           \
   }
 /// Float and Int dtypes; `otherwise` runs for Bool.
 #define EMBER_CUDA_DISPATCH_NUMERIC(dtype, otherwise, FN, ...) \
@@ -82,8 +83,8 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
 }
 
 /// Grid-stride loop over [0, n).
-#define EMBER_CUDA_FOR(i, n)                                                       \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n);        \
+#define EMBER_CUDA_FOR(i, n)                                                \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{gridDim.x} * blockDim.x)
 
 /// Strided addressing of N operands over one shape, dims merged where every operand allows (a

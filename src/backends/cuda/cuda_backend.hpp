@@ -69,12 +69,12 @@ class CudaBackend final : public Backend {
   void channel_moments(const RawTensor& x, const RawTensor& out) override;
   void channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
                    const RawTensor& out) override;
-  void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
-                   const RawTensor& kb, const RawTensor& k0, const RawTensor& out) override;
+  void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
+                   const RawTensor& k0, const RawTensor& out) override;
 
   void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
-                 const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq,
-                 const AdamParams& p, const RawTensor& param_out, const RawTensor& exp_avg_out,
+                 const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq, const AdamParams& p,
+                 const RawTensor& param_out, const RawTensor& exp_avg_out,
                  const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) override;
 
   RangeError check_range(const RawTensor& x, const RangeCheck& check) override;

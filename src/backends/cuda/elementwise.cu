@@ -1,37 +1,126 @@
-// PLACEHOLDER: elementwise.cu
+// Copies and casts, fill, iota and where. Kernels that only move elements work on unsigned words
+// of the element's width, so one kernel serves every dtype of that size.
+#include <cstring>
+
 #include "cuda_backend.hpp"
-#include "common.cuh"
+#include "elementwise.cuh"
+#include "ember/backends/cuda/cuda.hpp"
 
 namespace ember::cuda {
+namespace {
+
+// Calls FN<W>(args...) with W the unsigned word of `dtype`'s width.
+#define EMBER_CUDA_DISPATCH_WIDTH(dtype, FN, ...) \
+  switch (dtype_size(dtype)) {                    \
+    case 1:                                       \
+      FN<uint8_t>(__VA_ARGS__);                   \
+      break;                                      \
+    case 2:                                       \
+      FN<uint16_t>(__VA_ARGS__);                  \
+      break;                                      \
+    case 4:                                       \
+      FN<uint32_t>(__VA_ARGS__);                  \
+      break;                                      \
+    default:                                      \
+      FN<uint64_t>(__VA_ARGS__);                  \
+      break;                                      \
+  }
+
+template <class W>
+void move_words(const RawTensor& src, const RawTensor& dst) {
+  map<W, W>(
+      "copy", dst, [] __device__(W v) { return v; }, src);
+}
+
+// In is deduced from the null pointer, so the dispatch macros can supply Out.
+template <class Out, class In>
+void cast(const RawTensor& src, const RawTensor& dst, const In*) {
+  // apply() converts: In to its compute type, then convert<Out> (saturating float -> int).
+  map<Out, In>(
+      "copy", dst, [] __device__(Compute<In> v) { return v; }, src);
+}
+
+template <class In>
+void cast_from(const RawTensor& src, const RawTensor& dst) {
+  EMBER_CUDA_DISPATCH_ALL(dst.dtype, cast, src, dst, static_cast<const In*>(nullptr))
+}
+
+template <class W>
+void fill_words(const RawTensor& dst, W bits) {
+  map<W>("fill", dst, [bits] __device__() { return bits; });
+}
+
+template <class T>
+void fill_typed(const RawTensor& dst, const Scalar& value) {
+  const T v =
+      value.kind() == KindId::Float ? convert<T>(value.to_double()) : convert<T>(value.to_int());
+  if constexpr (sizeof(T) == 1) {
+    uint8_t bits;
+    std::memcpy(&bits, &v, 1);
+    fill_words<uint8_t>(dst, bits);
+  } else if constexpr (sizeof(T) == 2) {
+    uint16_t bits;
+    std::memcpy(&bits, &v, 2);
+    fill_words<uint16_t>(dst, bits);
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    fill_words<uint32_t>(dst, bits);
+  } else {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    fill_words<uint64_t>(dst, bits);
+  }
+}
+
+template <class T>
+__global__ void iota_kernel(T* d, int64_t n, double start, double step) {
+  EMBER_CUDA_FOR(i, n) d[i] = convert<T>(start + static_cast<double>(i) * step);
+}
+
+template <class T>
+void iota_typed(const RawTensor& dst, double start, double step) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  iota_kernel<T><<<grid_for(n), kThreads, 0, stream_of(dst)>>>(dst.data_as<T>(), n, start, step);
+  EMBER_CUDA_LAUNCHED("arange");
+}
+
+template <class W>
+void where_words(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+                 const RawTensor& out) {
+  map<W, bool, W, W>(
+      "where", out, [] __device__(bool c, W x, W y) { return c ? x : y; }, cond, a, b);
+}
+
+}  // namespace
 
 void CudaBackend::copy(const RawTensor& src, const RawTensor& dst) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("copy", dst.dtype); (void)src;
+  if (dst.numel() == 0) return;
+  if (src.dtype == dst.dtype) {
+    if (src.is_contiguous() && dst.is_contiguous()) {
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), dst.nbytes(),
+                                       cudaMemcpyDeviceToDevice, stream_of(dst)),
+                       "copy");
+      return;
+    }
+    EMBER_CUDA_DISPATCH_WIDTH(dst.dtype, move_words, src, dst)
+    return;
+  }
+  EMBER_CUDA_DISPATCH_ALL(src.dtype, cast_from, src, dst)
 }
 
 void CudaBackend::fill(const RawTensor& dst, const Scalar& value) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("fill", dst.dtype); (void)value;
+  EMBER_CUDA_DISPATCH_ALL(dst.dtype, fill_typed, dst, value)
 }
 
 void CudaBackend::iota(const RawTensor& dst, double start, double step) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("arange", dst.dtype); (void)start; (void)step;
+  EMBER_CUDA_DISPATCH_ALL(dst.dtype, iota_typed, dst, start, step)
 }
 
-void CudaBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x, const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel(op_name(op), x.dtype); (void)params; (void)out;
-}
-
-void CudaBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel(op_name(op), a.dtype); (void)b; (void)out;
-}
-
-void CudaBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b, const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("where", a.dtype); (void)cond; (void)b; (void)out;
+void CudaBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+                        const RawTensor& out) {
+  EMBER_CUDA_DISPATCH_WIDTH(out.dtype, where_words, cond, a, b, out)
 }
 
 }  // namespace ember::cuda

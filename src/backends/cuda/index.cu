@@ -1,22 +1,35 @@
 // PLACEHOLDER: index.cu
-#include "cuda_backend.hpp"
 #include "common.cuh"
+#include "cuda_backend.hpp"
 
 namespace ember::cuda {
 
-void CudaBackend::gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) {
+void CudaBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
+                         const RawTensor& out) {
   // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("gather", x.dtype); (void)dim; (void)index; (void)out;
+  no_kernel("gather", x.dtype);
+  (void)dim;
+  (void)index;
+  (void)out;
 }
 
-void CudaBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index, const RawTensor& src) {
+void CudaBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
+                          const RawTensor& index, const RawTensor& src) {
   // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("scatter", dst.dtype); (void)reduce; (void)dim; (void)index; (void)src;
+  no_kernel("scatter", dst.dtype);
+  (void)reduce;
+  (void)dim;
+  (void)index;
+  (void)src;
 }
 
-void CudaBackend::index_select(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) {
+void CudaBackend::index_select(const RawTensor& x, int dim, const RawTensor& index,
+                               const RawTensor& out) {
   // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("index_select", x.dtype); (void)dim; (void)index; (void)out;
+  no_kernel("index_select", x.dtype);
+  (void)dim;
+  (void)index;
+  (void)out;
 }
 
 RawTensor CudaBackend::nonzero(const RawTensor& x) {

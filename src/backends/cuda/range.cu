@@ -1,6 +1,6 @@
 // PLACEHOLDER: range.cu
-#include "cuda_backend.hpp"
 #include "common.cuh"
+#include "cuda_backend.hpp"
 
 namespace ember::cuda {
 
