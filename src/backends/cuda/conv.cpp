@@ -1,53 +1,386 @@
-// PLACEHOLDER: conv.cpp
+// Convolution through cuDNN's convolution API: forward, backward data (the transposed
+// convolution) and backward filter, over 1 to 3 spatial dims (1-d as 2-d with a unit height) with
+// stride, padding, dilation and groups. f32 stays off TF32 unless allow_tf32(), f64 computes in
+// double, f16/bf16 keep 16-bit data and compute in f32. Algorithms come from cuDNN's heuristics
+// (no benchmarking, which would synchronise), cached per geometry. The bias is broadcast into the
+// output first and the convolution added onto it (beta = 1: one rounding, as the Cpu's); relu and
+// the bias gradient are small kernels (conv_bias.cu).
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "check.hpp"
 #include "cuda_backend.hpp"
+#include "ember/backends/cuda/cuda.hpp"
+#include "ember/core/device.hpp"
+#include "ember/core/error.hpp"
 #include "state.hpp"
 
 namespace ember::cuda {
 
+// conv_bias.cu
+void conv_broadcast_bias(const RawTensor& bias, const RawTensor& out, const char* op);
+void conv_relu(const RawTensor& out, const char* op);
+void conv_bias_grad(const RawTensor& gy, const RawTensor& gb, const char* op);
+
+namespace {
+
+void check_cudnn(cudnnStatus_t status, const std::string& op) {
+  if (status != CUDNN_STATUS_SUCCESS) EMBER_FAIL("[", op, "] cudnn: ", cudnnGetErrorString(status));
+}
+
+// "conv2d", "conv_transpose1d": the front end's names (src/core/backend.cpp's spatial_name).
+std::string spatial_name(const char* kind, int spatial) {
+  return std::string(kind) + std::to_string(spatial) + "d";
+}
+
+enum class Pass : int64_t { Forward, Data, Filter };
+
+// The descriptors of one convolution: x [N, C, *in], w [O, C / groups, *k], y [N, O, *out].
+struct Descs {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  std::vector<int64_t> key;  // the geometry, for the algorithm cache
+
+  Descs() = default;
+  Descs(const Descs&) = delete;
+  Descs& operator=(const Descs&) = delete;
+  ~Descs() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+int to_int(int64_t v, const std::string& op) {
+  if (v < 0 || v > INT_MAX) EMBER_FAIL("[", op, "] cudnn: sizes past 2^31 are not supported");
+  return static_cast<int>(v);
+}
+
+// cuDNN's dims of an [A, B, *spatial] shape: 1-d gets a unit height.
+std::vector<int> dims_of(const Shape& s, int spatial, const std::string& op) {
+  std::vector<int> d = {to_int(s[0], op), to_int(s[1], op)};
+  if (spatial == 1) d.push_back(1);
+  for (int i = 0; i < spatial; ++i) d.push_back(to_int(s[2 + i], op));
+  return d;
+}
+
+void set_tensor(cudnnTensorDescriptor_t desc, cudnnDataType_t type, const Shape& s, int spatial,
+                const std::string& op) {
+  const std::vector<int> d = dims_of(s, spatial, op);
+  std::vector<int> strides(d.size());
+  int64_t stride = 1;
+  for (size_t i = d.size(); i-- > 0;) {
+    strides[i] = to_int(stride, op);
+    stride *= d[i];
+  }
+  check_cudnn(
+      cudnnSetTensorNdDescriptor(desc, type, static_cast<int>(d.size()), d.data(), strides.data()),
+      op);
+}
+
+cudnnDataType_t data_type(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return CUDNN_DATA_DOUBLE;
+    case DType::f16:
+      return CUDNN_DATA_HALF;
+    case DType::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+// f32 without allow_tf32 is held to FMA kernels: cuDNN's default math lets it use TF32.
+bool fma_only(DType dtype) { return dtype == DType::f32 && !allow_tf32(); }
+
+void make_descs(Descs& d, const Shape& x, const Shape& w, const Shape& y, const ConvParams& p,
+                DType dtype, const std::string& op) {
+  const cudnnDataType_t type = data_type(dtype);
+  const cudnnDataType_t compute = dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  check_cudnn(cudnnCreateTensorDescriptor(&d.x), op);
+  check_cudnn(cudnnCreateTensorDescriptor(&d.y), op);
+  check_cudnn(cudnnCreateFilterDescriptor(&d.w), op);
+  check_cudnn(cudnnCreateConvolutionDescriptor(&d.conv), op);
+  set_tensor(d.x, type, x, p.spatial, op);
+  set_tensor(d.y, type, y, p.spatial, op);
+  const std::vector<int> wd = dims_of(w, p.spatial, op);
+  check_cudnn(cudnnSetFilterNdDescriptor(d.w, type, CUDNN_TENSOR_NCHW, static_cast<int>(wd.size()),
+                                         wd.data()),
+              op);
+  std::vector<int> pad, stride, dilation;
+  if (p.spatial == 1) {
+    pad.push_back(0);
+    stride.push_back(1);
+    dilation.push_back(1);
+  }
+  for (int i = 0; i < p.spatial; ++i) {
+    pad.push_back(to_int(p.padding[i], op));
+    stride.push_back(to_int(p.stride[i], op));
+    dilation.push_back(to_int(p.dilation[i], op));
+  }
+  check_cudnn(cudnnSetConvolutionNdDescriptor(d.conv, static_cast<int>(pad.size()), pad.data(),
+                                              stride.data(), dilation.data(),
+                                              CUDNN_CROSS_CORRELATION, compute),
+              op);
+  check_cudnn(cudnnSetConvolutionGroupCount(d.conv, to_int(p.groups, op)), op);
+  check_cudnn(
+      cudnnSetConvolutionMathType(d.conv, fma_only(dtype) ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
+      op);
+  // Everything the algorithm choice depends on (the pass and the device are added by the caller).
+  d.key = {static_cast<int64_t>(dtype), static_cast<int64_t>(fma_only(dtype)),
+           static_cast<int64_t>(deterministic_algorithms()), p.spatial, p.groups};
+  for (const Shape* s : {&x, &w, &y}) d.key.insert(d.key.end(), s->begin(), s->end());
+  for (int i = 0; i < p.spatial; ++i) {
+    d.key.insert(d.key.end(), {p.padding[i], p.stride[i], p.dilation[i]});
+  }
+}
+
+struct Algo {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+};
+
+std::mutex cache_mutex;
+std::map<std::vector<int64_t>, Algo>& algo_cache() {
+  static auto* cache = new std::map<std::vector<int64_t>, Algo>();  // never destroyed
+  return *cache;
+}
+
+// The first of cuDNN's ranked algorithms that applies: its heuristics succeeded, it is
+// deterministic under use_deterministic_algorithms, and it reports its workspace size. f32 held
+// off TF32 prefers the algorithms ranked for FMA math, then runs the others under FMA math.
+// Perf is one of cuDNN's *AlgoPerf_t structs.
+template <class Perf, class WorkspaceSize>
+Algo pick(const Descs& d, const std::vector<Perf>& perf, int count, DType dtype,
+          const WorkspaceSize& workspace_size, const std::string& op) {
+  const bool fma = fma_only(dtype);
+  for (int round = 0; round < (fma ? 2 : 1); ++round) {
+    for (int i = 0; i < count; ++i) {
+      const Perf& r = perf[static_cast<size_t>(i)];
+      if (r.status != CUDNN_STATUS_SUCCESS) continue;
+      if (fma && round == 0 && r.mathType != CUDNN_FMA_MATH) continue;
+      if (deterministic_algorithms() && r.determinism != CUDNN_DETERMINISTIC) continue;
+      Algo a{static_cast<int>(r.algo), fma ? CUDNN_FMA_MATH : r.mathType, 0};
+      check_cudnn(cudnnSetConvolutionMathType(d.conv, a.math), op);
+      if (workspace_size(r.algo, &a.workspace) != CUDNN_STATUS_SUCCESS) continue;
+      return a;
+    }
+  }
+  EMBER_FAIL("[", op, "] cudnn: no convolution algorithm applies to this geometry and dtype",
+             deterministic_algorithms() ? " (deterministic algorithms only)" : "");
+}
+
+// The cached algorithm of `pass` for these descriptors, chosen on first use; sets the math type
+// on d.conv.
+Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
+              const std::string& op) {
+  std::vector<int64_t> key = d.key;
+  key.push_back(static_cast<int64_t>(pass));
+  key.push_back(device);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    const auto it = algo_cache().find(key);
+    if (it != algo_cache().end()) {
+      check_cudnn(cudnnSetConvolutionMathType(d.conv, it->second.math), op);
+      return it->second;
+    }
+  }
+  Algo a;
+  int max = 0, count = 0;
+  switch (pass) {
+    case Pass::Forward: {
+      check_cudnn(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max), op);
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max));
+      check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max, &count,
+                                                         perf.data()),
+                  op);
+      a = pick(
+          d, perf, count, dtype,
+          [&](cudnnConvolutionFwdAlgo_t algo, size_t* n) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, n);
+          },
+          op);
+      break;
+    }
+    case Pass::Data: {
+      check_cudnn(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max), op);
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(max));
+      check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, max, &count,
+                                                              perf.data()),
+                  op);
+      a = pick(
+          d, perf, count, dtype,
+          [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* n) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, n);
+          },
+          op);
+      break;
+    }
+    case Pass::Filter: {
+      check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max), op);
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(max));
+      check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max,
+                                                                &count, perf.data()),
+                  op);
+      a = pick(
+          d, perf, count, dtype,
+          [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* n) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
+                                                                  n);
+          },
+          op);
+      break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  algo_cache().emplace(std::move(key), a);
+  return a;
+}
+
+// alpha and beta in the type cuDNN scales with: double for f64, float otherwise.
+struct Scale {
+  float f;
+  double d;
+  const void* ptr(DType dtype) const {
+    return dtype == DType::f64 ? static_cast<const void*>(&d) : static_cast<const void*>(&f);
+  }
+};
+constexpr Scale kOne{1.0f, 1.0}, kZero{0.0f, 0.0};
+
+RawTensor device_empty(const Shape& shape, DType dtype, Device device) {
+  return RawTensor{
+      backend().allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device), shape,
+      contiguous_strides(shape), 0, dtype};
+}
+
+// grad_out as cuDNN's backward passes take it: cuDNN derives the output size from the input's,
+// which a transposed convolution's output_padding can make larger than grad_out (when it reaches
+// past the stride, under a larger dilation). The missing outputs get a zero gradient.
+RawTensor full_grad_out(const RawTensor& gy, const Shape& in, const Shape& w, const ConvParams& p,
+                        const std::string& op) {
+  Shape full = gy.shape;
+  for (int i = 0; i < p.spatial; ++i) {
+    const int64_t reach = in[2 + i] + 2 * p.padding[i] - p.dilation[i] * (w[2 + i] - 1) - 1;
+    if (reach >= 0) full[2 + i] = std::max(full[2 + i], reach / p.stride[i] + 1);
+  }
+  if (full == gy.shape) return gy;
+  RawTensor ext = device_empty(full, gy.dtype, gy.device());
+  EMBER_CUDA_CHECK(cudaMemsetAsync(ext.data(), 0, ext.nbytes(), stream_of(gy)), op);
+  backend().copy(gy, ext.view(gy.shape, ext.strides, 0));
+  return ext;
+}
+
+void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,
+                   const RawTensor& grad_in, const std::string& op) {
+  if (grad_in.numel() == 0) return;
+  DeviceState& s = state_of(grad_in);
+  if (grad_out.numel() == 0) {
+    EMBER_CUDA_CHECK(cudaMemsetAsync(grad_in.data(), 0, grad_in.nbytes(), s.stream), op);
+    return;
+  }
+  const RawTensor gy = full_grad_out(grad_out, grad_in.shape, w.shape, p, op);
+  Descs d;
+  make_descs(d, grad_in.shape, w.shape, gy.shape, p, grad_in.dtype, op);
+  auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
+  const Algo a = algo_for(Pass::Data, d, h, grad_in.dtype, s.index, op);
+  void* ws = s.workspace(a.workspace, op.c_str());
+  check_cudnn(
+      cudnnConvolutionBackwardData(h, kOne.ptr(grad_in.dtype), d.w, w.data(), d.y, gy.data(),
+                                   d.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws,
+                                   a.workspace, kZero.ptr(grad_in.dtype), d.x, grad_in.data()),
+      op);
+}
+
+void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
+                     const RawTensor& grad_w, const RawTensor& grad_bias, const std::string& op) {
+  const bool weights = grad_w.defined() && grad_w.numel() > 0;
+  const bool bias = grad_bias.defined() && grad_bias.numel() > 0;
+  if (!weights && !bias) return;
+  DeviceState& s = state_of(weights ? grad_w : grad_bias);
+  if (grad_out.numel() == 0) {
+    if (weights) {
+      EMBER_CUDA_CHECK(cudaMemsetAsync(grad_w.data(), 0, grad_w.nbytes(), s.stream), op);
+    }
+    if (bias)
+      EMBER_CUDA_CHECK(cudaMemsetAsync(grad_bias.data(), 0, grad_bias.nbytes(), s.stream), op);
+    return;
+  }
+  if (bias) conv_bias_grad(grad_out, grad_bias, op.c_str());
+  if (!weights) return;
+  const RawTensor gy = full_grad_out(grad_out, x.shape, grad_w.shape, p, op);
+  Descs d;
+  make_descs(d, x.shape, grad_w.shape, gy.shape, p, grad_w.dtype, op);
+  auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
+  const Algo a = algo_for(Pass::Filter, d, h, grad_w.dtype, s.index, op);
+  void* ws = s.workspace(a.workspace, op.c_str());
+  check_cudnn(
+      cudnnConvolutionBackwardFilter(h, kOne.ptr(grad_w.dtype), d.x, x.data(), d.y, gy.data(),
+                                     d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                     ws, a.workspace, kZero.ptr(grad_w.dtype), d.w, grad_w.data()),
+      op);
+}
+
+}  // namespace
+
 void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                        const ConvParams& p, const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("conv", x.dtype);
-  (void)w;
-  (void)bias;
-  (void)p;
-  (void)out;
+  const std::string op = spatial_name("conv", p.spatial);
+  if (out.numel() == 0) return;
+  DeviceState& s = state_of(out);
+  const bool with_bias = bias.defined();
+  if (with_bias) conv_broadcast_bias(bias, out, op.c_str());
+  if (x.numel() > 0 && w.numel() > 0) {
+    Descs d;
+    make_descs(d, x.shape, w.shape, out.shape, p, out.dtype, op);
+    auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
+    const Algo a = algo_for(Pass::Forward, d, h, out.dtype, s.index, op);
+    void* ws = s.workspace(a.workspace, op.c_str());
+    check_cudnn(
+        cudnnConvolutionForward(h, kOne.ptr(out.dtype), d.x, x.data(), d.w, w.data(), d.conv,
+                                static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace,
+                                (with_bias ? kOne : kZero).ptr(out.dtype), d.y, out.data()),
+        op);
+  } else if (!with_bias) {  // no input channels: the sum is empty
+    EMBER_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.nbytes(), s.stream), op);
+  }
+  if (p.relu) conv_relu(out, op.c_str());
 }
 
 void CudaBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
                                      const ConvParams& p, const RawTensor& grad_in) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("conv_backward", grad_out.dtype);
-  (void)w;
-  (void)p;
-  (void)grad_in;
+  backward_data(grad_out, w, p, grad_in, spatial_name("conv_transpose", p.spatial));
 }
 
 void CudaBackend::conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
                                 const RawTensor& grad_out, const ConvParams& p,
                                 const RawTensor& grad_in, const RawTensor& grad_w,
                                 const RawTensor& grad_bias) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("conv_backward", x.dtype);
-  (void)w;
-  (void)y;
-  (void)grad_out;
-  (void)p;
-  (void)grad_in;
-  (void)grad_w;
-  (void)grad_bias;
+  const std::string op = "conv_backward";
+  RawTensor gy = grad_out;
+  if (y.defined() && grad_out.numel() > 0) {  // relu_backward once, for every gradient
+    gy = device_empty(grad_out.shape, grad_out.dtype, grad_out.device());
+    binary(BinaryOp::ReluBackward, grad_out, y, gy);
+  }
+  if (grad_in.defined()) backward_data(gy, w, p, grad_in, op);
+  backward_weight(x, gy, p, grad_w, grad_bias, op);
 }
 
 void CudaBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
                                        const ConvParams& p, const RawTensor& grad_w,
                                        const RawTensor& grad_bias) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("conv_backward", x.dtype);
-  (void)grad_out;
-  (void)p;
-  (void)grad_w;
-  (void)grad_bias;
+  backward_weight(x, grad_out, p, grad_w, grad_bias, "conv_backward_weight");
 }
 
 }  // namespace ember::cuda
