@@ -158,9 +158,13 @@ std::map<std::vector<int64_t>, Algo>& algo_cache() {
   return *cache;
 }
 
+// Algorithms wanting more scratch are passed over (some FFT ones ask for gigabytes); the
+// implicit-GEMM ones need little or none.
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
 // The first of cuDNN's ranked algorithms that applies: its heuristics succeeded, it is
-// deterministic under use_deterministic_algorithms, and it reports its workspace size. f32 held
-// off TF32 prefers the algorithms ranked for FMA math, then runs the others under FMA math.
+// deterministic under use_deterministic_algorithms, and its workspace is under kMaxWorkspace. f32
+// held off TF32 prefers the algorithms ranked for FMA math, then runs the others under FMA math.
 // Perf is one of cuDNN's *AlgoPerf_t structs.
 template <class Perf, class WorkspaceSize>
 Algo pick(const Descs& d, const std::vector<Perf>& perf, int count, DType dtype,
@@ -175,6 +179,7 @@ Algo pick(const Descs& d, const std::vector<Perf>& perf, int count, DType dtype,
       Algo a{static_cast<int>(r.algo), fma ? CUDNN_FMA_MATH : r.mathType, 0};
       check_cudnn(cudnnSetConvolutionMathType(d.conv, a.math), op);
       if (workspace_size(r.algo, &a.workspace) != CUDNN_STATUS_SUCCESS) continue;
+      if (a.workspace > kMaxWorkspace) continue;
       return a;
     }
   }
