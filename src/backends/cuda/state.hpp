@@ -19,14 +19,16 @@ struct cublasLtContext;
 
 namespace ember::cuda {
 
-/// The result slot of one queued range check, in device memory (check_range's kernel writes it;
-/// synchronize reads it back). Min and max are kept as order-preserving 64-bit keys so that one
-/// atomicMin/atomicMax per bad value finds the extremes (see range_key in common.cuh).
+/// The result slot of one queued range check, in device memory (check_range's kernels write it;
+/// synchronize reads it back). Min and max of the bad values are kept as order-preserving 64-bit
+/// keys so that atomicMin/atomicMax find the extremes: range_key of the double for float
+/// operands, the exact int64 with its sign bit flipped for integer ones (`integral`).
 struct RangeSlot {
   unsigned long long min_key;
   unsigned long long max_key;
-  unsigned int nan;  // a NaN was seen
-  unsigned int bad;  // any value was outside
+  unsigned int nan;       // a NaN was seen
+  unsigned int bad;       // any value was outside
+  unsigned int integral;  // the operand is Int or Bool: the keys are integer keys
 };
 
 struct DeviceState {
@@ -59,6 +61,7 @@ struct DeviceState {
   RangeSlot* range_slots = nullptr;       // device, kRangeSlots
   RangeSlot* range_slots_host = nullptr;  // pinned mirror read at synchronize
   std::vector<RangeCheck> range_checks;   // the pending checks, slot i for range_checks[i]
+  RangeError range_failed;  // a failure found when full slots were drained, for synchronize
 
  private:
   cublasContext* cublas_ = nullptr;
