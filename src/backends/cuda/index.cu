@@ -160,38 +160,91 @@ __global__ void scatter_add_atomic(T* dst, const int64_t* index, const T* src, S
   }
 }
 
-// Few long lines leave the ordered kernel with too few threads: then scatter_add uses atomics,
-// which are exact for integers and vary in rounding order for floats (so not for those under
-// use_deterministic_algorithms). Short lines (the small cases tests compare) stay ordered.
+// Assignment over few long lines, in two parallel passes that give the ordered result: each dst
+// element first records the last position k along its line that writes it (as k + 1 in `last`,
+// zeroed; k from the row-major i with `inner` elements after dim), then only that one writes.
+__global__ void scatter_claim(unsigned long long* last, const int64_t* index, Strided<3> st,
+                              int64_t n, int64_t size, int64_t dst_step, int64_t len,
+                              int64_t inner) {
+  EMBER_CUDA_FOR(i, n) {
+    int64_t off[3];
+    st.offsets(i, off);
+    const int64_t j = index[off[1]];
+    if (j < 0 || j >= size) continue;
+    const auto k = static_cast<unsigned long long>(i / inner % len);
+    atomicMax(last + off[0] + j * dst_step, k + 1);
+  }
+}
+
+template <class T>
+__global__ void scatter_last(T* dst, const int64_t* index, const T* src,
+                             const unsigned long long* last, Strided<3> st, int64_t n, int64_t size,
+                             int64_t dst_step, int64_t len, int64_t inner) {
+  EMBER_CUDA_FOR(i, n) {
+    int64_t off[3];
+    st.offsets(i, off);
+    const int64_t j = index[off[1]];
+    if (j < 0 || j >= size) continue;
+    const int64_t o = off[0] + j * dst_step;
+    if (last[o] == static_cast<unsigned long long>(i / inner % len) + 1) dst[o] = src[off[2]];
+  }
+}
+
+// Few long lines leave the ordered kernel with too few threads. Then scatter_add uses atomics,
+// exact for integers but of varying rounding order for floats (so not for those under
+// use_deterministic_algorithms), and assignment the two passes above when dst is contiguous and
+// not much larger than index (`last` has one word per dst element). Short lines (the small cases
+// the tests compare) stay ordered.
 constexpr int64_t kOrderedLines = int64_t{1} << 16;
 constexpr int64_t kAtomicMinLen = 32;
+
+// The addressing of one update per element of index: dst (stride 0 at dim), index, src.
+Strided<3> update_addressing(const RawTensor& dst, int dim, const RawTensor& index,
+                             const RawTensor& src) {
+  Strides dst_strides = Shape::filled(index.rank(), 0);
+  Strides src_strides = Shape::filled(index.rank(), 0);
+  for (int d = 0; d < index.rank(); ++d) {
+    if (d != dim) dst_strides[d] = stride_at(dst, d);
+    src_strides[d] = stride_at(src, d);
+  }
+  const RawTensor dst_view = dst.view(index.shape, dst_strides, dst.offset);
+  const RawTensor src_view = src.view(index.shape, src_strides, src.offset);
+  const RawTensor* ts[3] = {&dst_view, &index, &src_view};
+  return make_strided<3>(index.shape, ts);
+}
 
 template <class T>
 void launch_scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
                     const RawTensor& src) {
   const int64_t n = index.numel();
-  const int64_t len = size_at(index, dim), size = size_at(dst, dim);
+  const int64_t len = size_at(index, dim), size = size_at(dst, dim), dst_step = stride_at(dst, dim);
   const cudaStream_t stream = stream_of(dst);
   const bool add = reduce == ScatterReduce::Add;
-  const bool exact = std::is_integral_v<T>;
   const int64_t lines = n / len;
-  if (add && (exact || !deterministic_algorithms()) && lines < kOrderedLines &&
-      len >= kAtomicMinLen) {
-    Strides dst_strides = Shape::filled(index.rank(), 0);
-    Strides src_strides = Shape::filled(index.rank(), 0);
-    for (int d = 0; d < index.rank(); ++d) {
-      if (d != dim) dst_strides[d] = stride_at(dst, d);
-      src_strides[d] = stride_at(src, d);
-    }
-    const RawTensor dst_view = dst.view(index.shape, dst_strides, dst.offset);
-    const RawTensor src_view = src.view(index.shape, src_strides, src.offset);
-    const RawTensor* ts[3] = {&dst_view, &index, &src_view};
+  const bool few_long_lines = lines < kOrderedLines && len >= kAtomicMinLen;
+  if (few_long_lines && add && (std::is_integral_v<T> || !deterministic_algorithms())) {
     scatter_add_atomic<T><<<grid_for(n), kThreads, 0, stream>>>(
         dst.data_as<T>(), index.data_as<const int64_t>(), src.data_as<const T>(),
-        make_strided<3>(index.shape, ts), n, size, stride_at(dst, dim));
+        update_addressing(dst, dim, index, src), n, size, dst_step);
     return;
   }
-  // The lines: index's shape without dim, each operand at its strides there.
+  if (few_long_lines && !add && dst.is_contiguous() && dst.numel() <= 8 * n) {
+    const Strided<3> st = update_addressing(dst, dim, index, src);
+    int64_t inner = 1;
+    for (int d = dim + 1; d < index.rank(); ++d) inner *= index.shape[d];
+    const size_t bytes = static_cast<size_t>(dst.numel()) * sizeof(unsigned long long);
+    const auto last_storage = scratch(bytes, dst.device());
+    auto* last = static_cast<unsigned long long*>(last_storage->data());
+    EMBER_CUDA_CHECK(cudaMemsetAsync(last, 0, bytes, stream), "scatter");
+    scatter_claim<<<grid_for(n), kThreads, 0, stream>>>(last, index.data_as<const int64_t>(), st, n,
+                                                        size, dst_step, len, inner);
+    EMBER_CUDA_LAUNCHED("scatter");
+    scatter_last<T><<<grid_for(n), kThreads, 0, stream>>>(
+        dst.data_as<T>(), index.data_as<const int64_t>(), src.data_as<const T>(), last, st, n, size,
+        dst_step, len, inner);
+    return;
+  }
+  // One thread per line: index's shape without dim, each operand at its strides there.
   Shape line_shape;
   Strides dst_strides, index_strides, src_strides;
   for (int d = 0; d < index.rank(); ++d) {
@@ -206,7 +259,7 @@ void launch_scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const R
   const RawTensor src_view = src.view(line_shape, src_strides, src.offset);
   const RawTensor* ts[3] = {&dst_view, &index_view, &src_view};
   const Strided<3> st = make_strided<3>(line_shape, ts);
-  const LineSteps step{stride_at(dst, dim), stride_at(index, dim), stride_at(src, dim)};
+  const LineSteps step{dst_step, stride_at(index, dim), stride_at(src, dim)};
   const auto kernel = add ? scatter_lines<T, true> : scatter_lines<T, false>;
   kernel<<<grid_for(lines), kThreads, 0, stream>>>(dst.data_as<T>(), index.data_as<const int64_t>(),
                                                    src.data_as<const T>(), st, lines, len, size,
