@@ -5,6 +5,8 @@
 #include <cuda_fp16.h>
 #include <thrust/iterator/counting_iterator.h>
 
+#include <algorithm>
+#include <bit>
 #include <cub/cub.cuh>
 #include <type_traits>
 
@@ -190,11 +192,68 @@ __global__ void scatter_last(T* dst, const int64_t* index, const T* src,
   }
 }
 
+// Deterministic scatter_add over few long lines: the updates sorted (stably) by the dst element
+// they go to, keyed by its offset in contiguous dst (`numel` for a bad index), then one thread per
+// run of equal keys adds them in index order: the Cpu's sums, bit for bit, in parallel.
+__global__ void scatter_keys(const int64_t* index, Strided<3> st, int64_t n, int64_t size,
+                             int64_t dst_step, int64_t numel, uint64_t* keys, int64_t* pos) {
+  EMBER_CUDA_FOR(i, n) {
+    int64_t off[3];
+    st.offsets(i, off);
+    const int64_t j = index[off[1]];
+    keys[i] = static_cast<uint64_t>(j >= 0 && j < size ? off[0] + j * dst_step : numel);
+    pos[i] = i;
+  }
+}
+
+template <class T>
+__global__ void scatter_add_runs(T* dst, const T* src, Strided<3> st, int64_t n, int64_t numel,
+                                 const uint64_t* keys, const int64_t* pos) {
+  EMBER_CUDA_FOR(t, n) {
+    const uint64_t key = keys[t];
+    if (key == static_cast<uint64_t>(numel) || (t > 0 && keys[t - 1] == key)) continue;
+    T acc = dst[key];
+    for (int64_t u = t; u < n && keys[u] == key; ++u) {
+      int64_t off[3];
+      st.offsets(pos[u], off);
+      acc = add(acc, src[off[2]]);
+    }
+    dst[key] = acc;
+  }
+}
+
+template <class T>
+void scatter_add_sorted(const RawTensor& dst, const RawTensor& index, const RawTensor& src,
+                        const Strided<3>& st, int64_t size, int64_t dst_step, cudaStream_t stream) {
+  const int64_t n = index.numel(), numel = dst.numel();
+  const Device device = dst.device();
+  const auto keys = scratch(static_cast<size_t>(n) * sizeof(uint64_t) * 2, device);
+  const auto pos = scratch(static_cast<size_t>(n) * sizeof(int64_t) * 2, device);
+  auto* keys_in = static_cast<uint64_t*>(keys->data());
+  auto* pos_in = static_cast<int64_t*>(pos->data());
+  scatter_keys<<<grid_for(n), kThreads, 0, stream>>>(index.data_as<const int64_t>(), st, n, size,
+                                                     dst_step, numel, keys_in, pos_in);
+  EMBER_CUDA_LAUNCHED("scatter_add");
+  // Keys are at most numel; one bit at least, so that CUB sorts rather than copies nothing.
+  const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint64_t>(numel))));
+  size_t bytes = 0;
+  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys_in + n, pos_in,
+                                                   pos_in + n, n, 0, bits, stream),
+                   "scatter_add");
+  const auto temp = scratch(bytes, device);
+  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->data(), bytes, keys_in, keys_in + n,
+                                                   pos_in, pos_in + n, n, 0, bits, stream),
+                   "scatter_add");
+  scatter_add_runs<T><<<grid_for(n), kThreads, 0, stream>>>(
+      dst.data_as<T>(), src.data_as<const T>(), st, n, numel, keys_in + n, pos_in + n);
+}
+
 // Few long lines leave the ordered kernel with too few threads. Then scatter_add uses atomics,
-// exact for integers but of varying rounding order for floats (so not for those under
-// use_deterministic_algorithms), and assignment the two passes above when dst is contiguous and
-// not much larger than index (`last` has one word per dst element). Short lines (the small cases
-// the tests compare) stay ordered.
+// exact for integers but of varying rounding order for floats (floats under
+// use_deterministic_algorithms sort their updates instead), and assignment the two passes above
+// when dst is not much larger than index (`last` has one word per dst element). Both sorted and
+// two-pass paths want dst contiguous (the front end's clone is). Short lines (the small cases the
+// tests compare) stay ordered.
 constexpr int64_t kOrderedLines = int64_t{1} << 16;
 constexpr int64_t kAtomicMinLen = 32;
 
@@ -227,6 +286,13 @@ void launch_scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const R
         dst.data_as<T>(), index.data_as<const int64_t>(), src.data_as<const T>(),
         update_addressing(dst, dim, index, src), n, size, dst_step);
     return;
+  }
+  if (few_long_lines && add && dst.is_contiguous()) {
+    if constexpr (!std::is_integral_v<T>) {  // floats under use_deterministic_algorithms
+      scatter_add_sorted<T>(dst, index, src, update_addressing(dst, dim, index, src), size,
+                            dst_step, stream);
+      return;
+    }
   }
   if (few_long_lines && !add && dst.is_contiguous() && dst.numel() <= 8 * n) {
     const Strided<3> st = update_addressing(dst, dim, index, src);
