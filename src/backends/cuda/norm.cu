@@ -1,33 +1,276 @@
-// PLACEHOLDER: norm.cu
+// Fused normalisation kernels over contiguous [N, C, inner] tensors (f32, f64): per-channel sums
+// in double, each channel split into chunks fixed by the sizes (blocks reduce a chunk with a fixed
+// tree, a warp then adds the chunks in order), so results do not change from run to run; and the
+// per-channel multiply-add, one thread per element.
+#include <cub/cub.cuh>
+
 #include "common.cuh"
 #include "cuda_backend.hpp"
 
 namespace ember::cuda {
+namespace {
+
+// x viewed as [outer, C, inner].
+struct Planes {
+  int64_t outer = 1, channels = 1, inner = 1;
+};
+
+Planes planes(const Shape& s) {
+  Planes p;
+  p.outer = s[0];
+  p.channels = s[1];
+  for (int i = 2; i < s.rank(); ++i) p.inner *= s[i];
+  return p;
+}
+
+// Two sums accumulated together (channel_dot needs both; the moments use the first).
+struct Pair {
+  double s, d;
+};
+struct PairSum {
+  __device__ Pair operator()(const Pair& a, const Pair& b) const { return {a.s + b.s, a.d + b.d}; }
+};
+
+// What each element adds, given a (and b) at the same position and channel c's center.
+enum class Term { Value, Deviation2, Dot };
+
+constexpr int64_t kChunkElems = 16384;  // elements per block: enough blocks for a few channels
+constexpr int64_t kMaxChunks = 1024;
+
+int64_t chunks_for(int64_t per_channel) {
+  const int64_t c = (per_channel + kChunkElems - 1) / kChunkElems;
+  return c < 1 ? 1 : (c < kMaxChunks ? c : kMaxChunks);
+}
+
+// Block (c, chunk) sums the terms of its chunk of channel c's elements (flat index k = n * inner +
+// i) into partial[c * chunks + chunk].
+template <class T, Term kTerm>
+__global__ void channel_partials(const T* __restrict__ a, const T* __restrict__ b,
+                                 const double* __restrict__ center64, const T* __restrict__ center,
+                                 Planes p, int64_t chunks, Pair* __restrict__ partial) {
+  using Reduce = cub::BlockReduce<Pair, kThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const int64_t c = blockIdx.x / chunks, chunk = blockIdx.x - c * chunks;
+  const int64_t per_channel = p.outer * p.inner;
+  const int64_t len = (per_channel + chunks - 1) / chunks;
+  const int64_t begin = chunk * len;
+  const int64_t end = begin + len < per_channel ? begin + len : per_channel;
+  double m = 0;
+  if constexpr (kTerm == Term::Deviation2) m = center64[c];
+  if constexpr (kTerm == Term::Dot) m = static_cast<double>(center[c]);
+  Pair acc{0, 0};
+  // (n, i) of k, stepped by kThreads without a division per element.
+  const int64_t inner = p.inner > 0 ? p.inner : 1;  // no elements then: the loop does not run
+  int64_t k = begin + threadIdx.x;
+  int64_t n = k / inner, i = k - n * inner;
+  const int64_t dn = kThreads / inner, di = kThreads - dn * inner;
+  for (; k < end; k += kThreads) {
+    const int64_t at = (n * p.channels + c) * inner + i;
+    const double v = static_cast<double>(a[at]);
+    if constexpr (kTerm == Term::Value) {
+      acc.s += v;
+    } else if constexpr (kTerm == Term::Deviation2) {
+      const double dv = v - m;
+      acc.s += dv * dv;
+    } else {
+      acc.s += v;
+      acc.d += v * (static_cast<double>(b[at]) - m);
+    }
+    n += dn;
+    i += di;
+    if (i >= inner) {
+      i -= inner;
+      ++n;
+    }
+  }
+  const Pair total = Reduce(temp).Reduce(acc, PairSum{});
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+// One warp per channel adds its chunks (lanes stride over them, then a fixed shuffle tree).
+__device__ Pair chunk_total(const Pair* partial, int64_t c, int64_t chunks) {
+  const int lane = threadIdx.x % 32;
+  Pair acc{0, 0};
+  for (int64_t j = lane; j < chunks; j += 32) {
+    acc.s += partial[c * chunks + j].s;
+    acc.d += partial[c * chunks + j].d;
+  }
+  for (int off = 16; off > 0; off /= 2) {
+    acc.s += __shfl_down_sync(0xffffffffu, acc.s, off);
+    acc.d += __shfl_down_sync(0xffffffffu, acc.d, off);
+  }
+  return acc;  // lane 0 holds the total
+}
+
+constexpr int kWarpsPerBlock = kThreads / 32;
+
+unsigned warp_blocks(int64_t channels) {
+  return static_cast<unsigned>((channels + kWarpsPerBlock - 1) / kWarpsPerBlock);
+}
+
+// The mean of each channel, for the second pass.
+__global__ void finish_mean(const Pair* __restrict__ partial, int64_t channels, int64_t chunks,
+                            double count, double* __restrict__ mean) {
+  const int64_t c = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
+  if (c >= channels) return;
+  const Pair t = chunk_total(partial, c, chunks);
+  if (threadIdx.x % 32 == 0) mean[c] = t.s / count;
+}
+
+template <class T>
+__global__ void finish_moments(const Pair* __restrict__ partial, const double* __restrict__ mean,
+                               int64_t channels, int64_t chunks, double count,
+                               T* __restrict__ out) {
+  const int64_t c = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
+  if (c >= channels) return;
+  const Pair t = chunk_total(partial, c, chunks);
+  if (threadIdx.x % 32 == 0) {
+    out[c] = static_cast<T>(mean[c]);
+    out[channels + c] = static_cast<T>(t.s / count);
+  }
+}
+
+template <class T>
+__global__ void finish_dot(const Pair* __restrict__ partial, int64_t channels, int64_t chunks,
+                           T* __restrict__ out) {
+  const int64_t c = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
+  if (c >= channels) return;
+  const Pair t = chunk_total(partial, c, chunks);
+  if (threadIdx.x % 32 == 0) {
+    out[c] = static_cast<T>(t.s);
+    out[channels + c] = static_cast<T>(t.d);
+  }
+}
+
+template <class T>
+void moments(const RawTensor& x, const RawTensor& out) {
+  const Planes p = planes(x.shape);
+  if (p.channels == 0) return;
+  const char* op = "batch_norm";
+  const cudaStream_t stream = stream_of(x);
+  const int64_t per_channel = p.outer * p.inner, chunks = chunks_for(per_channel);
+  const double count = static_cast<double>(per_channel);  // 0: the mean is NaN, as on the Cpu
+  const auto partial_mem = scratch(sizeof(Pair) * p.channels * chunks, x.storage->device());
+  const auto mean_mem = scratch(sizeof(double) * p.channels, x.storage->device());
+  auto* partial = static_cast<Pair*>(partial_mem->data());
+  auto* mean = static_cast<double*>(mean_mem->data());
+  const auto blocks = static_cast<unsigned>(p.channels * chunks);
+  channel_partials<T, Term::Value><<<blocks, kThreads, 0, stream>>>(
+      x.data_as<T>(), nullptr, nullptr, nullptr, p, chunks, partial);
+  EMBER_CUDA_LAUNCHED(op);
+  finish_mean<<<warp_blocks(p.channels), kThreads, 0, stream>>>(partial, p.channels, chunks, count,
+                                                                mean);
+  EMBER_CUDA_LAUNCHED(op);
+  // Second pass: squared deviations from the mean (stable where E[x^2] - E[x]^2 is not).
+  channel_partials<T, Term::Deviation2>
+      <<<blocks, kThreads, 0, stream>>>(x.data_as<T>(), nullptr, mean, nullptr, p, chunks, partial);
+  EMBER_CUDA_LAUNCHED(op);
+  finish_moments<T><<<warp_blocks(p.channels), kThreads, 0, stream>>>(
+      partial, mean, p.channels, chunks, count, out.data_as<T>());
+  EMBER_CUDA_LAUNCHED(op);
+}
+
+template <class T>
+void dot(const RawTensor& a, const RawTensor& b, const RawTensor& center, const RawTensor& out) {
+  const Planes p = planes(a.shape);
+  if (p.channels == 0) return;
+  const char* op = "batch_norm";
+  const cudaStream_t stream = stream_of(a);
+  const int64_t chunks = chunks_for(p.outer * p.inner);
+  const auto partial_mem = scratch(sizeof(Pair) * p.channels * chunks, a.storage->device());
+  auto* partial = static_cast<Pair*>(partial_mem->data());
+  channel_partials<T, Term::Dot>
+      <<<static_cast<unsigned>(p.channels * chunks), kThreads, 0, stream>>>(
+          a.data_as<T>(), b.data_as<T>(), nullptr, center.data_as<T>(), p, chunks, partial);
+  EMBER_CUDA_LAUNCHED(op);
+  finish_dot<T><<<warp_blocks(p.channels), kThreads, 0, stream>>>(partial, p.channels, chunks,
+                                                                  out.data_as<T>());
+  EMBER_CUDA_LAUNCHED(op);
+}
+
+// out = a * ka[c] + (b * kb[c]) + k0[c]; I is the index type (32-bit when it fits: the channel
+// of each element costs two divisions).
+template <class T, class I, bool kHasB>
+__global__ void fma_kernel(I n, I channels, I inner, const T* __restrict__ a,
+                           const T* __restrict__ ka, const T* __restrict__ b,
+                           const T* __restrict__ kb, const T* __restrict__ k0,
+                           T* __restrict__ out) {
+  for (I i = blockIdx.x * I{blockDim.x} + threadIdx.x; i < n; i += I{gridDim.x} * blockDim.x) {
+    const I c = (inner == 1 ? i : i / inner) % channels;
+    if constexpr (kHasB) {
+      out[i] = a[i] * ka[c] + b[i] * kb[c] + k0[c];
+    } else {
+      out[i] = a[i] * ka[c] + k0[c];
+    }
+  }
+}
+
+template <class T, class I>
+void fma_launch(const Planes& p, int64_t n, const RawTensor& a, const RawTensor& ka,
+                const RawTensor& b, const RawTensor& kb, const RawTensor& k0,
+                const RawTensor& out) {
+  const cudaStream_t stream = stream_of(a);
+  if (b.defined()) {
+    fma_kernel<T, I, true><<<grid_for(n), kThreads, 0, stream>>>(
+        static_cast<I>(n), static_cast<I>(p.channels), static_cast<I>(p.inner), a.data_as<T>(),
+        ka.data_as<T>(), b.data_as<T>(), kb.data_as<T>(), k0.data_as<T>(), out.data_as<T>());
+  } else {
+    fma_kernel<T, I, false><<<grid_for(n), kThreads, 0, stream>>>(
+        static_cast<I>(n), static_cast<I>(p.channels), static_cast<I>(p.inner), a.data_as<T>(),
+        ka.data_as<T>(), nullptr, nullptr, k0.data_as<T>(), out.data_as<T>());
+  }
+  EMBER_CUDA_LAUNCHED("batch_norm");
+}
+
+template <class T>
+void fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
+         const RawTensor& k0, const RawTensor& out) {
+  const Planes p = planes(a.shape);
+  const int64_t n = a.numel();
+  if (n == 0) return;
+  // The loop index reaches n + the grid's thread count, which must fit the index type too.
+  if (n + int64_t{grid_for(n)} * kThreads < (int64_t{1} << 31)) {
+    fma_launch<T, uint32_t>(p, n, a, ka, b, kb, k0, out);
+  } else {
+    fma_launch<T, int64_t>(p, n, a, ka, b, kb, k0, out);
+  }
+}
+
+}  // namespace
 
 void CudaBackend::channel_moments(const RawTensor& x, const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("batch_norm", x.dtype);
-  (void)out;
+  switch (x.dtype) {
+    case DType::f32:
+      return moments<float>(x, out);
+    case DType::f64:
+      return moments<double>(x, out);
+    default:
+      no_kernel("batch_norm", x.dtype);
+  }
 }
 
 void CudaBackend::channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
                               const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("batch_norm", a.dtype);
-  (void)b;
-  (void)center;
-  (void)out;
+  switch (a.dtype) {
+    case DType::f32:
+      return dot<float>(a, b, center, out);
+    case DType::f64:
+      return dot<double>(a, b, center, out);
+    default:
+      no_kernel("batch_norm", a.dtype);
+  }
 }
 
 void CudaBackend::channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
                               const RawTensor& kb, const RawTensor& k0, const RawTensor& out) {
-  // PLACEHOLDER until its family lands (issue 13)
-  no_kernel("batch_norm", a.dtype);
-  (void)ka;
-  (void)b;
-  (void)kb;
-  (void)k0;
-  (void)out;
+  switch (a.dtype) {
+    case DType::f32:
+      return fma<float>(a, ka, b, kb, k0, out);
+    case DType::f64:
+      return fma<double>(a, ka, b, kb, k0, out);
+    default:
+      no_kernel("batch_norm", a.dtype);
+  }
 }
 
 }  // namespace ember::cuda
