@@ -146,7 +146,7 @@ template <class T>
 void moments(const RawTensor& x, const RawTensor& out) {
   const Planes p = planes(x.shape);
   if (p.channels == 0) return;
-  const char* op = "batch_norm";
+  const char* op = "channel_moments";
   const cudaStream_t stream = stream_of(x);
   const int64_t per_channel = p.outer * p.inner, chunks = chunks_for(per_channel);
   const double count = static_cast<double>(per_channel);  // 0: the mean is NaN, as on the Cpu
@@ -174,7 +174,7 @@ template <class T>
 void dot(const RawTensor& a, const RawTensor& b, const RawTensor& center, const RawTensor& out) {
   const Planes p = planes(a.shape);
   if (p.channels == 0) return;
-  const char* op = "batch_norm";
+  const char* op = "channel_dot";
   const cudaStream_t stream = stream_of(a);
   const int64_t chunks = chunks_for(p.outer * p.inner);
   const auto partial_mem = scratch(sizeof(Pair) * p.channels * chunks, a.storage->device());
@@ -219,7 +219,7 @@ void fma_launch(const Planes& p, int64_t n, const RawTensor& a, const RawTensor&
         static_cast<I>(n), static_cast<I>(p.channels), static_cast<I>(p.inner), a.data_as<T>(),
         ka.data_as<T>(), nullptr, nullptr, k0.data_as<T>(), out.data_as<T>());
   }
-  EMBER_CUDA_LAUNCHED("batch_norm");
+  EMBER_CUDA_LAUNCHED("channel_fma");
 }
 
 template <class T>
@@ -245,7 +245,7 @@ void CudaBackend::channel_moments(const RawTensor& x, const RawTensor& out) {
     case DType::f64:
       return moments<double>(x, out);
     default:
-      no_kernel("batch_norm", x.dtype);
+      no_kernel("channel_moments", x.dtype);
   }
 }
 
@@ -257,7 +257,7 @@ void CudaBackend::channel_dot(const RawTensor& a, const RawTensor& b, const RawT
     case DType::f64:
       return dot<double>(a, b, center, out);
     default:
-      no_kernel("batch_norm", a.dtype);
+      no_kernel("channel_dot", a.dtype);
   }
 }
 
@@ -269,7 +269,7 @@ void CudaBackend::channel_fma(const RawTensor& a, const RawTensor& ka, const Raw
     case DType::f64:
       return fma<double>(a, ka, b, kb, k0, out);
     default:
-      no_kernel("batch_norm", a.dtype);
+      no_kernel("channel_fma", a.dtype);
   }
 }
 

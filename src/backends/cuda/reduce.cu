@@ -587,31 +587,62 @@ __global__ void arg_rows_thread(const T* __restrict__ x, Rows rows, T* __restric
   }
 }
 
-// A group (warp or block) per row, for long rows whose elements are close together.
+// A group (warp or block) per (row, chunk of the row), for long rows whose elements are close
+// together. With one chunk it writes the result, else the chunk's best to partial[r * chunks + c].
 template <class T, bool kMax>
-__global__ void arg_rows_group(const T* __restrict__ x, Rows rows, int group,
-                               T* __restrict__ values, int64_t* __restrict__ indices) {
+__global__ void arg_rows_group(const T* __restrict__ x, Rows rows, int group, int64_t chunks,
+                               int64_t chunk_len, T* __restrict__ values,
+                               int64_t* __restrict__ indices,
+                               Best<Compute<T>>* __restrict__ partial) {
   using C = Compute<T>;
   __shared__ Best<C> shared[kThreads / 32];
   const bool whole_block = group == kThreads;
   const int lane = static_cast<int>(threadIdx.x) % group;
-  const int64_t per_block = kThreads / group;
-  for (int64_t r0 = blockIdx.x * per_block; r0 < rows.count; r0 += int64_t{gridDim.x} * per_block) {
-    const int64_t r = r0 + threadIdx.x / group;
+  const int64_t per_block = kThreads / group, n_groups = rows.count * chunks;
+  for (int64_t g0 = blockIdx.x * per_block; g0 < n_groups; g0 += int64_t{gridDim.x} * per_block) {
+    const int64_t g = g0 + threadIdx.x / group;
     Best<C> best{C(0), -1};
     const T* row = x;
-    if (r < rows.count) {
+    if (g < n_groups) {
+      const int64_t r = g / chunks, c = g - r * chunks;
+      const int64_t begin = c * chunk_len;
+      const int64_t end = begin + chunk_len < rows.len ? begin + chunk_len : rows.len;
       row = x + rows.other.offset(r);
-      for (int64_t k = lane; k < rows.len; k += group) {
+      for (int64_t k = begin + lane; k < end; k += group) {
         const Best<C> b{load(row + k * rows.stride), k};
         if (beats<kMax>(b, best)) best = b;
       }
     }
     best = group_merge(best, whole_block, shared, BestMerge<kMax, C>{});
-    if (r < rows.count && lane == 0) {
-      indices[r] = best.i;
-      values[r] = row[best.i * rows.stride];
+    if (g < n_groups && lane == 0) {
+      if (chunks == 1) {
+        indices[g] = best.i;
+        values[g] = row[best.i * rows.stride];  // the element itself, NaN payload and all
+      } else {
+        partial[g] = best;
+      }
     }
+  }
+}
+
+// A warp per row merges the bests of its chunks.
+template <class T, bool kMax>
+__global__ void arg_finish(const T* __restrict__ x, Rows rows, int64_t chunks,
+                           const Best<Compute<T>>* __restrict__ partial, T* __restrict__ values,
+                           int64_t* __restrict__ indices) {
+  using C = Compute<T>;
+  const int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
+  if (r >= rows.count) return;  // whole warps
+  const int lane = threadIdx.x % 32;
+  Best<C> best{C(0), -1};
+  for (int64_t c = lane; c < chunks; c += 32) {
+    const Best<C> b = partial[r * chunks + c];
+    if (beats<kMax>(b, best)) best = b;
+  }
+  best = group_merge(best, false, static_cast<Best<C>*>(nullptr), BestMerge<kMax, C>{});
+  if (lane == 0) {
+    indices[r] = best.i;
+    values[r] = x[rows.other.offset(r) + best.i * rows.stride];
   }
 }
 
@@ -619,17 +650,40 @@ template <class T, bool kMax>
 void arg_reduce_typed(const RawTensor& x, const Rows& rows, const RawTensor& values,
                       const RawTensor& indices, const char* op) {
   const cudaStream_t stream = stream_of(x);
+  const T* xp = x.data_as<T>();
+  T* vp = values.data_as<T>();
+  int64_t* ip = indices.data_as<int64_t>();
   if (rows.interleaved || rows.len < 64) {
-    arg_rows_thread<T, kMax><<<grid_for(rows.count), kThreads, 0, stream>>>(
-        x.data_as<T>(), rows, values.data_as<T>(), indices.data_as<int64_t>());
-  } else {
-    const int group = rows.len >= 4096 ? kThreads : 32;
-    const int64_t blocks = ceil_div(rows.count, kThreads / group);
-    arg_rows_group<T, kMax>
-        <<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{1} << 20)), kThreads, 0,
-           stream>>>(x.data_as<T>(), rows, group, values.data_as<T>(), indices.data_as<int64_t>());
+    arg_rows_thread<T, kMax><<<grid_for(rows.count), kThreads, 0, stream>>>(xp, rows, vp, ip);
+    EMBER_CUDA_LAUNCHED(op);
+    return;
   }
+  // Few long rows are split into chunks (fixed by the sizes) so that enough blocks work at once.
+  const int group = rows.len >= 4096 ? kThreads : 32;
+  int64_t chunks = 1;
+  if (group == kThreads) {
+    chunks = std::clamp<int64_t>(std::min(rows.len / kRowChunk, ceil_div(kRowBlocks, rows.count)),
+                                 1, kMaxChunks);
+  }
+  const int64_t chunk_len = ceil_div(rows.len, chunks);
+  chunks = ceil_div(rows.len, chunk_len);
+  std::shared_ptr<Storage> partial_mem;
+  Best<Compute<T>>* partial = nullptr;
+  if (chunks > 1) {
+    partial_mem = scratch(sizeof(Best<Compute<T>>) * rows.count * chunks, x.storage->device());
+    partial = static_cast<Best<Compute<T>>*>(partial_mem->data());
+  }
+  const int64_t blocks = ceil_div(rows.count * chunks, kThreads / group);
+  arg_rows_group<T, kMax>
+      <<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{1} << 20)), kThreads, 0, stream>>>(
+          xp, rows, group, chunks, chunk_len, vp, ip, partial);
   EMBER_CUDA_LAUNCHED(op);
+  if (chunks > 1) {
+    arg_finish<T, kMax>
+        <<<static_cast<unsigned>(ceil_div(rows.count * 32, kThreads)), kThreads, 0, stream>>>(
+            xp, rows, chunks, partial, vp, ip);
+    EMBER_CUDA_LAUNCHED(op);
+  }
 }
 
 // ---- scan --------------------------------------------------------------------------------
