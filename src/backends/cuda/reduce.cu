@@ -539,6 +539,8 @@ Rows rows_of(const RawTensor& x, int dim) {
   return r;
 }
 
+constexpr int64_t kManyRows = 1024;  // enough rows to fill the GPU with a thread each
+
 // A candidate: value and index; index -1 is no candidate yet.
 template <class C>
 struct Best {
@@ -653,7 +655,9 @@ void arg_reduce_typed(const RawTensor& x, const Rows& rows, const RawTensor& val
   const T* xp = x.data_as<T>();
   T* vp = values.data_as<T>();
   int64_t* ip = indices.data_as<int64_t>();
-  if (rows.interleaved || rows.len < 64) {
+  // A thread per row when rows are short, or interleaved and many (reads coalesce across rows);
+  // few interleaved long rows still take the group kernel, whose reads are strided but parallel.
+  if (rows.len < 64 || (rows.interleaved && rows.count >= kManyRows)) {
     arg_rows_thread<T, kMax><<<grid_for(rows.count), kThreads, 0, stream>>>(xp, rows, vp, ip);
     EMBER_CUDA_LAUNCHED(op);
     return;
@@ -771,7 +775,7 @@ __global__ void scan_rows_block(const T* __restrict__ x, Rows rows, void* out, D
 template <class T, bool kFloat, bool kProd>
 void scan_launch(const RawTensor& x, const Rows& rows, const RawTensor& out, const char* op) {
   const cudaStream_t stream = stream_of(x);
-  if (rows.interleaved || rows.len < 256) {
+  if (rows.len < 256 || (rows.interleaved && rows.count >= kManyRows)) {
     scan_rows_thread<T, kFloat, kProd><<<grid_for(rows.count), kThreads, 0, stream>>>(
         x.data_as<T>(), rows, out.data(), out.dtype);
   } else {
