@@ -737,34 +737,43 @@ __global__ void scan_rows_thread(const T* __restrict__ x, Rows rows, void* out, 
 
 constexpr int kScanItems = 4;
 
-// A block per row for long rows: tiles of kThreads * kScanItems scanned by cub::BlockScan in
-// order, each offset by the running total of the tiles before it.
+constexpr int64_t kScanTile = int64_t{kThreads} * kScanItems;
+
+// A block per (row, chunk of the row) for long rows: tiles of kScanTile scanned by
+// cub::BlockScan in order, each offset by the running total before it (carry_in[g] for chunk g,
+// from scan_carries, when the row is split; else the identity).
 template <class T, bool kFloat, bool kProd>
-__global__ void scan_rows_block(const T* __restrict__ x, Rows rows, void* out, DType out_dtype) {
+__global__ void scan_rows_block(const T* __restrict__ x, Rows rows, int64_t chunks,
+                                int64_t chunk_len,
+                                const typename ScanIo<T, kFloat>::Acc* __restrict__ carry_in,
+                                void* out, DType out_dtype) {
   using Io = ScanIo<T, kFloat>;
   using Acc = typename Io::Acc;
   using Scan = cub::BlockScan<Acc, kThreads>;
   __shared__ typename Scan::TempStorage temp;
   const ScanCombine<Acc, kProd> combine;
-  constexpr int64_t kTile = int64_t{kThreads} * kScanItems;
-  for (int64_t r = blockIdx.x; r < rows.count; r += gridDim.x) {
+  const Acc identity = kProd ? Acc(1) : Acc(0);
+  for (int64_t g = blockIdx.x; g < rows.count * chunks; g += gridDim.x) {
+    const int64_t r = g / chunks, c = g - r * chunks;
+    const int64_t begin = c * chunk_len;
+    const int64_t end = begin + chunk_len < rows.len ? begin + chunk_len : rows.len;
     const T* row = x + rows.other.offset(r);
     const int64_t o = (r / rows.inner) * rows.len * rows.inner + r % rows.inner;
-    Acc carry = kProd ? Acc(1) : Acc(0);
-    for (int64_t t0 = 0; t0 < rows.len; t0 += kTile) {
+    Acc carry = carry_in ? carry_in[g] : identity;
+    for (int64_t t0 = begin; t0 < end; t0 += kScanTile) {
       Acc items[kScanItems];
       const int64_t k0 = t0 + int64_t{threadIdx.x} * kScanItems;
 #pragma unroll
       for (int j = 0; j < kScanItems; ++j) {
-        items[j] =
-            k0 + j < rows.len ? Io::read(row + (k0 + j) * rows.stride) : (kProd ? Acc(1) : Acc(0));
+        items[j] = k0 + j < end ? Io::read(row + (k0 + j) * rows.stride) : identity;
       }
       Acc tile_total;
       Scan(temp).InclusiveScan(items, items, combine, tile_total);
 #pragma unroll
       for (int j = 0; j < kScanItems; ++j) {
-        if (k0 + j < rows.len)
+        if (k0 + j < end) {
           Io::write(out, out_dtype, o + (k0 + j) * rows.inner, combine(carry, items[j]));
+        }
       }
       carry = combine(carry, tile_total);
       __syncthreads();  // temp is reused by the next tile
@@ -772,17 +781,80 @@ __global__ void scan_rows_block(const T* __restrict__ x, Rows rows, void* out, D
   }
 }
 
+// The total of each chunk g of each row into totals[g] (a block per chunk, fixed tree).
+template <class T, bool kFloat, bool kProd>
+__global__ void scan_chunk_totals(const T* __restrict__ x, Rows rows, int64_t chunks,
+                                  int64_t chunk_len,
+                                  typename ScanIo<T, kFloat>::Acc* __restrict__ totals) {
+  using Io = ScanIo<T, kFloat>;
+  using Acc = typename Io::Acc;
+  using Reduce = cub::BlockReduce<Acc, kThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const ScanCombine<Acc, kProd> combine;
+  for (int64_t g = blockIdx.x; g < rows.count * chunks; g += gridDim.x) {
+    const int64_t r = g / chunks, c = g - r * chunks;
+    const int64_t begin = c * chunk_len;
+    const int64_t end = begin + chunk_len < rows.len ? begin + chunk_len : rows.len;
+    const T* row = x + rows.other.offset(r);
+    Acc a = kProd ? Acc(1) : Acc(0);
+    for (int64_t k = begin + threadIdx.x; k < end; k += kThreads) {
+      a = combine(a, Io::read(row + k * rows.stride));
+    }
+    a = Reduce(temp).Reduce(a, combine);
+    if (threadIdx.x == 0) totals[g] = a;
+    __syncthreads();  // temp is reused by the next chunk
+  }
+}
+
+// Turns each row's chunk totals, in place, into the running total before each chunk.
+template <class Acc, bool kProd>
+__global__ void scan_carries(int64_t count, int64_t chunks, Acc* __restrict__ totals) {
+  EMBER_CUDA_FOR(r, count) {
+    Acc run = kProd ? Acc(1) : Acc(0);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const Acc t = totals[r * chunks + c];
+      totals[r * chunks + c] = run;
+      run = kProd ? run * t : run + t;
+    }
+  }
+}
+
+constexpr int64_t kScanChunk = 16384;  // fewest elements a chunk of a split row gets
+constexpr int64_t kMaxScanChunks = 1024;
+
 template <class T, bool kFloat, bool kProd>
 void scan_launch(const RawTensor& x, const Rows& rows, const RawTensor& out, const char* op) {
+  using Acc = typename ScanIo<T, kFloat>::Acc;
   const cudaStream_t stream = stream_of(x);
+  const T* xp = x.data_as<T>();
   if (rows.len < 256 || (rows.interleaved && rows.count >= kManyRows)) {
-    scan_rows_thread<T, kFloat, kProd><<<grid_for(rows.count), kThreads, 0, stream>>>(
-        x.data_as<T>(), rows, out.data(), out.dtype);
-  } else {
-    scan_rows_block<T, kFloat, kProd>
-        <<<static_cast<unsigned>(std::min<int64_t>(rows.count, int64_t{1} << 20)), kThreads, 0,
-           stream>>>(x.data_as<T>(), rows, out.data(), out.dtype);
+    scan_rows_thread<T, kFloat, kProd>
+        <<<grid_for(rows.count), kThreads, 0, stream>>>(xp, rows, out.data(), out.dtype);
+    EMBER_CUDA_LAUNCHED(op);
+    return;
   }
+  // Few long rows are split into chunks (fixed by the sizes): the chunks' totals, their running
+  // totals per row, then each chunk scanned from its carry.
+  int64_t chunks = std::clamp<int64_t>(
+      std::min(rows.len / kScanChunk, ceil_div(kRowBlocks, rows.count)), 1, kMaxScanChunks);
+  const int64_t chunk_len = ceil_div(ceil_div(rows.len, chunks), kScanTile) * kScanTile;
+  chunks = ceil_div(rows.len, chunk_len);
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>(rows.count * chunks, int64_t{1} << 20));
+  std::shared_ptr<Storage> carry_mem;
+  Acc* carry = nullptr;
+  if (chunks > 1) {
+    carry_mem = scratch(sizeof(Acc) * rows.count * chunks, x.storage->device());
+    carry = static_cast<Acc*>(carry_mem->data());
+    scan_chunk_totals<T, kFloat, kProd>
+        <<<blocks, kThreads, 0, stream>>>(xp, rows, chunks, chunk_len, carry);
+    EMBER_CUDA_LAUNCHED(op);
+    scan_carries<Acc, kProd>
+        <<<grid_for(rows.count), kThreads, 0, stream>>>(rows.count, chunks, carry);
+    EMBER_CUDA_LAUNCHED(op);
+  }
+  scan_rows_block<T, kFloat, kProd>
+      <<<blocks, kThreads, 0, stream>>>(xp, rows, chunks, chunk_len, carry, out.data(), out.dtype);
   EMBER_CUDA_LAUNCHED(op);
 }
 
