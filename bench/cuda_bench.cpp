@@ -9,6 +9,7 @@
 // written per second), as rates.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,14 +32,20 @@ Device gpu() { return Device::cuda(0); }
 
 // Runs `op` per_sync times per timed batch, each batch ending with a wait for the device. A few
 // calls first, untimed: cuBLAS/cuDNN plans, the caching allocator's buffers, lazy module loads.
+// Counter enqueue_us: the host's time per op without the waits (its dispatch and launches, unless
+// the device's queue is full).
 template <class F>
 void run_batched(benchmark::State& state, int64_t per_sync, F&& op) {
   for (int i = 0; i < 3; ++i) op();
   synchronize(gpu());
+  double enqueue = 0;
   while (state.KeepRunningBatch(per_sync)) {
+    const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < per_sync; ++i) op();
+    enqueue += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     synchronize(gpu());
   }
+  state.counters["enqueue_us"] = 1e6 * enqueue / static_cast<double>(state.iterations());
 }
 
 // Runs a benchmark body; an Ember error (a kernel not written yet, a deferred device error)

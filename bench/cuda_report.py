@@ -35,8 +35,9 @@ def load_ember(path):
         return {}, {}
     runs = data["benchmarks"]
     has_median = any(r.get("aggregate_name") == "median" for r in runs)
-    rows = {}
+    rows, context = {}, dict(data.get("context", {}))
     for r in runs:
+        context.setdefault("repetitions", r.get("repetitions", 1))
         # "matmul_f32/n:4096/min_time:0.300/real_time" -> "matmul_f32/n:4096", PyTorch's name.
         name = re.sub(r"(/min_time:[0-9.]+)?(/real_time)?$", "", r.get("run_name", r["name"]))
         if r.get("error_occurred"):
@@ -46,11 +47,13 @@ def load_ember(path):
             continue
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[r.get("time_unit", "ns")]
         row = {"seconds": r["real_time"] * scale}
+        if "enqueue_us" in r:
+            row["enqueue_seconds"] = r["enqueue_us"] * 1e-6
         for k in ("FLOPS", "BW"):
             if k in r:
                 row[k] = r[k]
         rows[name] = row
-    return rows, data.get("context", {})
+    return rows, context
 
 
 def fmt_time(s):
@@ -180,16 +183,23 @@ def main():
                      f"PyTorch {(jp or {}).get('accuracy', '?')}; commands: "
                      f"`{job.get('ember_command', '?')}` and `{job.get('pytorch_command', '?')}`.")
 
+    for name, label in (("add_1elem", "`c = c + b` per op"),
+                        ("cnn_train_step/batch:256", "CNN train step")):
+        e, p = both(name)
+        if ok(e) and ok(p) and "enqueue_seconds" in e and "enqueue_seconds" in p:
+            notes.append(f"Host time queuing the work (the batches without their waits), "
+                         f"{label}: Ember {fmt_time(e['enqueue_seconds'])}, PyTorch "
+                         f"{fmt_time(p['enqueue_seconds'])}.")
     for key, label in (("cnn_train_step_fused_adam/batch:256", "with Adam's fused kernel"),
                        ("cnn_train_step_compiled/batch:256", "under torch.compile")):
         if ok(torch.get(key)):
             notes.append(f"PyTorch's CNN train step {label}: {fmt_time(torch[key]['seconds'])}.")
     notes.append(
         "Rates count bytes read + written and 2 FLOPs per multiply-add; each row is the median of "
-        f"{tctx.get('repetitions', '?')} repetitions (PyTorch) and of the bench_cuda repetitions "
-        "(Ember), each batch of ops ending in a device synchronisation inside the time. "
+        f"{ectx.get('repetitions', '?')} repetitions (Ember) and {tctx.get('repetitions', '?')} "
+        "(PyTorch), each batch of ops ending in a device synchronisation inside the time. "
         "Float32 rows and the CNN run without TF32 in both (Ember's and the CNN's default here); "
-        "the bound of the CNN step counts its FLOPs only (it is launch-bound).")
+        "the bound of the CNN step counts its FLOPs only.")
     notes.append(f"Run {tctx.get('date', '?')} on {tctx.get('device', '?')}; Ember commit "
                  f"{args.commit}; PyTorch {tctx.get('torch', '?')} (CUDA {tctx.get('cuda', '?')}, "
                  f"cuDNN {tctx.get('cudnn', '?')}); host {ectx.get('host_name', '?')}, "

@@ -2,7 +2,7 @@
 way (each op queued `per_sync` times, then torch.cuda.synchronize() inside the timed batch; a
 few untimed calls first). Each row is the median over --repetitions of the time per op, each
 repetition running whole batches for at least --min-time seconds. Prints one JSON object:
-{"context": {...}, "results": {name: {"seconds": s, "FLOPS"|"BW": rate}}}.
+{"context": {...}, "results": {name: {"seconds": s, "enqueue_seconds": s, "FLOPS"|"BW": rate}}}.
 
     python3 bench/cuda_torch.py [--repetitions 5] [--min-time 0.3] [--compile] > torch.json
 """
@@ -22,7 +22,8 @@ BYTES = 4.0 * N
 
 
 def measure(fn, per_sync, repetitions, min_time):
-    """Median seconds per call of fn over `repetitions`, each of whole batches of per_sync calls."""
+    """Median seconds per call of fn over `repetitions`, each of whole batches of per_sync calls;
+    and the median time per call spent queuing (the batches without their waits)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -31,15 +32,19 @@ def measure(fn, per_sync, repetitions, min_time):
         fn()
     torch.cuda.synchronize()
     batches = max(1, math.ceil(min_time / max(time.perf_counter() - t0, 1e-9)))
-    times = []
+    times, enqueue = [], []
     for _ in range(repetitions):
+        queued = 0.0
         t0 = time.perf_counter()
         for _ in range(batches):
+            t1 = time.perf_counter()
             for _ in range(per_sync):
                 fn()
+            queued += time.perf_counter() - t1
             torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) / (batches * per_sync))
-    return statistics.median(times)
+        enqueue.append(queued / (batches * per_sync))
+    return statistics.median(times), statistics.median(enqueue)
 
 
 class FashionCnn(torch.nn.Module):
@@ -94,8 +99,8 @@ def main():
     results = {}
 
     def row(name, fn, per_sync, flops=None, nbytes=None):
-        s = measure(fn, per_sync, reps, min_time)
-        r = {"seconds": s}
+        s, queued = measure(fn, per_sync, reps, min_time)
+        r = {"seconds": s, "enqueue_seconds": queued}
         if flops:
             r["FLOPS"] = flops / s
         if nbytes:
