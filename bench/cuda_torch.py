@@ -99,7 +99,12 @@ def main():
     results = {}
 
     def row(name, fn, per_sync, flops=None, nbytes=None):
-        s, queued = measure(fn, per_sync, reps, min_time)
+        try:
+            s, queued = measure(fn, per_sync, reps, min_time)
+        except Exception as e:  # one row's failure is that row's result, as in bench_cuda
+            results[name] = {"error": f"{type(e).__name__}: {e}"}
+            print(f"{name}: {results[name]['error']}", flush=True, file=sys.stderr)
+            return
         r = {"seconds": s, "enqueue_seconds": queued}
         if flops:
             r["FLOPS"] = flops / s
