@@ -42,7 +42,7 @@ void* DeviceAllocator::allocate(size_t nbytes, size_t* rounded) {
     (void)cudaGetLastError();
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
-    EMBER_FAIL("[allocate] cuda:", device_, " cannot allocate ", nbytes, " bytes (",
+    EMBER_FAIL("[cuda:", device_, " allocator] cannot allocate ", nbytes, " bytes (",
                cudaGetErrorString(err), "): ", free_bytes, " of ", total,
                " bytes free on the device, ", cached_, " cached by Ember, ", in_use_, " in use");
   }

@@ -70,16 +70,19 @@ cudnnContext* DeviceState::cudnn(const char* op) {
   return cudnn_;
 }
 
-void* DeviceState::workspace(size_t n, const char*) {
+void* DeviceState::workspace(size_t n, const char* op) {
   if (n > workspace_bytes_) {
-    // Back to the cache: work queued on the one stream before the next user of that block ends
-    // before that user starts.
-    if (workspace_) allocator.release(workspace_, workspace_bytes_);
+    // Outside the tensor allocator, so memory_stats counts tensors only (as the Cpu's does).
+    // Rarely grown: cudaFree waits for the device, so queued work using the old one is done.
+    if (workspace_) EMBER_CUDA_CHECK(cudaFree(workspace_), op);
     workspace_ = nullptr;
     workspace_bytes_ = 0;
-    size_t rounded = 0;
-    workspace_ = allocator.allocate(n, &rounded);
-    workspace_bytes_ = rounded;
+    if (cudaMalloc(&workspace_, n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      allocator.empty_cache();  // cached tensor blocks may be what is in the way
+      EMBER_CUDA_CHECK(cudaMalloc(&workspace_, n), op);
+    }
+    workspace_bytes_ = n;
   }
   return workspace_;
 }

@@ -51,7 +51,8 @@ struct DeviceState {
   cublasContext* cublas(const char* op);
   cublasLtContext* cublas_lt(const char* op);
   cudnnContext* cudnn(const char* op);
-  /// Scratch device memory for library calls (cuBLAS/cuDNN workspaces), grown on demand. Queued
+  /// Scratch device memory for library calls (cuBLAS/cuDNN workspaces), grown on demand and not
+  /// counted in memory_stats (not tensor memory). Queued
   /// work is ordered on the one stream, so one buffer serves every call.
   void* workspace(size_t n, const char* op);
 
