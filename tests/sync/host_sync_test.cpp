@@ -130,11 +130,13 @@ TEST(RangeErrors, DeferredToTheNextSynchronisationOnce) {
     // LibTorch) skips it whole: zeros (gather, index_select) or its input (scatter); one that
     // checks where the data lives (Cuda) skips the bad elements only.
     const bool whole = picked.to_vector<float>()[0] == 0;
-    EXPECT_EQ(picked.to_vector<float>(),
-              whole ? std::vector<float>{0, 0, 0} : std::vector<float>{1, 0, 2});
-    EXPECT_EQ(selected.to_vector<float>(), picked.to_vector<float>());
-    EXPECT_EQ(scattered.to_vector<float>(),
-              whole ? std::vector<float>{1, 2, 3} : std::vector<float>{9, 9, 3});
+    const std::vector<float> picked_want =
+        whole ? std::vector<float>{0, 0, 0} : std::vector<float>{1, 0, 2};
+    const std::vector<float> scattered_want =
+        whole ? std::vector<float>{1, 2, 3} : std::vector<float>{9, 9, 3};
+    EXPECT_EQ(picked.to_vector<float>(), picked_want);
+    EXPECT_EQ(selected.to_vector<float>(), picked_want);
+    EXPECT_EQ(scattered.to_vector<float>(), scattered_want);
     EXPECT_EQ(next.to_vector<float>(), (std::vector<float>{2, 3, 4}));
     // Any host read raises it too, as item() does here for a loss with a bad target.
     const DynTensor logits =
