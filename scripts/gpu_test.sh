@@ -5,8 +5,8 @@
 # by the build and the tests, which say so. Exit status 0 only when configure, build and tests pass.
 #
 # Usage: bash scripts/gpu_test.sh [extra cmake arguments, e.g. -DEMBER_WERROR=ON]
-# EMBER_FASHION_MNIST_DIR, when set, adds the main job on the GPU (train, eval, resume across
-# devices; see below).
+# EMBER_FASHION_MNIST_DIR, when set, adds the main job on the GPU (scripts/gpu_job.sh: train,
+# eval on both devices, resume across devices).
 # EMBER_BUILD_DIR picks the build directory (default build-gpu); EMBER_LOG_DIR, when set, receives
 # configure.log, build.log and ctest.log (they are in the build directory in any case).
 # Later stages (the Cuda backend's tests) go after the `ctest` stage.
@@ -71,44 +71,11 @@ note "ctest: $(grep -E '% tests passed' "$build/ctest.log" || echo 'no result li
 note "  cuda.* tables: $(grep -cE 'Test +#[0-9]+: cuda\..* Passed' "$build/ctest.log") passed, $(grep -cE 'Test +#[0-9]+: cuda\..*(Failed|Exception|Timeout)' "$build/ctest.log") failed"
 [[ -n $skipped ]] && note "  skipped: $(echo "$skipped" | wc -l) ($(echo "$skipped" | sed -E 's/^\s+[0-9]+ - //; s/ \(Skipped\)//' | paste -sd, | cut -c1-300))"
 [[ -n $failed ]] && note "  FAILED: $(echo "$failed" | sed -E 's/^\s+[0-9]+ - //' | paste -sd, | cut -c1-600)"
-# ---- the main job on the GPU (when the Fashion-MNIST files are given) ----
-# EMBER_FASHION_MNIST_DIR: a folder with the four idx files (.gz), carried to the GPU machine,
-# which has no dataset package. Trains 8 epochs on cuda:0, evaluates the model on cuda:0 and on
-# the Cpu, and resumes a checkpoint across devices both ways (Cpu -> Cuda -> Cpu, on 6,000 images).
-data=${EMBER_FASHION_MNIST_DIR:-}
-if [[ -n $data ]]; then
-  ember=$build/tools/ember/ember
-  runs=$build/gpu-runs
-  rm -rf "$runs"
-  start=$SECONDS
-  if "$ember" train fashion-mnist --device cuda:0 --data "$data" --out "$runs/train" \
-      > "$build/train.log" 2>&1; then
-    note "train --device cuda:0: 8 epochs in $((SECONDS - start)) s; $(grep -iE 'test accuracy' "$build/train.log" | tail -1)"
-  else
-    tail -20 "$build/train.log"
-    note "train --device cuda:0: FAILED (see $build/train.log)"
-    status=1
-  fi
-  model=$(ls "$runs"/train/*.safetensors 2> /dev/null | head -1)
-  for device in cuda:0 cpu; do
-    if [[ -n $model ]] && "$ember" eval "$model" --device "$device" --data "$data" \
-        > "$build/eval-$device.log" 2>&1; then
-      note "eval --device $device: $(grep -iE 'accuracy' "$build/eval-$device.log" | head -1)"
-    else
-      note "eval --device $device: FAILED (see $build/eval-$device.log)"
-      status=1
-    fi
-  done
-  resume=(train fashion-mnist --data "$data" --out "$runs/resume" --limit 6000)
-  if "$ember" "${resume[@]}" --epochs 1 --device cpu > "$build/resume.log" 2>&1 &&
-     "$ember" "${resume[@]}" --epochs 2 --device cuda:0 --resume >> "$build/resume.log" 2>&1 &&
-     "$ember" "${resume[@]}" --epochs 3 --device cpu --resume >> "$build/resume.log" 2>&1; then
-    note "resume across devices (cpu -> cuda:0 -> cpu): ok; $(grep -iE 'test accuracy' "$build/resume.log" | tail -1)"
-  else
-    tail -20 "$build/resume.log"
-    note "resume across devices: FAILED (see $build/resume.log)"
-    status=1
-  fi
-  [[ -n ${EMBER_LOG_DIR:-} ]] && cp "$build"/{train,resume,eval-cuda:0,eval-cpu}.log "$EMBER_LOG_DIR"/ 2> /dev/null
+# ---- the main job on the GPU (when the Fashion-MNIST files are given: the machine has no
+# dataset package, so they are carried) ----
+if [[ -n ${EMBER_FASHION_MNIST_DIR:-} ]]; then
+  while read -r line; do note "$line"; done < <(bash scripts/gpu_job.sh \
+    "$build/tools/ember/ember" "$EMBER_FASHION_MNIST_DIR" "" "$build/gpu-job" 2>&1 | tail -40)
+  grep -q FAILED < <(printf '%s\n' "${summary[@]}") && status=1
 fi
 finish "$status"
