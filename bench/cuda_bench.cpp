@@ -22,6 +22,13 @@
 #include <ember/models/fashion_cnn.hpp>
 #include <ember/optim/optim.hpp>
 
+// launch_floor.cu: an empty kernel on a stream of its own.
+namespace ember::bench {
+void* launch_floor_stream();
+void launch_empty(void* stream);
+void wait_for(void* stream);
+}  // namespace ember::bench
+
 namespace {
 
 using namespace ember;
@@ -222,6 +229,25 @@ void BM_add_1elem(benchmark::State& state) {
   });
 }
 
+// The floor under add_1elem: an empty kernel launched through the CUDA runtime, per launch.
+void BM_launch_floor(benchmark::State& state) {
+  void* stream = bench::launch_floor_stream();
+  for (int i = 0; i < 3; ++i) bench::launch_empty(stream);
+  bench::wait_for(stream);
+  while (state.KeepRunningBatch(10000)) {
+    for (int i = 0; i < 10000; ++i) bench::launch_empty(stream);
+    bench::wait_for(stream);
+  }
+}
+
+// The allocator's share of add_1elem: a 1-element tensor made and dropped (no kernel).
+void BM_alloc_1elem(benchmark::State& state) {
+  guarded(state, [&] {
+    run_batched(state, 10000,
+                [&] { benchmark::DoNotOptimize(empty(Shape{1}, DType::f32, gpu())); });
+  });
+}
+
 // ---- the Fashion-MNIST CNN's training step, batch 256, Adam lr 1e-3, 10 steps per wait ----
 
 // Forward FLOPs per image (2 per multiply-add): conv1 26x26x32 outputs of 9 terms, conv2 11x11x64
@@ -287,6 +313,8 @@ int main(int argc, char** argv) {
   setup(benchmark::RegisterBenchmark("exp_64M", BM_exp));
   setup(benchmark::RegisterBenchmark("sum_64M", BM_sum));
   setup(benchmark::RegisterBenchmark("add_1elem", BM_add_1elem));
+  setup(benchmark::RegisterBenchmark("launch_floor", BM_launch_floor));
+  setup(benchmark::RegisterBenchmark("alloc_1elem", BM_alloc_1elem));
   setup(benchmark::RegisterBenchmark("cnn_train_step", BM_cnn_train_step)
             ->ArgName("batch")
             ->Arg(256));
