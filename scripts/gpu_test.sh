@@ -73,7 +73,7 @@ note "  cuda.* tables: $(grep -cE 'Test +#[0-9]+: cuda\..* Passed' "$build/ctest
 [[ -n $failed ]] && note "  FAILED: $(echo "$failed" | sed -E 's/^\s+[0-9]+ - //' | paste -sd, | cut -c1-600)"
 # ---- the main job on the GPU (when the Fashion-MNIST files are given: the machine has no
 # dataset package, so they are carried) ----
-if [[ -n ${EMBER_FASHION_MNIST_DIR:-} ]]; then
+if [[ -d ${EMBER_FASHION_MNIST_DIR:-} ]]; then
   while read -r line; do note "$line"; done < <(bash scripts/gpu_job.sh \
     "$build/tools/ember/ember" "$EMBER_FASHION_MNIST_DIR" "" "$build/gpu-job" 2>&1 | tail -40)
   grep -q FAILED < <(printf '%s\n' "${summary[@]}") && status=1
