@@ -83,6 +83,7 @@ void set_tensor(cudnnTensorDescriptor_t desc, cudnnDataType_t type, const Shape&
     strides[i] = to_int(stride, op);
     stride *= d[i];
   }
+  (void)to_int(stride, op);  // the element count too: the legacy API indexes in 32 bits
   check_cudnn(
       cudnnSetTensorNdDescriptor(desc, type, static_cast<int>(d.size()), d.data(), strides.data()),
       op);

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -64,13 +65,17 @@ void CudaBackend::write_from_host(const void* host, const RawTensor& dst) {
   if (!dst.is_contiguous()) no_kernel("write_from_host", dst.dtype);
   DeviceState& s = state_of(dst);
   const size_t n = dst.nbytes();
-  if (n == 0) return;
   std::lock_guard<std::mutex> lock(s.staging_mutex);
-  void* staging = s.staging_for(n, "write_from_host");
-  std::memcpy(staging, host, n);  // the caller's buffer is free once this returns
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data(), staging, n, cudaMemcpyHostToDevice, s.stream),
-                   "write_from_host");
-  EMBER_CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream), "write_from_host");
+  for (size_t at = 0; at < n; at += DeviceState::kStagingChunk) {
+    const size_t piece = std::min(DeviceState::kStagingChunk, n - at);
+    DeviceState::StagingChunk& c = s.staging_chunk("write_from_host");
+    // The caller's buffer is free once this returns: the transfer reads the pinned copy.
+    std::memcpy(c.data, static_cast<const char*>(host) + at, piece);
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst.data()) + at, c.data, piece,
+                                     cudaMemcpyHostToDevice, s.stream),
+                     "write_from_host");
+    EMBER_CUDA_CHECK(cudaEventRecord(c.done, s.stream), "write_from_host");
+  }
 }
 
 void CudaBackend::read_to_host(const RawTensor& src, void* host) {
@@ -78,13 +83,21 @@ void CudaBackend::read_to_host(const RawTensor& src, void* host) {
   DeviceState& s = state_of(src);
   const size_t n = src.nbytes();
   if (n == 0) return;
+  if (n > DeviceState::kStagingChunk) {
+    // Large reads go straight to the caller's pageable memory (the driver stages them); the
+    // copy is ordered after the queued work, and the wait makes it a host read.
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(host, src.data(), n, cudaMemcpyDeviceToHost, s.stream),
+                     "read_to_host");
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(s.stream), "read_to_host");
+    return;
+  }
   std::lock_guard<std::mutex> lock(s.staging_mutex);
-  void* staging = s.staging_for(n, "read_to_host");
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(staging, src.data(), n, cudaMemcpyDeviceToHost, s.stream),
+  DeviceState::StagingChunk& c = s.staging_chunk("read_to_host");
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(c.data, src.data(), n, cudaMemcpyDeviceToHost, s.stream),
                    "read_to_host");
-  EMBER_CUDA_CHECK(cudaEventRecord(s.staging_free, s.stream), "read_to_host");
-  EMBER_CUDA_CHECK(cudaEventSynchronize(s.staging_free), "read_to_host");
-  std::memcpy(host, staging, n);
+  EMBER_CUDA_CHECK(cudaEventRecord(c.done, s.stream), "read_to_host");
+  EMBER_CUDA_CHECK(cudaEventSynchronize(c.done), "read_to_host");
+  std::memcpy(host, c.data, n);
 }
 
 MemoryStats CudaBackend::memory_stats(Device device) const {

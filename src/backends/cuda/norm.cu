@@ -142,6 +142,13 @@ __global__ void finish_dot(const Pair* __restrict__ partial, int64_t channels, i
   }
 }
 
+// One block per (channel, chunk): a grid past 2^31 - 1 blocks cannot launch.
+unsigned block_count(int64_t blocks, const char* op) {
+  EMBER_CHECK(blocks < (int64_t{1} << 31), "[", op, "] ", blocks,
+              " channel pieces are more than one launch holds (2^31 - 1)");
+  return static_cast<unsigned>(blocks);
+}
+
 template <class T>
 void moments(const RawTensor& x, const RawTensor& out) {
   const Planes p = planes(x.shape);
@@ -154,7 +161,7 @@ void moments(const RawTensor& x, const RawTensor& out) {
   const auto mean_mem = scratch(sizeof(double) * p.channels, x.storage->device());
   auto* partial = static_cast<Pair*>(partial_mem->data());
   auto* mean = static_cast<double*>(mean_mem->data());
-  const auto blocks = static_cast<unsigned>(p.channels * chunks);
+  const unsigned blocks = block_count(p.channels * chunks, op);
   channel_partials<T, Term::Value><<<blocks, kThreads, 0, stream>>>(
       x.data_as<T>(), nullptr, nullptr, nullptr, p, chunks, partial);
   EMBER_CUDA_LAUNCHED(op);
@@ -179,9 +186,8 @@ void dot(const RawTensor& a, const RawTensor& b, const RawTensor& center, const 
   const int64_t chunks = chunks_for(p.outer * p.inner);
   const auto partial_mem = scratch(sizeof(Pair) * p.channels * chunks, a.storage->device());
   auto* partial = static_cast<Pair*>(partial_mem->data());
-  channel_partials<T, Term::Dot>
-      <<<static_cast<unsigned>(p.channels * chunks), kThreads, 0, stream>>>(
-          a.data_as<T>(), b.data_as<T>(), nullptr, center.data_as<T>(), p, chunks, partial);
+  channel_partials<T, Term::Dot><<<block_count(p.channels * chunks, op), kThreads, 0, stream>>>(
+      a.data_as<T>(), b.data_as<T>(), nullptr, center.data_as<T>(), p, chunks, partial);
   EMBER_CUDA_LAUNCHED(op);
   finish_dot<T><<<warp_blocks(p.channels), kThreads, 0, stream>>>(partial, p.channels, chunks,
                                                                   out.data_as<T>());

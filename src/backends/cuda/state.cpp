@@ -29,7 +29,7 @@ void check_cudnn(cudnnStatus_t status, const char* op) {
 DeviceState::DeviceState(int i) : allocator(i), index(i) {
   EMBER_CUDA_CHECK(cudaSetDevice(i), "cuda");
   EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cuda");
-  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&staging_free, cudaEventDisableTiming), "cuda");
+  staging.reserve(kStagingChunks);  // chunks are handed out by reference
   EMBER_CUDA_CHECK(cudaMalloc(&range_slots, kRangeSlots * sizeof(RangeSlot)), "cuda");
   EMBER_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&range_slots_host),
                                  kRangeSlots * sizeof(RangeSlot), cudaHostAllocDefault),
@@ -37,16 +37,28 @@ DeviceState::DeviceState(int i) : allocator(i), index(i) {
   range_checks.reserve(kRangeSlots);
 }
 
-void* DeviceState::staging_for(size_t n, const char* op) {
-  EMBER_CUDA_CHECK(cudaEventSynchronize(staging_free), op);
-  if (n > staging_bytes) {
-    if (staging) EMBER_CUDA_CHECK(cudaFreeHost(staging), op);
-    staging = nullptr;
-    staging_bytes = 0;
-    EMBER_CUDA_CHECK(cudaHostAlloc(&staging, n, cudaHostAllocDefault), op);
-    staging_bytes = n;
+DeviceState::StagingChunk& DeviceState::staging_chunk(const char* op) {
+  const size_t n = staging.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (staging_cursor + k) % n;
+    const cudaError_t e = cudaEventQuery(staging[i].done);
+    if (e == cudaSuccess) {
+      staging_cursor = (i + 1) % n;
+      return staging[i];
+    }
+    if (e != cudaErrorNotReady) EMBER_CUDA_CHECK(e, op);
   }
-  return staging;
+  if (n < kStagingChunks) {
+    StagingChunk c;
+    EMBER_CUDA_CHECK(cudaHostAlloc(&c.data, kStagingChunk, cudaHostAllocDefault), op);
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&c.done, cudaEventDisableTiming), op);
+    staging.push_back(c);
+    return staging.back();
+  }
+  StagingChunk& oldest = staging[staging_cursor];
+  staging_cursor = (staging_cursor + 1) % n;
+  EMBER_CUDA_CHECK(cudaEventSynchronize(oldest.done), op);
+  return oldest;
 }
 
 cublasContext* DeviceState::cublas(const char* op) {
@@ -99,8 +111,8 @@ DeviceState& device_state(int index) {
     if (!s) {
       s = new DeviceState(index);  // never destroyed: storages may outlive main
       states[static_cast<size_t>(index)].store(s, std::memory_order_release);
+      current = index;  // the constructor made it current (on this thread only)
     }
-    current = index;  // the constructor made it current
   }
   if (current != index) {
     EMBER_CUDA_CHECK(cudaSetDevice(index), "cuda");

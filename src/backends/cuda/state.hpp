@@ -40,12 +40,22 @@ struct DeviceState {
   int index;
   cudaStream_t stream = nullptr;
 
+  // Pinned staging for host transfers: chunks of kStagingChunk bytes, each with an event recorded
+  // after the transfer that last used it, so an upload waits only when every chunk is still in
+  // flight (not for the whole queue before it) and large transfers pin no more than the pool.
+  static constexpr size_t kStagingChunk = size_t{4} << 20;
+  static constexpr size_t kStagingChunks = 16;  // at most 64 MiB pinned
+  struct StagingChunk {
+    void* data = nullptr;
+    cudaEvent_t done = nullptr;
+  };
   std::mutex staging_mutex;  // DataLoader workers upload from several threads
-  void* staging = nullptr;
-  size_t staging_bytes = 0;
-  cudaEvent_t staging_free = nullptr;  // recorded after the last transfer through `staging`
-  /// The staging buffer, at least n bytes, once the transfer that last used it has finished.
-  void* staging_for(size_t n, const char* op);
+  std::vector<StagingChunk> staging;
+  size_t staging_cursor = 0;
+  /// A chunk no queued transfer uses any more: a finished one, else a new one while the pool may
+  /// grow, else the oldest once it has finished. Call with staging_mutex held; record `done`
+  /// after queueing the transfer through it.
+  StagingChunk& staging_chunk(const char* op);
 
   // Library handles, made on first use and bound to `stream`.
   cublasContext* cublas(const char* op);
