@@ -5,18 +5,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../core/adam_step.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "parallel.hpp"
 
 namespace ember::cpu {
 namespace {
-
-// The step's constants in the tensors' dtype.
-template <class T>
-struct AdamConsts {
-  T decay, wd, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step;
-};
 
 // n elements of one step, one instantiation per combination of options so the loop has no
 // branches. The outputs are fresh tensors (the front end allocates them): restrict parameters
@@ -25,22 +20,14 @@ struct AdamConsts {
 template <class T, bool kDecoupled, bool kCoupled, bool kAmsgrad>
 void adam_run(int64_t n, const T* __restrict pp, const T* __restrict gp, const T* __restrict mp,
               const T* __restrict vp, const T* __restrict xp, T* __restrict po, T* __restrict mo,
-              T* __restrict vo, T* __restrict xo, const AdamConsts<T> c) {
+              T* __restrict vo, T* __restrict xo, const adam::Consts<T> c) {
   for (int64_t i = 0; i < n; ++i) {
-    T w = pp[i], g = gp[i];
-    if constexpr (kDecoupled) w = w * c.decay;
-    if constexpr (kCoupled) g = g + w * c.wd;
-    const T m = mp[i] + c.one_minus_beta1 * (g - mp[i]);  // lerp(m, g, 1 - beta1)
-    const T v = vp[i] * c.beta2 + (g * g) * c.one_minus_beta2;
-    T second = v;
-    if constexpr (kAmsgrad) {
-      second = xp[i] > v ? xp[i] : v;  // maximum(vmax, v)
-      xo[i] = second;
-    }
-    const T denom = std::sqrt(second) / c.bc2_sqrt + c.eps;
-    po[i] = w + (m / denom) * c.neg_step;
+    T w = pp[i], m = mp[i], v = vp[i], x = kAmsgrad ? xp[i] : T(0);
+    adam::element<T, kDecoupled, kCoupled, kAmsgrad>(w, gp[i], m, v, x, c);
+    po[i] = w;
     mo[i] = m;
     vo[i] = v;
+    if constexpr (kAmsgrad) xo[i] = x;
   }
 }
 
@@ -58,17 +45,8 @@ void adam(const RawTensor& param, const RawTensor& grad, const RawTensor& m_in,
   T* mo = m_out.data_as<T>();
   T* vo = v_out.data_as<T>();
   T* xo = p.amsgrad ? vmax_out.data_as<T>() : nullptr;
-  const AdamConsts<T> c{static_cast<T>(1 - p.lr * p.weight_decay),
-                        static_cast<T>(p.weight_decay),
-                        static_cast<T>(1 - p.beta1),
-                        static_cast<T>(p.beta2),
-                        static_cast<T>(1 - p.beta2),
-                        static_cast<T>(p.bias_correction2_sqrt),
-                        static_cast<T>(p.eps),
-                        static_cast<T>(-(p.lr / p.bias_correction1))};
-  const bool decoupled = p.decoupled && p.weight_decay != 0,
-             coupled = !p.decoupled && p.weight_decay != 0;
-  auto run = [&](auto decoupled_c, auto coupled_c, auto amsgrad_c) {
+  const adam::Consts<T> c(p);
+  adam::with_options(p, [&](auto decoupled_c, auto coupled_c, auto amsgrad_c) {
     constexpr bool kDecoupled = decltype(decoupled_c)::value, kCoupled = decltype(coupled_c)::value,
                    kAmsgrad = decltype(amsgrad_c)::value;
     parallel_for(0, param.numel(), kGrain, [&](int64_t b, int64_t e) {
@@ -76,17 +54,7 @@ void adam(const RawTensor& param, const RawTensor& grad, const RawTensor& m_in,
                                                   xp ? xp + b : nullptr, po + b, mo + b, vo + b,
                                                   xo ? xo + b : nullptr, c);
     });
-  };
-  using Yes = std::true_type;
-  using No = std::false_type;
-  if (p.amsgrad) {
-    if (decoupled) return run(Yes{}, No{}, Yes{});
-    if (coupled) return run(No{}, Yes{}, Yes{});
-    return run(No{}, No{}, Yes{});
-  }
-  if (decoupled) return run(Yes{}, No{}, No{});
-  if (coupled) return run(No{}, Yes{}, No{});
-  run(No{}, No{}, No{});
+  });
 }
 
 }  // namespace
