@@ -9,27 +9,13 @@
 #include <vector>
 
 #include "../../core/convert.hpp"
+#include "../../core/kernel_shapes.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"
 
 namespace ember::cpu {
 namespace {
-
-// Calls f(U{}) with U the unsigned integer of `size` bytes: copies need only the element size.
-template <class F>
-void visit_size(size_t size, F&& f) {
-  switch (size) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
 
 // x seen with `shape` and stride 0 at `dim`: a loop over it walks x's other dims, and the kernel
 // adds index * x.strides[dim] itself.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "../../core/kernel_shapes.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"
@@ -11,19 +12,6 @@
 
 namespace ember::cpu {
 namespace {
-
-// x viewed as [outer, C, inner].
-struct Planes {
-  int64_t outer = 1, channels = 1, inner = 1;
-};
-
-Planes planes(const Shape& s) {
-  Planes p;
-  p.outer = s[0];
-  p.channels = s[1];
-  for (int i = 2; i < s.rank(); ++i) p.inner *= s[i];
-  return p;
-}
 
 // Channels per task: enough work that a task is worth a thread.
 int64_t channel_grain(const Planes& p) {

@@ -2,29 +2,13 @@
 // of the element's width, so one kernel serves every dtype of that size.
 #include <cstring>
 
+#include "../../core/kernel_shapes.hpp"
 #include "cuda_backend.hpp"
 #include "elementwise.cuh"
 #include "ember/backends/cuda/cuda.hpp"
 
 namespace ember::cuda {
 namespace {
-
-// Calls FN<W>(args...) with W the unsigned word of `dtype`'s width.
-#define EMBER_CUDA_DISPATCH_WIDTH(dtype, FN, ...) \
-  switch (dtype_size(dtype)) {                    \
-    case 1:                                       \
-      FN<uint8_t>(__VA_ARGS__);                   \
-      break;                                      \
-    case 2:                                       \
-      FN<uint16_t>(__VA_ARGS__);                  \
-      break;                                      \
-    case 4:                                       \
-      FN<uint32_t>(__VA_ARGS__);                  \
-      break;                                      \
-    default:                                      \
-      FN<uint64_t>(__VA_ARGS__);                  \
-      break;                                      \
-  }
 
 template <class W>
 void move_words(const RawTensor& src, const RawTensor& dst) {
@@ -104,7 +88,7 @@ void CudaBackend::copy(const RawTensor& src, const RawTensor& dst) {
                        "copy");
       return;
     }
-    EMBER_CUDA_DISPATCH_WIDTH(dst.dtype, move_words, src, dst)
+    visit_size(dtype_size(dst.dtype), [&](auto w) { move_words<decltype(w)>(src, dst); });
     return;
   }
   EMBER_CUDA_DISPATCH_ALL(src.dtype, cast_from, src, dst)
@@ -120,7 +104,7 @@ void CudaBackend::iota(const RawTensor& dst, double start, double step) {
 
 void CudaBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
                         const RawTensor& out) {
-  EMBER_CUDA_DISPATCH_WIDTH(out.dtype, where_words, cond, a, b, out)
+  visit_size(dtype_size(out.dtype), [&](auto w) { where_words<decltype(w)>(cond, a, b, out); });
 }
 
 }  // namespace ember::cuda

@@ -10,6 +10,7 @@
 #include <cub/cub.cuh>
 #include <type_traits>
 
+#include "../../core/kernel_shapes.hpp"
 #include "common.cuh"
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda/cuda.hpp"
@@ -17,21 +18,6 @@
 
 namespace ember::cuda {
 namespace {
-
-// Calls f(U{}) with U the unsigned integer of `size` bytes: copies need only the element size.
-template <class F>
-void visit_size(size_t size, F&& f) {
-  switch (size) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
 
 int64_t size_at(const RawTensor& t, int d) { return d < t.rank() ? t.shape[d] : 1; }
 int64_t stride_at(const RawTensor& t, int d) { return d < t.rank() ? t.strides[d] : 0; }

@@ -4,24 +4,12 @@
 // per-channel multiply-add, one thread per element.
 #include <cub/cub.cuh>
 
+#include "../../core/kernel_shapes.hpp"
 #include "common.cuh"
 #include "cuda_backend.hpp"
 
 namespace ember::cuda {
 namespace {
-
-// x viewed as [outer, C, inner].
-struct Planes {
-  int64_t outer = 1, channels = 1, inner = 1;
-};
-
-Planes planes(const Shape& s) {
-  Planes p;
-  p.outer = s[0];
-  p.channels = s[1];
-  for (int i = 2; i < s.rank(); ++i) p.inner *= s[i];
-  return p;
-}
 
 // Two sums accumulated together (channel_dot needs both; the moments use the first).
 struct Pair {
