@@ -47,3 +47,21 @@ TEST(UserView, CompileTimeRanksAndKinds) {
   EXPECT_EQ(a.to<Int>().dtype(), DType::i64);
   EXPECT_EQ(a.to(DType::f64).dtype(), DType::f64);
 }
+
+// The rank-erased tensor has Tensor<D, K>'s operators (issue 14's ergonomics): each is its named
+// op, with tensors or numbers on either side.
+TEST(UserView, DynTensorHasTheOperatorsOfTensor) {
+  const DynTensor a = from_data(TensorData::from(std::vector<float>{1, -2, 3}, Shape{3}));
+  const DynTensor b = from_data(TensorData::from(std::vector<float>{4, 5, -6}, Shape{3}));
+  EXPECT_EQ((a + b).to_vector<float>(), (std::vector<float>{5, 3, -3}));
+  EXPECT_EQ((a - 1.0).to_vector<float>(), (std::vector<float>{0, -3, 2}));
+  EXPECT_EQ((2.0 * a).to_vector<float>(), (std::vector<float>{2, -4, 6}));
+  EXPECT_EQ((b / a).to_vector<float>(), (std::vector<float>{4, -2.5, -2}));
+  EXPECT_EQ((-a).to_vector<float>(), (std::vector<float>{-1, 2, -3}));
+  EXPECT_EQ((a < b).to_vector<bool>(), (std::vector<bool>{true, true, false}));
+  EXPECT_EQ((a == 3.0).dtype(), DType::boolean);
+  const DynTensor i = from_data(TensorData::from(std::vector<int64_t>{6, 3, 12}, Shape{3}));
+  EXPECT_EQ((i & 5).to_vector<int64_t>(), (std::vector<int64_t>{4, 1, 4}));
+  EXPECT_EQ((i << 1).to_vector<int64_t>(), (std::vector<int64_t>{12, 6, 24}));
+  EXPECT_EQ((~(a > 0.0)).to_vector<bool>(), (std::vector<bool>{false, true, false}));
+}

@@ -23,6 +23,31 @@ EMBER_UNARY_OPS(EMBER_DECLARE_UNARY)
 EMBER_BINARY_OPS(EMBER_DECLARE_BINARY)
 #undef EMBER_DECLARE_BINARY
 
+// Operators, as Tensor<D, K> has them: arithmetic on Float and Int, comparisons giving Bool,
+// & | ^ ~ logical on Bool and bitwise on Int, << >> shifts.
+#define EMBER_DYN_OPERATOR(op, name)                                                          \
+  inline DynTensor operator op(const DynTensor& a, const DynTensor& b) { return name(a, b); } \
+  inline DynTensor operator op(const DynTensor& a, const Scalar& b) { return name(a, b); }    \
+  inline DynTensor operator op(const Scalar& a, const DynTensor& b) { return name(a, b); }
+EMBER_DYN_OPERATOR(+, add)
+EMBER_DYN_OPERATOR(-, sub)
+EMBER_DYN_OPERATOR(*, mul)
+EMBER_DYN_OPERATOR(/, div)
+EMBER_DYN_OPERATOR(==, eq)
+EMBER_DYN_OPERATOR(!=, ne)
+EMBER_DYN_OPERATOR(<, lt)
+EMBER_DYN_OPERATOR(<=, le)
+EMBER_DYN_OPERATOR(>, gt)
+EMBER_DYN_OPERATOR(>=, ge)
+EMBER_DYN_OPERATOR(&, bitwise_and)
+EMBER_DYN_OPERATOR(|, bitwise_or)
+EMBER_DYN_OPERATOR(^, bitwise_xor)
+EMBER_DYN_OPERATOR(<<, bitwise_left_shift)
+EMBER_DYN_OPERATOR(>>, bitwise_right_shift)
+#undef EMBER_DYN_OPERATOR
+inline DynTensor operator-(const DynTensor& x) { return neg(x); }
+inline DynTensor operator~(const DynTensor& x) { return bitwise_not(x); }
+
 // Ops with parameters, and composites.
 DynTensor clamp(const DynTensor& x, const Scalar& min, const Scalar& max);
 DynTensor clamp_min(const DynTensor& x, const Scalar& min);
