@@ -21,6 +21,8 @@ DynTensor any(const DynTensor& x, const Dims& dims = {}, bool keepdim = false);
 /// Variance with `correction` (1 = unbiased, Bessel's; 0 = population).
 DynTensor var(const DynTensor& x, const Dims& dims = {}, int64_t correction = 1,
               bool keepdim = false);
+/// Standard deviation. Call it `ember::std(x)` or `x.std()`: unqualified, `std` names namespace
+/// std even under `using namespace ember` (C++ has no way around that), as `torch.std` would not.
 DynTensor std(const DynTensor& x, const Dims& dims = {}, int64_t correction = 1,
               bool keepdim = false);
 /// p-norm (p = 2 default; inf and -inf give max/min of |x|).
