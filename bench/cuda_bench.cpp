@@ -19,8 +19,10 @@
 #include <vector>
 
 #include <ember/ember.hpp>
+
 #include <ember/models/fashion_cnn.hpp>
 #include <ember/optim/optim.hpp>
+#include "peak.hpp"
 
 // launch_floor.cu: an empty kernel on a stream of its own.
 namespace ember::bench {
@@ -129,15 +131,7 @@ void BM_matmul(benchmark::State& state, DType dtype, bool tf32, double tol) {
 constexpr int64_t kPerSyncMem = 50;
 constexpr double kBytes = 4.0 * double(kN);
 
-// Every 4099th element of `got` against f(i) (relative 1e-6).
-template <class F>
-bool sampled_ok(const std::vector<float>& got, F f) {
-  for (size_t i = 0; i < got.size(); i += 4099) {
-    const double ref = f(i);
-    if (!(std::abs(got[i] - ref) <= 1e-6 * std::abs(ref) + 1e-30)) return false;
-  }
-  return true;
-}
+using ember::bench::sampled_ok;
 
 Tensor<1> random_input(uint64_t seed) {
   Generator gen(seed);

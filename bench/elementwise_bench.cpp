@@ -156,15 +156,7 @@ void BM_sum_loop(benchmark::State& state) {
   });
 }
 
-// Checks every 4099th element of `got` against f(i) in double precision (relative 1e-6).
-template <class F>
-bool sampled_ok(const std::vector<float>& got, F f) {
-  for (size_t i = 0; i < got.size(); i += 4099) {
-    const double ref = f(i);
-    if (!(std::abs(got[i] - ref) <= 1e-6 * std::abs(ref) + 1e-30)) return false;
-  }
-  return true;
-}
+using ember::bench::sampled_ok;
 
 void BM_ember_add(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));

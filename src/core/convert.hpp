@@ -42,4 +42,18 @@ EMBER_HD inline To convert(From v) {
   }
 }
 
+/// a + b as scatter_add and index_add accumulate: logical or on bool, wrap-around on integers
+/// (computed unsigned, without signed-overflow UB), in the compute type on floats.
+template <class T>
+EMBER_HD inline T accumulate(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a || b;
+  } else if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return T(static_cast<Compute<T>>(a) + static_cast<Compute<T>>(b));
+  }
+}
+
 }  // namespace ember

@@ -60,4 +60,20 @@ EMBER_HD inline Window avg_window(const Geo& g, int i, int64_t o) {
   return {lo, hi, g.count_include_pad ? padded : hi - lo};
 }
 
+/// The average of one output's window of `plane` (a [D, H, W] input plane), in the compute type
+/// C, as T; an empty window (all padding) gives 0.
+template <class C, class T>
+EMBER_HD inline T window_average(const T* plane, const Geo& g, const Window& wd, const Window& wh,
+                                 const Window& ww) {
+  C sum = 0;
+  for (int64_t id = wd.lo; id < wd.hi; ++id) {
+    for (int64_t ih = wh.lo; ih < wh.hi; ++ih) {
+      const T* row = plane + (id * g.in[1] + ih) * g.in[2];
+      for (int64_t iw = ww.lo; iw < ww.hi; ++iw) sum += static_cast<C>(row[iw]);
+    }
+  }
+  const int64_t count = wd.count * wh.count * ww.count;
+  return static_cast<T>(count > 0 ? sum / static_cast<C>(count) : C(0));
+}
+
 }  // namespace ember::pool

@@ -48,19 +48,6 @@ void gather_kernel(const RawTensor& out, const RawTensor& index, const RawTensor
   });
 }
 
-template <class T>
-T add(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return a || b;
-  } else if constexpr (std::is_integral_v<T>) {
-    // Wrap-around as in PyTorch; computed unsigned to avoid signed-overflow UB.
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return T(static_cast<Compute<T>>(a) + static_cast<Compute<T>>(b));
-  }
-}
-
 // The loop runs over index's shape with dim innermost, so a row (fixed other dims) is a run of
 // `len` consecutive positions. Rows write disjoint dst elements and run in parallel; inside a
 // row updates go in index order, so the result is the serial row-major one (last write wins).
@@ -75,7 +62,7 @@ void scatter_kernel(const StridedLoop<3>& loop, int64_t len, int64_t dst_dim_str
         T& d = *reinterpret_cast<T*>(p[0] + i * st[0] + j * step);
         const T v = *reinterpret_cast<const T*>(p[2] + i * st[2]);
         if constexpr (kAdd) {
-          d = add(d, v);
+          d = accumulate(d, v);
         } else {
           d = v;
         }

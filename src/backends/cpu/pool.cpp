@@ -327,15 +327,7 @@ void avg_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out) {
         const Window wh = avg_window(g, 1, oh);
         for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
           const Window ww = avg_window(g, 2, ow);
-          C sum = 0;
-          for (int64_t id = wd.lo; id < wd.hi; ++id) {
-            for (int64_t ih = wh.lo; ih < wh.hi; ++ih) {
-              const T* row = plane + (id * g.in[1] + ih) * g.in[2];
-              for (int64_t iw = ww.lo; iw < ww.hi; ++iw) sum += static_cast<C>(row[iw]);
-            }
-          }
-          const int64_t count = wd.count * wh.count * ww.count;
-          yp[o] = static_cast<T>(count > 0 ? sum / static_cast<C>(count) : C(0));
+          yp[o] = pool::window_average<C>(plane, g, wd, wh, ww);
         }
       }
     }

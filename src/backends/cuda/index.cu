@@ -62,19 +62,6 @@ void launch_gather(const RawTensor& x, int dim, const RawTensor& index, const Ra
 
 // ---- scatter ---------------------------------------------------------------------------------
 
-template <class T>
-__device__ T add(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return a || b;
-  } else if constexpr (std::is_integral_v<T>) {
-    // Wrap-around as in PyTorch; computed unsigned to avoid signed-overflow UB.
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return T(static_cast<Compute<T>>(a) + static_cast<Compute<T>>(b));
-  }
-}
-
 // Where one update of a line goes: the line's start (from the Strided addressing of the other
 // dims) plus k steps along dim for index and src, index[k] steps for dst.
 struct LineSteps {
@@ -95,7 +82,7 @@ __global__ void scatter_lines(T* dst, const int64_t* index, const T* src, Stride
       T& d = dst[off[0] + j * step.dst];
       const T v = src[off[2] + k * step.src];
       if constexpr (kAdd) {
-        d = add(d, v);
+        d = accumulate(d, v);
       } else {
         d = v;
       }
@@ -114,7 +101,7 @@ __device__ void atomic_add_byte(T* p, T v) {
   do {
     assumed = old;
     const T cur = static_cast<T>(static_cast<uint8_t>(assumed >> shift));
-    const auto next = static_cast<unsigned int>(static_cast<uint8_t>(add(cur, v)));
+    const auto next = static_cast<unsigned int>(static_cast<uint8_t>(accumulate(cur, v)));
     old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (next << shift));
   } while (old != assumed);
 }
@@ -202,7 +189,7 @@ __global__ void scatter_add_runs(T* dst, const T* src, Strided<3> st, int64_t n,
     for (int64_t u = t; u < n && keys[u] == key; ++u) {
       int64_t off[3];
       st.offsets(pos[u], off);
-      acc = add(acc, src[off[2]]);
+      acc = accumulate(acc, src[off[2]]);
     }
     dst[key] = acc;
   }

@@ -128,15 +128,7 @@ __global__ void avg_pool_kernel(const T* x, Geo g, T* y) {
     const T* plane = x + a.b * g.in_size;
     const Window wd = avg_window(g, 0, a.od), wh = avg_window(g, 1, a.oh),
                  ww = avg_window(g, 2, a.ow);
-    C sum = 0;
-    for (int64_t id = wd.lo; id < wd.hi; ++id) {
-      for (int64_t ih = wh.lo; ih < wh.hi; ++ih) {
-        const T* row = plane + (id * g.in[1] + ih) * g.in[2];
-        for (int64_t iw = ww.lo; iw < ww.hi; ++iw) sum += static_cast<C>(row[iw]);
-      }
-    }
-    const int64_t count = wd.count * wh.count * ww.count;
-    y[o] = static_cast<T>(count > 0 ? sum / static_cast<C>(count) : C(0));
+    y[o] = pool::window_average<C>(plane, g, wd, wh, ww);
   }
 }
 
