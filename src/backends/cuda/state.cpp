@@ -1,6 +1,5 @@
 #include "state.hpp"
 
-#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -67,11 +66,6 @@ cublasContext* DeviceState::cublas(const char* op) {
     check_cublas(cublasSetStream(cublas_, stream), op);
   }
   return cublas_;
-}
-
-cublasLtContext* DeviceState::cublas_lt(const char* op) {
-  if (!cublas_lt_) check_cublas(cublasLtCreate(&cublas_lt_), op);
-  return cublas_lt_;
 }
 
 cudnnContext* DeviceState::cudnn(const char* op) {

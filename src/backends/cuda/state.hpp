@@ -15,7 +15,6 @@
 
 struct cublasContext;
 struct cudnnContext;
-struct cublasLtContext;
 
 namespace ember::cuda {
 
@@ -59,7 +58,6 @@ struct DeviceState {
 
   // Library handles, made on first use and bound to `stream`.
   cublasContext* cublas(const char* op);
-  cublasLtContext* cublas_lt(const char* op);
   cudnnContext* cudnn(const char* op);
   /// Scratch device memory for library calls (cuBLAS/cuDNN workspaces), grown on demand and not
   /// counted in memory_stats (not tensor memory). Queued
@@ -76,7 +74,6 @@ struct DeviceState {
 
  private:
   cublasContext* cublas_ = nullptr;
-  cublasLtContext* cublas_lt_ = nullptr;
   cudnnContext* cudnn_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
