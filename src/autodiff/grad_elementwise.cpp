@@ -65,6 +65,11 @@ DynTensor pow_grad_exponent(const DynTensor& a, const DynTensor& b, const DynTen
   return where(logical_and(eq(a, 0), ge(b, 0)), 0, mul(gy, mul(y, log(a))));
 }
 
+// copysign: d/da = y / a, 0 where a is 0 (PyTorch's rule); the sign operand gets none.
+DynTensor copysign_grad(const DynTensor& a, const DynTensor& y, const DynTensor& gy) {
+  return where(eq(a, 0), 0, mul(gy, div(y, a)));
+}
+
 // minimum/maximum: the chosen side gets the gradient; ties split it evenly (PyTorch).
 DynTensor tie_weight(const DynTensor& wins, const DynTensor& a, const DynTensor& b,
                      const DynTensor& gy) {

@@ -151,6 +151,18 @@ void logsumexp_rule(const Recording& r) {
   record(r, [x, y](BackwardArgs& a) { a.input_grads[0] = mul(a.grad, exp(sub(x, a.output(y)))); });
 }
 
+// y = s^(1/p): dy/ds = y / (p s), taken as 0 where y is 0 (the norm of a zero vector, the std
+// of a constant), as PyTorch's norm and std rules do.
+void root_rule(const Recording& r) {
+  const DynTensor s = r.input(0);
+  const RawTensor y = r.out.raw();
+  const double p = r.param<UnaryParams>().a;
+  record(r, [s, y, p](BackwardArgs& a) {
+    const DynTensor out = a.output(y);
+    a.input_grads[0] = where(eq(out, 0), 0, div(mul(a.grad, out), mul(s, p)));
+  });
+}
+
 // One descriptor per registry row; all and any have Bool results, which are never tracked.
 #define EMBER_REDUCE_DEF(Name, name, ...) \
   {#name, reduce_rule, static_cast<uint8_t>(ReduceOp::Name)},
@@ -175,5 +187,6 @@ const OpDef& op_def(ScanOp op) { return autodiff::kScanDefs[static_cast<int>(op)
 const OpDef ops::logsumexp{"logsumexp", autodiff::logsumexp_rule};
 const OpDef ops::sort{"sort", autodiff::take_along_rule};
 const OpDef ops::topk{"topk", autodiff::take_along_rule};
+const OpDef ops::root{"root", autodiff::root_rule};
 
 }  // namespace ember

@@ -1,9 +1,13 @@
 // Elementwise front end: validation, PyTorch type promotion, broadcasting, then one backend call.
 #include "ember/tensor/ops/elementwise.hpp"
 
+#include <cmath>
+#include <limits>
+
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/sync.hpp"
 #include "internal.hpp"
 #include "record.hpp"
 
@@ -36,6 +40,23 @@ DynTensor scalar_tensor(const Scalar& s, DType dtype, Device device) {
   return full(Shape{}, s, dtype, device);
 }
 
+std::string division_by_zero_message(const RangeError& e) {
+  return detail::cat("[", e.check.op, "] integer division by zero");
+}
+
+// Integer remainder, fmod and floor_divide raise on a zero divisor, as PyTorch's do; checked
+// where the divisor lives (no host read), raised at once on the Cpu, at the next sync elsewhere.
+void check_divisor(BinaryOp op, const DynTensor& b, DType dtype) {
+  if (is_floating(dtype) ||
+      (op != BinaryOp::Remainder && op != BinaryOp::Fmod && op != BinaryOp::FloorDivide)) {
+    return;
+  }
+  RangeCheck check;
+  check.op = op_name(op).data();
+  check.message = division_by_zero_message;
+  check_range(eq(b, 0), check);  // the range [0, 0]: no divisor equal to 0
+}
+
 // Operands are only copied (cast, broadcast view) when they need to be: this path is the one
 // small-tensor per-op overhead is made of.
 DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, DType dtype) {
@@ -43,6 +64,7 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   DynTensor a_cast, b_cast;
   const DynTensor& a = a_in.dtype() == dtype ? a_in : (a_cast = cast(a_in, dtype));
   const DynTensor& b = b_in.dtype() == dtype ? b_in : (b_cast = cast(b_in, dtype));
+  check_divisor(op, b, dtype);
   const bool same = a.shape() == b.shape();
   const Shape& shape = same ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Backend& be = detail::backend_of(a);
@@ -98,6 +120,9 @@ DynTensor binary(BinaryOp op, const DynTensor& a, const Scalar& b) {
   detail::check_defined(a, op_name(op).data());
   const DType dtype =
       compute_dtype(op_kinds(op), result_type(a, b), op_name(op), op == BinaryOp::Div);
+  EMBER_CHECK(op != BinaryOp::Pow || is_floating(dtype) || b.to_double() >= 0,
+              "[pow] integers to negative integer powers are not allowed (as in PyTorch): ",
+              a.dtype(), " tensor to the power ", b.to_double());
   return binary_as(op, a, scalar_tensor(b, dtype, a.device()), dtype);
 }
 
@@ -147,7 +172,10 @@ DynTensor clamp(const DynTensor& x, const Scalar& min, const Scalar& max) {
 DynTensor clamp_min(const DynTensor& x, const Scalar& min) { return clamp_impl(x, &min, nullptr); }
 DynTensor clamp_max(const DynTensor& x, const Scalar& max) { return clamp_impl(x, nullptr, &max); }
 DynTensor clamp(const DynTensor& x, const DynTensor& min, const DynTensor& max) {
-  return minimum(maximum(x, min), max);
+  // Selects rather than minimum(maximum(...)): at a tie the gradient goes to x, as PyTorch's
+  // clamp does (maximum would split it); min > max gives max, as in PyTorch.
+  const DynTensor low = where(lt(x, min), min, x);
+  return where(gt(low, max), max, low);
 }
 
 DynTensor pow(const DynTensor& x, double exponent) {
@@ -206,6 +234,70 @@ DynTensor lerp(const DynTensor& a, const DynTensor& b, const DynTensor& weight) 
 
 DynTensor lerp(const DynTensor& a, const DynTensor& b, const Scalar& weight) {
   return add(a, mul(sub(b, a), weight));
+}
+
+DynTensor polygamma(int64_t n, const DynTensor& x) {
+  EMBER_CHECK(n >= 0 && n <= 64, "[polygamma] n must be in [0, 64], got ", n);
+  if (n == 0) return digamma(x);
+  UnaryParams p;
+  p.a = static_cast<double>(n);
+  return unary(UnaryOp::Polygamma, x, p);
+}
+
+DynTensor round(const DynTensor& x, int64_t decimals) {
+  detail::check_defined(x, "round");
+  if (decimals == 0) return round(x);
+  EMBER_CHECK(is_floating(x.dtype()), "[round] decimals needs a floating tensor, got ", x.dtype());
+  // As PyTorch: scale by 10^|decimals|, round half to even, scale back.
+  const double scale = std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals));
+  return decimals > 0 ? div(round(mul(x, scale)), scale) : mul(round(div(x, scale)), scale);
+}
+
+namespace {
+double largest_finite(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return 65504.0;
+    case DType::bf16:
+      return 3.3895313892515355e38;
+    case DType::f32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+}  // namespace
+
+DynTensor nan_to_num(const DynTensor& x, double nan, std::optional<double> posinf,
+                     std::optional<double> neginf) {
+  detail::check_defined(x, "nan_to_num");
+  if (!is_floating(x.dtype())) return clone(x);  // nothing to replace
+  const double big = largest_finite(x.dtype()), inf = std::numeric_limits<double>::infinity();
+  DynTensor y = where(isnan(x), nan, x);
+  y = where(eq(x, inf), posinf.value_or(big), y);
+  return where(eq(x, -inf), neginf.value_or(-big), y);
+}
+
+DynTensor logit(const DynTensor& x_in, std::optional<double> eps) {
+  detail::check_defined(x_in, "logit");
+  const DynTensor x = is_floating(x_in.dtype()) ? x_in : cast(x_in, default_dtype(KindId::Float));
+  const DynTensor z = eps ? clamp(x, *eps, 1.0 - *eps) : x;
+  return log(div(z, sub(1.0, z)));
+}
+
+DynTensor addcmul(const DynTensor& input, const DynTensor& t1, const DynTensor& t2,
+                  const Scalar& value) {
+  return add(input, mul(mul(t1, t2), value));
+}
+
+DynTensor addcdiv(const DynTensor& input, const DynTensor& t1, const DynTensor& t2,
+                  const Scalar& value) {
+  detail::check_defined(t1, "addcdiv");
+  detail::check_defined(t2, "addcdiv");
+  EMBER_CHECK(is_floating(t1.dtype()) || is_floating(t2.dtype()),
+              "[addcdiv] integer division is not supported (as in PyTorch): t1 is ", t1.dtype(),
+              ", t2 is ", t2.dtype());
+  return add(input, mul(div(t1, t2), value));
 }
 
 bool equal(const DynTensor& a, const DynTensor& b) {

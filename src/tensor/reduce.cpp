@@ -116,9 +116,21 @@ DynTensor var(const DynTensor& x, const Dims& dims, int64_t correction, bool kee
   return cast(div(ss, denom), x.dtype());  // 0 / 0 = NaN when n <= correction, as in PyTorch
 }
 
+namespace {
+// sqrt (p = 2) or the p-th root of a non-negative reduction, recorded as one node whose gradient
+// is 0 where the result is 0: PyTorch's norm and std backward, where sqrt's would be inf * 0.
+DynTensor root_of(const DynTensor& s, double p) {
+  UnaryParams params;
+  params.a = p;
+  return detail::recorded(ops::root, {&s}, params,
+                          [&] { return p == 2.0 ? sqrt(s) : pow(s, 1.0 / p); });
+}
+}  // namespace
+
 DynTensor std(const DynTensor& x, const Dims& dims, int64_t correction, bool keepdim) {
-  return as_op("std",
-               [&] { return cast(sqrt(var(widen(x), dims, correction, keepdim)), x.dtype()); });
+  return as_op("std", [&] {
+    return cast(root_of(var(widen(x), dims, correction, keepdim), 2.0), x.dtype());
+  });
 }
 
 DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
@@ -130,8 +142,8 @@ DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
   if (std::isinf(p)) return p > 0 ? amax(a, dims, keepdim) : amin(a, dims, keepdim);
   if (p == 0.0) return sum(cast(ne(x, 0), x.dtype()), dims, keepdim);
   if (p == 1.0) return sum(a, dims, keepdim);
-  if (p == 2.0) return sqrt(sum(square(x), dims, keepdim));
-  return pow(sum(pow(a, p), dims, keepdim), 1.0 / p);
+  if (p == 2.0) return root_of(sum(square(x), dims, keepdim), 2.0);
+  return root_of(sum(pow(a, p), dims, keepdim), p);
 }
 
 DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {

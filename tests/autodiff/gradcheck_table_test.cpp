@@ -123,7 +123,7 @@ BinaryOp binary_op_named(const std::string& name) {
 std::vector<Row> elementwise_rows() {
   std::vector<Row> rows;
   for (const UnaryRow& u : unary_rows()) {
-    if (!differentiable(u.group, u.bool_out)) continue;
+    if (!differentiable(u)) continue;
     rows.push_back({u.name,
                     [fn = u.fn](const Xs& x) { return fn(x[0]); },
                     kUnary,
@@ -139,13 +139,17 @@ std::vector<Row> elementwise_rows() {
       {"softplus(beta 2, threshold 3)", [](const Xs& x) { return softplus(x[0], 2.0, 3.0); },
        kUnary, {{-3, 3}}},
       {"clone", [](const Xs& x) { return clone(x[0]); }, kUnary},
+      {"polygamma(3, x)", [](const Xs& x) { return polygamma(3, x[0]); }, kUnary, {{0.5, 4}}},
+      {"nan_to_num", [](const Xs& x) { return nan_to_num(x[0]); }, kUnary},
+      {"round(x, 2)", [](const Xs& x) { return round(x[0], 2); }, kUnary, {{}}, Check::kZero},
+      {"round(x, -1)", [](const Xs& x) { return round(x[0], -1); }, kUnary, {{}}, Check::kZero},
   };
   // clang-format on
   rows.insert(rows.end(), variants.begin(), variants.end());
 
   // Binary ops: tensor-tensor (broadcasting), tensor-scalar and scalar-tensor.
   for (const BinaryRow& b : binary_rows()) {
-    if (!differentiable(b.group, b.bool_out)) continue;
+    if (!differentiable(b)) continue;
     const std::string name = b.name;
     const BinaryOp op = binary_op_named(name);
     const double sa = b.grad.scalar_a, sb = b.grad.scalar_b;
@@ -177,6 +181,10 @@ std::vector<Row> elementwise_rows() {
       {"lerp(a, b, 0.3)", [](const Xs& x) { return lerp(x[0], x[1], 0.3); }, kBinary},
       {"clamp(x, min, max) tensors", [](const Xs& x) { return clamp(x[0], x[1], x[2]); }, kTernary,
        {{}, {-1.5, -0.2}, {0.2, 1.5}}},
+      {"addcmul(x, t1, t2, 0.5)", [](const Xs& x) { return addcmul(x[0], x[1], x[2], 0.5); },
+       kTernary},
+      {"addcdiv(x, t1, t2, -2)", [](const Xs& x) { return addcdiv(x[0], x[1], x[2], -2); },
+       kTernary, {{}, {}, {0.5, 2}}},
       // f32 rounding: a wider step keeps the difference quotient accurate (the op is linear).
       {"cast f64 -> f32 -> f64", [](const Xs& x) {
          return cast(cast(x[0], DType::f32), DType::f64);
@@ -719,10 +727,10 @@ TEST(Gradcheck, NonDifferentiableOpsSaySo) {
 TEST(Gradcheck, EveryDifferentiableRegistryOpHasARow) {
   auto row_is_checked = [](const std::string& name) {
     for (const UnaryRow& u : unary_rows()) {
-      if (u.name == name) return differentiable(u.group, u.bool_out);
+      if (u.name == name) return differentiable(u);
     }
     for (const BinaryRow& b : binary_rows()) {
-      if (b.name == name) return differentiable(b.group, b.bool_out);
+      if (b.name == name) return differentiable(b);
     }
     return false;
   };

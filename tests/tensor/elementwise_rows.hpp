@@ -73,6 +73,44 @@ inline double gelu_tanh_ref(double x) {
 }
 inline double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+// Special functions in float64, written independently of the kernels' (src/core/special_math.hpp):
+// a longer recurrence before the asymptotic series, and erfinv by bisection on erf.
+inline double digamma_ref(double x) {
+  if (x < 0.5) return digamma_ref(1.0 - x) - M_PI / std::tan(M_PI * x);
+  double r = 0;
+  for (; x < 40; x += 1) r -= 1 / x;
+  const double y = 1 / (x * x);
+  return r + std::log(x) - 0.5 / x - y / 12 + y * y / 120 - y * y * y / 252;
+}
+/// polygamma(n, x) for n >= 1 and x > 0: the recurrence up to x >= 40, then
+/// (-1)^(n+1) [(n-1)!/x^n + n!/(2 x^(n+1)) + sum_k B_2k (2k+n-1)! / ((2k)! x^(2k+n))].
+inline double polygamma_ref(int n, double x) {
+  auto fact = [](int k) {
+    double f = 1;
+    for (int i = 2; i <= k; ++i) f *= i;
+    return f;
+  };
+  const double sign = n % 2 ? 1.0 : -1.0;
+  double r = 0;
+  for (; x < 40; x += 1) r += sign * fact(n) / std::pow(x, n + 1);
+  const double bernoulli[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30};
+  double tail = fact(n - 1) / std::pow(x, n) + fact(n) / (2 * std::pow(x, n + 1));
+  for (int k = 1; k <= 4; ++k) {
+    tail += bernoulli[k - 1] * fact(2 * k + n - 1) / (fact(2 * k) * std::pow(x, 2 * k + n));
+  }
+  return r + sign * tail;
+}
+inline double erfinv_ref(double y) {
+  double lo = -7, hi = 7;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (std::erf(mid) < y ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+/// Python's % and //: the remainder takes the divisor's sign.
+inline double remainder_ref(double a, double b) { return a - std::floor(a / b) * b; }
+
 inline const std::vector<UnaryRow>& unary_rows() {
   // clang-format off: one row per op reads best as one line
   static const std::vector<UnaryRow> rows = {
@@ -316,6 +354,52 @@ inline const std::vector<UnaryRow>& unary_rows() {
        Group::All,
        {},
        true},
+      {"log10",
+       [](auto& x) { return log10(x); },
+       [](double x) { return std::log10(x); },
+       0.05,
+       20,
+       Group::Float,
+       {{0.2, 3}}},
+      {"erfinv",
+       [](auto& x) { return erfinv(x); },
+       erfinv_ref,
+       -0.99,
+       0.99,
+       Group::Float,
+       {{-0.9, 0.9}}},
+      {"lgamma",
+       [](auto& x) { return lgamma(x); },
+       [](double x) { return std::lgamma(x); },
+       0.05,
+       10,
+       Group::Float,
+       {{0.3, 5}}},
+      {"digamma", [](auto& x) { return digamma(x); }, digamma_ref, 0.05, 10, Group::Float,
+       {{0.3, 5}}},
+      {"polygamma", [](auto& x) { return polygamma(1, x); },
+       [](double x) { return polygamma_ref(1, x); }, 0.2, 8, Group::Float, {{0.5, 5}}},
+      {"polygamma(2, x)", [](auto& x) { return polygamma(2, x); },
+       [](double x) { return polygamma_ref(2, x); }, 0.2, 8, Group::Float, {{0.5, 5}}},
+      {"logit",
+       [](auto& x) { return logit(x); },
+       [](double x) { return std::log(x / (1 - x)); },
+       0.02,
+       0.98,
+       Group::Float,
+       {{0.1, 0.9}}},
+      {"logit(x, eps 0.2)",
+       [](auto& x) { return logit(x, 0.2); },
+       [](double x) {
+         const double z = std::min(std::max(x, 0.2), 0.8);
+         return std::log(z / (1 - z));
+       },
+       0.02,
+       0.98,
+       Group::Float,
+       {{0.25, 0.75}}},
+      {"nan_to_num", [](auto& x) { return nan_to_num(x, 1.0); }, [](double x) { return x; }, -5,
+       5, Group::Numeric},
       {"bitwise_not", [](auto& x) { return bitwise_not(x); }, [](double x) { return -x - 1; }, -50,
        50, Group::IntOnly},
   };
@@ -332,6 +416,7 @@ struct BinaryRow {
   BinaryGrad grad = {};  // the gradient check's domains and scalar operands
   bool bool_out = false;
   bool float_out = false;  // int inputs give the default float dtype (true division)
+  bool no_grad = false;    // a numeric result the registry gives no gradient (floor_divide)
 };
 
 inline double shr_ref(double a, double b) { return std::floor(a / std::exp2(b)); }
@@ -491,6 +576,54 @@ inline const std::vector<BinaryRow>& binary_rows() {
        Group::All,
        {},
        true},
+      {"hypot",
+       [](auto& a, auto& b) { return hypot(a, b); },
+       [](double a, double b) { return std::hypot(a, b); },
+       -10,
+       10,
+       -10,
+       10,
+       Group::Float,
+       {{-2, 2, 0.2}, {-2, 2, 0.2}, 0.7, -1.2}},
+      {"copysign",
+       [](auto& a, auto& b) { return copysign(a, b); },
+       [](double a, double b) { return std::copysign(a, b); },
+       -10,
+       10,
+       -10,
+       10,
+       Group::Float,
+       {{-2, 2, 0.1}, {-2, 2, 0.1}, -1.5, -0.5}},
+      {"remainder",
+       [](auto& a, auto& b) { return remainder(a, b); },
+       remainder_ref,
+       -10,
+       10,
+       1,
+       5,
+       Group::Numeric,
+       {{}, {0.5, 3}, 1.5, -2.5}},
+      {"fmod",
+       [](auto& a, auto& b) { return fmod(a, b); },
+       [](double a, double b) { return std::fmod(a, b); },
+       -10,
+       10,
+       1,
+       5,
+       Group::Numeric,
+       {{}, {0.5, 3}, 1.5, -2.5}},
+      {"floor_divide",
+       [](auto& a, auto& b) { return floor_divide(a, b); },
+       [](double a, double b) { return std::floor(a / b); },
+       -10,
+       10,
+       1,
+       5,
+       Group::Numeric,
+       {},
+       false,
+       false,
+       true},
       {"bitwise_and", [](auto& a, auto& b) { return bitwise_and(a, b); },
        [](double a, double b) { return double(int64_t(a) & int64_t(b)); }, -100, 100, -100, 100,
        Group::IntOnly},
@@ -512,6 +645,10 @@ inline const std::vector<BinaryRow>& binary_rows() {
 /// Rows whose gradient the gradient-check table checks: floating results of Float or Numeric ops.
 inline bool differentiable(Group group, bool bool_out) {
   return !bool_out && (group == Group::Float || group == Group::Numeric);
+}
+inline bool differentiable(const UnaryRow& r) { return differentiable(r.group, r.bool_out); }
+inline bool differentiable(const BinaryRow& r) {
+  return !r.no_grad && differentiable(r.group, r.bool_out);
 }
 
 }  // namespace ember::test

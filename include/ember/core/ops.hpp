@@ -31,6 +31,7 @@ namespace ember {
   X(Exp2, exp2, F, Output, mul(gy, mul(y, std::numbers::ln2)))                                  \
   X(Log, log, F, Input, div(gy, x))                                                            \
   X(Log2, log2, F, Input, div(gy, mul(x, std::numbers::ln2)))                                  \
+  X(Log10, log10, F, Input, div(gy, mul(x, std::numbers::ln10)))                               \
   X(Log1p, log1p, F, Input, div(gy, add(x, 1.0)))                                              \
   X(Expm1, expm1, F, Output, mul(gy, add(y, 1.0)))                                              \
   X(Sqrt, sqrt, F, Output, div(gy, mul(y, 2.0)))                                                \
@@ -46,6 +47,9 @@ namespace ember {
   X(Cosh, cosh, F, Input, mul(gy, sinh(x)))                                                    \
   X(Tanh, tanh, F, Output, mul(gy, sub(1.0, square(y))))                                        \
   X(Erf, erf, F, Input, mul(gy, mul(exp(neg(square(x))), std::numbers::inv_sqrtpi * 2.0)))    \
+  X(Erfinv, erfinv, F, Output, mul(gy, mul(exp(square(y)), 0.5 / std::numbers::inv_sqrtpi)))   \
+  X(Lgamma, lgamma, F, Input, mul(gy, digamma(x)))                                             \
+  X(Digamma, digamma, F, Input, mul(gy, polygamma(1, x)))                                      \
   X(Sigmoid, sigmoid, F, Output, mul(gy, mul(y, sub(1.0, y))))                                  \
   X(Gelu, gelu, F, Input, gelu_grad(x, gy))                                                    \
   X(GeluTanh, gelu_tanh, F, Input, gelu_tanh_grad(x, gy))                                      \
@@ -63,7 +67,8 @@ namespace ember {
 // Unary ops that take UnaryParams; their public functions are written by hand (clamp, pow).
 #define EMBER_UNARY_PARAM_OPS(X)                 \
   X(Clamp, clamp, N, Input, clamp_grad(x, gy, p))    \
-  X(PowScalar, pow_scalar, F, Input, pow_scalar_grad(x, gy, p))
+  X(PowScalar, pow_scalar, F, Input, pow_scalar_grad(x, gy, p)) \
+  X(Polygamma, polygamma, F, Input, mul(gy, polygamma(static_cast<int64_t>(p.a) + 1, x)))
 
 #define EMBER_ALL_UNARY_OPS(X) EMBER_UNARY_OPS(X) EMBER_UNARY_PARAM_OPS(X)
 
@@ -82,6 +87,12 @@ namespace ember {
     mul(gy, sub(1.0, tie_weight(lt(a, b), a, b, gy))))                                           \
   X(Maximum, maximum, N, AB, mul(gy, tie_weight(gt(a, b), a, b, gy)),                            \
     mul(gy, sub(1.0, tie_weight(gt(a, b), a, b, gy))))                                           \
+  X(Hypot, hypot, F, ABY, mul(gy, div(a, y)), mul(gy, div(b, y)))                                \
+  X(Copysign, copysign, F, ABY, copysign_grad(a, y, gy), zeros_like(gy))                         \
+  /* PyTorch's sign conventions: remainder takes the divisor's sign, fmod the dividend's */      \
+  X(Remainder, remainder, N, AB, gy, mul(gy, neg(floor(div(a, b)))))                             \
+  X(Fmod, fmod, N, AB, gy, mul(gy, neg(trunc(div(a, b)))))                                       \
+  X(FloorDivide, floor_divide, N, NoGrad, {}, {})                                                \
   X(ReluBackward, relu_backward, F, AB, relu_backward(gy, b), zeros_like(gy))                    \
   X(Eq, eq, A, NoGrad, {}, {}) X(Ne, ne, A, NoGrad, {}, {}) X(Lt, lt, A, NoGrad, {}, {})          \
   X(Le, le, A, NoGrad, {}, {}) X(Gt, gt, A, NoGrad, {}, {}) X(Ge, ge, A, NoGrad, {}, {})          \
@@ -136,6 +147,8 @@ namespace ops {
 extern const OpDef where, cast, clone, to_device;
 // grad_reduce.cpp: sort and topk take values along a dim at indices, as max/min along a dim.
 extern const OpDef logsumexp, sort, topk;
+// The root of a reduction (norm, std) whose gradient is 0 where it is 0, as PyTorch's.
+extern const OpDef root;
 // grad_linalg.cpp
 extern const OpDef matmul, softmax, log_softmax;
 // grad_conv.cpp

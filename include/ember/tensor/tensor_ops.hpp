@@ -79,6 +79,7 @@ EMBER_TENSOR_OPERATOR(+, add)
 EMBER_TENSOR_OPERATOR(-, sub)
 EMBER_TENSOR_OPERATOR(*, mul)
 EMBER_TENSOR_OPERATOR(/, div)
+EMBER_TENSOR_OPERATOR(%, remainder)  // Python's %: the result takes the divisor's sign
 EMBER_TENSOR_OPERATOR(==, eq)
 EMBER_TENSOR_OPERATOR(!=, ne)
 EMBER_TENSOR_OPERATOR(<, lt)
@@ -111,6 +112,10 @@ template <int D, class K>
 Tensor<D, K> clamp_max(const Tensor<D, K>& x, const Scalar& hi) {
   return Tensor<D, K>(clamp_max(x.dyn(), hi));
 }
+template <int D, int DL, int DH, class K>
+Tensor<D, K> clamp(const Tensor<D, K>& x, const Tensor<DL, K>& min, const Tensor<DH, K>& max) {
+  return Tensor<D, K>(clamp(x.dyn(), min.dyn(), max.dyn()));
+}
 template <int D>
 Tensor<D> pow(const Tensor<D>& x, double exponent) {
   return Tensor<D>(pow(x.dyn(), exponent));
@@ -142,6 +147,36 @@ Tensor<D> lerp(const Tensor<D>& a, const Tensor<D>& b, const Scalar& weight) {
 template <int D>
 Tensor<D> lerp(const Tensor<D>& a, const Tensor<D>& b, const Tensor<D>& weight) {
   return Tensor<D>(lerp(a.dyn(), b.dyn(), weight.dyn()));
+}
+template <int D>
+Tensor<D> polygamma(int64_t n, const Tensor<D>& x) {
+  return Tensor<D>(polygamma(n, x.dyn()));
+}
+template <int D, class K>
+requires(!std::is_same_v<K, Bool>) Tensor<D, K> round(const Tensor<D, K>& x, int64_t decimals) {
+  return Tensor<D, K>(round(x.dyn(), decimals));
+}
+template <int D, class K>
+requires(!std::is_same_v<K, Bool>) Tensor<D, K> nan_to_num(const Tensor<D, K>& x, double nan = 0.0,
+                                                           std::optional<double> posinf = {},
+                                                           std::optional<double> neginf = {}) {
+  return Tensor<D, K>(nan_to_num(x.dyn(), nan, posinf, neginf));
+}
+template <int D>
+Tensor<D> logit(const Tensor<D>& x, std::optional<double> eps = {}) {
+  return Tensor<D>(logit(x.dyn(), eps));
+}
+template <int D, class K>
+requires(!std::is_same_v<K, Bool>) Tensor<D, K> addcmul(const Tensor<D, K>& input,
+                                                        const Tensor<D, K>& t1,
+                                                        const Tensor<D, K>& t2,
+                                                        const Scalar& value = 1) {
+  return Tensor<D, K>(addcmul(input.dyn(), t1.dyn(), t2.dyn(), value));
+}
+template <int D>
+Tensor<D> addcdiv(const Tensor<D>& input, const Tensor<D>& t1, const Tensor<D>& t2,
+                  const Scalar& value = 1) {
+  return Tensor<D>(addcdiv(input.dyn(), t1.dyn(), t2.dyn(), value));
 }
 template <int D, class K>
 bool equal(const Tensor<D, K>& a, const Tensor<D, K>& b) {

@@ -5,6 +5,7 @@
 
 #include "../../core/convert.hpp"
 #include "../../core/int_math.hpp"
+#include "../../core/special_math.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"
@@ -102,6 +103,16 @@ void binary_float(BinaryOp op, const RawTensor& a, const RawTensor& b, const Raw
       return map_binary<T, T>(a, b, out, [](C x, C y) { return std::pow(x, y); });
     case BinaryOp::Atan2:
       return map_binary<T, T>(a, b, out, [](C x, C y) { return std::atan2(x, y); });
+    case BinaryOp::Hypot:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return std::hypot(x, y); });
+    case BinaryOp::Copysign:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return std::copysign(x, y); });
+    case BinaryOp::Remainder:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return special::remainder(x, y); });
+    case BinaryOp::Fmod:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return std::fmod(x, y); });
+    case BinaryOp::FloorDivide:
+      return map_binary<T, T>(a, b, out, [](C x, C y) { return special::floor_divide(x, y); });
     case BinaryOp::Minimum:  // NaN propagates, as in PyTorch
       return map_binary<T, T>(a, b, out, [](C x, C y) { return x != x ? x : (x < y ? x : y); });
     case BinaryOp::Maximum:
@@ -127,6 +138,12 @@ void binary_int(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTe
       return map_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(U(x) * U(y)); });
     case BinaryOp::Pow:
       return map_binary<T, T>(a, b, out, [](T x, T y) { return int_pow(x, y); });
+    case BinaryOp::Remainder:
+      return map_binary<T, T>(a, b, out, [](T x, T y) { return special::int_remainder(x, y); });
+    case BinaryOp::Fmod:
+      return map_binary<T, T>(a, b, out, [](T x, T y) { return special::int_fmod(x, y); });
+    case BinaryOp::FloorDivide:
+      return map_binary<T, T>(a, b, out, [](T x, T y) { return special::int_floor_divide(x, y); });
     case BinaryOp::Minimum:
       return map_binary<T, T>(a, b, out, [](T x, T y) { return x < y ? x : y; });
     case BinaryOp::Maximum:

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "../../core/convert.hpp"
+#include "../../core/special_math.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"
@@ -74,6 +75,8 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
       return map_unary<T, T>(x, out, [](C v) { return std::log(v); });
     case UnaryOp::Log2:
       return map_unary<T, T>(x, out, [](C v) { return std::log2(v); });
+    case UnaryOp::Log10:
+      return map_unary<T, T>(x, out, [](C v) { return std::log10(v); });
     case UnaryOp::Log1p:
       return map_unary<T, T>(x, out, [](C v) { return std::log1p(v); });
     case UnaryOp::Expm1:
@@ -104,6 +107,16 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
       return map_unary<T, T>(x, out, [](C v) { return tanh_of(v); });
     case UnaryOp::Erf:
       return map_unary<T, T>(x, out, [](C v) { return std::erf(v); });
+    case UnaryOp::Erfinv:
+      return map_unary<T, T>(x, out, [](C v) { return C(special::erfinv(v)); });
+    case UnaryOp::Lgamma:
+      return map_unary<T, T>(x, out, [](C v) { return std::lgamma(v); });
+    case UnaryOp::Digamma:
+      return map_unary<T, T>(x, out, [](C v) { return C(special::digamma(v)); });
+    case UnaryOp::Polygamma: {
+      const int n = static_cast<int>(prm.a);
+      return map_unary<T, T>(x, out, [n](C v) { return C(special::polygamma(n, v)); });
+    }
     case UnaryOp::Sigmoid:
       return map_unary<T, T>(x, out, [](C v) { return C(1) / (C(1) + exp_of(-v)); });
     case UnaryOp::Gelu:

@@ -2,6 +2,7 @@
 // compute type (float for the 16-bit floats); comparisons and logical ops write bool.
 #include <cmath>
 
+#include "../../core/special_math.hpp"
 #include "cuda_backend.hpp"
 #include "elementwise.cuh"
 #include "ember/backends/cuda/cuda.hpp"
@@ -80,6 +81,21 @@ void binary_float(BinaryOp op, const RawTensor& a, const RawTensor& b, const Raw
     case BinaryOp::Atan2:
       return map<T, T, T>(
           name, out, [] __device__(C x, C y) { return std::atan2(x, y); }, a, b);
+    case BinaryOp::Hypot:
+      return map<T, T, T>(
+          name, out, [] __device__(C x, C y) { return std::hypot(x, y); }, a, b);
+    case BinaryOp::Copysign:
+      return map<T, T, T>(
+          name, out, [] __device__(C x, C y) { return std::copysign(x, y); }, a, b);
+    case BinaryOp::Remainder:
+      return map<T, T, T>(
+          name, out, [] __device__(C x, C y) { return special::remainder(x, y); }, a, b);
+    case BinaryOp::Fmod:
+      return map<T, T, T>(
+          name, out, [] __device__(C x, C y) { return std::fmod(x, y); }, a, b);
+    case BinaryOp::FloorDivide:
+      return map<T, T, T>(
+          name, out, [] __device__(C x, C y) { return special::floor_divide(x, y); }, a, b);
     case BinaryOp::Minimum:  // NaN propagates, as in PyTorch
       return map<T, T, T>(
           name, out, [] __device__(C x, C y) { return x != x ? x : (x < y ? x : y); }, a, b);
@@ -114,6 +130,15 @@ void binary_int(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTe
     case BinaryOp::Pow:
       return map<T, T, T>(
           name, out, [] __device__(T x, T y) { return int_pow(x, y); }, a, b);
+    case BinaryOp::Remainder:
+      return map<T, T, T>(
+          name, out, [] __device__(T x, T y) { return special::int_remainder(x, y); }, a, b);
+    case BinaryOp::Fmod:
+      return map<T, T, T>(
+          name, out, [] __device__(T x, T y) { return special::int_fmod(x, y); }, a, b);
+    case BinaryOp::FloorDivide:
+      return map<T, T, T>(
+          name, out, [] __device__(T x, T y) { return special::int_floor_divide(x, y); }, a, b);
     case BinaryOp::Minimum:
       return map<T, T, T>(
           name, out, [] __device__(T x, T y) { return x < y ? x : y; }, a, b);

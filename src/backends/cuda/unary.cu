@@ -2,6 +2,7 @@
 // compute type (float for the 16-bit floats).
 #include <cmath>
 
+#include "../../core/special_math.hpp"
 #include "cuda_backend.hpp"
 #include "elementwise.cuh"
 #include "ember/backends/cuda/cuda.hpp"
@@ -42,6 +43,9 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::Log2:
       return map<T, T>(
           name, out, [] __device__(C v) { return std::log2(v); }, x);
+    case UnaryOp::Log10:
+      return map<T, T>(
+          name, out, [] __device__(C v) { return std::log10(v); }, x);
     case UnaryOp::Log1p:
       return map<T, T>(
           name, out, [] __device__(C v) { return std::log1p(v); }, x);
@@ -87,6 +91,20 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::Erf:
       return map<T, T>(
           name, out, [] __device__(C v) { return std::erf(v); }, x);
+    case UnaryOp::Erfinv:
+      return map<T, T>(
+          name, out, [] __device__(C v) { return C(::erfinv(double(v))); }, x);
+    case UnaryOp::Lgamma:
+      return map<T, T>(
+          name, out, [] __device__(C v) { return std::lgamma(v); }, x);
+    case UnaryOp::Digamma:
+      return map<T, T>(
+          name, out, [] __device__(C v) { return C(special::digamma(v)); }, x);
+    case UnaryOp::Polygamma: {
+      const int n = static_cast<int>(prm.a);
+      return map<T, T>(
+          name, out, [n] __device__(C v) { return C(special::polygamma(n, v)); }, x);
+    }
     case UnaryOp::Sigmoid:
       return map<T, T>(
           name, out, [] __device__(C v) { return C(1) / (C(1) + std::exp(-v)); }, x);

@@ -27,6 +27,8 @@ at::Tensor unary_float(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
       return x.log();
     case UnaryOp::Log2:
       return x.log2();
+    case UnaryOp::Log10:
+      return x.log10();
     case UnaryOp::Log1p:
       return x.log1p();
     case UnaryOp::Expm1:
@@ -57,6 +59,14 @@ at::Tensor unary_float(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
       return x.tanh();
     case UnaryOp::Erf:
       return x.erf();
+    case UnaryOp::Erfinv:
+      return x.erfinv();
+    case UnaryOp::Lgamma:
+      return x.lgamma();
+    case UnaryOp::Digamma:
+      return x.digamma();
+    case UnaryOp::Polygamma:
+      return at::polygamma(static_cast<int64_t>(p.a), x);
     case UnaryOp::Sigmoid:
       return x.sigmoid();
     case UnaryOp::Gelu:
@@ -158,6 +168,22 @@ at::Tensor int_pow(const at::Tensor& a, const at::Tensor& b) {
   return at::where(neg, special, r);
 }
 
+// Integer remainder, fmod and floor_divide: ATen raises on a zero divisor and may trap on
+// min / -1; the Cpu kernel's results (0, and wrap-around) are made here from safe divisors.
+at::Tensor int_division(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
+  const bool is_signed = a.scalar_type() != at::kByte;
+  const at::Tensor zero = b.eq(0);
+  const at::Tensor minus_one = is_signed ? b.eq(-1) : at::zeros_like(zero);
+  const at::Tensor safe = at::where(zero.logical_or(minus_one), at::ones({}, b.options()), b);
+  const at::Tensor z = at::zeros({}, a.options());
+  if (op == BinaryOp::FloorDivide) {
+    const at::Tensor q = a.div(safe, "floor");
+    return at::where(zero, z, at::where(minus_one, z - a, q));
+  }
+  const at::Tensor r = op == BinaryOp::Fmod ? a.fmod(safe) : a.remainder(safe);
+  return at::where(zero.logical_or(minus_one), z, r);
+}
+
 at::Tensor binary_op(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
   switch (op) {
     case BinaryOp::Add:
@@ -172,6 +198,16 @@ at::Tensor binary_op(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
       return at::isFloatingType(a.scalar_type()) ? a.pow(b) : int_pow(a, b);
     case BinaryOp::Atan2:
       return a.atan2(b);
+    case BinaryOp::Hypot:
+      return a.hypot(b);
+    case BinaryOp::Copysign:
+      return a.copysign(b);
+    case BinaryOp::Remainder:
+      return at::isFloatingType(a.scalar_type()) ? a.remainder(b) : int_division(op, a, b);
+    case BinaryOp::Fmod:
+      return at::isFloatingType(a.scalar_type()) ? a.fmod(b) : int_division(op, a, b);
+    case BinaryOp::FloorDivide:
+      return at::isFloatingType(a.scalar_type()) ? a.div(b, "floor") : int_division(op, a, b);
     case BinaryOp::Minimum:
       return at::minimum(a, b);
     case BinaryOp::Maximum:

@@ -1,6 +1,8 @@
 // Elementwise ops on the rank-erased tensor: NumPy broadcasting and PyTorch type promotion.
 #pragma once
 
+#include <optional>
+
 #include "ember/core/ops.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 
@@ -33,6 +35,7 @@ EMBER_DYN_OPERATOR(+, add)
 EMBER_DYN_OPERATOR(-, sub)
 EMBER_DYN_OPERATOR(*, mul)
 EMBER_DYN_OPERATOR(/, div)
+EMBER_DYN_OPERATOR(%, remainder)
 EMBER_DYN_OPERATOR(==, eq)
 EMBER_DYN_OPERATOR(!=, ne)
 EMBER_DYN_OPERATOR(<, lt)
@@ -62,6 +65,20 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const Scalar& b);
 DynTensor where(const DynTensor& cond, const Scalar& a, const DynTensor& b);
 DynTensor lerp(const DynTensor& a, const DynTensor& b, const DynTensor& weight);
 DynTensor lerp(const DynTensor& a, const DynTensor& b, const Scalar& weight);
+/// The n-th derivative of digamma (n >= 0; polygamma(0, x) = digamma(x)).
+DynTensor polygamma(int64_t n, const DynTensor& x);
+/// Rounds half to even at `decimals` places (negative: left of the point), as torch.round.
+DynTensor round(const DynTensor& x, int64_t decimals);
+/// NaN, +inf and -inf replaced (defaults: 0 and the dtype's largest finite values).
+DynTensor nan_to_num(const DynTensor& x, double nan = 0.0, std::optional<double> posinf = {},
+                     std::optional<double> neginf = {});
+/// log(x / (1 - x)), with x clamped to [eps, 1 - eps] first when eps is given.
+DynTensor logit(const DynTensor& x, std::optional<double> eps = {});
+/// input + value * t1 * t2 and input + value * t1 / t2 (torch.addcmul, torch.addcdiv).
+DynTensor addcmul(const DynTensor& input, const DynTensor& t1, const DynTensor& t2,
+                  const Scalar& value = 1);
+DynTensor addcdiv(const DynTensor& input, const DynTensor& t1, const DynTensor& t2,
+                  const Scalar& value = 1);
 
 /// True when both have the same shape and equal elements (torch.equal).
 bool equal(const DynTensor& a, const DynTensor& b);
