@@ -5,39 +5,15 @@
 // LossNLL.cpp; docs/NN.md lists the decisions.
 #include "ember/nn/losses.hpp"
 
+#include <cmath>
+#include <numbers>
+
 #include "ember/autodiff/node.hpp"
 #include "ember/tensor/sync.hpp"
+#include "losses_internal.hpp"
 
 namespace ember::nn {
-namespace {
-
-const char* reduction_name(Reduction r) {
-  switch (r) {
-    case Reduction::None:
-      return "None";
-    case Reduction::Mean:
-      return "Mean";
-    case Reduction::Sum:
-      return "Sum";
-    case Reduction::BatchMean:
-      return "BatchMean";
-  }
-  return "?";
-}
-
-std::string target_class_message(const RangeError& e) {
-  return ember::detail::cat("[", e.check.op, "] target class ", e.index, " is out of range for ",
-                            static_cast<int64_t>(e.check.arg0), " classes (ignore_index is ",
-                            static_cast<int64_t>(e.check.arg1), ")");
-}
-
-// arg0: 0 for the input, 1 for the target.
-std::string probability_message(const RangeError& e) {
-  return ember::detail::cat("[", e.check.op, "] ",
-                            e.check.arg0 == 0 ? "input values must be probabilities in [0, 1]"
-                                              : "target values must be in [0, 1]",
-                            ", got ", e.value);
-}
+namespace loss_detail {
 
 void check_floating(const DynTensor& t, const char* op, const char* what) {
   EMBER_CHECK(t.defined(), "[", op, "] ", what, " is undefined");
@@ -71,7 +47,6 @@ DynTensor reduce_loss(const DynTensor& loss, Reduction r, const char* op) {
   }
 }
 
-/// True when `from` broadcasts to `to` without growing it.
 bool broadcasts_to(const Shape& from, const Shape& to) {
   if (from.rank() > to.rank()) return false;
   for (int i = 1; i <= from.rank(); ++i) {
@@ -81,7 +56,6 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-/// A constant weight in the input's dtype (PyTorch gives weights no gradient).
 DynTensor constant_weight(const DynTensor& w, const DynTensor& input, const char* op,
                           const char* what) {
   if (!w.defined()) return w;
@@ -89,6 +63,47 @@ DynTensor constant_weight(const DynTensor& w, const DynTensor& input, const char
   EMBER_CHECK(w.device() == input.device(), "[", op, "] ", what, " is on ", w.device(),
               " but input is on ", input.device());
   return cast(detach(w), input.dtype());
+}
+
+DynTensor log1p_exp(const DynTensor& z) {
+  // Each branch sees only values where it is finite, so the unused one adds 0, never NaN.
+  const DynTensor pos = gt(z, 0.0);
+  const DynTensor zp = where(pos, z, 0.0), zn = where(pos, 0.0, z);
+  return where(pos, add(zp, log1p(exp(neg(zp)))), log1p(exp(zn)));
+}
+
+}  // namespace loss_detail
+
+using namespace loss_detail;
+
+namespace {
+
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::None:
+      return "None";
+    case Reduction::Mean:
+      return "Mean";
+    case Reduction::Sum:
+      return "Sum";
+    case Reduction::BatchMean:
+      return "BatchMean";
+  }
+  return "?";
+}
+
+std::string target_class_message(const RangeError& e) {
+  return ember::detail::cat("[", e.check.op, "] target class ", e.index, " is out of range for ",
+                            static_cast<int64_t>(e.check.arg0), " classes (ignore_index is ",
+                            static_cast<int64_t>(e.check.arg1), ")");
+}
+
+// arg0: 0 for the input, 1 for the target.
+std::string probability_message(const RangeError& e) {
+  return ember::detail::cat("[", e.check.op, "] ",
+                            e.check.arg0 == 0 ? "input values must be probabilities in [0, 1]"
+                                              : "target values must be in [0, 1]",
+                            ", got ", e.value);
 }
 
 // Class-index targets, checked and normalised: input [N, C, d...], target [N, d...] (i64, with
@@ -371,10 +386,27 @@ DynTensor binary_cross_entropy(const DynTensor& input, const DynTensor& target,
   check_range(input, check);
   check.arg0 = 1;  // the target
   check_range(target, check);
-  // -(t log x + (1 - t) log(1 - x)), each log clamped at -100 as ATen does.
-  const DynTensor log_x = clamp_min(log(input), -100.0);
-  const DynTensor log_1mx = clamp_min(log1p(neg(input)), -100.0);
-  DynTensor loss = sub(mul(sub(target, 1.0), log_1mx), mul(target, log_x));
+  // -(t log x + (1 - t) log(1 - x)), each log clamped at -100 as ATen does. One node: through
+  // the clamp, the input's derivative would be 0 * inf = NaN at x = 0 or 1, where ATen's rule
+  // (x - t) / max(x (1 - x), 1e-12) stays finite.
+  const auto log_x = [](const DynTensor& x) { return clamp_min(log(x), -100.0); };
+  const auto log_1mx = [](const DynTensor& x) { return clamp_min(log1p(neg(x)), -100.0); };
+  const DynTensor x = detach(input), t = detach(target);
+  DynTensor loss = sub(mul(sub(t, 1.0), log_1mx(x)), mul(t, log_x(x)));
+  if (autodiff::should_record({&input, &target})) {
+    autodiff::record(
+        op, {&input, &target}, loss, [input, target, log_x, log_1mx](autodiff::BackwardArgs& a) {
+          if (a.needs(0)) {
+            // ATen's EPSILON is the float 1e-12.
+            const DynTensor d = clamp_min(mul(input, sub(1.0, input)), static_cast<double>(1e-12f));
+            a.input_grads[0] = mul(a.grad, div(sub(input, target), d));
+          }
+          // The clamped logs' difference: finite where ATen's -logit(x) is inf.
+          if (a.needs(1)) {
+            a.input_grads[1] = mul(a.grad, sub(log_1mx(input), log_x(input)));
+          }
+        });
+  }
   if (o.weight.defined()) {
     EMBER_CHECK(broadcasts_to(o.weight.shape(), input.shape()), "[", op, "] weight shape ",
                 o.weight.shape(), " does not broadcast to input shape ", input.shape());
@@ -493,6 +525,76 @@ DynTensor margin_ranking_loss(const DynTensor& input1, const DynTensor& input2,
   check_same_shape(input1, target, op, "target");
   const DynTensor loss = clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0);
   return reduce_loss(loss, reduction, op);
+}
+
+}  // namespace ember::nn
+
+namespace ember::nn {
+namespace {
+std::string negative_var_message(const RangeError& e) {
+  return ember::detail::cat("[", e.check.op, "] var must be non-negative, got ", e.value);
+}
+}  // namespace
+
+DynTensor poisson_nll_loss(const DynTensor& input, const DynTensor& target,
+                           const PoissonNllLossOptions& o) {
+  constexpr const char* op = "poisson_nll_loss";
+  check_floating(input, op, "input");
+  check_same_shape(input, target, op, "target");
+  check_floating(target, op, "target");
+  check_reduction(o.reduction, op);
+  DynTensor loss = o.log_input ? sub(exp(input), mul(target, input))
+                               : sub(input, mul(target, log(add(input, o.eps))));
+  if (o.full) {
+    // Stirling's log(t!) where t > 1, else 0; t is 1 in the unused branch, so that its
+    // gradient is 0 rather than 0 * log(0) = NaN (ATen gives NaN there for t = 0).
+    const DynTensor big = gt(target, 1.0);
+    const DynTensor t = where(big, target, 1.0);
+    const DynTensor stirling =
+        add(sub(mul(t, log(t)), t), mul(log(mul(t, 2.0 * std::numbers::pi)), 0.5));
+    loss = add(loss, where(big, stirling, 0.0));
+  }
+  return reduce_loss(loss, o.reduction, op);
+}
+
+DynTensor gaussian_nll_loss(const DynTensor& input, const DynTensor& target, const DynTensor& var,
+                            const GaussianNllLossOptions& o) {
+  constexpr const char* op = "gaussian_nll_loss";
+  check_floating(input, op, "input");
+  check_same_shape(input, target, op, "target");
+  check_floating(target, op, "target");
+  check_floating(var, op, "var");
+  check_reduction(o.reduction, op);
+  EMBER_CHECK(o.eps >= 0.0, "[", op, "] eps must be non-negative, got ", o.eps);
+  // var: the input's shape (heteroscedastic), or one variance per row of the last dim.
+  DynTensor v = var;
+  if (var.shape() != input.shape()) {
+    const int r = input.rank();
+    Shape lead;
+    for (int d = 0; d + 1 < r; ++d) lead.push_back(input.size(d));
+    bool row_shaped = r >= 1 && var.rank() == r && var.size(r - 1) == 1;
+    for (int d = 0; row_shaped && d + 1 < r; ++d) row_shaped = var.size(d) == input.size(d);
+    if (r >= 1 && var.shape() == lead) {
+      v = unsqueeze(var, -1);
+    } else {
+      EMBER_CHECK(row_shaped, "[", op, "] var shape ", var.shape(), " does not fit input shape ",
+                  input.shape(),
+                  ": it must be the input's shape, or that shape without its last "
+                  "dim or with last dim 1");
+    }
+  }
+  RangeCheck check;  // where var lives: no host read
+  check.lo = 0.0;
+  check.hi = INFINITY;
+  check.op = op;
+  check.message = negative_var_message;
+  check_range(var, check);
+  // Clamped at eps in value only: PyTorch clamps in place under no_grad, so the gradient
+  // reaches var as if it were not clamped.
+  v = add(detach(clamp_min(v, o.eps)), sub(v, detach(v)));
+  DynTensor loss = mul(add(log(v), div(square(sub(input, target)), v)), 0.5);
+  if (o.full) loss = add(loss, 0.5 * std::log(2.0 * std::numbers::pi));
+  return reduce_loss(loss, o.reduction, op);
 }
 
 }  // namespace ember::nn

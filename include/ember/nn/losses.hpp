@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ember/tensor/tensor.hpp"
 
@@ -77,6 +78,83 @@ DynTensor cosine_embedding_loss(const DynTensor& input1, const DynTensor& input2
 DynTensor margin_ranking_loss(const DynTensor& input1, const DynTensor& input2,
                               const DynTensor& target, double margin = 0.0,
                               Reduction reduction = Reduction::Mean);
+
+struct PoissonNllLossOptions {
+  bool log_input = true;  // input is log(rate): loss exp(input) - target input
+  bool full = false;      // add the Stirling term t log t - t + 0.5 log(2 pi t) where t > 1
+  double eps = 1e-8;      // without log_input: input - target log(input + eps)
+  Reduction reduction = Reduction::Mean;
+};
+/// Negative log-likelihood of `target` counts under Poisson rates `input` (same shape).
+DynTensor poisson_nll_loss(const DynTensor& input, const DynTensor& target,
+                           const PoissonNllLossOptions& options = {});
+
+struct GaussianNllLossOptions {
+  bool full = false;  // add 0.5 log(2 pi)
+  double eps = 1e-6;  // var is clamped to at least eps (its gradient passes as if unclamped)
+  Reduction reduction = Reduction::Mean;
+};
+/// 0.5 (log var + (input - target)^2 / var). `var` has the input's shape, or that shape without
+/// its last dim, or with last dim 1 (one variance per row), as PyTorch; var must be >= 0.
+DynTensor gaussian_nll_loss(const DynTensor& input, const DynTensor& target, const DynTensor& var,
+                            const GaussianNllLossOptions& options = {});
+
+struct TripletMarginLossOptions {
+  double margin = 1.0;
+  double p = 2.0;     // the norm of the pairwise distance
+  double eps = 1e-6;  // added to the difference, as pairwise_distance
+  bool swap = false;  // use min(d(a, n), d(p, n)) as the negative distance
+  Reduction reduction = Reduction::Mean;
+};
+/// max(d(a, p) - d(a, n) + margin, 0) with d(x, y) = ||x - y + eps||_p over the last dim.
+/// Inputs [N, D] or [D], of one shape.
+DynTensor triplet_margin_loss(const DynTensor& anchor, const DynTensor& positive,
+                              const DynTensor& negative,
+                              const TripletMarginLossOptions& options = {});
+/// input where target is 1, max(0, margin - input) where it is -1 (target of the input's shape).
+DynTensor hinge_embedding_loss(const DynTensor& input, const DynTensor& target, double margin = 1.0,
+                               Reduction reduction = Reduction::Mean);
+/// Multi-class multi-label hinge loss. `input` [N, C] or [C]; `target` Int of the same shape
+/// holding the target classes, ended by the first -1: sum over targets j and non-targets i of
+/// max(0, 1 - (x[j] - x[i])) / C.
+DynTensor multilabel_margin_loss(const DynTensor& input, const DynTensor& target,
+                                 Reduction reduction = Reduction::Mean);
+/// Per-class binary cross-entropy on logits, averaged over the classes (last dim). `target`
+/// (0/1, floating) has the input's shape; `weight` ([C], constant) scales each class.
+DynTensor multilabel_soft_margin_loss(const DynTensor& input, const DynTensor& target,
+                                      const DynTensor& weight = {},
+                                      Reduction reduction = Reduction::Mean);
+
+struct MultiMarginLossOptions {
+  int p = 1;  // 1 or 2: the hinge or its square
+  double margin = 1.0;
+  DynTensor weight{};  // [C] constant class weights, applied by the target's class
+  Reduction reduction = Reduction::Mean;
+};
+/// Multi-class hinge loss: sum over i != y of max(0, margin - x[y] + x[i])^p w[y] / C. `input`
+/// [N, C] or [C]; `target` Int class indices [N] or [].
+DynTensor multi_margin_loss(const DynTensor& input, const DynTensor& target,
+                            const MultiMarginLossOptions& options = {});
+/// log(1 + exp(-target input)) (target +-1, of the input's shape), computed without overflow.
+DynTensor soft_margin_loss(const DynTensor& input, const DynTensor& target,
+                           Reduction reduction = Reduction::Mean);
+
+struct CtcLossOptions {
+  int64_t blank = 0;
+  Reduction reduction = Reduction::Mean;  // Mean: each loss / its target length, then the mean
+  bool zero_infinity = false;             // infeasible alignments give 0 (and no gradient)
+};
+/// Connectionist temporal classification. `log_probs` [T, N, C] (or [T, C]) log-probabilities;
+/// `targets` Int, padded [N, S] (or [S]) or all N concatenated (1-D, sum(target_lengths));
+/// `input_lengths`, `target_lengths` Int [N] (or []). Returns [N] for Reduction::None.
+/// Differentiable w.r.t. log_probs (the true gradient; see docs/NN.md for PyTorch's).
+DynTensor ctc_loss(const DynTensor& log_probs, const DynTensor& targets,
+                   const DynTensor& input_lengths, const DynTensor& target_lengths,
+                   const CtcLossOptions& options = {});
+/// Lengths given on the host, as PyTorch's tuples.
+DynTensor ctc_loss(const DynTensor& log_probs, const DynTensor& targets,
+                   const std::vector<int64_t>& input_lengths,
+                   const std::vector<int64_t>& target_lengths, const CtcLossOptions& options = {});
 
 // Typed forms: the reduced loss as a 0-d tensor. Reduction::None is an error here (its result
 // has the input's rank, known only at run time); the DynTensor forms above return it.
@@ -159,6 +237,75 @@ Tensor<0> margin_ranking_loss(const Tensor<D>& input1, const Tensor<D>& input2,
   return detail::reduced(
       margin_ranking_loss(input1.dyn(), input2.dyn(), target.dyn(), margin, reduction), reduction,
       "margin_ranking_loss");
+}
+
+template <int D>
+Tensor<0> poisson_nll_loss(const Tensor<D>& input, const Tensor<D>& target,
+                           const PoissonNllLossOptions& options = {}) {
+  return detail::reduced(poisson_nll_loss(input.dyn(), target.dyn(), options), options.reduction,
+                         "poisson_nll_loss");
+}
+template <int D, int V>
+Tensor<0> gaussian_nll_loss(const Tensor<D>& input, const Tensor<D>& target, const Tensor<V>& var,
+                            const GaussianNllLossOptions& options = {}) {
+  return detail::reduced(gaussian_nll_loss(input.dyn(), target.dyn(), var.dyn(), options),
+                         options.reduction, "gaussian_nll_loss");
+}
+template <int D>
+Tensor<0> triplet_margin_loss(const Tensor<D>& anchor, const Tensor<D>& positive,
+                              const Tensor<D>& negative,
+                              const TripletMarginLossOptions& options = {}) {
+  return detail::reduced(triplet_margin_loss(anchor.dyn(), positive.dyn(), negative.dyn(), options),
+                         options.reduction, "triplet_margin_loss");
+}
+template <int D>
+Tensor<0> hinge_embedding_loss(const Tensor<D>& input, const Tensor<D>& target, double margin = 1.0,
+                               Reduction reduction = Reduction::Mean) {
+  return detail::reduced(hinge_embedding_loss(input.dyn(), target.dyn(), margin, reduction),
+                         reduction, "hinge_embedding_loss");
+}
+template <int D>
+Tensor<0> multilabel_margin_loss(const Tensor<D>& input, const Tensor<D, Int>& target,
+                                 Reduction reduction = Reduction::Mean) {
+  return detail::reduced(multilabel_margin_loss(input.dyn(), target.dyn(), reduction), reduction,
+                         "multilabel_margin_loss");
+}
+template <int D>
+Tensor<0> multilabel_soft_margin_loss(const Tensor<D>& input, const Tensor<D>& target,
+                                      const DynTensor& weight = {},
+                                      Reduction reduction = Reduction::Mean) {
+  return detail::reduced(multilabel_soft_margin_loss(input.dyn(), target.dyn(), weight, reduction),
+                         reduction, "multilabel_soft_margin_loss");
+}
+template <int D>
+Tensor<0> multi_margin_loss(const Tensor<D>& input,
+                            const Tensor<ember::detail::drop1(D), Int>& target,
+                            const MultiMarginLossOptions& options = {}) {
+  return detail::reduced(multi_margin_loss(input.dyn(), target.dyn(), options), options.reduction,
+                         "multi_margin_loss");
+}
+template <int D>
+Tensor<0> soft_margin_loss(const Tensor<D>& input, const Tensor<D>& target,
+                           Reduction reduction = Reduction::Mean) {
+  return detail::reduced(soft_margin_loss(input.dyn(), target.dyn(), reduction), reduction,
+                         "soft_margin_loss");
+}
+/// Batched: log_probs [T, N, C], targets [N, S] padded or [sum(target_lengths)] concatenated.
+template <int S>
+Tensor<0> ctc_loss(const Tensor<3>& log_probs, const Tensor<S, Int>& targets,
+                   const Tensor<1, Int>& input_lengths, const Tensor<1, Int>& target_lengths,
+                   const CtcLossOptions& options = {}) {
+  return detail::reduced(
+      ctc_loss(log_probs.dyn(), targets.dyn(), input_lengths.dyn(), target_lengths.dyn(), options),
+      options.reduction, "ctc_loss");
+}
+template <int S>
+Tensor<0> ctc_loss(const Tensor<3>& log_probs, const Tensor<S, Int>& targets,
+                   const std::vector<int64_t>& input_lengths,
+                   const std::vector<int64_t>& target_lengths, const CtcLossOptions& options = {}) {
+  return detail::reduced(
+      ctc_loss(log_probs.dyn(), targets.dyn(), input_lengths, target_lengths, options),
+      options.reduction, "ctc_loss");
 }
 
 }  // namespace ember::nn
