@@ -597,4 +597,15 @@ DynTensor gaussian_nll_loss(const DynTensor& input, const DynTensor& target, con
   return reduce_loss(loss, o.reduction, op);
 }
 
+DynTensor lp_loss(const DynTensor& input, const DynTensor& target, double p, Reduction reduction) {
+  constexpr const char* op = "lp_loss";
+  check_floating(input, op, "input");
+  check_same_shape(input, target, op, "target");
+  EMBER_CHECK(p > 0.0, "[", op, "] p must be positive, got ", p);
+  const DynTensor d = sub(input, target);
+  // abs and square for 1 and 2: the same values, and gradients without pow's at d = 0.
+  const DynTensor loss = p == 1.0 ? abs(d) : p == 2.0 ? square(d) : pow(abs(d), p);
+  return reduce_loss(loss, reduction, op);
+}
+
 }  // namespace ember::nn

@@ -1,9 +1,11 @@
-// ctc_loss as a composite: the forward (alpha) recursion of Graves et al. (2006) in log space,
-// one step of tensor ops per time step over every sample and extended-label state at once, so it
-// runs on every backend and autodiff gives its gradient. Impossible states hold a large finite
-// negative value instead of -inf: exp() of it is exactly 0 next to any real log-probability,
-// and no step ever forms inf - inf, so the gradient has no NaN to mask. A loss that comes out
-// that large marks an infeasible alignment: inf, or 0 with zero_infinity.
+// The sequence losses as composites. ctc_loss: the forward (alpha) recursion of Graves et al.
+// (2006) in log space, one step of tensor ops per time step over every sample and extended-label
+// state at once, so it runs on every backend and autodiff gives its gradient. rnnt_loss: the
+// transducer lattice of Graves (2012), one step per anti-diagonal t + u of the [T, U + 1] grid.
+// Impossible states hold a large finite negative value instead of -inf: exp() of it is exactly 0
+// next to any real log-probability, and no step ever forms inf - inf, so the gradient has no NaN to
+// mask. A loss that comes out that large marks an infeasible alignment: inf, or 0 with
+// zero_infinity.
 #include <limits>
 
 #include "ember/tensor/sync.hpp"
@@ -200,6 +202,122 @@ DynTensor ctc_loss(const DynTensor& log_probs, const DynTensor& targets,
     return ctc(log_probs, targets, tensor(input_lengths), tensor(target_lengths), &target_lengths,
                options);
   });
+}
+
+namespace {
+
+constexpr const char* kRnnt = "rnnt_loss";
+
+std::string rnnt_length_message(const RangeError& e) {
+  return ember::detail::cat("[", e.check.op, "] ", e.check.arg1 == 0 ? "logit" : "target",
+                            " length ", e.index, " is out of range [", e.check.arg1 == 0 ? 1 : 0,
+                            ", ", static_cast<int64_t>(e.check.arg0), "]");
+}
+
+DynTensor rnnt(const DynTensor& logits, const DynTensor& targets, const DynTensor& logit_lengths,
+               const DynTensor& target_lengths, const RnntLossOptions& o) {
+  check_floating(logits, kRnnt, "logits");
+  EMBER_CHECK(logits.rank() == 4, "[", kRnnt, "] logits must be [B, T, U + 1, V], got shape ",
+              logits.shape());
+  check_reduction(o.reduction, kRnnt);
+  if (logits.dtype() == DType::f16 || logits.dtype() == DType::bf16) {
+    return cast(rnnt(cast(logits, DType::f32), targets, logit_lengths, target_lengths, o),
+                logits.dtype());
+  }
+  const int64_t batch = logits.size(0), steps = logits.size(1), cols = logits.size(2),
+                vocab = logits.size(3), labels = cols - 1;
+  const int64_t blank = o.blank < 0 ? o.blank + vocab : o.blank;
+  EMBER_CHECK(blank >= 0 && blank < vocab, "[", kRnnt, "] blank ", o.blank, " is out of range for ",
+              vocab, " classes");
+  EMBER_CHECK(steps >= 1 && cols >= 1, "[", kRnnt, "] logits need T >= 1 and U + 1 >= 1, got ",
+              logits.shape());
+  EMBER_CHECK(targets.defined() && is_integral(targets.dtype()), "[", kRnnt,
+              "] targets must be an Int tensor");
+  EMBER_CHECK(targets.rank() == 2 && targets.size(0) == batch && targets.size(1) == labels, "[",
+              kRnnt, "] targets must have shape [", batch, ", ", labels, "] for logits ",
+              logits.shape(), ", got ", targets.shape());
+  const Device device = logits.device();
+  const DType dtype = logits.dtype();
+  for (const DynTensor* t : {&targets, &logit_lengths, &target_lengths}) {
+    EMBER_CHECK(!t->defined() || t->device() == device, "[", kRnnt, "] all inputs must be on ",
+                device, ", got one on ", t->device());
+  }
+  auto lengths = [&](const DynTensor& l, const char* what) {
+    EMBER_CHECK(l.defined() && is_integral(l.dtype()), "[", kRnnt, "] ", what,
+                " must be an Int tensor");
+    EMBER_CHECK(l.rank() == 1 && l.size(0) == batch, "[", kRnnt, "] ", what, " must have shape [",
+                batch, "], got ", l.shape());
+    return cast(detach(l), DType::i64);
+  };
+  const DynTensor t_len = lengths(logit_lengths, "logit_lengths");
+  const DynTensor u_len = lengths(target_lengths, "target_lengths");
+  RangeCheck check;
+  check.op = kRnnt;
+  check.message = rnnt_length_message;
+  check.lo = 1;
+  check.hi = static_cast<double>(steps);
+  check.arg0 = check.hi;
+  check_range(t_len, check);
+  check.lo = 0;
+  check.hi = static_cast<double>(labels);
+  check.arg0 = check.hi;
+  check.arg1 = 1;
+  check_range(u_len, check);
+  // Entries past a target's length are padding: read as class 0, never checked.
+  const DynTensor in_target =
+      lt(reshape(arange(0, labels, 1, DType::i64, device), {1, labels}), unsqueeze(u_len, 1));
+  const DynTensor tgt = where(in_target, cast(detach(targets), DType::i64), 0);
+  RangeCheck classes;
+  classes.op = kRnnt;
+  classes.hi = static_cast<double>(vocab - 1);
+  classes.arg0 = static_cast<double>(vocab);
+  classes.message = target_message;
+  check_range(tgt, classes);
+
+  const DynTensor lp = o.fused_log_softmax ? log_softmax(logits, -1) : logits;
+  // blank_lp[b, t, u]: leave (t, u) for (t + 1, u); emit_lp[b, t, u]: for (t, u + 1).
+  const DynTensor blank_lp = clamp_min(select(lp, 3, blank), kImpossible);
+  DynTensor emit_lp = full({batch, steps, cols}, kImpossible, dtype, device);
+  if (labels > 0) {
+    const DynTensor index =
+        contiguous(expand(reshape(tgt, {batch, 1, labels, 1}), {batch, steps, labels, 1}));
+    emit_lp = pad(clamp_min(squeeze(gather(slice(lp, 2, 0, labels), 3, index), 3), kImpossible),
+                  {0, 1}, PadMode::Constant, kImpossible);
+  }
+  // alpha[b, t, u], filled one anti-diagonal d = t + u at a time.
+  const DynTensor t_idx = reshape(arange(0, steps, 1, DType::i64, device), {steps, 1});
+  const DynTensor u_idx = reshape(arange(0, cols, 1, DType::i64, device), {1, cols});
+  const DynTensor diagonal = add(t_idx, u_idx);  // [T, U + 1]
+  DynTensor alpha = where(eq(diagonal, 0), 0.0, full({steps, cols}, kImpossible, dtype, device));
+  alpha = contiguous(expand(unsqueeze(alpha, 0), {batch, steps, cols}));
+  for (int64_t d = 1; d < steps + cols - 1; ++d) {
+    const DynTensor from_t =
+        slice(pad(add(alpha, blank_lp), {0, 0, 1, 0}, PadMode::Constant, kImpossible), 1, 0, steps);
+    const DynTensor from_u =
+        slice(pad(add(alpha, emit_lp), {1, 0}, PadMode::Constant, kImpossible), 2, 0, cols);
+    alpha = where(eq(diagonal, d), logsumexp(stack({from_t, from_u}, 0), {0}), alpha);
+  }
+  // -(alpha + blank_lp) at (T_b - 1, U_b): the last blank ends the alignment.
+  const DynTensor at = unsqueeze(add(mul(sub(t_len, 1), cols), u_len), 1);
+  const DynTensor end = add(alpha, blank_lp);
+  const DynTensor loss = neg(squeeze(gather(reshape(end, {batch, steps * cols}), 1, at), 1));
+  switch (o.reduction) {
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return sum(loss);
+    default:
+      return mean(loss);
+  }
+}
+
+}  // namespace
+
+DynTensor rnnt_loss(const DynTensor& logits, const DynTensor& targets,
+                    const DynTensor& logit_lengths, const DynTensor& target_lengths,
+                    const RnntLossOptions& options) {
+  return as_op(kRnnt,
+               [&] { return rnnt(logits, targets, logit_lengths, target_lengths, options); });
 }
 
 }  // namespace ember::nn

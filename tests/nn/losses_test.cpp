@@ -121,6 +121,14 @@ DynTensor run_case(const Fixture& f, const std::string& id, const DynTensor& inp
                      .reduction = reduction,
                      .zero_infinity = opt("zero_infinity", 0.0) != 0.0});
   }
+  if (kind == "lp_loss") return lp_loss(input, target, opt("p", 2.0), reduction);
+  if (kind == "rnnt_loss") {
+    return rnnt_loss(input, target, cast(tensor("input_lengths"), DType::i64),
+                     cast(tensor("target_lengths"), DType::i64),
+                     {.blank = static_cast<int64_t>(opt("blank", -1.0)),
+                      .reduction = reduction,
+                      .fused_log_softmax = opt("fused_log_softmax", 1.0) != 0.0});
+  }
   ADD_FAILURE() << "unknown loss in the fixture: " << kind;
   return {};
 }
@@ -128,7 +136,7 @@ DynTensor run_case(const Fixture& f, const std::string& id, const DynTensor& inp
 bool is_class_index_case(const Fixture& f, const std::string& id) {
   const std::string kind = id.substr(0, id.find('/'));
   return kind == "nll_loss" || kind == "multilabel_margin_loss" || kind == "multi_margin_loss" ||
-         kind == "ctc_loss" ||
+         kind == "ctc_loss" || kind == "rnnt_loss" ||
          (kind == "cross_entropy" && f.at(id + ".input").shape() != f.at(id + ".target").shape());
 }
 
@@ -218,8 +226,9 @@ TEST(LossParity, EveryCaseMatchesTorchFloat64) { check_parity(fixture(), 349, 11
 
 // poisson_nll, gaussian_nll, triplet_margin, hinge_embedding, multilabel_margin,
 // multilabel_soft_margin, multi_margin, soft_margin, ctc; l1 / huber / smooth_l1 at ties and
-// binary_cross_entropy saturated at 0 and 1.
-TEST(LossParity, Issue14CasesMatchTorchFloat64) { check_parity(fixture_more(), 267, 13); }
+// binary_cross_entropy saturated at 0 and 1; Burn's lp_loss and rnnt_loss (references written in
+// the script, torch having neither).
+TEST(LossParity, Issue14CasesMatchTorchFloat64) { check_parity(fixture_more(), 309, 15); }
 
 // The fused cross_entropy node against the composite it replaces, in float32 too.
 TEST(LossParity, FusedCrossEntropyMatchesComposite) {
@@ -251,6 +260,16 @@ TEST(LossParity, TypedForms) {
   auto probs = Tensor<2>::rand({4, 3});
   EXPECT_TRUE(std::isfinite(nn::cross_entropy(x, probs).item<float>()));
   EXPECT_THROW(nn::mse_loss(x, y, Reduction::None), Error);
+  // Issue 14's typed forms.
+  EXPECT_GE(nn::triplet_margin_loss(x, y, probs, {.swap = true}).item<float>(), 0.0f);
+  EXPECT_GE(nn::multi_margin_loss(x, t, {.p = 2}).item<float>(), 0.0f);
+  EXPECT_GE(nn::multilabel_margin_loss(x, Tensor<2, Int>::full({4, 3}, -1)).item<float>(), 0.0f);
+  EXPECT_TRUE(std::isfinite(nn::gaussian_nll_loss(x, y, Tensor<1>::ones({4})).item<float>()));
+  EXPECT_GE(nn::lp_loss(x, y, 3.0).item<float>(), 0.0f);
+  auto joint = Tensor<4>::randn({2, 3, 3, 4});
+  auto rnnt = nn::rnnt_loss(joint, Tensor<2, Int>::ones({2, 2}), Tensor<1, Int>::full({2}, 3),
+                            Tensor<1, Int>::full({2}, 2));
+  EXPECT_GT(rnnt.item<float>(), 0.0f);
 }
 
 // Finite differences, first and second order, on every loss (PyTorch differentiates each
@@ -521,6 +540,27 @@ TEST(LossGradcheck, Issue14LossesFirstAndSecondOrder) {
        },
        {in({7, 2, 4}, -2, 2, 56)}},
   };
+  const DynTensor rnnt_targets =
+      from_data(TensorData::from(std::vector<int64_t>{1, 2, 0, 2, 1, 1}, {3, 2}));
+  const DynTensor rnnt_t = from_data(TensorData::from(std::vector<int64_t>{3, 2, 1}, {3}));
+  const DynTensor rnnt_u = from_data(TensorData::from(std::vector<int64_t>{2, 1, 2}, {3}));
+  const std::vector<Case> more = {
+      {"lp_loss p=3",
+       [](const std::vector<DynTensor>& v) { return lp_loss(v[0], v[1], 3.0); },
+       {in({3, 4}, -2, 2, 57), in({3, 4}, -2, 2, 58)}},
+      {"lp_loss p=1.5",
+       [](const std::vector<DynTensor>& v) { return lp_loss(v[0], v[1], 1.5, Reduction::None); },
+       {in({5}, -2, 2, 59), in({5}, -2, 2, 60)}},
+      {"rnnt_loss",
+       [&](const std::vector<DynTensor>& v) {
+         return rnnt_loss(v[0], rnnt_targets, rnnt_t, rnnt_u, {.reduction = Reduction::None});
+       },
+       {in({3, 3, 3, 3}, -2, 2, 61)}},
+  };
+  for (const Case& c : more) {
+    EXPECT_TRUE(gradcheck(c.name, c.f, c.inputs)) << c.name;
+    EXPECT_TRUE(gradgradcheck(c.name, c.f, c.inputs)) << c.name;
+  }
   for (const Case& c : cases) {
     EXPECT_TRUE(gradcheck(c.name, c.f, c.inputs)) << c.name;
     if (c.second_order) {
@@ -675,8 +715,9 @@ TEST(LossCtc, SpeechSizedBatch) {
   const DynTensor g = grad(loss, {x})[0];
   EXPECT_TRUE(all_finite(g));
   const auto t3 = Clock::now();
-  std::printf("[ ctc ] T=100 N=16 C=29 S=30 f32: forward %.1f ms (%.1f ms recorded), backward %.1f ms\n",
-              ms(t0, t1), ms(t1, t2), ms(t2, t3));
+  std::printf(
+      "[ ctc ] T=100 N=16 C=29 S=30 f32: forward %.1f ms (%.1f ms recorded), backward %.1f ms\n",
+      ms(t0, t1), ms(t1, t2), ms(t2, t3));
 }
 
 TEST(LossErrors, Issue14Messages) {
@@ -725,6 +766,26 @@ TEST(LossErrors, Issue14Messages) {
         (void)soft_margin_loss(x, zeros({4, 3}, DType::i64));
       },
       "[soft_margin_loss] target must be a floating tensor");
+  expect_error([&] { (void)lp_loss(x, x, 0.0); }, "[lp_loss] p must be positive, got 0");
+  const DynTensor joint = randn({2, 3, 3, 4}, DType::f32);
+  const DynTensor rt = ones({2, 2}, DType::i64);
+  const DynTensor two = full({2}, 2, DType::i64);
+  expect_error(
+      [&] {
+        (void)rnnt_loss(joint, ones({2, 3}, DType::i64), two, two);
+      },
+      "[rnnt_loss] targets must have shape [2, 2]");
+  expect_error([&] { (void)rnnt_loss(joint, rt, full({2}, 4, DType::i64), two); },
+               "[rnnt_loss] logit length 4 is out of range [1, 3]");
+  expect_error([&] { (void)rnnt_loss(joint, rt, two, full({2}, 3, DType::i64)); },
+               "[rnnt_loss] target length 3 is out of range [0, 2]");
+  expect_error(
+      [&] {
+        (void)rnnt_loss(joint, full({2, 2}, 4, DType::i64), two, two);
+      },
+      "[rnnt_loss] target class 4 is out of range for 4 classes");
+  expect_error([&] { (void)rnnt_loss(joint, rt, two, two, {.blank = 4}); },
+               "[rnnt_loss] blank 4 is out of range for 4 classes");
   const DynTensor lp = log_softmax(randn({6, 2, 4}, DType::f32), -1);
   const DynTensor tg = ones({2, 3}, DType::i64);
   expect_error(

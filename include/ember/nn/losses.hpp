@@ -156,6 +156,21 @@ DynTensor ctc_loss(const DynTensor& log_probs, const DynTensor& targets,
                    const std::vector<int64_t>& input_lengths,
                    const std::vector<int64_t>& target_lengths, const CtcLossOptions& options = {});
 
+struct RnntLossOptions {
+  int64_t blank = -1;                     // -1: the last class (torchaudio's default)
+  Reduction reduction = Reduction::Mean;  // Mean: the mean of the per-sample losses
+  bool fused_log_softmax = true;          // false: logits are log-probabilities already
+};
+/// RNN-Transducer loss (Graves 2012; torchaudio.functional.rnnt_loss). `logits` [B, T, U + 1, V]
+/// from the joiner; `targets` Int [B, U] (padded, no blank); `logit_lengths` Int [B] in [1, T];
+/// `target_lengths` Int [B] in [0, U]. Returns [B] for Reduction::None.
+DynTensor rnnt_loss(const DynTensor& logits, const DynTensor& targets,
+                    const DynTensor& logit_lengths, const DynTensor& target_lengths,
+                    const RnntLossOptions& options = {});
+/// |input - target|^p elementwise, reduced (Burn's LpLoss; p = 1 is l1_loss, p = 2 mse_loss).
+DynTensor lp_loss(const DynTensor& input, const DynTensor& target, double p,
+                  Reduction reduction = Reduction::Mean);
+
 // Typed forms: the reduced loss as a 0-d tensor. Reduction::None is an error here (its result
 // has the input's rank, known only at run time); the DynTensor forms above return it.
 namespace detail {
@@ -306,6 +321,20 @@ Tensor<0> ctc_loss(const Tensor<3>& log_probs, const Tensor<S, Int>& targets,
   return detail::reduced(
       ctc_loss(log_probs.dyn(), targets.dyn(), input_lengths, target_lengths, options),
       options.reduction, "ctc_loss");
+}
+
+template <int D>
+Tensor<0> lp_loss(const Tensor<D>& input, const Tensor<D>& target, double p,
+                  Reduction reduction = Reduction::Mean) {
+  return detail::reduced(lp_loss(input.dyn(), target.dyn(), p, reduction), reduction, "lp_loss");
+}
+inline Tensor<0> rnnt_loss(const Tensor<4>& logits, const Tensor<2, Int>& targets,
+                           const Tensor<1, Int>& logit_lengths,
+                           const Tensor<1, Int>& target_lengths,
+                           const RnntLossOptions& options = {}) {
+  return detail::reduced(
+      rnnt_loss(logits.dyn(), targets.dyn(), logit_lengths.dyn(), target_lengths.dyn(), options),
+      options.reduction, "rnnt_loss");
 }
 
 }  // namespace ember::nn
