@@ -664,6 +664,18 @@ TEST(LossCtc, FormsAndDtypesAgree) {
   EXPECT_EQ(l32.dtype(), DType::f32);
   EXPECT_NEAR(l32.item<double>(), l64.item<double>(), 1e-4 * std::fabs(l64.item<double>()));
   EXPECT_TRUE(allclose(cast(grad(l32, {x32})[0], DType::f64), grad(l64, {x64})[0], 1e-3, 1e-5));
+  // f16 / bf16 are computed in f32 and returned in their dtype.
+  for (DType half : {DType::f16, DType::bf16}) {
+    const DynTensor lh = ctc_loss(cast(lp, half), b.padded, b.input_lengths, b.target_lengths);
+    EXPECT_EQ(lh.dtype(), half);
+    EXPECT_NEAR(lh.item<double>(), l64.item<double>(), 2e-2 * std::fabs(l64.item<double>()));
+  }
+  // Unbatched: log_probs [T, C], targets [S] (padded past the length), 0-d lengths.
+  const DynTensor one =
+      ctc_loss(select(lp, 1, 1), select(b.padded, 0, 1), std::vector<int64_t>{b.in_host[1]},
+               {b.tgt_host[1]}, {.reduction = Reduction::None});
+  EXPECT_EQ(one.rank(), 0);
+  EXPECT_NEAR(one.item<double>(), padded.to_vector<double>()[1], 1e-12);
   // The typed forms.
   const Tensor<0> typed =
       nn::ctc_loss(Tensor<3>(lp), Tensor<2, Int>(b.padded), Tensor<1, Int>(b.input_lengths),
