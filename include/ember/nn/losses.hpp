@@ -120,7 +120,8 @@ DynTensor hinge_embedding_loss(const DynTensor& input, const DynTensor& target, 
 DynTensor multilabel_margin_loss(const DynTensor& input, const DynTensor& target,
                                  Reduction reduction = Reduction::Mean);
 /// Per-class binary cross-entropy on logits, averaged over the classes (last dim). `target`
-/// (0/1, floating) has the input's shape; `weight` ([C], constant) scales each class.
+/// (0/1, floating) has the input's shape; `weight` (constant, broadcasting to the input:
+/// [C] scales each class).
 DynTensor multilabel_soft_margin_loss(const DynTensor& input, const DynTensor& target,
                                       const DynTensor& weight = {},
                                       Reduction reduction = Reduction::Mean);
