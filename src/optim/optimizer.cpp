@@ -119,6 +119,22 @@ Optimizer::Optimizer(const AdagradConfig& c)
     : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const LionConfig& c)
     : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AdadeltaConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AdamaxConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const NAdamConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const RAdamConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const RpropConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AsgdConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const AdanConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const MuonConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::~Optimizer() = default;
 Optimizer SgdConfig::init() const { return Optimizer(*this); }
 Optimizer AdamConfig::init() const { return Optimizer(*this); }
@@ -126,6 +142,14 @@ Optimizer AdamWConfig::init() const { return Optimizer(*this); }
 Optimizer RmspropConfig::init() const { return Optimizer(*this); }
 Optimizer AdagradConfig::init() const { return Optimizer(*this); }
 Optimizer LionConfig::init() const { return Optimizer(*this); }
+Optimizer AdadeltaConfig::init() const { return Optimizer(*this); }
+Optimizer AdamaxConfig::init() const { return Optimizer(*this); }
+Optimizer NAdamConfig::init() const { return Optimizer(*this); }
+Optimizer RAdamConfig::init() const { return Optimizer(*this); }
+Optimizer RpropConfig::init() const { return Optimizer(*this); }
+Optimizer AsgdConfig::init() const { return Optimizer(*this); }
+Optimizer AdanConfig::init() const { return Optimizer(*this); }
+Optimizer MuonConfig::init() const { return Optimizer(*this); }
 Optimizer::Optimizer(Optimizer&&) noexcept = default;
 Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
@@ -156,6 +180,9 @@ void Optimizer::step(const nn::ModuleTree& tree, const Gradients& grads) {
 }
 
 void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
+  EMBER_CHECK(!impl_->rule->needs_closure(), "[", name(),
+              "] needs a closure that recomputes the loss and gradients: opt.step(model, "
+              "closure)");
   auto guard = no_grad();
   // Everything is checked before the first parameter changes: a bad gradient updates nothing.
   struct Update {
@@ -179,8 +206,9 @@ void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
     if (!grad.defined()) continue;
     EMBER_CHECK(grad.shape() == p.slot->dyn().shape(), "[", name(), "] the gradient of ", p.path,
                 " has shape ", grad.shape(), ", the parameter ", p.slot->dyn().shape());
+    impl_->rule->check_param(p.path, p.slot->dyn());
     seen.emplace(p.slot->id(), updates.size());
-    updates.push_back({p.slot, g, detach(grad)});
+    updates.push_back({p.slot, g, impl_->rule->maximize ? neg(detach(grad)) : detach(grad)});
   }
   for (const Update& u : updates) {
     detail::ParamState& s = impl_->state[u.slot->id()];
@@ -247,6 +275,9 @@ OptimizerState Optimizer::state(const nn::ModuleTree& tree) const {
     auto it = impl_->state.find(p.slot->id());
     if (it == impl_->state.end()) continue;
     meta["step." + p.path] = std::to_string(it->second.step);
+    for (const auto& [scalar, v] : it->second.scalars) {
+      meta[scalar + "." + p.path] = format_double(v);
+    }
     for (const auto& [buffer, t] : it->second.buffers) {
       out.tensors.emplace_back(p.path + "." + buffer, detach(t));
     }
@@ -270,6 +301,7 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
   std::map<std::string, const nn::NamedTensor*> by_path;
   const std::vector<nn::NamedTensor> params = nn::named_params(tree);
   for (const nn::NamedTensor& p : params) by_path[p.path] = &p;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::unordered_map<nn::ParamId, detail::ParamState> fresh;
   for (const auto& [key, value] : meta) {
     if (!key.starts_with("step.")) continue;
@@ -278,6 +310,15 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
     EMBER_CHECK(it != by_path.end(), "[", who, "] the saved state has parameter \"",
                 shown(path, 80), "\", which ", module, " does not have");
     fresh[it->second->slot->id()].step = detail::state_int(meta, key, who, 0, detail::kMaxCount);
+  }
+  for (const nn::NamedTensor& p : params) {
+    auto s = fresh.find(p.slot->id());
+    if (s == fresh.end()) continue;
+    for (const std::string& scalar : impl_->rule->scalar_names()) {
+      // Every stepped parameter has them (made at its first step); any finite value is valid.
+      s->second.scalars[scalar] =
+          detail::state_double(meta, scalar + "." + p.path, who, -kInf, kInf);
+    }
   }
   const std::vector<std::string> kept = impl_->rule->buffer_names();
   for (const auto& [key, t] : state.tensors) {
@@ -300,7 +341,6 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
     // A copy of its own: a loaded tensor may share a read-only file mapping.
     s->second.buffers[buffer] = clone(cast(to_device(t, value.device()), value.dtype()));
   }
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<detail::GroupHyper> hypers;
   std::vector<std::optional<double>> initial;
   for (size_t g = 0; g < impl_->groups.size(); ++g) {

@@ -4,11 +4,15 @@
 #include "rules.hpp"
 #include "ember/tensor/ops/optim.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ember/core/error.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/linalg.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
 
 namespace ember::optim::detail {
 
@@ -16,6 +20,8 @@ void Rule::check(const GroupHyper& h) const {
   EMBER_CHECK(h.lr >= 0, "[", name(), "] invalid learning rate: ", h.lr, " (must be >= 0)");
   EMBER_CHECK(h.weight_decay >= 0, "[", name(), "] invalid weight_decay: ", h.weight_decay,
               " (must be >= 0)");
+  EMBER_CHECK(has_weight_decay() || h.weight_decay == 0, "[", name(), "] has no weight_decay, got ",
+              h.weight_decay);
 }
 
 namespace {
@@ -224,19 +230,364 @@ class Lion final : public Rule {
   LionConfig c_;
 };
 
+class Adadelta final : public Rule {
+ public:
+  explicit Adadelta(const AdadeltaConfig& c) : c_(c) {
+    check(defaults());
+    EMBER_CHECK(c.rho_ >= 0 && c.rho_ <= 1, "[Adadelta] invalid rho: ", c.rho_,
+                " (must be in [0, 1])");
+    EMBER_CHECK(c.eps_ >= 0, "[Adadelta] invalid eps: ", c.eps_, " (must be >= 0)");
+  }
+  const char* name() const override { return "Adadelta"; }
+  std::vector<std::string> buffer_names() const override { return {"square_avg", "acc_delta"}; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, 0.0}; }
+  bool has_momentum() const override { return false; }
+  DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double rho = c_.rho_;
+    const DynTensor g = h.weight_decay != 0 ? add_scaled(grad, p, h.weight_decay) : grad;
+    DynTensor& sq = buffer(s, "square_avg", [&] { return zeros_like(p); });
+    DynTensor& acc = buffer(s, "acc_delta", [&] { return zeros_like(p); });
+    sq = add_scaled(mul(sq, rho), mul(g, g), 1 - rho);
+    const DynTensor std = sqrt(add(sq, c_.eps_));
+    const DynTensor delta = mul(div(sqrt(add(acc, c_.eps_)), std), g);
+    acc = add_scaled(mul(acc, rho), mul(delta, delta), 1 - rho);
+    return add_scaled(p, delta, -h.lr);
+  }
+
+ private:
+  AdadeltaConfig c_;
+};
+
+class Adamax final : public Rule {
+ public:
+  explicit Adamax(const AdamaxConfig& c) : c_(c) {
+    check(defaults());
+    check_beta("Adamax", "beta1", c.beta1_);
+    check_beta("Adamax", "beta2", c.beta2_);
+    EMBER_CHECK(c.eps_ >= 0, "[Adamax] invalid eps: ", c.eps_, " (must be >= 0)");
+  }
+  const char* name() const override { return "Adamax"; }
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_inf"}; }
+  double momentum_limit() const override { return 1; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.beta1_}; }
+  DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double beta1 = h.momentum;
+    const DynTensor g = h.weight_decay != 0 ? add_scaled(grad, p, h.weight_decay) : grad;
+    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(p); });
+    DynTensor& u = buffer(s, "exp_inf", [&] { return zeros_like(p); });
+    m = add_scaled(mul(m, beta1), g, 1 - beta1);
+    u = maximum(mul(u, c_.beta2_), add(abs(g), c_.eps_));
+    const double clr = h.lr / (1 - std::pow(beta1, static_cast<double>(s.step)));
+    return add_scaled(p, div(m, u), -clr);
+  }
+
+ private:
+  AdamaxConfig c_;
+};
+
+// NAdam, as PyTorch >= 2.0 computes it: mu_product_next = mu_product * mu_next (PyTorch 1.13
+// multiplied by mu once more, a bug fixed since), mu_product kept in double.
+class NAdam final : public Rule {
+ public:
+  explicit NAdam(const NAdamConfig& c) : c_(c) {
+    check(defaults());
+    check_beta("NAdam", "beta1", c.beta1_);
+    check_beta("NAdam", "beta2", c.beta2_);
+    EMBER_CHECK(c.eps_ >= 0, "[NAdam] invalid eps: ", c.eps_, " (must be >= 0)");
+    EMBER_CHECK(c.momentum_decay_ >= 0, "[NAdam] invalid momentum_decay: ", c.momentum_decay_,
+                " (must be >= 0)");
+  }
+  const char* name() const override { return "NAdam"; }
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  std::vector<std::string> scalar_names() const override { return {"mu_product"}; }
+  double momentum_limit() const override { return 1; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.beta1_}; }
+  DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double beta1 = h.momentum, beta2 = c_.beta2_;
+    const double step = static_cast<double>(s.step);
+    const double bias_correction2 = 1 - std::pow(beta2, step);
+    DynTensor p = param, g = grad;
+    if (h.weight_decay != 0) {
+      if (c_.decoupled_weight_decay_) {
+        p = mul(p, 1 - h.lr * h.weight_decay);
+      } else {
+        g = add_scaled(g, p, h.weight_decay);
+      }
+    }
+    const double mu = beta1 * (1. - 0.5 * std::pow(0.96, step * c_.momentum_decay_));
+    const double mu_next = beta1 * (1. - 0.5 * std::pow(0.96, (step + 1) * c_.momentum_decay_));
+    double& mu_product = s.scalars.try_emplace("mu_product", 1.0).first->second;
+    mu_product *= mu;
+    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(p); });
+    DynTensor& v = buffer(s, "exp_avg_sq", [&] { return zeros_like(p); });
+    m = add_scaled(mul(m, beta1), g, 1 - beta1);
+    v = add_scaled(mul(v, beta2), mul(g, g), 1 - beta2);
+    const DynTensor denom = add(sqrt(div(v, bias_correction2)), c_.eps_);
+    p = add_scaled(p, div(g, denom), -h.lr * (1. - mu) / (1. - mu_product));
+    return add_scaled(p, div(m, denom), (-h.lr * mu_next) / (1. - mu_product * mu_next));
+  }
+
+ private:
+  NAdamConfig c_;
+};
+
+class RAdam final : public Rule {
+ public:
+  explicit RAdam(const RAdamConfig& c) : c_(c) {
+    check(defaults());
+    check_beta("RAdam", "beta1", c.beta1_);
+    check_beta("RAdam", "beta2", c.beta2_);
+    EMBER_CHECK(c.eps_ >= 0, "[RAdam] invalid eps: ", c.eps_, " (must be >= 0)");
+  }
+  const char* name() const override { return "RAdam"; }
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  double momentum_limit() const override { return 1; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.beta1_}; }
+  DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double beta1 = h.momentum, beta2 = c_.beta2_;
+    const double step = static_cast<double>(s.step);
+    DynTensor p = param, g = grad;
+    if (h.weight_decay != 0) {
+      if (c_.decoupled_weight_decay_) {
+        p = mul(p, 1 - h.lr * h.weight_decay);
+      } else {
+        g = add_scaled(g, p, h.weight_decay);
+      }
+    }
+    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(p); });
+    DynTensor& v = buffer(s, "exp_avg_sq", [&] { return zeros_like(p); });
+    m = add_scaled(mul(m, beta1), g, 1 - beta1);
+    v = add_scaled(mul(v, beta2), mul(g, g), 1 - beta2);
+    const double bias_correction1 = 1 - std::pow(beta1, step);
+    const double bias_correction2 = 1 - std::pow(beta2, step);
+    const DynTensor corrected = div(m, bias_correction1);
+    // The length of the approximated simple moving average: rectified once it exceeds 5.
+    const double rho_inf = 2 / (1 - beta2) - 1;
+    const double rho_t = rho_inf - 2 * step * std::pow(beta2, step) / bias_correction2;
+    if (rho_t > 5.) {
+      const double rect =
+          std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+      const DynTensor adaptive_lr = div(std::sqrt(bias_correction2), add(sqrt(v), c_.eps_));
+      return sub(p, mul(mul(mul(corrected, h.lr), adaptive_lr), rect));
+    }
+    return sub(p, mul(corrected, h.lr));
+  }
+
+ private:
+  RAdamConfig c_;
+};
+
+class Rprop final : public Rule {
+ public:
+  explicit Rprop(const RpropConfig& c) : c_(c) {
+    check(defaults());
+    EMBER_CHECK(c.etaminus_ > 0 && c.etaminus_ < 1 && c.etaplus_ > 1, "[Rprop] invalid etas: (",
+                c.etaminus_, ", ", c.etaplus_, ") (must be 0 < etaminus < 1 < etaplus)");
+    EMBER_CHECK(c.step_size_min_ >= 0 && c.step_size_min_ <= c.step_size_max_,
+                "[Rprop] invalid step_sizes: (", c.step_size_min_, ", ", c.step_size_max_,
+                ") (must be 0 <= min <= max)");
+  }
+  const char* name() const override { return "Rprop"; }
+  std::vector<std::string> buffer_names() const override { return {"prev", "step_size"}; }
+  GroupHyper defaults() const override { return {c_.lr_, 0.0, 0.0}; }
+  bool has_momentum() const override { return false; }
+  bool has_weight_decay() const override { return false; }
+  DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    DynTensor& prev = buffer(s, "prev", [&] { return zeros_like(p); });
+    // lr is only the initial step size (PyTorch's): later lr changes do not reach it.
+    DynTensor& step_size = buffer(s, "step_size", [&] { return full_like(p, h.lr); });
+    const DynTensor sgn = sign(mul(grad, prev));
+    const DynTensor flipped = lt(sgn, 0.0);
+    const DynTensor factor =
+        where(gt(sgn, 0.0), c_.etaplus_, where(flipped, c_.etaminus_, full_like(p, 1.0)));
+    step_size = clamp(mul(step_size, factor), c_.step_size_min_, c_.step_size_max_);
+    // Where the sign flipped, no step this time and no sign to compare with next time.
+    const DynTensor g = where(flipped, 0.0, grad);
+    prev = g;
+    return sub(p, mul(sign(g), step_size));
+  }
+
+ private:
+  RpropConfig c_;
+};
+
+class Asgd final : public Rule {
+ public:
+  explicit Asgd(const AsgdConfig& c) : c_(c) { check(defaults()); }
+  const char* name() const override { return "ASGD"; }
+  std::vector<std::string> buffer_names() const override { return {"ax"}; }
+  std::vector<std::string> scalar_names() const override { return {"eta", "mu"}; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, 0.0}; }
+  bool has_momentum() const override { return false; }
+  DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double step = static_cast<double>(s.step);
+    double& eta = s.scalars.try_emplace("eta", h.lr).first->second;
+    double& mu = s.scalars.try_emplace("mu", 1.0).first->second;
+    const DynTensor g = h.weight_decay != 0 ? add_scaled(grad, param, h.weight_decay) : grad;
+    DynTensor p = mul(param, 1 - c_.lambd_ * eta);
+    p = add_scaled(p, g, -eta);
+    DynTensor& ax = buffer(s, "ax", [&] { return zeros_like(p); });
+    ax = mu != 1 ? add(ax, mul(sub(p, ax), mu)) : clone(p);
+    eta = h.lr / std::pow(1 + c_.lambd_ * h.lr * step, c_.alpha_);
+    mu = 1 / std::max(1.0, step - c_.t0_);
+    return p;
+  }
+
+ private:
+  AsgdConfig c_;
+};
+
+// Adan as the authors' single-tensor reference (sail-sg/Adan, adan.py), with a step count per
+// parameter (the reference counts per group) and without its global max_grad_norm clipping
+// (optim::clip_grad_norm does that).
+class Adan final : public Rule {
+ public:
+  explicit Adan(const AdanConfig& c) : c_(c) {
+    check(defaults());
+    check_beta("Adan", "beta1", c.beta1_);
+    check_beta("Adan", "beta2", c.beta2_);
+    check_beta("Adan", "beta3", c.beta3_);
+    EMBER_CHECK(c.eps_ >= 0, "[Adan] invalid eps: ", c.eps_, " (must be >= 0)");
+  }
+  const char* name() const override { return "Adan"; }
+  std::vector<std::string> buffer_names() const override {
+    return {"exp_avg", "exp_avg_sq", "exp_avg_diff", "pre_grad"};
+  }
+  double momentum_limit() const override { return 1; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.beta1_}; }
+  DynTensor update(const DynTensor& param, const DynTensor& g, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double beta1 = h.momentum, beta2 = c_.beta2_, beta3 = c_.beta3_;
+    const double step = static_cast<double>(s.step);
+    const double bias_correction1 = 1 - std::pow(beta1, step);
+    const double bias_correction2 = 1 - std::pow(beta2, step);
+    const double bias_correction3_sqrt = std::sqrt(1 - std::pow(beta3, step));
+    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(param); });
+    DynTensor& n = buffer(s, "exp_avg_sq", [&] { return zeros_like(param); });
+    DynTensor& d = buffer(s, "exp_avg_diff", [&] { return zeros_like(param); });
+    DynTensor& pre = buffer(s, "pre_grad", [&] { return clone(g); });  // no difference at first
+    const DynTensor diff = sub(g, pre);
+    m = add_scaled(mul(m, beta1), g, 1 - beta1);
+    d = add_scaled(mul(d, beta2), diff, 1 - beta2);
+    const DynTensor nesterov = add(mul(diff, beta2), g);
+    n = add_scaled(mul(n, beta3), mul(nesterov, nesterov), 1 - beta3);
+    const DynTensor denom = add(div(sqrt(n), bias_correction3_sqrt), c_.eps_);
+    const double step_size = h.lr / bias_correction1;
+    const double step_size_diff = h.lr * beta2 / bias_correction2;
+    pre = clone(g);
+    DynTensor p = param;
+    if (c_.no_prox_) p = mul(p, 1 - h.lr * h.weight_decay);
+    p = add_scaled(p, div(m, denom), -step_size);
+    p = add_scaled(p, div(d, denom), -step_size_diff);
+    return c_.no_prox_ ? p : div(p, 1 + h.lr * h.weight_decay);
+  }
+
+ private:
+  AdanConfig c_;
+};
+
+// Muon as torch.optim.Muon (PyTorch 2.9) computes it, in the parameter's dtype.
+class Muon final : public Rule {
+ public:
+  explicit Muon(const MuonConfig& c) : c_(c) {
+    check(defaults());
+    EMBER_CHECK(c.momentum_ >= 0, "[Muon] invalid momentum: ", c.momentum_, " (must be >= 0)");
+    EMBER_CHECK(c.eps_ >= 0, "[Muon] invalid eps: ", c.eps_, " (must be >= 0)");
+    EMBER_CHECK(c.ns_steps_ >= 0 && c.ns_steps_ < 100, "[Muon] invalid ns_steps: ", c.ns_steps_,
+                " (must be in [0, 100))");
+  }
+  const char* name() const override { return "Muon"; }
+  std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
+  GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.momentum_}; }
+  void check_param(const std::string& path, const DynTensor& p) const override {
+    EMBER_CHECK(p.rank() == 2, "[Muon] orthogonalises 2-D parameters only; ", path, " has shape ",
+                p.shape(),
+                " (give vectors, embeddings and the output layer to another optimizer, e.g. "
+                "AdamW)");
+  }
+  DynTensor update(const DynTensor& param, const DynTensor& g, ParamState& s,
+                   const GroupHyper& h) const override {
+    ++s.step;
+    const double momentum = h.momentum;
+    DynTensor& buf = buffer(s, "momentum_buffer", [&] { return zeros_like(param); });
+    buf = lerp(buf, g, 1 - momentum);
+    const DynTensor update = orthogonalise(c_.nesterov_ ? lerp(g, buf, momentum) : buf);
+    const double rows = static_cast<double>(param.size(0));
+    const double cols = static_cast<double>(param.size(1));
+    const double ratio = c_.adjust_lr_fn_ == MuonLrAdjust::original
+                             ? std::sqrt(std::max(1.0, rows / cols))
+                             : 0.2 * std::sqrt(std::max(rows, cols));
+    const DynTensor p = mul(param, 1 - h.lr * h.weight_decay);
+    return add_scaled(p, update, -h.lr * ratio);
+  }
+
+ private:
+  // The quintic Newton-Schulz iteration: X <- a X + (b A + c A^2) X with A = X X^T, from X / |X|,
+  // on the wide orientation (fewer rows than columns).
+  DynTensor orthogonalise(const DynTensor& grad) const {
+    const bool tall = grad.size(0) > grad.size(1);
+    DynTensor x = tall ? transpose(grad, 0, 1) : grad;
+    x = div(x, clamp_min(norm(x), c_.eps_));
+    for (int i = 0; i < c_.ns_steps_; ++i) {
+      const DynTensor gram = matmul(x, transpose(x, 0, 1));
+      const DynTensor gram_update = add(mul(gram, c_.ns_b_), mul(matmul(gram, gram), c_.ns_c_));
+      x = add(mul(x, c_.ns_a_), matmul(gram_update, x));
+    }
+    return tall ? transpose(x, 0, 1) : x;
+  }
+
+  MuonConfig c_;
+};
+
+template <class R, class C>
+std::unique_ptr<Rule> with_maximize(std::unique_ptr<R> rule, const C& c) {
+  rule->maximize = c.maximize_;
+  return rule;
+}
+
 }  // namespace
 
-std::unique_ptr<Rule> make_rule(const SgdConfig& c) { return std::make_unique<Sgd>(c); }
+std::unique_ptr<Rule> make_rule(const SgdConfig& c) {
+  return with_maximize(std::make_unique<Sgd>(c), c);
+}
 std::unique_ptr<Rule> make_rule(const AdamConfig& c) {
-  return std::make_unique<Adam>("Adam", c.lr_, c.beta1_, c.beta2_, c.eps_, c.weight_decay_,
-                                c.amsgrad_, false);
+  return with_maximize(std::make_unique<Adam>("Adam", c.lr_, c.beta1_, c.beta2_, c.eps_,
+                                              c.weight_decay_, c.amsgrad_, false),
+                       c);
 }
 std::unique_ptr<Rule> make_rule(const AdamWConfig& c) {
-  return std::make_unique<Adam>("AdamW", c.lr_, c.beta1_, c.beta2_, c.eps_, c.weight_decay_,
-                                c.amsgrad_, true);
+  return with_maximize(std::make_unique<Adam>("AdamW", c.lr_, c.beta1_, c.beta2_, c.eps_,
+                                              c.weight_decay_, c.amsgrad_, true),
+                       c);
 }
-std::unique_ptr<Rule> make_rule(const RmspropConfig& c) { return std::make_unique<Rmsprop>(c); }
-std::unique_ptr<Rule> make_rule(const AdagradConfig& c) { return std::make_unique<Adagrad>(c); }
-std::unique_ptr<Rule> make_rule(const LionConfig& c) { return std::make_unique<Lion>(c); }
+#define EMBER_MAKE_RULE(Config, Class)                   \
+  std::unique_ptr<Rule> make_rule(const Config& c) {     \
+    return with_maximize(std::make_unique<Class>(c), c); \
+  }
+EMBER_MAKE_RULE(RmspropConfig, Rmsprop)
+EMBER_MAKE_RULE(AdagradConfig, Adagrad)
+EMBER_MAKE_RULE(LionConfig, Lion)
+EMBER_MAKE_RULE(AdadeltaConfig, Adadelta)
+EMBER_MAKE_RULE(AdamaxConfig, Adamax)
+EMBER_MAKE_RULE(NAdamConfig, NAdam)
+EMBER_MAKE_RULE(RAdamConfig, RAdam)
+EMBER_MAKE_RULE(RpropConfig, Rprop)
+EMBER_MAKE_RULE(AsgdConfig, Asgd)
+EMBER_MAKE_RULE(AdanConfig, Adan)
+EMBER_MAKE_RULE(MuonConfig, Muon)
+#undef EMBER_MAKE_RULE
 
 }  // namespace ember::optim::detail

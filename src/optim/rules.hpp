@@ -17,6 +17,9 @@ namespace ember::optim::detail {
 struct ParamState {
   int64_t step = 0;
   std::map<std::string, DynTensor> buffers;
+  // Per-parameter numbers (NAdam's mu_product, ASGD's eta and mu): PyTorch keeps 0-d tensors,
+  // Ember doubles, so a step never reads the device; saved as metadata `<name>.<path>`.
+  std::map<std::string, double> scalars;
 };
 
 /// The options a group sets for its parameters.
@@ -43,6 +46,16 @@ class Rule {
   virtual std::vector<std::string> buffer_names() const = 0;
   /// A group's momentum must be below this (1 for a beta1); a saved state is checked with it.
   virtual double momentum_limit() const { return std::numeric_limits<double>::infinity(); }
+  /// The names of the per-parameter numbers it keeps in ParamState::scalars.
+  virtual std::vector<std::string> scalar_names() const { return {}; }
+  /// Whether weight_decay means something (Rprop has none: a group setting one is an error).
+  virtual bool has_weight_decay() const { return true; }
+  /// Checks that the rule can update a parameter (Muon: 2-D only), before any parameter changes.
+  virtual void check_param(const std::string& /*path*/, const DynTensor& /*param*/) const {}
+  /// Whether step(model, grads) works; LBFGS needs a closure.
+  virtual bool needs_closure() const { return false; }
+  /// maximize: the gradient is negated before update() (PyTorch's maximize=True).
+  bool maximize = false;
 };
 
 std::unique_ptr<Rule> make_rule(const SgdConfig& c);
@@ -51,5 +64,13 @@ std::unique_ptr<Rule> make_rule(const AdamWConfig& c);
 std::unique_ptr<Rule> make_rule(const RmspropConfig& c);
 std::unique_ptr<Rule> make_rule(const AdagradConfig& c);
 std::unique_ptr<Rule> make_rule(const LionConfig& c);
+std::unique_ptr<Rule> make_rule(const AdadeltaConfig& c);
+std::unique_ptr<Rule> make_rule(const AdamaxConfig& c);
+std::unique_ptr<Rule> make_rule(const NAdamConfig& c);
+std::unique_ptr<Rule> make_rule(const RAdamConfig& c);
+std::unique_ptr<Rule> make_rule(const RpropConfig& c);
+std::unique_ptr<Rule> make_rule(const AsgdConfig& c);
+std::unique_ptr<Rule> make_rule(const AdanConfig& c);
+std::unique_ptr<Rule> make_rule(const MuonConfig& c);
 
 }  // namespace ember::optim::detail

@@ -256,6 +256,92 @@ TEST(State, MismatchesAreClearErrors) {
   test::expect_error([&] { fresh.load_state(other, s); }, {"[Adam]", "fc2", "Other"});
 }
 
+// Every optimizer of issue 14 resumes exactly: 10 steps, state through a file (buffers, step
+// counts and per-parameter numbers such as NAdam's mu_product and ASGD's eta and mu), a fresh
+// model and optimizer with other ParamIds, 10 more steps == 20 uninterrupted ones; with a
+// parameter group and a schedule, whose state goes along.
+TEST(State, EveryNewOptimizerResumesExactly) {
+  using namespace optim;
+  const std::vector<std::pair<const char*, std::function<Optimizer()>>> optimizers = {
+      {"Adadelta", [] { return AdadeltaConfig().weight_decay(0.01).init(); }},
+      {"Adamax", [] { return AdamaxConfig().lr(0.01).init(); }},
+      {"NAdam", [] { return NAdamConfig().lr(0.01).decoupled_weight_decay(true).init(); }},
+      {"RAdam", [] { return RAdamConfig().lr(0.01).weight_decay(0.1).init(); }},
+      {"Rprop", [] { return RpropConfig().lr(0.01).maximize(true).init(); }},
+      {"ASGD", [] { return AsgdConfig().lr(0.05).t0(4).init(); }},
+      {"Adan", [] { return AdanConfig().lr(0.01).weight_decay(0.02).init(); }},
+      {"Muon", [] { return MuonConfig().lr(0.02).init(); }},
+  };
+  const std::string path = ::testing::TempDir() + "/optim_resume_new.safetensors";
+  for (const auto& [name, make] : optimizers) {
+    SCOPED_TRACE(name);
+    const bool matrices_only = std::string(name) == "Muon";
+    auto grads = [&](Net& net, int k) {
+      optim::ParamGrads g = test::fixture_grads(net, k);
+      if (matrices_only) {
+        g.remove(net.fc1.bias->id());
+        g.remove(net.fc2.bias->id());
+      }
+      return g;
+    };
+    auto build = [&](Optimizer& opt) { opt.add_group("fc2", GroupOptions().lr(opt.lr() / 2)); };
+    Net straight = test::fixture_net();
+    Optimizer a = make();
+    build(a);
+    StepLR sched_a(a, 3, 0.5);
+    for (int k = 1; k <= 20; ++k) {
+      a.step(straight, grads(straight, k));
+      sched_a.step();
+    }
+
+    Net first = test::fixture_net();
+    Optimizer b = make();
+    build(b);
+    StepLR sched_b(b, 3, 0.5);
+    for (int k = 1; k <= 10; ++k) {
+      b.step(first, grads(first, k));
+      sched_b.step();
+    }
+    b.save(first, path);
+    Net resumed = test::fixture_net();  // other ParamIds
+    const auto from = nn::named_params(nn::module_tree(first));
+    const auto to = nn::named_params(nn::module_tree(resumed));
+    for (size_t i = 0; i < from.size(); ++i) to[i].slot->set_dyn(from[i].slot->dyn());
+    Optimizer c = make();
+    build(c);
+    StepLR sched_c(c, 3, 0.5);
+    c.load(resumed, path);
+    sched_c.load_state(sched_b.state());
+    EXPECT_EQ(c.steps(), 10);
+    for (int k = 11; k <= 20; ++k) {
+      c.step(resumed, grads(resumed, k));
+      sched_c.step();
+    }
+    const auto want = nn::named_params(nn::module_tree(straight));
+    const auto got = nn::named_params(nn::module_tree(resumed));
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(equal(want[i].slot->dyn(), got[i].slot->dyn())) << want[i].path;
+    }
+  }
+  std::filesystem::remove(path);
+}
+
+// Per-parameter numbers are saved as metadata `<name>.<path>` and are required back.
+TEST(State, PerParameterNumbersAreSavedAndChecked) {
+  Net net = test::fixture_net();
+  Optimizer opt = optim::AsgdConfig().lr(0.05).init();
+  opt.step(net, test::fixture_grads(net, 1));
+  optim::OptimizerState s = opt.state(net);
+  EXPECT_EQ(s.metadata.at("eta.fc1.weight"), s.metadata.at("eta.fc2.bias"));
+  EXPECT_EQ(s.metadata.at("mu.fc1.weight"), "1");
+  s.metadata.erase("mu.fc1.bias");
+  Optimizer back = optim::AsgdConfig().lr(0.05).init();
+  test::expect_error([&] { back.load_state(net, s); }, {"[ASGD]", "no \"mu.fc1.bias\""});
+  s.metadata["mu.fc1.bias"] = "nan";
+  test::expect_error([&] { back.load_state(net, s); }, {"[ASGD]", "mu.fc1.bias", "nan"});
+  EXPECT_EQ(back.steps(), 0);  // nothing loaded
+}
+
 // ---- bad configs ----
 
 TEST(Errors, BadConfigsNameTheOptimizerAndTheValue) {
@@ -279,6 +365,36 @@ TEST(Errors, BadConfigsNameTheOptimizerAndTheValue) {
   test::expect_error([&] { opt.set_lr(-2.0, 0); }, {"[SGD]", "learning rate", "-2"});
   test::expect_error([&] { opt.lr(3); }, {"[SGD]", "no parameter group 3"});
   test::expect_error([] { Optimizer(AdagradConfig()).momentum(0); }, {"[Adagrad]", "momentum"});
+  // Issue 14's optimizers.
+  test::expect_error([] { Optimizer(AdadeltaConfig().rho(1.5)); }, {"[Adadelta]", "rho", "1.5"});
+  test::expect_error([] { Optimizer(AdamaxConfig().betas(0.9, 1.0)); }, {"[Adamax]", "beta2", "1"});
+  test::expect_error([] { Optimizer(NAdamConfig().momentum_decay(-1)); },
+                     {"[NAdam]", "momentum_decay", "-1"});
+  test::expect_error([] { Optimizer(RAdamConfig().eps(-1e-8)); }, {"[RAdam]", "eps", "-1e-08"});
+  test::expect_error([] { Optimizer(RpropConfig().etas(0.5, 0.9)); },
+                     {"[Rprop]", "etas", "0.5", "0.9"});
+  test::expect_error([] { Optimizer(RpropConfig().step_sizes(1.0, 0.1)); },
+                     {"[Rprop]", "step_sizes", "1", "0.1"});
+  test::expect_error([] { Optimizer(AsgdConfig().lr(-1)); }, {"[ASGD]", "learning rate", "-1"});
+  test::expect_error([] { Optimizer(AdanConfig().betas(0.98, 0.92, 1.0)); },
+                     {"[Adan]", "beta3", "1"});
+  test::expect_error([] { Optimizer(MuonConfig().ns_steps(-1)); }, {"[Muon]", "ns_steps", "-1"});
+  test::expect_error([] { Optimizer(MuonConfig().momentum(-0.5)); },
+                     {"[Muon]", "momentum", "-0.5"});
+  Optimizer rprop{RpropConfig()};
+  test::expect_error([&] { rprop.add_group("fc1", optim::GroupOptions().weight_decay(0.1)); },
+                     {"[Rprop]", "no weight_decay", "0.1"});
+}
+
+// Muon updates matrices only; a vector with a gradient is an error before anything changes.
+TEST(Errors, MuonRefusesParametersThatAreNotMatrices) {
+  Net net = test::fixture_net();
+  const DynTensor before = net.fc1.weight.dyn();
+  Optimizer opt{optim::MuonConfig()};
+  test::expect_error([&] { opt.step(net, test::fixture_grads(net, 1)); },
+                     {"[Muon]", "2-D", "fc1.bias", "[3]"});
+  EXPECT_TRUE(equal(net.fc1.weight.dyn(), before));
+  EXPECT_EQ(opt.steps(), 0);
 }
 
 TEST(Errors, UnknownGroupPatternNamesItAndTheModel) {
@@ -319,6 +435,13 @@ TEST(Training, EveryOptimizerLowersTheLoss) {
       {"RMSprop", [] { return optim::RmspropConfig().lr(0.003).centered(true).init(); }},
       {"Adagrad", [] { return optim::AdagradConfig().lr(0.1).init(); }},
       {"Lion", [] { return optim::LionConfig().lr(0.01).init(); }},
+      {"Adadelta", [] { return optim::AdadeltaConfig().init(); }},
+      {"Adamax", [] { return optim::AdamaxConfig().lr(0.01).init(); }},
+      {"NAdam", [] { return optim::NAdamConfig().lr(0.01).init(); }},
+      {"RAdam", [] { return optim::RAdamConfig().lr(0.03).init(); }},
+      {"Rprop", [] { return optim::RpropConfig().lr(0.001).init(); }},
+      {"ASGD", [] { return optim::AsgdConfig().lr(0.3).init(); }},
+      {"Adan", [] { return optim::AdanConfig().lr(0.01).init(); }},
   };
   Generator gen(3);
   const DynTensor x = randn(Shape{64, 8}, DType::f32, default_device(), &gen);

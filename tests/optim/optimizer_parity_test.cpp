@@ -77,6 +77,95 @@ const std::map<std::string, std::function<Optimizer()>>& cases() {
          return opt;
        }},
       {"sgd_steplr", [] { return Optimizer(SgdConfig().lr(0.1).momentum(0.9)); }},
+      // Issue 14: more optimizers, maximize.
+      {"adadelta", [] { return Optimizer(AdadeltaConfig()); }},
+      {"adadelta_wd",
+       [] { return Optimizer(AdadeltaConfig().lr(0.5).rho(0.8).eps(1e-5).weight_decay(0.05)); }},
+      {"adamax", [] { return Optimizer(AdamaxConfig().lr(0.01)); }},
+      {"adamax_wd",
+       [] {
+         return Optimizer(AdamaxConfig().lr(0.02).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1));
+       }},
+      {"nadam", [] { return Optimizer(NAdamConfig().lr(0.01)); }},
+      {"nadam_wd",
+       [] {
+         return Optimizer(
+             NAdamConfig().lr(0.02).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1).momentum_decay(
+                 0.01));
+       }},
+      {"nadam_decoupled",
+       [] {
+         return Optimizer(NAdamConfig().lr(0.01).weight_decay(0.1).decoupled_weight_decay(true));
+       }},
+      {"radam", [] { return Optimizer(RAdamConfig().lr(0.01)); }},
+      {"radam_wd",
+       [] {
+         return Optimizer(RAdamConfig().lr(0.02).betas(0.8, 0.99).eps(1e-6).weight_decay(0.1));
+       }},
+      {"radam_decoupled",
+       [] {
+         return Optimizer(RAdamConfig().lr(0.01).weight_decay(0.1).decoupled_weight_decay(true));
+       }},
+      {"rprop", [] { return Optimizer(RpropConfig().lr(0.01)); }},
+      {"rprop_options",
+       [] { return Optimizer(RpropConfig().lr(0.05).etas(0.3, 1.5).step_sizes(1e-3, 0.1)); }},
+      {"asgd", [] { return Optimizer(AsgdConfig().lr(0.05).t0(5)); }},
+      {"asgd_wd",
+       [] {
+         return Optimizer(AsgdConfig().lr(0.1).lambd(0.01).alpha(0.5).t0(0).weight_decay(0.05));
+       }},
+      {"adan", [] { return Optimizer(AdanConfig().lr(0.01)); }},
+      {"adan_wd",
+       [] {
+         return Optimizer(AdanConfig().lr(0.02).betas(0.9, 0.9, 0.999).eps(1e-6).weight_decay(0.1));
+       }},
+      {"adan_no_prox",
+       [] { return Optimizer(AdanConfig().lr(0.02).weight_decay(0.1).no_prox(true)); }},
+      {"muon", [] { return Optimizer(MuonConfig().lr(0.02)); }},
+      {"muon_options",
+       [] {
+         return Optimizer(MuonConfig()
+                              .lr(0.05)
+                              .weight_decay(0.01)
+                              .momentum(0.9)
+                              .nesterov(false)
+                              .ns_steps(3)
+                              .adjust_lr_fn(MuonLrAdjust::match_rms_adamw));
+       }},
+      {"sgd_maximize",
+       [] {
+         return Optimizer(SgdConfig().lr(0.05).momentum(0.9).weight_decay(0.1).maximize(true));
+       }},
+      {"adam_maximize",
+       [] {
+         return Optimizer(AdamConfig().lr(0.02).weight_decay(0.1).amsgrad(true).maximize(true));
+       }},
+      {"adamw_maximize",
+       [] { return Optimizer(AdamWConfig().lr(0.01).weight_decay(0.1).maximize(true)); }},
+      {"rmsprop_maximize",
+       [] {
+         return Optimizer(
+             RmspropConfig().lr(0.01).weight_decay(0.01).momentum(0.5).centered(true).maximize(
+                 true));
+       }},
+      {"adagrad_maximize",
+       [] { return Optimizer(AdagradConfig().lr(0.1).weight_decay(0.01).maximize(true)); }},
+      {"lion_maximize",
+       [] { return Optimizer(LionConfig().lr(1e-3).weight_decay(0.1).maximize(true)); }},
+      {"adadelta_maximize",
+       [] { return Optimizer(AdadeltaConfig().weight_decay(0.05).maximize(true)); }},
+      {"adamax_maximize",
+       [] { return Optimizer(AdamaxConfig().lr(0.01).weight_decay(0.1).maximize(true)); }},
+      {"nadam_maximize",
+       [] { return Optimizer(NAdamConfig().lr(0.01).weight_decay(0.1).maximize(true)); }},
+      {"radam_maximize",
+       [] { return Optimizer(RAdamConfig().lr(0.01).weight_decay(0.1).maximize(true)); }},
+      {"rprop_maximize", [] { return Optimizer(RpropConfig().lr(0.01).maximize(true)); }},
+      {"asgd_maximize",
+       [] { return Optimizer(AsgdConfig().lr(0.05).t0(5).weight_decay(0.05).maximize(true)); }},
+      {"adan_maximize",
+       [] { return Optimizer(AdanConfig().lr(0.01).weight_decay(0.1).maximize(true)); }},
+      {"muon_maximize", [] { return Optimizer(MuonConfig().lr(0.02).maximize(true)); }},
   };
   return table;
 }
@@ -96,7 +185,11 @@ void run_case(const std::string& name, DType dtype = DType::f64, double rtol = k
   for (int k = 1; k <= 20; ++k) {
     const optim::ParamGrads given = test::fixture_grads(net, k);
     optim::ParamGrads g;
-    for (const auto& [id, t] : given.map()) g.set(id, cast(t, dtype));
+    for (const auto& [id, t] : given.map()) {
+      // Muon takes matrices only: the biases get no gradient (so no update), as in the script.
+      if (name.starts_with("muon") && t.rank() != 2) continue;
+      g.set(id, cast(t, dtype));
+    }
     opt.step(net, g);
     if (sched) sched->step();
     if (std::find(std::begin(kKeep), std::end(kKeep), k) == std::end(kKeep)) continue;
@@ -104,6 +197,12 @@ void run_case(const std::string& name, DType dtype = DType::f64, double rtol = k
       ASSERT_EQ(p.slot->dyn().dtype(), dtype);
       f.expect_close(p.slot->dyn(), prefix + name + "." + std::to_string(k) + "." + p.path, rtol,
                      atol);
+    }
+  }
+  if (name.starts_with("asgd")) {  // the averaged parameters, kept in the state
+    for (const auto& [key, t] : opt.state(net).tensors) {
+      const std::string path = key.substr(0, key.size() - 3);  // "<path>.ax"
+      f.expect_close(t, prefix + name + ".ax." + path, rtol, atol);
     }
   }
 }
@@ -125,6 +224,56 @@ TEST(OptimizerParity, Adagrad) {
 }
 TEST(OptimizerParity, Lion) {
   for (auto c : {"lion", "lion_wd"}) run_case(c);
+}
+TEST(OptimizerParity, Adadelta) {
+  for (auto c : {"adadelta", "adadelta_wd"}) run_case(c);
+}
+TEST(OptimizerParity, Adamax) {
+  for (auto c : {"adamax", "adamax_wd"}) run_case(c);
+}
+TEST(OptimizerParity, NAdam) {
+  for (auto c : {"nadam", "nadam_wd", "nadam_decoupled"}) run_case(c);
+}
+TEST(OptimizerParity, RAdam) {
+  for (auto c : {"radam", "radam_wd", "radam_decoupled"}) run_case(c);
+}
+TEST(OptimizerParity, Rprop) {
+  for (auto c : {"rprop", "rprop_options"}) run_case(c);
+}
+TEST(OptimizerParity, Asgd) {
+  for (auto c : {"asgd", "asgd_wd"}) run_case(c);
+}
+TEST(OptimizerParity, Adan) {
+  for (auto c : {"adan", "adan_wd", "adan_no_prox"}) run_case(c);
+}
+TEST(OptimizerParity, Muon) {
+  for (auto c : {"muon", "muon_options"}) run_case(c);
+}
+// Muon on a tall matrix: orthogonalised through its transpose.
+struct One {
+  nn::Linear fc;
+  EMBER_MODULE(One, fc)
+};
+TEST(OptimizerParity, MuonTallMatrix) {
+  const test::Fixture& f = test::optim_fixture();
+  One net{nn::Linear(nn::LinearConfig(3, 5).with_dtype(DType::f64).bias(false))};
+  net.fc.weight.set_dyn(f.get("muon_tall.init.w"));
+  Optimizer opt(optim::MuonConfig().lr(0.02).weight_decay(0.05));
+  for (int k = 1; k <= 20; ++k) {
+    optim::ParamGrads g;
+    g.set(net.fc.weight.id(), f.get("muon_tall.grad." + std::to_string(k) + ".w"));
+    opt.step(net, g);
+    if (std::find(std::begin(kKeep), std::end(kKeep), k) == std::end(kKeep)) continue;
+    f.expect_close(net.fc.weight.dyn(), "muon_tall." + std::to_string(k) + ".w", kRtol, kAtol);
+  }
+}
+TEST(OptimizerParity, Maximize) {
+  for (auto c :
+       {"sgd_maximize", "adam_maximize", "adamw_maximize", "rmsprop_maximize", "adagrad_maximize",
+        "lion_maximize", "adadelta_maximize", "adamax_maximize", "nadam_maximize", "radam_maximize",
+        "rprop_maximize", "asgd_maximize", "adan_maximize", "muon_maximize"}) {
+    run_case(c);
+  }
 }
 TEST(OptimizerParity, ParameterGroups) {
   for (auto c : {"adamw_groups", "sgd_groups"}) run_case(c);

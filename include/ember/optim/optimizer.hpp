@@ -1,5 +1,6 @@
-// Optimizers (torch.optim): SGD, Adam, AdamW, RMSprop, Adagrad, Lion, with PyTorch's update
-// rules and defaults, parameter groups selected by path, and state saved by parameter path.
+// Optimizers (torch.optim): SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam,
+// Rprop, ASGD, and Lion, Adan, Muon, with PyTorch's update rules and defaults (maximize on all),
+// parameter groups selected by path, and state saved by parameter path.
 //
 //   optim::Optimizer opt(optim::AdamConfig().lr(1e-3).weight_decay(0.01));
 //   opt.add_group("encoder", optim::GroupOptions().lr(1e-4));  // its own lr and decay
@@ -28,6 +29,11 @@ class Optimizer;
     name##_ = v;                               \
     return *this;                              \
   }
+// Every optimizer: maximize the objective (PyTorch's maximize=True: the gradient is negated
+// before the rule sees it, weight decay included).
+#define EMBER_OPTIM_MAXIMIZE(Config) \
+  bool maximize_ = false;            \
+  EMBER_OPTIM_SETTER(Config, bool, maximize)
 
 /// torch.optim.SGD: momentum, dampening, Nesterov momentum, L2 weight decay.
 struct SgdConfig {
@@ -39,6 +45,7 @@ struct SgdConfig {
   EMBER_OPTIM_SETTER(SgdConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(SgdConfig, bool, nesterov)
   /// The optimizer (Burn's config.init()): `auto opt = optim::SgdConfig().lr(0.1).init();`
+  EMBER_OPTIM_MAXIMIZE(SgdConfig)
   Optimizer init() const;
 };
 
@@ -56,6 +63,7 @@ struct AdamConfig {
     beta2_ = b2;
     return *this;
   }
+  EMBER_OPTIM_MAXIMIZE(AdamConfig)
   Optimizer init() const;
 };
 
@@ -72,6 +80,7 @@ struct AdamWConfig {
     beta2_ = b2;
     return *this;
   }
+  EMBER_OPTIM_MAXIMIZE(AdamWConfig)
   Optimizer init() const;
 };
 
@@ -85,6 +94,7 @@ struct RmspropConfig {
   EMBER_OPTIM_SETTER(RmspropConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(RmspropConfig, double, momentum)
   EMBER_OPTIM_SETTER(RmspropConfig, bool, centered)
+  EMBER_OPTIM_MAXIMIZE(RmspropConfig)
   Optimizer init() const;
 };
 
@@ -96,6 +106,7 @@ struct AdagradConfig {
   EMBER_OPTIM_SETTER(AdagradConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(AdagradConfig, double, initial_accumulator_value)
   EMBER_OPTIM_SETTER(AdagradConfig, double, eps)
+  EMBER_OPTIM_MAXIMIZE(AdagradConfig)
   Optimizer init() const;
 };
 
@@ -110,9 +121,163 @@ struct LionConfig {
     beta2_ = b2;
     return *this;
   }
+  EMBER_OPTIM_MAXIMIZE(LionConfig)
   Optimizer init() const;
 };
 
+/// torch.optim.Adadelta: lr scales the rho-averaged update (lr 1 is the paper's).
+struct AdadeltaConfig {
+  double lr_ = 1.0, rho_ = 0.9, eps_ = 1e-6, weight_decay_ = 0;
+  EMBER_OPTIM_SETTER(AdadeltaConfig, double, lr)
+  EMBER_OPTIM_SETTER(AdadeltaConfig, double, rho)
+  EMBER_OPTIM_SETTER(AdadeltaConfig, double, eps)
+  EMBER_OPTIM_SETTER(AdadeltaConfig, double, weight_decay)
+  EMBER_OPTIM_MAXIMIZE(AdadeltaConfig)
+  Optimizer init() const;
+};
+
+/// torch.optim.Adamax: Adam with the infinity norm (max(beta2 * u, |g| + eps)) as denominator.
+struct AdamaxConfig {
+  double lr_ = 2e-3, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0;
+  EMBER_OPTIM_SETTER(AdamaxConfig, double, lr)
+  EMBER_OPTIM_SETTER(AdamaxConfig, double, eps)
+  EMBER_OPTIM_SETTER(AdamaxConfig, double, weight_decay)
+  EMBER_OPTIM_MAXIMIZE(AdamaxConfig)
+  AdamaxConfig& betas(double b1, double b2) {
+    beta1_ = b1;
+    beta2_ = b2;
+    return *this;
+  }
+  Optimizer init() const;
+};
+
+/// torch.optim.NAdam: Adam with Nesterov momentum and Dozat's momentum schedule
+/// (mu_t = beta1 (1 - 0.5 * 0.96^(t momentum_decay))); decoupled_weight_decay gives NAdamW
+/// (PyTorch >= 2.1's option).
+struct NAdamConfig {
+  double lr_ = 2e-3, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0,
+         momentum_decay_ = 4e-3;
+  bool decoupled_weight_decay_ = false;
+  EMBER_OPTIM_SETTER(NAdamConfig, double, lr)
+  EMBER_OPTIM_SETTER(NAdamConfig, double, eps)
+  EMBER_OPTIM_SETTER(NAdamConfig, double, weight_decay)
+  EMBER_OPTIM_SETTER(NAdamConfig, double, momentum_decay)
+  EMBER_OPTIM_SETTER(NAdamConfig, bool, decoupled_weight_decay)
+  EMBER_OPTIM_MAXIMIZE(NAdamConfig)
+  NAdamConfig& betas(double b1, double b2) {
+    beta1_ = b1;
+    beta2_ = b2;
+    return *this;
+  }
+  Optimizer init() const;
+};
+
+/// torch.optim.RAdam: Adam with the variance rectification of Liu et al. 2020 (plain momentum
+/// steps while the rectifier is undefined, rho_t <= 5); decoupled_weight_decay as AdamW.
+struct RAdamConfig {
+  double lr_ = 1e-3, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0;
+  bool decoupled_weight_decay_ = false;
+  EMBER_OPTIM_SETTER(RAdamConfig, double, lr)
+  EMBER_OPTIM_SETTER(RAdamConfig, double, eps)
+  EMBER_OPTIM_SETTER(RAdamConfig, double, weight_decay)
+  EMBER_OPTIM_SETTER(RAdamConfig, bool, decoupled_weight_decay)
+  EMBER_OPTIM_MAXIMIZE(RAdamConfig)
+  RAdamConfig& betas(double b1, double b2) {
+    beta1_ = b1;
+    beta2_ = b2;
+    return *this;
+  }
+  Optimizer init() const;
+};
+
+/// torch.optim.Rprop: per-element step sizes grown by etaplus while the gradient keeps its sign,
+/// shrunk by etaminus when it flips, clamped to step_sizes; lr is the initial step size. No
+/// weight decay (as PyTorch).
+struct RpropConfig {
+  double lr_ = 1e-2, etaminus_ = 0.5, etaplus_ = 1.2, step_size_min_ = 1e-6, step_size_max_ = 50;
+  EMBER_OPTIM_SETTER(RpropConfig, double, lr)
+  EMBER_OPTIM_MAXIMIZE(RpropConfig)
+  RpropConfig& etas(double minus, double plus) {
+    etaminus_ = minus;
+    etaplus_ = plus;
+    return *this;
+  }
+  RpropConfig& step_sizes(double min, double max) {
+    step_size_min_ = min;
+    step_size_max_ = max;
+    return *this;
+  }
+  Optimizer init() const;
+};
+
+/// torch.optim.ASGD: SGD with a decaying step eta = lr / (1 + lambd lr t)^alpha and a running
+/// average of the parameters from step t0 on (the state's `ax` buffer).
+struct AsgdConfig {
+  double lr_ = 1e-2, lambd_ = 1e-4, alpha_ = 0.75, t0_ = 1e6, weight_decay_ = 0;
+  EMBER_OPTIM_SETTER(AsgdConfig, double, lr)
+  EMBER_OPTIM_SETTER(AsgdConfig, double, lambd)
+  EMBER_OPTIM_SETTER(AsgdConfig, double, alpha)
+  EMBER_OPTIM_SETTER(AsgdConfig, double, t0)
+  EMBER_OPTIM_SETTER(AsgdConfig, double, weight_decay)
+  EMBER_OPTIM_MAXIMIZE(AsgdConfig)
+  Optimizer init() const;
+};
+
+/// Adan (Xie et al. 2022, "Adan: Adaptive Nesterov Momentum Algorithm"), as the authors'
+/// reference implementation (github.com/sail-sg/Adan): betas for the gradient, the gradient
+/// difference and the squared Nesterov gradient; weight decay proximal (p / (1 + lr wd)) or,
+/// with no_prox, decoupled (p * (1 - lr wd)). Not in torch.optim.
+struct AdanConfig {
+  double lr_ = 1e-3, beta1_ = 0.98, beta2_ = 0.92, beta3_ = 0.99, eps_ = 1e-8, weight_decay_ = 0;
+  bool no_prox_ = false;
+  EMBER_OPTIM_SETTER(AdanConfig, double, lr)
+  EMBER_OPTIM_SETTER(AdanConfig, double, eps)
+  EMBER_OPTIM_SETTER(AdanConfig, double, weight_decay)
+  EMBER_OPTIM_SETTER(AdanConfig, bool, no_prox)
+  EMBER_OPTIM_MAXIMIZE(AdanConfig)
+  AdanConfig& betas(double b1, double b2, double b3) {
+    beta1_ = b1;
+    beta2_ = b2;
+    beta3_ = b3;
+    return *this;
+  }
+  Optimizer init() const;
+};
+
+/// How Muon scales the learning rate of an A x B matrix (torch.optim.Muon's adjust_lr_fn).
+enum class MuonLrAdjust {
+  original,         // lr * sqrt(max(1, A / B)) (Keller Jordan's reference)
+  match_rms_adamw,  // lr * 0.2 * sqrt(max(A, B)) (Moonshot's, an update RMS like AdamW's)
+};
+
+/// Muon (Keller Jordan 2024): SGD momentum (Nesterov by default) whose update is orthogonalised
+/// by a quintic Newton-Schulz iteration; for 2-D parameters only (as torch.optim.Muon: give the
+/// others, and embeddings and the output layer, to another optimizer). Computed in the
+/// parameter's dtype (the reference uses bfloat16).
+struct MuonConfig {
+  double lr_ = 1e-3, weight_decay_ = 0.1, momentum_ = 0.95, eps_ = 1e-7;
+  double ns_a_ = 3.4445, ns_b_ = -4.7750, ns_c_ = 2.0315;
+  int ns_steps_ = 5;
+  bool nesterov_ = true;
+  MuonLrAdjust adjust_lr_fn_ = MuonLrAdjust::original;
+  EMBER_OPTIM_SETTER(MuonConfig, double, lr)
+  EMBER_OPTIM_SETTER(MuonConfig, double, weight_decay)
+  EMBER_OPTIM_SETTER(MuonConfig, double, momentum)
+  EMBER_OPTIM_SETTER(MuonConfig, double, eps)
+  EMBER_OPTIM_SETTER(MuonConfig, int, ns_steps)
+  EMBER_OPTIM_SETTER(MuonConfig, bool, nesterov)
+  EMBER_OPTIM_SETTER(MuonConfig, MuonLrAdjust, adjust_lr_fn)
+  EMBER_OPTIM_MAXIMIZE(MuonConfig)
+  MuonConfig& ns_coefficients(double a, double b, double c) {
+    ns_a_ = a;
+    ns_b_ = b;
+    ns_c_ = c;
+    return *this;
+  }
+  Optimizer init() const;
+};
+
+#undef EMBER_OPTIM_MAXIMIZE
 #undef EMBER_OPTIM_SETTER
 
 /// Options of a parameter group; unset ones come from the optimizer's config.
@@ -150,11 +315,20 @@ class Optimizer {
   explicit Optimizer(const RmspropConfig& config);
   explicit Optimizer(const AdagradConfig& config);
   explicit Optimizer(const LionConfig& config);
+  explicit Optimizer(const AdadeltaConfig& config);
+  explicit Optimizer(const AdamaxConfig& config);
+  explicit Optimizer(const NAdamConfig& config);
+  explicit Optimizer(const RAdamConfig& config);
+  explicit Optimizer(const RpropConfig& config);
+  explicit Optimizer(const AsgdConfig& config);
+  explicit Optimizer(const AdanConfig& config);
+  explicit Optimizer(const MuonConfig& config);
   ~Optimizer();
   Optimizer(Optimizer&&) noexcept;
   Optimizer& operator=(Optimizer&&) noexcept;
 
-  /// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad" or "Lion".
+  /// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Lion", "Adadelta", "Adamax", "NAdam",
+  /// "RAdam", "Rprop", "ASGD", "Adan" or "Muon".
   const char* name() const;
 
   /// A new parameter group: the Params whose path matches `pattern` (as nn::set_trainable: the
@@ -183,7 +357,8 @@ class Optimizer {
   /// Sets every group's learning rate.
   void set_lr(double lr);
   double weight_decay(int group = 0) const;
-  /// Momentum (SGD, RMSprop) or beta1 (Adam, AdamW, Lion) of a group: what OneCycleLR cycles.
+  /// Momentum (SGD, RMSprop, Muon) or beta1 (Adam, AdamW, Lion, Adamax, NAdam, RAdam, Adan) of a
+  /// group: what OneCycleLR cycles. Adagrad, Adadelta, Rprop and ASGD have none.
   bool has_momentum() const;
   double momentum(int group = 0) const;
   void set_momentum(double momentum, int group);
