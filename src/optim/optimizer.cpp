@@ -96,6 +96,7 @@ class OptimizerImpl {
   std::unique_ptr<Rule> rule;
   std::vector<Group> groups;
   std::unordered_map<nn::ParamId, ParamState> state;
+  LbfgsState lbfgs;  // LBFGS's global state (unused by the other rules)
 
  private:
   std::unordered_map<nn::ParamId, int> group_of_;
@@ -135,6 +136,8 @@ Optimizer::Optimizer(const AdanConfig& c)
     : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::Optimizer(const MuonConfig& c)
     : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
+Optimizer::Optimizer(const LbfgsConfig& c)
+    : impl_(std::make_shared<detail::OptimizerImpl>(detail::make_rule(c))) {}
 Optimizer::~Optimizer() = default;
 Optimizer SgdConfig::init() const { return Optimizer(*this); }
 Optimizer AdamConfig::init() const { return Optimizer(*this); }
@@ -150,12 +153,15 @@ Optimizer RpropConfig::init() const { return Optimizer(*this); }
 Optimizer AsgdConfig::init() const { return Optimizer(*this); }
 Optimizer AdanConfig::init() const { return Optimizer(*this); }
 Optimizer MuonConfig::init() const { return Optimizer(*this); }
+Optimizer LbfgsConfig::init() const { return Optimizer(*this); }
 Optimizer::Optimizer(Optimizer&&) noexcept = default;
 Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 const char* Optimizer::name() const { return impl_->name(); }
 
 int Optimizer::add_group(std::string pattern, const GroupOptions& options) {
+  EMBER_CHECK(!impl_->rule->needs_closure(), "[", name(),
+              "] has no parameter groups (as PyTorch's): one vector of all parameters");
   detail::GroupHyper h = impl_->rule->defaults();
   if (options.lr_) h.lr = *options.lr_;
   if (options.weight_decay_) h.weight_decay = *options.weight_decay_;
@@ -218,6 +224,27 @@ void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
   for (const auto& [slot, index] : copies) slot->set_dyn(updates[index].slot->dyn());
 }
 
+DynTensor Optimizer::step(const nn::ModuleTree& tree, const Closure& closure) {
+  EMBER_CHECK(static_cast<bool>(closure), "[", name(), "] step: the closure is empty");
+  if (!impl_->rule->needs_closure()) {
+    LossAndGrads r;
+    {
+      auto recording = enable_grad();
+      r = closure();
+    }
+    step(tree, ParamGrads::from(tree, r.grads));
+    return r.loss;
+  }
+  // LBFGS: the trainable Params in the module's order, each once.
+  std::vector<nn::TensorSlot*> params;
+  std::set<nn::ParamId> seen;
+  for (const nn::NamedTensor& p : nn::named_params(tree)) {
+    if (p.slot->trainable() && seen.insert(p.slot->id()).second) params.push_back(p.slot);
+  }
+  return detail::lbfgs_step(*impl_->rule, impl_->group(0).hyper.lr, impl_->lbfgs, params, tree,
+                            closure);
+}
+
 double Optimizer::lr(int group) const { return impl_->group(group).hyper.lr; }
 
 void Optimizer::set_lr(double lr, int group) {
@@ -252,6 +279,7 @@ std::optional<double> Optimizer::initial_lr(int group) const {
 void Optimizer::set_initial_lr(double lr, int group) { impl_->group(group).initial_lr = lr; }
 
 int64_t Optimizer::steps() const {
+  if (impl_->rule->needs_closure()) return impl_->lbfgs.n_iter;
   int64_t n = 0;
   for (const auto& [id, s] : impl_->state) n = std::max(n, s.step);
   return n;
@@ -271,6 +299,7 @@ OptimizerState Optimizer::state(const nn::ModuleTree& tree) const {
     meta[key + "momentum"] = format_double(group.hyper.momentum);
     if (group.initial_lr) meta[key + "initial_lr"] = format_double(*group.initial_lr);
   }
+  if (impl_->rule->needs_closure()) detail::save_lbfgs(impl_->lbfgs, out);
   for (const nn::NamedTensor& p : nn::named_params(tree)) {
     auto it = impl_->state.find(p.slot->id());
     if (it == impl_->state.end()) continue;
@@ -320,8 +349,22 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
           detail::state_double(meta, scalar + "." + p.path, who, -kInf, kInf);
     }
   }
+  std::optional<detail::LbfgsState> lbfgs;
+  if (impl_->rule->needs_closure()) {
+    int64_t numel = 0;
+    DynTensor like;
+    std::set<nn::ParamId> counted;
+    for (const nn::NamedTensor& p : params) {
+      if (!p.slot->trainable() || !counted.insert(p.slot->id()).second) continue;
+      numel += p.slot->dyn().numel();
+      if (!like.defined()) like = p.slot->dyn();
+    }
+    EMBER_CHECK(like.defined(), "[", who, "] ", module, " has no trainable parameter");
+    lbfgs = detail::load_lbfgs(state, who, numel, like);
+  }
   const std::vector<std::string> kept = impl_->rule->buffer_names();
   for (const auto& [key, t] : state.tensors) {
+    if (lbfgs) break;  // LBFGS's tensors were checked by load_lbfgs
     const size_t dot = key.rfind('.');
     const std::string path = dot == std::string::npos ? key : key.substr(0, dot);
     const std::string buffer = dot == std::string::npos ? "" : key.substr(dot + 1);
@@ -367,6 +410,7 @@ void Optimizer::load_state(const nn::ModuleTree& tree, const OptimizerState& sta
     impl_->groups[g].initial_lr = initial[g];
   }
   impl_->state = std::move(fresh);
+  if (lbfgs) impl_->lbfgs = std::move(*lbfgs);
   impl_->forget_groups();
 }
 

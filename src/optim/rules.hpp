@@ -72,5 +72,28 @@ std::unique_ptr<Rule> make_rule(const RpropConfig& c);
 std::unique_ptr<Rule> make_rule(const AsgdConfig& c);
 std::unique_ptr<Rule> make_rule(const AdanConfig& c);
 std::unique_ptr<Rule> make_rule(const MuonConfig& c);
+std::unique_ptr<Rule> make_rule(const LbfgsConfig& c);
+
+/// LBFGS's state: global, over all parameters as one flat vector (PyTorch keeps it on the first
+/// parameter). Saved as tensors and metadata named `lbfgs/...` (a slash is in no parameter path).
+struct LbfgsState {
+  int64_t func_evals = 0, n_iter = 0;
+  DynTensor d, prev_flat_grad;  // undefined before the first iteration
+  double t = 0, h_diag = 1, prev_loss = 0;
+  std::vector<DynTensor> old_dirs, old_stps;
+  std::vector<double> ro;
+};
+
+/// LBFGS's state into / out of a saved OptimizerState (`lbfgs/...`); loading checks every
+/// number and that each vector has `numel` elements, and converts them to `like`'s dtype and
+/// device.
+void save_lbfgs(const LbfgsState& state, OptimizerState& out);
+LbfgsState load_lbfgs(const OptimizerState& saved, const char* who, int64_t numel,
+                      const DynTensor& like);
+
+/// One LBFGS step (lbfgs.cpp): `params` in the model's order, lr the group's.
+DynTensor lbfgs_step(const Rule& rule, double lr, LbfgsState& state,
+                     const std::vector<nn::TensorSlot*>& params, const nn::ModuleTree& tree,
+                     const Closure& closure);
 
 }  // namespace ember::optim::detail

@@ -326,6 +326,61 @@ TEST(State, EveryNewOptimizerResumesExactly) {
   std::filesystem::remove(path);
 }
 
+// LBFGS's global state (direction, step, history of curvature pairs, counters) resumes exactly.
+struct Fit {
+  nn::Linear fc;
+  EMBER_MODULE(Fit, fc)
+};
+
+Fit fit_model() {
+  const test::Fixture& f = test::optim_fixture();
+  Fit m{nn::Linear(nn::LinearConfig(4, 3).with_dtype(DType::f64))};
+  m.fc.weight.set_dyn(f.get("lbfgs.init.fc.weight"));
+  m.fc.bias->set_dyn(f.get("lbfgs.init.fc.bias"));
+  return m;
+}
+
+optim::Closure fit_closure(Fit& m) {
+  return [&m] {
+    const test::Fixture& f = test::optim_fixture();
+    const DynTensor d = sub(tanh(m.fc.forward(f.get("lbfgs.X"))), f.get("lbfgs.Y"));
+    const DynTensor loss = mean(mul(d, d));
+    return optim::LossAndGrads{loss, backward(loss)};
+  };
+}
+
+TEST(State, LbfgsResumesExactly) {
+  for (const auto search : {optim::LineSearch::none, optim::LineSearch::strong_wolfe}) {
+    const auto config =
+        optim::LbfgsConfig().lr(0.5).max_iter(4).history_size(2).line_search_fn(search);
+    const std::string path = ::testing::TempDir() + "/optim_lbfgs_state.safetensors";
+    Fit straight = fit_model();
+    Optimizer a(config);
+    for (int k = 0; k < 3; ++k) a.step(straight, fit_closure(straight));
+
+    Fit first = fit_model();
+    Optimizer b(config);
+    for (int k = 0; k < 2; ++k) b.step(first, fit_closure(first));
+    b.save(first, path);
+    Fit resumed = fit_model();
+    resumed.fc.weight.set_dyn(first.fc.weight.dyn());
+    resumed.fc.bias->set_dyn(first.fc.bias->dyn());
+    Optimizer c(config);
+    c.load(resumed, path);
+    EXPECT_EQ(c.steps(), b.steps());
+    c.step(resumed, fit_closure(resumed));
+    EXPECT_TRUE(equal(straight.fc.weight.dyn(), resumed.fc.weight.dyn()));
+    EXPECT_TRUE(equal(straight.fc.bias->dyn(), resumed.fc.bias->dyn()));
+    EXPECT_EQ(a.state(straight).metadata, c.state(resumed).metadata);
+
+    // A state of another model size is refused, naming the tensor and the sizes.
+    Net other = test::fixture_net();
+    Optimizer d(config);
+    test::expect_error([&] { d.load(other, path); }, {"[LBFGS]", "lbfgs/", "[15]", "23"});
+    std::filesystem::remove(path);
+  }
+}
+
 // Per-parameter numbers are saved as metadata `<name>.<path>` and are required back.
 TEST(State, PerParameterNumbersAreSavedAndChecked) {
   Net net = test::fixture_net();
@@ -384,6 +439,27 @@ TEST(Errors, BadConfigsNameTheOptimizerAndTheValue) {
   Optimizer rprop{RpropConfig()};
   test::expect_error([&] { rprop.add_group("fc1", optim::GroupOptions().weight_decay(0.1)); },
                      {"[Rprop]", "no weight_decay", "0.1"});
+}
+
+TEST(Errors, LbfgsNeedsAClosureAndOneGroup) {
+  Net net = test::fixture_net();
+  Optimizer opt{optim::LbfgsConfig()};
+  test::expect_error([&] { opt.step(net, test::fixture_grads(net, 1)); },
+                     {"[LBFGS]", "needs a closure"});
+  test::expect_error([&] { opt.add_group("fc1"); }, {"[LBFGS]", "no parameter groups"});
+  test::expect_error([&] { opt.step(net, optim::Closure()); }, {"[LBFGS]", "closure is empty"});
+  test::expect_error(
+      [&] {
+        opt.step(net, [&] {
+          const DynTensor out = net.forward(test::optim_fixture().get("lbfgs.X"));
+          return optim::LossAndGrads{out, backward(sum(out))};
+        });
+      },
+      {"[LBFGS]", "loss (one element)", "[8, 2]"});
+  test::expect_error([] { Optimizer(optim::LbfgsConfig().history_size(0)); },
+                     {"[LBFGS]", "history_size", "0"});
+  test::expect_error([] { Optimizer(optim::LbfgsConfig().max_iter(0)); },
+                     {"[LBFGS]", "max_iter", "0"});
 }
 
 // Muon updates matrices only; a vector with a gradient is an error before anything changes.

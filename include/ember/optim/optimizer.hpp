@@ -10,6 +10,7 @@
 // One Optimizer type for every algorithm: the config picks it. docs/OPTIM.md has the design.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -277,8 +278,41 @@ struct MuonConfig {
   Optimizer init() const;
 };
 
+/// The line search of LBFGS (torch's line_search_fn: None or "strong_wolfe").
+enum class LineSearch { none, strong_wolfe };
+
+/// torch.optim.LBFGS: limited-memory BFGS on all parameters as one vector, several function
+/// evaluations per step through a closure (`opt.step(model, closure)`), a fixed step lr or a
+/// strong-Wolfe line search. One parameter group (as PyTorch). max_eval defaults to
+/// max_iter * 5 / 4.
+struct LbfgsConfig {
+  double lr_ = 1, tolerance_grad_ = 1e-7, tolerance_change_ = 1e-9;
+  int max_iter_ = 20, history_size_ = 100;
+  std::optional<int> max_eval_;
+  LineSearch line_search_fn_ = LineSearch::none;
+  EMBER_OPTIM_SETTER(LbfgsConfig, double, lr)
+  EMBER_OPTIM_SETTER(LbfgsConfig, int, max_iter)
+  EMBER_OPTIM_SETTER(LbfgsConfig, int, max_eval)
+  EMBER_OPTIM_SETTER(LbfgsConfig, double, tolerance_grad)
+  EMBER_OPTIM_SETTER(LbfgsConfig, double, tolerance_change)
+  EMBER_OPTIM_SETTER(LbfgsConfig, int, history_size)
+  EMBER_OPTIM_SETTER(LbfgsConfig, LineSearch, line_search_fn)
+  EMBER_OPTIM_MAXIMIZE(LbfgsConfig)
+  Optimizer init() const;
+};
+
 #undef EMBER_OPTIM_MAXIMIZE
 #undef EMBER_OPTIM_SETTER
+
+/// What a closure returns: the loss it recomputed with the parameters' current values, and the
+/// gradients of its backward pass (`{loss, loss.backward()}`).
+struct LossAndGrads {
+  DynTensor loss;
+  Gradients grads;
+};
+/// PyTorch's closure: recomputes the loss and its gradients (there, `loss.backward()` fills .grad;
+/// here the Gradients come back with the loss).
+using Closure = std::function<LossAndGrads()>;
 
 /// Options of a parameter group; unset ones come from the optimizer's config.
 struct GroupOptions {
@@ -323,6 +357,7 @@ class Optimizer {
   explicit Optimizer(const AsgdConfig& config);
   explicit Optimizer(const AdanConfig& config);
   explicit Optimizer(const MuonConfig& config);
+  explicit Optimizer(const LbfgsConfig& config);
   ~Optimizer();
   Optimizer(Optimizer&&) noexcept;
   Optimizer& operator=(Optimizer&&) noexcept;
@@ -350,6 +385,21 @@ class Optimizer {
   }
   void step(const nn::ModuleTree& tree, const Gradients& grads);
   void step(const nn::ModuleTree& tree, const ParamGrads& grads);
+
+  /// PyTorch's step(closure): LBFGS calls `closure` as often as it needs (it must recompute the
+  /// loss from the model's current values, which the optimizer changes between calls); every
+  /// other optimizer calls it once and steps with its gradients. Returns the first loss.
+  ///
+  ///   auto opt = optim::LbfgsConfig().line_search_fn(optim::LineSearch::strong_wolfe).init();
+  ///   opt.step(model, [&] {
+  ///     DynTensor loss = loss_of(model, batch);
+  ///     return optim::LossAndGrads{loss, loss.backward()};
+  ///   });
+  template <nn::detail::Module M>
+  DynTensor step(M& model, const Closure& closure) {
+    return step(nn::module_tree(model), closure);
+  }
+  DynTensor step(const nn::ModuleTree& tree, const Closure& closure);
 
   /// The learning rate of a group (what schedules read and write).
   double lr(int group = 0) const;
