@@ -290,7 +290,7 @@ class Adamax final : public Rule {
 };
 
 // NAdam, as PyTorch >= 2.0 computes it: mu_product_next = mu_product * mu_next (PyTorch 1.13
-// multiplied by mu once more, a bug fixed since), mu_product kept in double.
+// multiplied by mu once more, a bug fixed by pytorch/pytorch#92699), mu_product kept in double.
 class NAdam final : public Rule {
  public:
   explicit NAdam(const NAdamConfig& c) : c_(c) {
