@@ -381,6 +381,45 @@ TEST(State, LbfgsResumesExactly) {
   }
 }
 
+// No optimizer but LBFGS (which reads losses and dot products, as PyTorch's) waits for the device
+// in a step: bias corrections, NAdam's mu_product, ASGD's eta and mu, RAdam's rectifier are
+// doubles computed on the host; Muon's norm stays a tensor.
+TEST(State, StepsMakeNoHostSynchronisation) {
+  using namespace optim;
+  const std::vector<std::pair<const char*, std::function<Optimizer()>>> optimizers = {
+      {"SGD", [] { return SgdConfig().momentum(0.9).nesterov(true).maximize(true).init(); }},
+      {"Adam", [] { return AdamConfig().amsgrad(true).init(); }},
+      {"RMSprop", [] { return RmspropConfig().centered(true).momentum(0.5).init(); }},
+      {"Adagrad", [] { return AdagradConfig().init(); }},
+      {"Lion", [] { return LionConfig().init(); }},
+      {"Adadelta", [] { return AdadeltaConfig().weight_decay(0.01).init(); }},
+      {"Adamax", [] { return AdamaxConfig().init(); }},
+      {"NAdam", [] { return NAdamConfig().init(); }},
+      {"RAdam", [] { return RAdamConfig().init(); }},
+      {"Rprop", [] { return RpropConfig().init(); }},
+      {"ASGD", [] { return AsgdConfig().t0(1).init(); }},
+      {"Adan", [] { return AdanConfig().init(); }},
+      {"Muon", [] { return MuonConfig().init(); }},
+  };
+  for (const auto& [name, make] : optimizers) {
+    SCOPED_TRACE(name);
+    Net net = test::fixture_net();
+    Optimizer opt = make();
+    std::vector<optim::ParamGrads> grads;
+    for (int k = 1; k <= 8; ++k) {
+      grads.push_back(test::fixture_grads(net, k));
+      if (std::string(name) == "Muon") {
+        grads.back().remove(net.fc1.bias->id());
+        grads.back().remove(net.fc2.bias->id());
+      }
+    }
+    opt.step(net, grads[0]);  // state made
+    const uint64_t before = host_sync_count(default_device());
+    for (size_t k = 1; k < grads.size(); ++k) opt.step(net, grads[k]);  // RAdam rectifies at 6
+    EXPECT_EQ(host_sync_count(default_device()) - before, 0u);
+  }
+}
+
 // Per-parameter numbers are saved as metadata `<name>.<path>` and are required back.
 TEST(State, PerParameterNumbersAreSavedAndChecked) {
   Net net = test::fixture_net();
