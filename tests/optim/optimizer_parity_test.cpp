@@ -361,6 +361,12 @@ TEST(OptimizerParity, Float32) {
   for (auto c : {"sgd_nesterov_wd", "adam", "adamw_amsgrad", "rmsprop_centered_wd"}) {
     run_case(c, DType::f32, 1e-6, 1e-7);
   }
+  // Issue 14's, PyTorch in float32 too (the script's own references computed with torch's float32
+  // ops); Ember's per-parameter numbers are doubles, PyTorch's scalars Python floats.
+  for (auto c : {"adadelta_wd", "adamax_wd", "nadam_wd", "radam_wd", "rprop", "asgd_wd", "adan_wd",
+                 "muon"}) {
+    run_case(c, DType::f32, 1e-6, 1e-7);
+  }
 }
 
 TEST(OptimizerParity, GroupOptionsAreReported) {

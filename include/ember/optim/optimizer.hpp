@@ -305,7 +305,8 @@ struct LbfgsConfig {
 #undef EMBER_OPTIM_SETTER
 
 /// What a closure returns: the loss it recomputed with the parameters' current values, and the
-/// gradients of its backward pass (`{loss, loss.backward()}`).
+/// gradients of its backward pass: `{loss, backward(loss)}`, or `{loss.dyn(), loss.backward()}`
+/// for a typed Tensor<0>.
 struct LossAndGrads {
   DynTensor loss;
   Gradients grads;
@@ -393,7 +394,7 @@ class Optimizer {
   ///   auto opt = optim::LbfgsConfig().line_search_fn(optim::LineSearch::strong_wolfe).init();
   ///   opt.step(model, [&] {
   ///     DynTensor loss = loss_of(model, batch);
-  ///     return optim::LossAndGrads{loss, loss.backward()};
+  ///     return optim::LossAndGrads{loss, backward(loss)};
   ///   });
   template <nn::detail::Module M>
   DynTensor step(M& model, const Closure& closure) {
