@@ -447,3 +447,4 @@ class Tensor {
 
 #include "ember/tensor/conv_ops.hpp"
 #include "ember/tensor/tensor_ops.hpp"
+#include "ember/tensor/statistics_ops.hpp"
