@@ -29,12 +29,10 @@ Shape kept(const Shape& s, int d) {
   return out;
 }
 
-// The values of x at `idx` (keepdim shape along d), squeezed unless keepdim. Gathered from x so
-// that the gradient goes to those elements.
-ValuesIndices take(const DynTensor& x, int d, DynTensor idx, bool keepdim) {
-  DynTensor values = gather(x, d, idx);
-  if (keepdim) return {values, idx};
-  return {squeeze(values, d), squeeze(idx, d)};
+// The values of x at `idx` (keepdim shape along d) with idx; gathered from x so that the
+// gradient goes to those elements.
+ValuesIndices take(const DynTensor& x, int d, const DynTensor& idx) {
+  return {gather(x, d, idx), idx};
 }
 
 // Empty results of a reduction along d of an input with no elements (and d not of size 0).
@@ -69,11 +67,6 @@ DynTensor count_numbers(const DynTensor& x, int d) {
   return sum(logical_not(isnan(x)), {d}, true);
 }
 
-// The element at sorted position pos (keepdim shape, i64) along d, and its index in x.
-ValuesIndices at_sorted(const DynTensor& x, int d, const DynTensor& order, const DynTensor& pos) {
-  return take(x, d, gather(order, d, pos), true);
-}
-
 ValuesIndices median_impl(const DynTensor& x, int64_t dim, bool keepdim, bool ignore_nan) {
   const char* name = ignore_nan ? "nanmedian" : "median";
   return as_op(name, [&] {
@@ -90,7 +83,7 @@ ValuesIndices median_impl(const DynTensor& x, int64_t dim, bool keepdim, bool ig
       } else {
         pos = where(lt(k, n), k, full(Shape{}, (n - 1) / 2, DType::i64, x.device()));
       }
-      return at_sorted(xs, d, order, pos);
+      return take(xs, d, gather(order, d, pos));
     });
   });
 }
@@ -126,7 +119,7 @@ ValuesIndices kthvalue(const DynTensor& x, int64_t k, int64_t dim, bool keepdim)
   return as_op("kthvalue", [&] {
     return along(x, dim, keepdim, "kthvalue", [&](const DynTensor& xs, int dd) {
       const DynTensor order = sort(detach(xs), dd).indices;
-      return take(xs, dd, narrow(order, dd, k - 1, 1), true);
+      return take(xs, dd, narrow(order, dd, k - 1, 1));
     });
   });
 }
@@ -152,7 +145,7 @@ ValuesIndices mode(const DynTensor& x, int64_t dim, bool keepdim) {
       // PyTorch returns the last index of that value, the end of its run in a stable sort.
       const DynTensor best = argmax(per_pos, d, true);
       const DynTensor last = sub(add(best, gather(per_pos, d, best)), 1);
-      return take(xs, d, gather(sorted.indices, d, last), true);
+      return take(xs, d, gather(sorted.indices, d, last));
     });
   });
 }

@@ -727,6 +727,27 @@ TEST(OpTableStatistics, Gradients) {
   }
 }
 
+// PyTorch 1.13's gradients on the same inputs: median([1, 5, 5, 2]) -> [0, 0, 0, 1];
+// median([1, 5, 2, 2], 0) -> [0, 0, 1, 0] (the stable sort's element); quantile([1, 5, 2, 3],
+// 0.4) -> [0, 0, 0.8, 0.2]; cummax([1, 3, 3, 2]) sums to [1, 1, 2, 0] (ties: the last index).
+TEST(OpTableStatistics, GradientsAsPyTorch) {
+  auto grad_of = [](const std::vector<double>& v, auto f) {
+    const DynTensor x = require_grad(from_data(TensorData::from(v, Shape{int64_t(v.size())})));
+    const DynTensor g = grad(sum(f(x)), {x})[0];
+    return g.to_vector<double>();
+  };
+  using V = std::vector<double>;
+  EXPECT_EQ(grad_of({1, 5, 5, 2}, [](auto& x) { return median(x); }), (V{0, 0, 0, 1}));
+  EXPECT_EQ(grad_of({1, 5, 2, 2}, [](auto& x) { return median(x, 0).values; }), (V{0, 0, 1, 0}));
+  const V q = grad_of({1, 5, 2, 3}, [](auto& x) { return quantile(x, 0.4); });
+  EXPECT_NEAR(q[2], 0.8, 1e-12);
+  EXPECT_NEAR(q[3], 0.2, 1e-12);
+  EXPECT_EQ(q[0] + q[1], 0.0);
+  EXPECT_EQ(grad_of({1, 3, 3, 2}, [](auto& x) { return cummax(x, 0).values; }), (V{1, 1, 2, 0}));
+  EXPECT_EQ(grad_of({4, 4, 2, 2, 7}, [](auto& x) { return mode(x, 0).values; }),
+            (V{0, 0, 0, 1, 0}));  // mode 2 at its last index, 3
+}
+
 TEST(OpTableStatistics, BadInputIsAClearError) {
   const DynTensor x = randn(Shape{2, 3}, DType::f32);
   auto expect_error = [](auto f, const std::string& needle) {

@@ -53,5 +53,10 @@ EMBER_EXPECT_TWIN(avg_pool2d<4>, avg_pool2d);
 EMBER_EXPECT_TWIN(adaptive_avg_pool1d<3>, adaptive_avg_pool1d);
 EMBER_EXPECT_TWIN(adaptive_avg_pool2d<4>, adaptive_avg_pool2d);
 
+// Statistics (statistics_ops.hpp): the wrappers that take their op's parameters one to one.
+EMBER_EXPECT_TWIN((cummax<2, Float>), cummax);
+EMBER_EXPECT_TWIN((cummin<2, Int>), cummin);
+EMBER_EXPECT_TWIN((logcumsumexp<2, Float>), logcumsumexp);
+
 }  // namespace
 }  // namespace ember
