@@ -448,3 +448,5 @@ class Tensor {
 #include "ember/tensor/conv_ops.hpp"
 #include "ember/tensor/tensor_ops.hpp"
 #include "ember/tensor/statistics_ops.hpp"
+// Matrix and shape ops (tril, einsum, diag, linalg norms, ...).
+#include "ember/tensor/shape_ops.hpp"
