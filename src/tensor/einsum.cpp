@@ -69,8 +69,6 @@ class Equation {
     return t;
   }
 
-  const std::string& text() const { return text_; }
-
  private:
   std::string text_;
 };
@@ -188,7 +186,7 @@ class Planner {
   }
 
   Operand contract(size_t i, size_t j) const {
-    Operand a = ops_[i], b = ops_[j];
+    const Operand &a = ops_[i], &b = ops_[j];
     auto needed_outside = [&](int l) { return needed(l, {i, j}); };
     // Every label an operand alone has is needed elsewhere (run() summed the others, and each
     // contraction keeps only needed labels), so nothing is summed here but the shared ones.

@@ -316,6 +316,27 @@ TEST(ShapeLinalgTable, EinsumAgainstLoops) {
   EXPECT_EQ(einsum("i,i", {a, b}).item<int64_t>(), 11);
 }
 
+// The greedy plan contracts operands that share a label first: left to right, "i,j,k,ij,jk->"
+// would build the n^3 outer product of the three vectors (8e9 elements here); greedily, every
+// intermediate has n elements.
+TEST(ShapeLinalgTable, EinsumPlanAvoidsLargeIntermediates) {
+  const int64_t n = 2000;
+  const DynTensor x = input(Shape{n}, DType::f64), y = input(Shape{n}, DType::f64),
+                  z = input(Shape{n}, DType::f64);
+  const DynTensor a = input(Shape{n, n}, DType::f64), b = input(Shape{n, n}, DType::f64);
+  const Host hx = Host::of(x), hy = Host::of(y), hz = Host::of(z), ha = Host::of(a),
+             hb = Host::of(b);
+  std::vector<double> v(size_t(n), 0.0);  // v_j = y_j sum_i x_i a_ij
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) v[size_t(j)] += hx.v[size_t(i)] * ha.v[size_t(i * n + j)];
+  double total = 0.0;  // sum_jk v_j b_jk z_k
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < n; ++k)
+      total += v[size_t(j)] * hy.v[size_t(j)] * hb.v[size_t(j * n + k)] * hz.v[size_t(k)];
+  expect_close(einsum("i,j,k,ij,jk->", {x, y, z, a, b}), Shape{}, {total}, {1e-9, 1e-9},
+               "einsum plan");
+}
+
 // --- roll ---------------------------------------------------------------------------------------
 
 Host roll_ref(const Host& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
@@ -865,6 +886,7 @@ TEST(ShapeLinalgGrad, FiniteDifferences) {
   for (const GradRow& row : rows) {
     for (const auto& inputs : row.cases) {
       EXPECT_TRUE(gradcheck(row.name, row.fn, inputs)) << row.name;
+      EXPECT_TRUE(gradgradcheck(row.name, row.fn, inputs)) << row.name;
     }
   }
 }

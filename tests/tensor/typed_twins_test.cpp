@@ -58,5 +58,17 @@ EMBER_EXPECT_TWIN((cummax<2, Float>), cummax);
 EMBER_EXPECT_TWIN((cummin<2, Int>), cummin);
 EMBER_EXPECT_TWIN((logcumsumexp<2, Float>), logcumsumexp);
 
+// Matrix and shape ops (include/ember/tensor/shape_ops.hpp).
+EMBER_EXPECT_TWIN((tril<2, Float>), tril);
+EMBER_EXPECT_TWIN((triu<3, Float>), triu);
+EMBER_EXPECT_TWIN(bmm<Float>, bmm);
+EMBER_EXPECT_TWIN((baddbmm<3, Float>), baddbmm);
+EMBER_EXPECT_TWIN((addmm<1, Float>), addmm);
+EMBER_EXPECT_TWIN((roll<2, Float>), roll);
+EMBER_EXPECT_TWIN((kron<2, 1, Float>), kron);
+EMBER_EXPECT_TWIN((diagonal<3, Float>), diagonal);
+EMBER_EXPECT_TWIN(trace<Float>, trace);
+EMBER_EXPECT_TWIN((cross<2, Float>), cross);
+
 }  // namespace
 }  // namespace ember
