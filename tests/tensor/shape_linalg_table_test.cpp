@@ -244,6 +244,8 @@ TEST(ShapeLinalgTable, EinsumAgainstLoops) {
       {"ij->ji", "ij->ji", {Shape{3, 4}}},
       {"ij", "ij->ij", {Shape{3, 4}}},
       {"ji", "ji->ij", {Shape{3, 4}}},  // implicit output is alphabetical: a transpose
+      {"bA", "bA->Ab", {Shape{2, 3}}},  // uppercase sorts first, as PyTorch
+      {"...ij,j", "zij,j->zi", {Shape{2, 3, 4}, Shape{4}}},
       {"ii->i", "ii->i", {Shape{4, 4}}},
       {"ii", "ii->", {Shape{4, 4}}},
       {"iij->j", "iij->j", {Shape{3, 3, 2}}},
