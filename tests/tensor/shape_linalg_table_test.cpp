@@ -772,6 +772,39 @@ TEST(ShapeLinalgTable, MatrixNormAndNorm) {
                vnorm_ref(h3, 1, {1}, false).v, tol_of(DType::f64), "norm one dim");
 }
 
+// --- 16-bit floats and bool ---------------------------------------------------------------------
+
+// The composites keep the input's dtype; sums run in f32 where the parts do (matmul, norm).
+TEST(ShapeLinalgTable, HalfPrecisionAndBool) {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    const DynTensor a = input(Shape{2, 3, 4}, dt, Layout::Transposed);
+    const DynTensor b = input(Shape{2, 4, 5}, dt);
+    const Host ha = Host::of(a), hb = Host::of(b);
+    const std::string what = std::string(" ") + std::string(dtype_name(dt));
+    const Host prod = einsum_ref("bij,bjk->bik", {ha, hb});
+    const Tol tol{tol_for(dt).rtol * 4, tol_for(dt).atol * 4};
+    const DynTensor e = einsum("bij,bjk->bik", {a, b});
+    EXPECT_EQ(e.dtype(), dt);
+    expect_close(e, prod.shape, prod.v, tol, "einsum" + what);
+    expect_close(bmm(a, b), prod.shape, prod.v, tol, "bmm" + what);
+    const DynTensor tr = tril(a, 1);
+    EXPECT_EQ(tr.dtype(), dt);
+    expect_close(tr, a.shape(), tri_ref(ha, 1, true).v, tol_for(dt), "tril" + what);
+    const Host vn = vnorm_ref(ha, 2.0, {-1}, false);
+    expect_close(linalg::vector_norm(a, 2.0, {-1}), vn.shape, vn.v, tol, "vector_norm" + what);
+    const Host dg = diagonal_ref(ha, 1, 1, 2);
+    expect_close(diagonal(a, 1, 1, 2), dg.shape, dg.v, tol_for(dt), "diagonal" + what);
+  }
+  const DynTensor m = ge(input(Shape{3, 3}, DType::f32), 0.0);
+  const Host hm = Host::of(m);
+  expect_close(triu(m, 1), m.shape(), tri_ref(hm, 1, false).v, tol_for(DType::boolean),
+               "triu bool");
+  expect_close(roll(m, {1}, {1}), m.shape(), roll_ref(hm, {1}, {1}).v, tol_for(DType::boolean),
+               "roll bool");
+  expect_close(diagonal(m), Shape{3}, diagonal_ref(hm, 0, 0, 1).v, tol_for(DType::boolean),
+               "diagonal bool");
+}
+
 // --- typed forwards: ranks at compile time ------------------------------------------------------
 
 TEST(ShapeLinalgTable, TypedRanks) {
