@@ -95,3 +95,26 @@ TEST(NnGradcheck, EmbeddingLinearActivations) {
   nn::RotaryEncoding rope{6};
   check("rotary", [rope](auto& t) { return rope.forward(t[0], 3); }, {x});
 }
+
+// Issue 14's activations: composites, so their gradients come from autodiff; checked here against
+// finite differences (first and second order) away from their kinks.
+TEST(NnGradcheck, MoreActivations) {
+  const auto x = input(Shape{3, 5}, 31, Layout::Transposed, -3, 3);
+  check("softsign", [](auto& t) { return nn::softsign(t[0]); }, {x});
+  check("tanhshrink", [](auto& t) { return nn::tanhshrink(t[0]); }, {x});
+  check("hardtanh", [](auto& t) { return nn::hardtanh(t[0], -1.1, 1.7); }, {x});
+  check("relu6", [](auto& t) { return nn::relu6(mul(t[0], 3.0)); }, {x});
+  check("celu", [](auto& t) { return nn::celu(t[0], 0.6); }, {x});
+  check("threshold", [](auto& t) { return nn::threshold(t[0], 0.4, -1.5); }, {x});
+  check("logsigmoid", [](auto& t) { return nn::logsigmoid(t[0]); }, {x});
+  check("softshrink", [](auto& t) { return nn::softshrink(t[0], 0.7); }, {x});
+  check("hardshrink", [](auto& t) { return nn::hardshrink(t[0], 0.7); }, {x});
+  check("hardsigmoid", [](auto& t) { return nn::hardsigmoid(t[0]); }, {x});
+  check("rrelu eval", [](auto& t) { return nn::rrelu(t[0], 0.1, 0.4); }, {x});
+  check("softmin", [](auto& t) { return nn::softmin(t[0], 1); }, {x});
+  check("thresholded_relu", [](auto& t) { return nn::thresholded_relu(t[0], 0.5); }, {x});
+  check("shrink", [](auto& t) { return nn::shrink(t[0], 0.5, 0.3); }, {x});
+  check("quiet_softmax", [](auto& t) { return nn::quiet_softmax(t[0], 0); }, {x});
+  check("softmax2d", [](auto& t) { return nn::Softmax2d{}.forward(t[0]); },
+        {input(Shape{2, 3, 2, 2}, 32, Layout::Strided)});
+}

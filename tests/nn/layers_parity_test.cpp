@@ -264,3 +264,55 @@ TEST(Layers, PositionalAndRotaryEncodings) {
   // Norms are kept (a rotation).
   EXPECT_NEAR(rope(q, 17).norm().item<double>(), q.norm().item<double>(), 1e-12);
 }
+
+// Issue 14: the rest of PyTorch's activations (and Burn's three that PyTorch lacks, from their
+// definitions), modules and functional forms.
+TEST(LayerParity, MoreActivations) {
+  using F = std::function<DynTensor(const DynTensor&)>;
+  const std::pair<const char*, F> fns[] = {
+      {"softsign", [](const DynTensor& x) { return nn::Softsign{}.forward(x); }},
+      {"tanhshrink", [](const DynTensor& x) { return nn::Tanhshrink{}.forward(x); }},
+      {"hardtanh",
+       [](const DynTensor& x) {
+         return nn::Hardtanh{-1.5, 2.0}.forward(x);
+       }},
+      {"relu6", [](const DynTensor& x) { return nn::ReLU6{}.forward(x); }},
+      {"celu", [](const DynTensor& x) { return nn::CELU{0.7}.forward(x); }},
+      {"threshold",
+       [](const DynTensor& x) {
+         return nn::Threshold{0.3, -2.0}.forward(x);
+       }},
+      {"logsigmoid", [](const DynTensor& x) { return nn::LogSigmoid{}.forward(x); }},
+      {"softshrink", [](const DynTensor& x) { return nn::Softshrink{0.8}.forward(x); }},
+      {"hardshrink", [](const DynTensor& x) { return nn::Hardshrink{0.6}.forward(x); }},
+      {"rrelu_eval",
+       [](const DynTensor& x) {
+         nn::RReLU r{0.1, 0.3, {}};
+         r.eval();
+         return r.forward(x);
+       }},
+      {"softmin", [](const DynTensor& x) { return nn::Softmin{1}.forward(x); }},
+      {"softmax", [](const DynTensor& x) { return nn::Softmax{0}.forward(x); }},
+      {"log_softmax", [](const DynTensor& x) { return nn::LogSoftmax{1}.forward(x); }},
+      {"thresholded_relu", [](const DynTensor& x) { return nn::ThresholdedReLU{}.forward(x); }},
+      {"shrink",
+       [](const DynTensor& x) {
+         return nn::Shrink{0.5, 0.2}.forward(x);
+       }},
+      {"quiet_softmax", [](const DynTensor& x) { return nn::quiet_softmax(x, 1); }},
+      {"softmax2d", [](const DynTensor& x) { return nn::Softmax2d{}.forward(x); }},
+      {"glu_dim0", [](const DynTensor& x) { return nn::GLU{0}.forward(x); }}};
+  for (const auto& [name, fn] : fns) {
+    // PyTorch's celu backward takes 1 / alpha rounded to float (derivatives.yaml's
+    // 1.0/alpha.toFloat()) even in float64: its gradient is up to ~1e-7 off the exact one, which
+    // Ember computes.
+    g_rtol = std::string(name) == "celu" ? 1e-6 : 1e-10;
+    check_case(name, fn);
+  }
+  g_rtol = 1e-10;
+  // The functional forms are the modules' bodies; a few spot checks of the free functions.
+  const DynTensor x = get("softsign.x");
+  EXPECT_TRUE(allclose(nn::relu6(x), nn::hardtanh(x, 0.0, 6.0)));
+  EXPECT_TRUE(allclose(nn::softshrink(x, 0.8), nn::shrink(x, 0.8, 0.8)));
+  EXPECT_TRUE(allclose(nn::thresholded_relu(x, 1.0), nn::threshold(x, 1.0, 0.0)));
+}

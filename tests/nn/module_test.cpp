@@ -2,6 +2,9 @@
 // deep copies, device/dtype moves, summaries, configs; and the first layers.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
 
@@ -434,4 +437,90 @@ TEST(Layers, ParameterFreeModulesAreTheirOwnConfigs) {
   const nn::PositionalEncoding pe(pe_config);
   EXPECT_EQ(pe.pe.dyn().shape(), (Shape{40, 16}));
   EXPECT_TRUE(pe.batch_first);
+}
+
+// Issue 14: PyTorch's gradients at the kinks, NaN kept, the options' errors, RReLU's draws.
+TEST(Layers, ActivationKinksAndEdgesAsPyTorch) {
+  const auto x = require_grad(from_data(
+      TensorData::from(std::vector<double>{-3.0, 3.0, -3.5, 0.0, 3.5, -1.0, 1.0, 6.0}, Shape{8})));
+  auto grad_of = [&](const DynTensor& y) { return backward(sum(y)).get(x).to_vector<double>(); };
+  // hardsigmoid: 0 at exactly -3 and 3 (PyTorch's hardsigmoid_backward), 1/6 inside.
+  EXPECT_EQ(grad_of(nn::hardsigmoid(x)),
+            (std::vector<double>{0, 0, 0, 1.0 / 6.0, 0, 1.0 / 6.0, 1.0 / 6.0, 0}));
+  // hardswish: -0.5 at -3 and 1.5 at 3 (PyTorch's hardswish_backward).
+  const auto hs = grad_of(nn::hardswish(x));
+  EXPECT_DOUBLE_EQ(hs[0], -0.5);
+  EXPECT_DOUBLE_EQ(hs[1], 1.5);
+  // hardtanh and relu6: no gradient on the bounds.
+  EXPECT_EQ(grad_of(nn::hardtanh(x)), (std::vector<double>{0, 0, 0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(grad_of(nn::relu6(x)), (std::vector<double>{0, 1, 0, 0, 1, 0, 1, 0}));
+  // softshrink and hardshrink: no gradient on +-lambd; threshold none at the threshold.
+  EXPECT_EQ(grad_of(nn::softshrink(x, 1.0)), (std::vector<double>{1, 1, 1, 0, 1, 0, 0, 1}));
+  EXPECT_EQ(grad_of(nn::hardshrink(x, 1.0)), (std::vector<double>{1, 1, 1, 0, 1, 0, 0, 1}));
+  EXPECT_EQ(grad_of(nn::threshold(x, 1.0, 5.0)), (std::vector<double>{0, 1, 0, 0, 1, 0, 0, 1}));
+  // logsigmoid at 0: 1/2, and finite far out.
+  EXPECT_DOUBLE_EQ(grad_of(nn::logsigmoid(x))[3], 0.5);
+  const auto far = from_data(TensorData::from(std::vector<double>{-800.0, 800.0}, Shape{2}));
+  EXPECT_EQ(nn::logsigmoid(far).to_vector<double>(), (std::vector<double>{-800.0, 0.0}));
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto n = from_data(TensorData::from(std::vector<double>{nan}, Shape{1}));
+  for (const DynTensor& y :
+       {nn::hardtanh(n), nn::relu6(n), nn::threshold(n, 0.0, 1.0), nn::softshrink(n),
+        nn::hardshrink(n), nn::hardsigmoid(n), nn::softsign(n), nn::celu(n), nn::logsigmoid(n)}) {
+    EXPECT_TRUE(std::isnan(y.to_vector<double>()[0]));
+  }
+
+  EXPECT_THROW(nn::celu(x, 0.0), Error);
+  EXPECT_THROW(nn::softshrink(x, -0.5), Error);
+  EXPECT_THROW(nn::hardtanh(x, 1.0, -1.0), Error);
+  EXPECT_THROW(nn::rrelu(x, 0.5, 0.1, true), Error);
+  EXPECT_THROW(nn::Softmax2d{}.forward(Tensor<2>::ones({2, 3}).dyn()), Error);
+  try {
+    nn::celu(x, 0.0);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[celu] alpha must not be 0"), std::string::npos);
+  }
+}
+
+TEST(Layers, RReLUDrawsSlopesWhenTrainingAndUsesTheirMeanOtherwise) {
+  const auto x = Tensor<2>::full({64, 64}, -2.0, default_device(), DType::f64);
+  nn::RReLU r{0.1, 0.3, {}};
+  Generator g1(7), g2(7);
+  const auto a = nn::rrelu(x.dyn(), 0.1, 0.3, true, &g1);
+  const auto b = nn::rrelu(x.dyn(), 0.1, 0.3, true, &g2);
+  EXPECT_TRUE(equal(a, b));  // the same generator state draws the same slopes
+  const auto slopes = div(a, -2.0);
+  EXPECT_GE(amin(slopes).item<double>(), 0.1);
+  EXPECT_LE(amax(slopes).item<double>(), 0.3);
+  EXPECT_NEAR(mean(slopes).item<double>(), 0.2, 0.01);
+  // Positive inputs pass; gradients are the drawn slopes.
+  const auto xp = require_grad(from_data(TensorData::from(std::vector<double>{-1, 2}, Shape{2})));
+  Generator g3(3);
+  const auto y = nn::rrelu(xp, 0.1, 0.3, true, &g3);
+  const auto gx = backward(sum(y)).get(xp).to_vector<double>();
+  EXPECT_DOUBLE_EQ(gx[0], -y.to_vector<double>()[0]);
+  EXPECT_DOUBLE_EQ(gx[1], 1.0);
+  r.eval();
+  EXPECT_TRUE(allclose(r(x), x * 0.2));
+  EXPECT_DOUBLE_EQ(nn::RReLU::from_json(r.to_json()).upper, 0.3);
+}
+
+TEST(Layers, MoreActivationModulesAreTheirOwnConfigs) {
+  const auto h = nn::Hardtanh::from_json(nn::Hardtanh{-2.0, 3.0}.to_json());
+  EXPECT_DOUBLE_EQ(h.min_val, -2.0);
+  EXPECT_DOUBLE_EQ(h.max_val, 3.0);
+  EXPECT_DOUBLE_EQ(nn::CELU::from_json(nn::CELU{0.5}.to_json()).alpha, 0.5);
+  EXPECT_DOUBLE_EQ(nn::Threshold::from_json(nn::Threshold{0.1, 2.0}.to_json()).value, 2.0);
+  EXPECT_DOUBLE_EQ(nn::Softshrink::from_json(nn::Softshrink{0.3}.to_json()).lambd, 0.3);
+  EXPECT_DOUBLE_EQ(nn::Hardshrink::from_json(nn::Hardshrink{0.4}.to_json()).lambd, 0.4);
+  EXPECT_DOUBLE_EQ(nn::Shrink::from_json(nn::Shrink{0.4, 0.1}.to_json()).bias, 0.1);
+  EXPECT_DOUBLE_EQ(nn::ThresholdedReLU::from_json(nn::ThresholdedReLU{2.0}.to_json()).alpha, 2.0);
+  EXPECT_EQ(nn::Softmax::from_json(nn::Softmax{0}.to_json()).dim, 0);
+  EXPECT_EQ(nn::LogSoftmax::from_json(nn::LogSoftmax{1}.to_json()).dim, 1);
+  EXPECT_EQ(nn::Softmin::from_json(nn::Softmin{2}.to_json()).dim, 2);
+  // Parameter-free modules in a model: Identity passes its input through.
+  auto t = Tensor<2>::randn({2, 3});
+  EXPECT_TRUE(equal(nn::Identity{}(t), t));
+  EXPECT_EQ(nn::Softsign{}.num_params(), 0);
 }
