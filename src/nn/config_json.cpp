@@ -26,6 +26,13 @@ JsonWriter& JsonWriter::field(const char* name, double value) {
   return *this;
 }
 
+JsonWriter& JsonWriter::field(const char* name, std::optional<double> value) {
+  if (value) return field(name, *value);
+  key(name);
+  body_ += "null";
+  return *this;
+}
+
 JsonWriter& JsonWriter::field(const char* name, bool value) {
   key(name);
   body_ += value ? "true" : "false";
@@ -95,6 +102,15 @@ double JsonReader::number(const char* key, double fallback) const {
   const nlohmann::json* v = impl_->find(key);
   if (!v) return fallback;
   if (!v->is_number()) impl_->bad(key, "a number");
+  return v->get<double>();
+}
+
+std::optional<double> JsonReader::optional_number(const char* key,
+                                                  std::optional<double> fallback) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v) return fallback;
+  if (v->is_null()) return std::nullopt;
+  if (!v->is_number()) impl_->bad(key, "a number or null");
   return v->get<double>();
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,8 @@ class JsonWriter {
     return field(name, std::string_view(value));
   }
   JsonWriter& field(const char* name, const std::vector<int64_t>& values);
+  /// A number, or null when absent (PyTorch's None: BatchNorm's momentum, Embedding's max_norm).
+  JsonWriter& field(const char* name, std::optional<double> value);
   std::string str() const { return "{" + body_ + "}"; }
 
  private:
@@ -37,6 +40,8 @@ class JsonReader {
   int64_t integer(const char* key) const;
   int64_t integer(const char* key, int64_t fallback) const;
   double number(const char* key, double fallback) const;
+  /// A number, or nullopt where the key holds null; `fallback` where it is missing.
+  std::optional<double> optional_number(const char* key, std::optional<double> fallback) const;
   bool boolean(const char* key, bool fallback) const;
   std::string string(const char* key, const std::string& fallback) const;
   /// True when `key` is present and holds a string (options that take a word or numbers).

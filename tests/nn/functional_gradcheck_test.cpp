@@ -118,3 +118,21 @@ TEST(NnGradcheck, MoreActivations) {
   check("softmax2d", [](auto& t) { return nn::Softmax2d{}.forward(t[0]); },
         {input(Shape{2, 3, 2, 2}, 32, Layout::Strided)});
 }
+
+TEST(NnGradcheck, EmbeddingBag) {
+  const DynTensor idx =
+      from_data(TensorData::from(std::vector<int64_t>{0, 3, 3, 1, 2, 0, 4}, Shape{7}));
+  const DynTensor offsets = from_data(TensorData::from(std::vector<int64_t>{0, 2, 2, 5}, Shape{4}));
+  const auto w = input(Shape{5, 3}, 41, Layout::Transposed);
+  using nn::EmbeddingBagMode;
+  check("embedding_bag sum psw",
+        [=](auto& t) { return nn::embedding_bag(idx, t[0], offsets, EmbeddingBagMode::Sum, t[1]); },
+        {w, input(Shape{7}, 42)});
+  check(
+      "embedding_bag mean pad",
+      [=](auto& t) { return nn::embedding_bag(idx, t[0], offsets, EmbeddingBagMode::Mean, {}, 3); },
+      {w});
+  check("embedding_bag max",
+        [=](auto& t) { return nn::embedding_bag(idx, t[0], offsets, EmbeddingBagMode::Max); }, {w});
+  // (scale_grad_by_freq's gradient is by definition not the derivative: the parity test checks it.)
+}

@@ -316,3 +316,97 @@ TEST(LayerParity, MoreActivations) {
   EXPECT_TRUE(allclose(nn::softshrink(x, 0.8), nn::shrink(x, 0.8, 0.8)));
   EXPECT_TRUE(allclose(nn::thresholded_relu(x, 1.0), nn::threshold(x, 1.0, 0.0)));
 }
+
+namespace {
+
+DynTensor indices(const std::string& name) { return cast(get(name), DType::i64); }
+
+// A lookup-table case: y, the gradient of the weight (`weight` is the leaf the forward used,
+// read after it: a max_norm module replaces its leaf) and of per_sample_weights when given.
+void check_table(const std::string& name, const DynTensor& y, const DynTensor& weight,
+                 const DynTensor& psw = {}) {
+  SCOPED_TRACE(name);
+  expect_close(y, name + ".y");
+  const Gradients g = backward(y, get(name + ".seed"));
+  expect_close(g.get(weight), name + ".grad_weight");
+  if (psw.defined()) expect_close(g.get(psw), name + ".grad_psw");
+}
+
+}  // namespace
+
+TEST(LayerParity, EmbeddingOptions) {
+  {
+    // Functional padding_idx=-1 is the last row, as the module's.
+    const DynTensor w = require_grad(get("embedding_pad_last.weight"));
+    check_table("embedding_pad_last",
+                nn::embedding(indices("embedding_pad_last.idx"), w, int64_t{-1}), w);
+  }
+  {
+    const DynTensor w = require_grad(get("embedding_freq.weight"));
+    check_table("embedding_freq",
+                nn::embedding(indices("embedding_freq.idx"), w, 2, std::nullopt, 2.0, true), w);
+  }
+  for (const char* name : {"embedding_max_norm", "embedding_max_norm_l1"}) {
+    const bool l1 = std::string(name).ends_with("l1");
+    nn::Embedding emb(nn::EmbeddingConfig(10, 4)
+                          .max_norm(l1 ? 2.0 : 1.5)
+                          .norm_type(l1 ? 1.0 : 2.0)
+                          .scale_grad_by_freq(l1)
+                          .with_dtype(DType::f64));
+    const nn::ParamId id = emb.weight.id();
+    load(emb.weight, std::string(name) + ".weight");
+    const DynTensor y = emb.forward(indices(std::string(name) + ".idx"));
+    // The renormalised rows were written back (a new leaf, the same id).
+    expect_close(emb.weight.dyn(), std::string(name) + ".weight_after");
+    EXPECT_EQ(emb.weight.id(), id);
+    check_table(name, y, emb.weight.dyn());
+    // The functional form looks up the same values and gives the same gradient, without
+    // changing its weight.
+    const DynTensor w = require_grad(get(std::string(name) + ".weight"));
+    const DynTensor yf = nn::embedding(indices(std::string(name) + ".idx"), w, std::nullopt,
+                                       l1 ? 2.0 : 1.5, l1 ? 1.0 : 2.0, l1);
+    check_table(name, yf, w);
+  }
+}
+
+TEST(LayerParity, EmbeddingBag) {
+  using nn::EmbeddingBagMode;
+  {
+    const DynTensor w = require_grad(get("bag_sum_psw.weight"));
+    const DynTensor psw = require_grad(get("bag_sum_psw.psw"));
+    check_table("bag_sum_psw",
+                nn::embedding_bag(indices("bag_sum_psw.idx"), w, indices("bag_sum_psw.offsets"),
+                                  EmbeddingBagMode::Sum, psw),
+                w, psw);
+  }
+  {
+    const DynTensor w = require_grad(get("bag_mean_pad.weight"));
+    check_table("bag_mean_pad",
+                nn::embedding_bag(indices("bag_mean_pad.idx"), w, indices("bag_mean_pad.offsets"),
+                                  EmbeddingBagMode::Mean, {}, 7),
+                w);
+  }
+  {
+    const DynTensor w = require_grad(get("bag_max_last.weight"));
+    check_table(
+        "bag_max_last",
+        nn::embedding_bag(indices("bag_max_last.idx"), w, indices("bag_max_last.offsets"),
+                          EmbeddingBagMode::Max, {}, std::nullopt, std::nullopt, 2.0, false, true),
+        w);
+  }
+  {
+    const DynTensor w = require_grad(get("bag_max_2d_pad.weight"));
+    check_table(
+        "bag_max_2d_pad",
+        nn::embedding_bag(indices("bag_max_2d_pad.idx"), w, {}, EmbeddingBagMode::Max, {}, 4), w);
+  }
+  {
+    nn::EmbeddingBag bag(
+        nn::EmbeddingBagConfig(12, 5).max_norm(1.2).scale_grad_by_freq(true).with_dtype(
+            DType::f64));
+    load(bag.weight, "bag_module_max_norm.weight");
+    const DynTensor y = bag.forward(indices("bag_module_max_norm.idx"));
+    expect_close(bag.weight.dyn(), "bag_module_max_norm.weight_after");
+    check_table("bag_module_max_norm", y, bag.weight.dyn());
+  }
+}

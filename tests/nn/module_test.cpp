@@ -524,3 +524,69 @@ TEST(Layers, MoreActivationModulesAreTheirOwnConfigs) {
   EXPECT_TRUE(equal(nn::Identity{}(t), t));
   EXPECT_EQ(nn::Softsign{}.num_params(), 0);
 }
+
+TEST(Layers, EmbeddingOptionsAndBagsCheckTheirInput) {
+  const auto w = Tensor<2>::randn({6, 3}).dyn();
+  const auto idx = Tensor<1, Int>::from_vector<int64_t>({0, 5, 2, 5}).dyn();
+  const auto offsets = Tensor<1, Int>::from_vector<int64_t>({0, 1}).dyn();
+  using nn::EmbeddingBagMode;
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { nn::embedding(idx, w, 6); }).find("[embedding] padding_idx 6"),
+            std::string::npos);
+  EXPECT_THROW(nn::embedding(idx, w, -7), Error);
+  // padding_idx -1 is row 5: its rows get no gradient.
+  const auto wl = require_grad(w);
+  const auto g = backward(sum(nn::embedding(idx, wl, -1))).get(wl).to_vector<float>();
+  EXPECT_EQ(g[5 * 3], 0.0f);
+  EXPECT_EQ(g[0], 1.0f);
+  EXPECT_NE(message([&] {
+              nn::embedding_bag(idx, w, offsets, EmbeddingBagMode::Mean, ones_like(w));
+            }).find("[embedding_bag] per_sample_weights are only supported with mode sum"),
+            std::string::npos);
+  EXPECT_THROW(nn::embedding_bag(idx, w, offsets, EmbeddingBagMode::Sum, ones(Shape{3}, w.dtype())),
+               Error);
+  EXPECT_THROW(nn::embedding_bag(idx, w, {}, EmbeddingBagMode::Sum), Error);  // 1-D, no offsets
+  EXPECT_THROW(nn::embedding_bag(reshape(idx, Shape{2, 2}), w, offsets), Error);
+  EXPECT_THROW(nn::embedding_bag(idx, w, offsets, EmbeddingBagMode::Max, {}, std::nullopt,
+                                 std::nullopt, 2.0, true),
+               Error);
+  // A bag of only padding entries and an empty bag give zeros, in every mode.
+  const auto pad_only = Tensor<1, Int>::from_vector<int64_t>({5, 5, 1}).dyn();
+  const auto offs = Tensor<1, Int>::from_vector<int64_t>({0, 2, 2}).dyn();
+  for (auto mode : {EmbeddingBagMode::Sum, EmbeddingBagMode::Mean, EmbeddingBagMode::Max}) {
+    const auto y = nn::embedding_bag(pad_only, w, offs, mode, {}, 5);
+    EXPECT_EQ(y.shape(), Shape({3, 3}));
+    EXPECT_EQ(sum(abs(slice(y, {Slice{0, 2}}))).item<float>(), 0.0f);
+    EXPECT_TRUE(allclose(slice(y, {Slice{2, 3}}), slice(w, {Slice{1, 2}})));
+  }
+
+  const auto c = nn::EmbeddingConfig::from_json(
+      nn::EmbeddingConfig(10, 3).max_norm(1.5).norm_type(1.0).scale_grad_by_freq(true).to_json());
+  EXPECT_EQ(c.max_norm_value, 1.5);
+  EXPECT_EQ(c.norm_type_value, 1.0);
+  EXPECT_TRUE(c.scale_grad_by_frequency);
+  EXPECT_FALSE(nn::EmbeddingConfig::from_json(nn::EmbeddingConfig(10, 3).to_json()).max_norm_value);
+  const auto b = nn::EmbeddingBagConfig::from_json(nn::EmbeddingBagConfig(7, 2)
+                                                       .mode(EmbeddingBagMode::Max)
+                                                       .include_last_offset(true)
+                                                       .padding_idx(-1)
+                                                       .to_json());
+  EXPECT_EQ(b.bag_mode, EmbeddingBagMode::Max);
+  EXPECT_TRUE(b.include_last);
+  EXPECT_EQ(b.table.num_embeddings, 7);
+  EXPECT_THROW(nn::EmbeddingBagConfig::from_json(R"({"num_embeddings": 2, "embedding_dim": 2,
+                                                    "mode": "median"})"),
+               Error);
+  nn::EmbeddingBag bag(nn::EmbeddingBagConfig(7, 2).padding_idx(-1));
+  EXPECT_EQ(bag.padding_idx, 6);
+  EXPECT_EQ(abs(bag.weight.value().select(0, 6)).sum().item<float>(), 0.0f);
+  EXPECT_EQ(bag(Tensor<2, Int>::from_vector<int64_t>({1, 2, 3, 4}, {2, 2})).shape(), Shape({2, 2}));
+  EXPECT_EQ(bag.num_params(), 14);
+}

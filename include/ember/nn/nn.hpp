@@ -5,6 +5,7 @@
 #include "ember/nn/attention.hpp"
 #include "ember/nn/conv.hpp"
 #include "ember/nn/dropout.hpp"
+#include "ember/nn/embedding.hpp"
 #include "ember/nn/encoding.hpp"
 #include "ember/nn/linear.hpp"
 #include "ember/nn/module.hpp"
