@@ -354,7 +354,7 @@ BatchNormConfig BatchNormConfig::from_json(const std::string& json) {
   const detail::JsonReader r(json, "BatchNormConfig");
   BatchNormConfig c(r.integer("num_features"));
   c.eps = r.number("eps", 1e-5);
-  c.momentum = r.number("momentum", 0.1);
+  c.momentum = r.optional_number("momentum", 0.1);
   c.has_affine = r.boolean("affine", true);
   c.track_running_stats = r.boolean("track_running_stats", true);
   c.dtype = r.dtype("dtype", DType::f32);
@@ -388,14 +388,25 @@ DynTensor BatchNorm::forward(const DynTensor& x) const {
               min_rank == max_rank ? "" : " or " + std::to_string(max_rank), ", got ", x.shape());
   // Without running statistics the batch's are used in evaluation too (PyTorch).
   const bool use_batch = mode.training || !running_mean;
-  BatchNormOutput out = batch_norm(x, running_mean ? running_mean->dyn() : DynTensor(),
-                                   running_var ? running_var->dyn() : DynTensor(),
-                                   weight ? weight->dyn() : DynTensor(),
-                                   bias ? bias->dyn() : DynTensor(), use_batch, momentum, eps);
+  BatchNormOutput out = batch_norm(
+      x, running_mean ? running_mean->dyn() : DynTensor(),
+      running_var ? running_var->dyn() : DynTensor(), weight ? weight->dyn() : DynTensor(),
+      bias ? bias->dyn() : DynTensor(), use_batch, momentum.value_or(1.0), eps);
   if (mode.training && running_mean) {
-    running_mean->set_dyn(out.running_mean);
-    running_var->set_dyn(out.running_var);
-    num_batches_tracked->set_dyn(add(num_batches_tracked->dyn(), 1));
+    const DynTensor count = add(num_batches_tracked->dyn(), 1);
+    if (momentum) {
+      running_mean->set_dyn(out.running_mean);
+      running_var->set_dyn(out.running_var);
+    } else {
+      // Cumulative moving average: factor 1 / num_batches_tracked (after this batch), as
+      // PyTorch; a device tensor, so the step never waits for the count. With momentum 1
+      // batch_norm returned the batch's own statistics.
+      const DynTensor f = reciprocal(cast(count, out.running_mean.dtype()));
+      const DynTensor keep = sub(1.0, f);
+      running_mean->set_dyn(add(mul(running_mean->dyn(), keep), mul(out.running_mean, f)));
+      running_var->set_dyn(add(mul(running_var->dyn(), keep), mul(out.running_var, f)));
+    }
+    num_batches_tracked->set_dyn(count);
   }
   return out.y;
 }

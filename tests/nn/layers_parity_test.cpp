@@ -410,3 +410,20 @@ TEST(LayerParity, EmbeddingBag) {
     check_table("bag_module_max_norm", y, bag.weight.dyn());
   }
 }
+
+TEST(LayerParity, BatchNormCumulativeAverageWithoutMomentum) {
+  nn::BatchNorm1d bn(nn::BatchNormConfig(3).with_momentum(std::nullopt));
+  bn.to(DType::f64);
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    bn.forward(get("batch_norm_cma.x" + std::to_string(i)));
+    expect_close(bn.running_mean->dyn(), "batch_norm_cma.running_mean" + std::to_string(i));
+    expect_close(bn.running_var->dyn(), "batch_norm_cma.running_var" + std::to_string(i));
+    EXPECT_EQ(bn.num_batches_tracked->value().item<int64_t>(), i + 1);
+  }
+  // Evaluation leaves the statistics and the count alone.
+  bn.eval();
+  bn.forward(get("batch_norm_cma.x0"));
+  expect_close(bn.running_mean->dyn(), "batch_norm_cma.running_mean2");
+  EXPECT_EQ(bn.num_batches_tracked->value().item<int64_t>(), 3);
+}

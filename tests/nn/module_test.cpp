@@ -392,7 +392,10 @@ TEST(Layers, NormConfigsRoundTripThroughJson) {
   EXPECT_EQ(nn::InstanceNorm(in).num_params(), 6);
   const auto b =
       nn::BatchNormConfig::from_json(nn::BatchNormConfig(5).with_momentum(0.3).to_json());
-  EXPECT_DOUBLE_EQ(b.momentum, 0.3);
+  EXPECT_EQ(b.momentum, 0.3);
+  EXPECT_FALSE(
+      nn::BatchNormConfig::from_json(nn::BatchNormConfig(5).with_momentum(std::nullopt).to_json())
+          .momentum);
   const auto l = nn::LayerNormConfig::from_json(nn::LayerNormConfig({7}).bias(false).to_json());
   EXPECT_FALSE(l.has_bias);
   const auto m = nn::MultiheadAttentionConfig::from_json(

@@ -184,7 +184,7 @@ class GroupNorm {
 struct BatchNormConfig {
   int64_t num_features;
   double eps = 1e-5;
-  double momentum = 0.1;
+  std::optional<double> momentum = 0.1;  // nullopt: cumulative moving average (PyTorch's None)
   bool has_affine = true;
   bool track_running_stats = true;
   DType dtype = DType::f32;
@@ -194,7 +194,9 @@ struct BatchNormConfig {
     eps = e;
     return *this;
   }
-  BatchNormConfig& with_momentum(double m) {
+  /// std::nullopt: the running statistics are the cumulative average over all batches seen
+  /// (factor 1 / num_batches_tracked), as PyTorch's momentum=None.
+  BatchNormConfig& with_momentum(std::optional<double> m) {
     momentum = m;
     return *this;
   }
@@ -219,7 +221,8 @@ class BatchNorm {
   mutable std::optional<Buffer<1>> running_mean, running_var;
   mutable std::optional<Buffer<0, Int>> num_batches_tracked;
   ModeFlag mode;
-  double eps = 1e-5, momentum = 0.1;
+  double eps = 1e-5;
+  std::optional<double> momentum = 0.1;  // nullopt: cumulative moving average
   int min_rank = 2, max_rank = 4;
   const char* name = "BatchNorm";
   EMBER_MODULE(BatchNorm, weight, bias, running_mean, running_var, num_batches_tracked, mode)
