@@ -76,6 +76,10 @@ std::string MultiheadAttentionConfig::to_json() const {
       .field("dropout", dropout_p)
       .field("bias", has_bias)
       .field("batch_first", batch_first)
+      .field("kdim", key_dim.value_or(embed_dim))
+      .field("vdim", value_dim.value_or(embed_dim))
+      .field("add_bias_kv", has_bias_kv)
+      .field("add_zero_attn", has_zero_attn)
       .field("dtype", dtype_name(dtype))
       .str();
 }
@@ -86,6 +90,10 @@ MultiheadAttentionConfig MultiheadAttentionConfig::from_json(const std::string& 
   c.dropout_p = r.number("dropout", 0.0);
   c.has_bias = r.boolean("bias", true);
   c.batch_first = r.boolean("batch_first", false);
+  c.key_dim = r.integer("kdim", c.embed_dim);
+  c.value_dim = r.integer("vdim", c.embed_dim);
+  c.has_bias_kv = r.boolean("add_bias_kv", false);
+  c.has_zero_attn = r.boolean("add_zero_attn", false);
   c.dtype = r.dtype("dtype", DType::f32);
   return c;
 }
@@ -94,27 +102,47 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config, D
                                        Generator* gen)
     : embed_dim(config.embed_dim),
       num_heads(config.num_heads),
+      kdim(config.key_dim.value_or(config.embed_dim)),
+      vdim(config.value_dim.value_or(config.embed_dim)),
       dropout_p(config.dropout_p),
-      batch_first(config.batch_first) {
+      batch_first(config.batch_first),
+      add_zero_attn(config.has_zero_attn) {
   const int64_t e = config.embed_dim;
   EMBER_CHECK(e > 0 && config.num_heads > 0 && e % config.num_heads == 0,
               "[MultiheadAttention] embed_dim ", e, " must be a positive multiple of num_heads ",
               config.num_heads);
-  // xavier_uniform_ on [3E, E]: fan_in E, fan_out 3E.
-  const double bound = std::sqrt(6.0 / static_cast<double>(e + 3 * e));
-  in_proj_weight =
-      Param<2>(Tensor<2>(rand(Shape{3 * e, e}, config.dtype, device, gen, -bound, bound)));
+  EMBER_CHECK(kdim > 0 && vdim > 0, "[MultiheadAttention] kdim and vdim must be positive, got ",
+              kdim, " and ", vdim);
+  // xavier_uniform_ on [rows, cols]: bound sqrt(6 / (fan_in + fan_out)).
+  auto xavier = [&](int64_t rows, int64_t cols) {
+    const double bound = std::sqrt(6.0 / static_cast<double>(rows + cols));
+    return Param<2>(Tensor<2>(rand(Shape{rows, cols}, config.dtype, device, gen, -bound, bound)));
+  };
+  if (kdim == e && vdim == e) {
+    in_proj_weight = xavier(3 * e, e);
+  } else {
+    q_proj_weight = xavier(e, e);
+    k_proj_weight = xavier(e, kdim);
+    v_proj_weight = xavier(e, vdim);
+  }
   out_proj = Linear(LinearConfig(e, e).bias(config.has_bias).with_dtype(config.dtype), device, gen);
   if (config.has_bias) {
     in_proj_bias = Param<1>(Tensor<1>(zeros(Shape{3 * e}, config.dtype, device)));
     out_proj.bias->set_dyn(zeros(Shape{e}, config.dtype, device));
+  }
+  if (config.has_bias_kv) {
+    // xavier_normal_ on [1, 1, E]: fan_in = fan_out = E, std sqrt(1 / E).
+    const double std_kv = std::sqrt(1.0 / static_cast<double>(e));
+    bias_k = Param<3>(Tensor<3>(mul(randn(Shape{1, 1, e}, config.dtype, device, gen), std_kv)));
+    bias_v = Param<3>(Tensor<3>(mul(randn(Shape{1, 1, e}, config.dtype, device, gen), std_kv)));
   }
 }
 
 AttentionOutput MultiheadAttention::forward(const DynTensor& query_in, const DynTensor& key_in,
                                             const DynTensor& value_in,
                                             const DynTensor& key_padding_mask, bool need_weights,
-                                            const DynTensor& attn_mask, bool is_causal) const {
+                                            const DynTensor& attn_mask, bool is_causal,
+                                            bool average_attn_weights) const {
   const char* op = "MultiheadAttention";
   EMBER_CHECK(query_in.rank() == 3 && key_in.rank() == 3 && value_in.rank() == 3, "[", op,
               "] expects 3-D query, key, value, got ", query_in.shape(), ", ", key_in.shape(), ", ",
@@ -125,44 +153,71 @@ AttentionOutput MultiheadAttention::forward(const DynTensor& query_in, const Dyn
   const DynTensor value = batch_first ? transpose(value_in, 0, 1) : value_in;
   const int64_t l = query.size(0), n = query.size(1), e = embed_dim, s = key.size(0);
   const int64_t h = num_heads, hd = e / h;
-  EMBER_CHECK(query.size(2) == e && key.size(2) == e && value.size(2) == e, "[", op,
-              "] embed_dim is ", e, " but query, key, value are ", query_in.shape(), ", ",
-              key_in.shape(), ", ", value_in.shape());
+  EMBER_CHECK(query.size(2) == e && key.size(2) == kdim && value.size(2) == vdim, "[", op,
+              "] embed_dim, kdim, vdim are ", e, ", ", kdim, ", ", vdim,
+              " but query, key, value are ", query_in.shape(), ", ", key_in.shape(), ", ",
+              value_in.shape());
   EMBER_CHECK(key.size(1) == n && value.size(1) == n && value.size(0) == s, "[", op,
               "] batch or source length differ: query ", query_in.shape(), ", key ", key_in.shape(),
               ", value ", value_in.shape());
 
-  const std::vector<DynTensor> w = chunk(in_proj_weight.dyn(), 3, 0);
+  std::vector<DynTensor> w(3);
+  if (in_proj_weight) {
+    w = chunk(in_proj_weight->dyn(), 3, 0);
+  } else {
+    w = {q_proj_weight->dyn(), k_proj_weight->dyn(), v_proj_weight->dyn()};
+  }
   std::vector<DynTensor> b(3);
   if (in_proj_bias) b = chunk(in_proj_bias->dyn(), 3, 0);
-  const DynTensor q = linear(query, w[0], b[0]), k = linear(key, w[1], b[1]),
-                  v = linear(value, w[2], b[2]);
-  // [L, N, E] -> [N * H, L, hd]
+  const DynTensor q = linear(query, w[0], b[0]);
+  DynTensor k = linear(key, w[1], b[1]), v = linear(value, w[2], b[2]);
+  int64_t extra = 0;  // key positions appended after the source's: bias_kv, then zero_attn
+  if (bias_k) {
+    k = cat({k, expand(bias_k->dyn(), Shape{1, n, e})}, 0);
+    v = cat({v, expand(bias_v->dyn(), Shape{1, n, e})}, 0);
+    ++extra;
+  }
+  // [len, N, E] -> [N * H, len, hd]
   auto heads = [&](const DynTensor& t, int64_t len) {
     return transpose(reshape(t, Shape{len, n * h, hd}), 0, 1);
   };
-  const DynTensor qh = heads(q, l), kh = heads(k, s), vh = heads(v, s);
+  const DynTensor qh = heads(q, l);
+  DynTensor kh = heads(k, s + extra), vh = heads(v, s + extra);
+  if (add_zero_attn) {
+    const DynTensor zero = zeros(Shape{n * h, 1, hd}, kh.dtype(), kh.device());
+    kh = cat({kh, zero}, 1);
+    vh = cat({vh, zero}, 1);
+    ++extra;
+  }
+  // The masks cover the source's S positions; the appended ones are always attended.
+  auto widen = [&](const DynTensor& m) {
+    if (extra == 0) return m;
+    Shape z = m.shape();
+    z[z.rank() - 1] = extra;
+    return cat({m, zeros(z, m.dtype(), m.device())}, -1);
+  };
 
-  DynTensor mask;  // additive, broadcasting to [N * H, L, S]
+  DynTensor mask;  // additive, broadcasting to [N * H, L, S + extra]
   if (attn_mask.defined()) {
     EMBER_CHECK((attn_mask.rank() == 2 && attn_mask.size(0) == l && attn_mask.size(1) == s) ||
                     (attn_mask.rank() == 3 && attn_mask.size(0) == n * h &&
                      attn_mask.size(1) == l && attn_mask.size(2) == s),
                 "[", op, "] attn_mask must be [", l, ", ", s, "] or [", n * h, ", ", l, ", ", s,
                 "], got ", attn_mask.shape());
-    mask = additive(attn_mask, true, q.dtype());
+    mask = widen(additive(attn_mask, true, q.dtype()));
   } else if (is_causal) {
-    mask = causal_mask(l, s, q.dtype(), q.device());
+    mask = widen(causal_mask(l, s, q.dtype(), q.device()));
   }
   if (key_padding_mask.defined()) {
     EMBER_CHECK(key_padding_mask.rank() == 2 && key_padding_mask.size(0) == n &&
                     key_padding_mask.size(1) == s,
                 "[", op, "] key_padding_mask must be [", n, ", ", s, "], got ",
                 key_padding_mask.shape());
-    const DynTensor kpm =
-        reshape(expand(reshape(additive(key_padding_mask, true, q.dtype()), Shape{n, 1, 1, s}),
-                       Shape{n, h, 1, s}),
-                Shape{n * h, 1, s});
+    const int64_t st = s + extra;
+    const DynTensor kpm = reshape(
+        expand(reshape(widen(additive(key_padding_mask, true, q.dtype())), Shape{n, 1, 1, st}),
+               Shape{n, h, 1, st}),
+        Shape{n * h, 1, st});
     mask = mask.defined() ? add(mask, kpm) : kpm;
   }
 
@@ -176,7 +231,10 @@ AttentionOutput MultiheadAttention::forward(const DynTensor& query_in, const Dyn
   DynTensor out = reshape(out_proj.forward(merged), Shape{l, n, e});
   if (batch_first) out = transpose(out, 0, 1);
   AttentionOutput result{out, {}};
-  if (need_weights) result.weights = mean(reshape(weights, Shape{n, h, l, s}), {1});
+  if (need_weights) {
+    result.weights = reshape(weights, Shape{n, h, l, s + extra});
+    if (average_attn_weights) result.weights = mean(result.weights, {1});
+  }
   return result;
 }
 

@@ -137,3 +137,73 @@ TEST(AttentionParity, TransformerDecoderLayer) {
   EXPECT_EQ(dec.eval()(Tensor<3>::randn({4, 2, 8}), Tensor<3>::randn({6, 2, 8})).shape(),
             Shape({4, 2, 8}));
 }
+
+// Issue 14: kdim/vdim (separate q/k/v projection weights), add_bias_kv, add_zero_attn, and the
+// per-head weights, with Bool masks, against PyTorch.
+TEST(AttentionParity, MultiheadAttentionOptions) {
+  struct Case {
+    const char* name;
+    nn::MultiheadAttentionConfig config;
+  };
+  const Case cases[] = {
+      {"mha_kvdim",
+       nn::MultiheadAttentionConfig(8, 2).kdim(5).vdim(3).add_bias_kv(true).add_zero_attn(true)},
+      {"mha_bias_kv",
+       nn::MultiheadAttentionConfig(8, 2).add_bias_kv(true).bias(false).batch_first_layout(true)},
+      {"mha_zero_attn", nn::MultiheadAttentionConfig(8, 2).add_zero_attn(true).kdim(6)}};
+  for (const auto& [name, config] : cases) {
+    const std::string c = name;
+    SCOPED_TRACE(c);
+    nn::MultiheadAttention mha(config);
+    mha.to(DType::f64).eval();
+    EXPECT_EQ(mha.in_proj_weight.has_value(), c == "mha_bias_kv");
+    load_params(mha, c);
+    const DynTensor query = require_grad(get(c + ".in.query")),
+                    key = require_grad(get(c + ".in.key")),
+                    value = require_grad(get(c + ".in.value"));
+    const nn::AttentionOutput out =
+        mha.forward(query, key, value, cast(get(c + ".kpm"), DType::boolean), true,
+                    cast(get(c + ".attn_mask"), DType::boolean), false,
+                    /*average_attn_weights=*/false);
+    expect_close(out.output, c + ".y");
+    expect_close(out.weights, c + ".weights");
+    const Gradients g = backward(out.output, get(c + ".seed"));
+    expect_close(g.get(query), c + ".grad.query");
+    expect_close(g.get(key), c + ".grad.key");
+    expect_close(g.get(value), c + ".grad.value");
+    expect_param_grads(mha, g, c);
+  }
+}
+
+TEST(Attention, MultiheadAttentionOptionNamesShapesAndErrors) {
+  nn::MultiheadAttention mha(
+      nn::MultiheadAttentionConfig(8, 2).kdim(5).vdim(3).add_bias_kv(true).add_zero_attn(true));
+  std::vector<std::string> paths;
+  for (const auto& t : nn::named_params(nn::module_tree(mha))) paths.push_back(t.path);
+  // PyTorch's state-dict names, in its order.
+  EXPECT_EQ(paths, (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight",
+                                             "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+                                             "out_proj.bias"}));
+  EXPECT_EQ(mha.k_proj_weight->shape(), Shape({8, 5}));
+  EXPECT_EQ(mha.bias_k->shape(), Shape({1, 1, 8}));
+  const auto q = Tensor<3>::randn({4, 2, 8}), k = Tensor<3>::randn({6, 2, 5}),
+             v = Tensor<3>::randn({6, 2, 3});
+  const auto out = mha.forward(q.dyn(), k.dyn(), v.dyn(), {}, true, {}, false, false);
+  EXPECT_EQ(out.output.shape(), Shape({4, 2, 8}));
+  EXPECT_EQ(out.weights.shape(), Shape({2, 2, 4, 8}));  // S + bias_kv + zero_attn
+  EXPECT_EQ(mha.forward(q.dyn(), k.dyn(), v.dyn()).weights.shape(), Shape({2, 4, 8}));
+  // Keys of the wrong width name all three widths.
+  try {
+    mha.forward(q.dyn(), v.dyn(), v.dyn());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("embed_dim, kdim, vdim are 8, 5, 3"), std::string::npos)
+        << e.what();
+  }
+  const auto back = nn::MultiheadAttentionConfig::from_json(
+      nn::MultiheadAttentionConfig(8, 2).kdim(5).vdim(3).add_bias_kv(true).to_json());
+  EXPECT_EQ(back.key_dim, 5);
+  EXPECT_EQ(back.value_dim, 3);
+  EXPECT_TRUE(back.has_bias_kv);
+  EXPECT_FALSE(back.has_zero_attn);
+}

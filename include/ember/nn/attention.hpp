@@ -28,9 +28,31 @@ struct MultiheadAttentionConfig {
   double dropout_p = 0.0;
   bool has_bias = true;
   bool batch_first = false;
+  std::optional<int64_t> key_dim, value_dim;  // kdim, vdim: embed_dim when not given
+  bool has_bias_kv = false, has_zero_attn = false;
   DType dtype = DType::f32;
 
   MultiheadAttentionConfig(int64_t embed, int64_t heads) : embed_dim(embed), num_heads(heads) {}
+  /// Keys and values of other widths than embed_dim: separate q/k/v projection weights
+  /// (q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight [E, vdim]), as PyTorch.
+  MultiheadAttentionConfig& kdim(int64_t d) {
+    key_dim = d;
+    return *this;
+  }
+  MultiheadAttentionConfig& vdim(int64_t d) {
+    value_dim = d;
+    return *this;
+  }
+  /// Learned bias_k, bias_v [1, 1, E] appended to the projected keys and values.
+  MultiheadAttentionConfig& add_bias_kv(bool on) {
+    has_bias_kv = on;
+    return *this;
+  }
+  /// A zero key and value appended per head, after the projections (and bias_kv).
+  MultiheadAttentionConfig& add_zero_attn(bool on) {
+    has_zero_attn = on;
+    return *this;
+  }
   MultiheadAttentionConfig& dropout(double p) {
     dropout_p = p;
     return *this;
@@ -47,7 +69,9 @@ struct MultiheadAttentionConfig {
   static MultiheadAttentionConfig from_json(const std::string& json);
 };
 
-/// The attention output and, when asked for, the weights averaged over heads [N, L, S].
+/// The attention output and, when asked for, the weights: averaged over heads [N, L, S], or
+/// per head [N, H, L, S] (average_attn_weights = false). S counts bias_kv's and zero_attn's
+/// extra positions.
 struct AttentionOutput {
   DynTensor output;
   DynTensor weights;
@@ -55,26 +79,34 @@ struct AttentionOutput {
 
 class MultiheadAttention {
  public:
-  Param<2> in_proj_weight;               // [3E, E]: query, key and value projections stacked
-  std::optional<Param<1>> in_proj_bias;  // [3E]
+  // [3E, E]: query, key and value projections stacked, when kdim = vdim = E; otherwise the three
+  // separate weights below (PyTorch's names and layouts either way).
+  std::optional<Param<2>> in_proj_weight;
+  std::optional<Param<2>> q_proj_weight, k_proj_weight, v_proj_weight;  // [E, E], [E, kdim], ...
+  std::optional<Param<1>> in_proj_bias;                                 // [3E]
+  std::optional<Param<3>> bias_k, bias_v;                               // [1, 1, E]
   Linear out_proj;
   ModeFlag mode;
-  int64_t embed_dim = 0, num_heads = 1;
+  int64_t embed_dim = 0, num_heads = 1, kdim = 0, vdim = 0;
   double dropout_p = 0.0;
-  bool batch_first = false;
-  EMBER_MODULE(MultiheadAttention, in_proj_weight, in_proj_bias, out_proj, mode)
+  bool batch_first = false, add_zero_attn = false;
+  EMBER_MODULE(MultiheadAttention, in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight,
+               in_proj_bias, bias_k, bias_v, out_proj, mode)
 
   MultiheadAttention() = default;
   /// Xavier-uniform projections, zero biases (PyTorch's _reset_parameters).
   explicit MultiheadAttention(const MultiheadAttentionConfig& config,
                               Device device = default_device(), Generator* gen = nullptr);
 
-  /// query [L, N, E] ([N, L, E] when batch_first), key and value [S, N, E]. key_padding_mask
-  /// [N, S]: Bool (true = ignore, as PyTorch) or Float (added). attn_mask [L, S] or
-  /// [N * heads, L, S]: Bool (true = not allowed, as PyTorch's MultiheadAttention) or Float.
+  /// query [L, N, E] ([N, L, E] when batch_first), key [S, N, kdim] and value [S, N, vdim].
+  /// key_padding_mask [N, S]: Bool (true = ignore, as PyTorch) or Float (added). attn_mask
+  /// [L, S] or [N * heads, L, S]: Bool (true = not allowed, as PyTorch's MultiheadAttention) or
+  /// Float. average_attn_weights comes last (PyTorch has it before is_causal), so that calls
+  /// written before it keep their meaning.
   AttentionOutput forward(const DynTensor& query, const DynTensor& key, const DynTensor& value,
                           const DynTensor& key_padding_mask = {}, bool need_weights = true,
-                          const DynTensor& attn_mask = {}, bool is_causal = false) const;
+                          const DynTensor& attn_mask = {}, bool is_causal = false,
+                          bool average_attn_weights = true) const;
   Tensor<3> operator()(const Tensor<3>& query, const Tensor<3>& key, const Tensor<3>& value) const {
     return Tensor<3>(forward(query.dyn(), key.dyn(), value.dyn(), {}, false).output);
   }
