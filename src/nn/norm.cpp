@@ -420,4 +420,37 @@ InstanceNorm::InstanceNorm(int64_t num_features, double eps_in, bool affine, Dev
   }
 }
 
+DynTensor local_response_norm(const DynTensor& x, int64_t size, double alpha, double beta,
+                              double k) {
+  EMBER_CHECK(x.rank() >= 3, "[local_response_norm] expects [N, C, *] with at least 3 dims, got ",
+              x.shape());
+  EMBER_CHECK(size >= 1, "[local_response_norm] size must be positive, got ", size);
+  // PyTorch's: zero-padded squares, averaged over a window of `size` channels (count including
+  // the padding), then (k + alpha * avg)^beta.
+  const int64_t c = x.size(1);
+  std::vector<int64_t> pads(static_cast<size_t>(2 * (x.rank() - 1)), 0);
+  pads[pads.size() - 2] = size / 2;
+  pads[pads.size() - 1] = (size - 1) / 2;
+  const DynTensor sq = pad(square(x), pads);  // only dim 1 is padded
+  DynTensor window = narrow(sq, 1, 0, c);
+  for (int64_t j = 1; j < size; ++j) window = add(window, narrow(sq, 1, j, c));
+  const DynTensor div_ = pow(add(mul(div(window, static_cast<double>(size)), alpha), k), beta);
+  return div(x, div_);
+}
+
+std::string LocalResponseNorm::to_json() const {
+  return detail::JsonWriter()
+      .field("size", size)
+      .field("alpha", alpha)
+      .field("beta", beta)
+      .field("k", k)
+      .str();
+}
+
+LocalResponseNorm LocalResponseNorm::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "LocalResponseNorm");
+  return LocalResponseNorm{r.integer("size"), r.number("alpha", 1e-4), r.number("beta", 0.75),
+                           r.number("k", 1.0)};
+}
+
 }  // namespace ember::nn

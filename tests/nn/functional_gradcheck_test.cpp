@@ -136,3 +136,9 @@ TEST(NnGradcheck, EmbeddingBag) {
         [=](auto& t) { return nn::embedding_bag(idx, t[0], offsets, EmbeddingBagMode::Max); }, {w});
   // (scale_grad_by_freq's gradient is by definition not the derivative: the parity test checks it.)
 }
+
+TEST(NnGradcheck, LocalResponseNorm) {
+  check("local_response_norm",
+        [](auto& t) { return nn::local_response_norm(t[0], 3, 0.4, 0.75, 1.2); },
+        {input(Shape{2, 4, 3}, 51, Layout::Transposed)});
+}

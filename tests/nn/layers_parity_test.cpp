@@ -427,3 +427,13 @@ TEST(LayerParity, BatchNormCumulativeAverageWithoutMomentum) {
   expect_close(bn.running_mean->dyn(), "batch_norm_cma.running_mean2");
   EXPECT_EQ(bn.num_batches_tracked->value().item<int64_t>(), 3);
 }
+
+TEST(LayerParity, LocalResponseNorm) {
+  const nn::LocalResponseNorm lrn{3, 0.3, 0.7, 1.5};
+  check_case("local_response_norm", [&](const DynTensor& x) { return lrn.forward(x); });
+  check_case("local_response_norm_1d",
+             [](const DynTensor& x) { return nn::local_response_norm(x, 4, 0.5, 0.6, 2.0); });
+  EXPECT_EQ(nn::LocalResponseNorm::from_json(lrn.to_json()).size, 3);
+  EXPECT_DOUBLE_EQ(nn::LocalResponseNorm::from_json(lrn.to_json()).k, 1.5);
+  EXPECT_THROW(nn::local_response_norm(Tensor<2>::ones({2, 3}).dyn(), 3), Error);
+}

@@ -275,4 +275,25 @@ class InstanceNorm {
 using InstanceNorm1d = InstanceNorm;
 using InstanceNorm2d = InstanceNorm;
 
+/// Local response normalisation across channels (torch.nn.functional.local_response_norm):
+/// x / (k + alpha / size * sum of x^2 over the `size` channels around c)^beta, x [N, C, *].
+DynTensor local_response_norm(const DynTensor& x, int64_t size, double alpha = 1e-4,
+                              double beta = 0.75, double k = 1.0);
+
+/// torch.nn.LocalResponseNorm (AlexNet's); no parameters, its own config.
+struct LocalResponseNorm {
+  int64_t size = 5;
+  double alpha = 1e-4, beta = 0.75, k = 1.0;
+  EMBER_MODULE(LocalResponseNorm)
+  std::string to_json() const;
+  static LocalResponseNorm from_json(const std::string& json);
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const {
+    return local_response_norm(x, size, alpha, beta, k);
+  }
+};
+
 }  // namespace ember::nn
