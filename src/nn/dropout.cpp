@@ -1,5 +1,7 @@
 #include "ember/nn/dropout.hpp"
 
+#include <cmath>
+
 #include "config_json.hpp"
 #include "ember/core/error.hpp"
 
@@ -22,6 +24,25 @@ std::string Dropout::to_json() const { return detail::JsonWriter().field("p", p)
 
 Dropout Dropout::from_json(const std::string& json) {
   return Dropout(detail::JsonReader(json, "Dropout").number("p", 0.5));
+}
+
+DynTensor gaussian_noise(const DynTensor& x, double std, bool training, Generator* gen) {
+  EMBER_CHECK(std::isfinite(std) && std >= 0.0,
+              "[gaussian_noise] std must be finite and at least 0, got ", std);
+  EMBER_CHECK(is_floating(x.dtype()), "[gaussian_noise] needs a Float tensor, got ", x.dtype());
+  if (!training || std == 0.0) return x;
+  return add(x, mul(randn(x.shape(), x.dtype(), x.device(), gen), std));
+}
+
+GaussianNoise::GaussianNoise(double std_in) : std(std_in) {
+  EMBER_CHECK(std::isfinite(std) && std >= 0.0,
+              "[GaussianNoise] std must be finite and at least 0, got ", std);
+}
+
+std::string GaussianNoise::to_json() const { return detail::JsonWriter().field("std", std).str(); }
+
+GaussianNoise GaussianNoise::from_json(const std::string& json) {
+  return GaussianNoise(detail::JsonReader(json, "GaussianNoise").number("std", 0.0));
 }
 
 }  // namespace ember::nn

@@ -593,3 +593,19 @@ TEST(Layers, EmbeddingOptionsAndBagsCheckTheirInput) {
   EXPECT_EQ(bag(Tensor<2, Int>::from_vector<int64_t>({1, 2, 3, 4}, {2, 2})).shape(), Shape({2, 2}));
   EXPECT_EQ(bag.num_params(), 14);
 }
+
+TEST(Layers, GaussianNoiseOnlyWhenTraining) {
+  nn::GaussianNoise noise(0.5);
+  const auto x = Tensor<2>::full({200, 100}, 3.0, default_device(), DType::f64);
+  const auto y = noise(x);
+  const auto d = (y - x).dyn();
+  EXPECT_NEAR(mean(d).item<double>(), 0.0, 0.02);
+  EXPECT_NEAR(std::sqrt(mean(square(d)).item<double>()), 0.5, 0.02);
+  // The noise is added, so the gradient is the identity.
+  const auto xl = require_grad(x.dyn());
+  EXPECT_TRUE(allclose(backward(sum(noise.forward(xl))).get(xl), ones_like(xl)));
+  noise.eval();
+  EXPECT_TRUE(equal(noise(x), x));
+  EXPECT_THROW(nn::GaussianNoise(-1.0), Error);
+  EXPECT_DOUBLE_EQ(nn::GaussianNoise::from_json(noise.to_json()).std, 0.5);
+}
