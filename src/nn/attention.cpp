@@ -393,4 +393,14 @@ DynTensor TransformerDecoder::forward(const DynTensor& tgt, const DynTensor& mem
   return norm ? norm->forward(x) : x;
 }
 
+PositionWiseFeedForward::PositionWiseFeedForward(int64_t d_model, int64_t d_ff, double dropout_p,
+                                                 Device device, Generator* gen)
+    : linear_inner(LinearConfig(d_model, d_ff), device, gen),
+      linear_outer(LinearConfig(d_ff, d_model), device, gen),
+      dropout(dropout_p) {}
+
+DynTensor PositionWiseFeedForward::forward(const DynTensor& x) const {
+  return linear_outer.forward(dropout.forward(gelu(linear_inner.forward(x), false)));
+}
+
 }  // namespace ember::nn

@@ -207,3 +207,14 @@ TEST(Attention, MultiheadAttentionOptionNamesShapesAndErrors) {
   EXPECT_TRUE(back.has_bias_kv);
   EXPECT_FALSE(back.has_zero_attn);
 }
+
+TEST(Attention, PositionWiseFeedForwardIsLinearGeluLinear) {
+  nn::PositionWiseFeedForward ff(8, 32, 0.0);
+  EXPECT_EQ(ff.num_params(), 8 * 32 + 32 + 32 * 8 + 8);
+  const auto x = Tensor<3>::randn({2, 5, 8});
+  const auto want = ff.linear_outer(gelu(ff.linear_inner(x), false));
+  EXPECT_TRUE(allclose(ff(x), want));
+  std::vector<std::string> paths;
+  for (const auto& t : nn::named_params(nn::module_tree(ff))) paths.push_back(t.path);
+  EXPECT_EQ(paths.front(), "linear_inner.weight");
+}

@@ -231,4 +231,22 @@ class TransformerDecoder {
   }
 };
 
+/// Burn's PositionWiseFeedForward: linear_outer(dropout(gelu(linear_inner(x)))), [.., d_model]
+/// -> [.., d_ff] -> [.., d_model] (the Transformer layers above hold the same block inline).
+class PositionWiseFeedForward {
+ public:
+  Linear linear_inner, linear_outer;
+  Dropout dropout;
+  EMBER_MODULE(PositionWiseFeedForward, linear_inner, linear_outer, dropout)
+
+  PositionWiseFeedForward() = default;
+  PositionWiseFeedForward(int64_t d_model, int64_t d_ff, double dropout_p = 0.1,
+                          Device device = default_device(), Generator* gen = nullptr);
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const;
+};
+
 }  // namespace ember::nn
