@@ -189,6 +189,7 @@ DynTensor embedding_bag(const DynTensor& input, const DynTensor& weight, const D
     pos = reshape(arange(0, n, 1, DType::i64, device), Shape{bags, len});
   } else {
     const std::vector<int64_t> off = cast(offsets, DType::i64).to_vector<int64_t>();
+    EMBER_CHECK(off[0] == 0, "[", op, "] offsets[0] must be 0, got ", off[0]);
     std::vector<int64_t> start(off.begin(), off.begin() + bags), end(bags);
     for (int64_t b = 0; b < bags; ++b) {
       end[b] = b + 1 < static_cast<int64_t>(off.size()) ? off[b + 1] : n;

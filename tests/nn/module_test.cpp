@@ -560,6 +560,11 @@ TEST(Layers, EmbeddingOptionsAndBagsCheckTheirInput) {
   EXPECT_THROW(nn::embedding_bag(idx, w, offsets, EmbeddingBagMode::Max, {}, std::nullopt,
                                  std::nullopt, 2.0, true),
                Error);
+  // offsets[0] must be 0 (PyTorch's rule): the entries before it belong to no bag. Sum and mean
+  // do not wait for the device to check it, so the error comes at the next synchronisation.
+  const auto late = Tensor<1, Int>::from_vector<int64_t>({1, 2}).dyn();
+  EXPECT_THROW(nn::embedding_bag(idx, w, late, EmbeddingBagMode::Sum).to_vector<float>(), Error);
+  EXPECT_THROW(nn::embedding_bag(idx, w, late, EmbeddingBagMode::Max), Error);
   // A bag of only padding entries and an empty bag give zeros, in every mode.
   const auto pad_only = Tensor<1, Int>::from_vector<int64_t>({5, 5, 1}).dyn();
   const auto offs = Tensor<1, Int>::from_vector<int64_t>({0, 2, 2}).dyn();
