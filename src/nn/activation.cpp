@@ -31,6 +31,11 @@ DynTensor clamp_open(const DynTensor& x, double lo, double hi) {
 
 DynTensor hardsigmoid(const DynTensor& x) { return div(clamp_open(add(x, 3.0), 0.0, 6.0), 6.0); }
 
+DynTensor hardsigmoid(const DynTensor& x, double alpha, double beta) {
+  if (alpha == 1.0 / 6.0 && beta == 0.5) return hardsigmoid(x);
+  return clamp_open(add(mul(x, alpha), beta), 0.0, 1.0);
+}
+
 // Not x * hardsigmoid(x): PyTorch's hardswish gradient at -3 and 3 is -0.5 and 1.5, which the
 // bound-inclusive clamp gives.
 DynTensor hardswish(const DynTensor& x) { return mul(x, div(clamp(add(x, 3.0), 0.0, 6.0), 6.0)); }
@@ -178,6 +183,13 @@ std::string Hardtanh::to_json() const {
 Hardtanh Hardtanh::from_json(const std::string& json) {
   const detail::JsonReader r(json, "Hardtanh");
   return Hardtanh{r.number("min_val", -1.0), r.number("max_val", 1.0)};
+}
+std::string Hardsigmoid::to_json() const {
+  return detail::JsonWriter().field("alpha", alpha).field("beta", beta).str();
+}
+Hardsigmoid Hardsigmoid::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "Hardsigmoid");
+  return Hardsigmoid{r.number("alpha", 1.0 / 6.0), r.number("beta", 0.5)};
 }
 std::string CELU::to_json() const { return detail::JsonWriter().field("alpha", alpha).str(); }
 CELU CELU::from_json(const std::string& json) {

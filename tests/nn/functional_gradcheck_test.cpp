@@ -110,6 +110,7 @@ TEST(NnGradcheck, MoreActivations) {
   check("softshrink", [](auto& t) { return nn::softshrink(t[0], 0.7); }, {x});
   check("hardshrink", [](auto& t) { return nn::hardshrink(t[0], 0.7); }, {x});
   check("hardsigmoid", [](auto& t) { return nn::hardsigmoid(t[0]); }, {x});
+  check("hardsigmoid burn", [](auto& t) { return nn::hardsigmoid(t[0], 0.2, 0.4); }, {x});
   check("rrelu eval", [](auto& t) { return nn::rrelu(t[0], 0.1, 0.4); }, {x});
   check("softmin", [](auto& t) { return nn::softmin(t[0], 1); }, {x});
   check("thresholded_relu", [](auto& t) { return nn::thresholded_relu(t[0], 0.5); }, {x});
@@ -141,4 +142,19 @@ TEST(NnGradcheck, LocalResponseNorm) {
   check("local_response_norm",
         [](auto& t) { return nn::local_response_norm(t[0], 3, 0.4, 0.75, 1.2); },
         {input(Shape{2, 4, 3}, 51, Layout::Transposed)});
+}
+
+TEST(NnGradcheck, MultiheadAttentionOptions) {
+  Generator gen(5);
+  nn::MultiheadAttention mha(
+      nn::MultiheadAttentionConfig(4, 2).kdim(3).vdim(5).add_bias_kv(true).add_zero_attn(true),
+      default_device(), &gen);
+  mha.to(DType::f64).freeze("");
+  const DynTensor kpm = from_data(
+      TensorData::from(std::vector<bool>{false, true, false, false, false, true}, Shape{2, 3}));
+  check("mha kdim vdim bias_kv zero_attn",
+        [&](auto& t) { return mha.forward(t[0], t[1], t[2], kpm, true, {}, false, false).weights; },
+        {input(Shape{2, 2, 4}, 61), input(Shape{3, 2, 3}, 62), input(Shape{3, 2, 5}, 63)});
+  check("mha output", [&](auto& t) { return mha.forward(t[0], t[1], t[2], kpm, false).output; },
+        {input(Shape{2, 2, 4}, 64), input(Shape{3, 2, 3}, 65), input(Shape{3, 2, 5}, 66)});
 }

@@ -514,6 +514,12 @@ TEST(Layers, MoreActivationModulesAreTheirOwnConfigs) {
   EXPECT_DOUBLE_EQ(h.min_val, -2.0);
   EXPECT_DOUBLE_EQ(h.max_val, 3.0);
   EXPECT_DOUBLE_EQ(nn::CELU::from_json(nn::CELU{0.5}.to_json()).alpha, 0.5);
+  // Burn's HardSigmoid slopes: clamp(alpha x + beta, 0, 1); PyTorch's by default.
+  const auto hs = nn::Hardsigmoid::from_json(nn::Hardsigmoid{0.2, 0.5}.to_json());
+  EXPECT_DOUBLE_EQ(hs.alpha, 0.2);
+  const auto xs = Tensor<1>::from_vector<double>({-4.0, -1.0, 0.5, 2.0, 3.0});
+  EXPECT_EQ(hs(xs).to_vector<double>(), (std::vector<double>{0.0, 0.3, 0.6, 0.9, 1.0}));
+  EXPECT_TRUE(equal(nn::Hardsigmoid{}(xs), Tensor<1>(nn::hardsigmoid(xs.dyn()))));
   EXPECT_DOUBLE_EQ(nn::Threshold::from_json(nn::Threshold{0.1, 2.0}.to_json()).value, 2.0);
   EXPECT_DOUBLE_EQ(nn::Softshrink::from_json(nn::Softshrink{0.3}.to_json()).lambd, 0.3);
   EXPECT_DOUBLE_EQ(nn::Hardshrink::from_json(nn::Hardshrink{0.4}.to_json()).lambd, 0.4);

@@ -13,6 +13,9 @@ DynTensor elu(const DynTensor& x, double alpha = 1.0);
 DynTensor selu(const DynTensor& x);
 DynTensor mish(const DynTensor& x);
 DynTensor hardsigmoid(const DynTensor& x);
+/// clamp(alpha * x + beta, 0, 1): Burn's and ONNX's HardSigmoid (their defaults are 0.2, 0.5;
+/// alpha 1/6 and beta 1/2 is PyTorch's hardsigmoid above, computed as PyTorch does).
+DynTensor hardsigmoid(const DynTensor& x, double alpha, double beta);
 DynTensor hardswish(const DynTensor& x);
 /// PReLU: x where x >= 0, else weight * x; weight has 1 or C (= x.size(1)) entries.
 DynTensor prelu(const DynTensor& x, const DynTensor& weight);
@@ -72,7 +75,6 @@ EMBER_ACTIVATION_MODULE(SiLU, silu(x))
 EMBER_ACTIVATION_MODULE(Mish, mish(x))
 EMBER_ACTIVATION_MODULE(Sigmoid, sigmoid(x))
 EMBER_ACTIVATION_MODULE(Tanh, tanh(x))
-EMBER_ACTIVATION_MODULE(Hardsigmoid, hardsigmoid(x))
 EMBER_ACTIVATION_MODULE(Hardswish, hardswish(x))
 EMBER_ACTIVATION_MODULE(Softsign, softsign(x))
 EMBER_ACTIVATION_MODULE(Tanhshrink, tanhshrink(x))
@@ -95,6 +97,9 @@ EMBER_ACTIVATION_MODULE(Identity, x)
 EMBER_OPTION_ACTIVATION(Hardtanh, double min_val = -1.0; double max_val = 1.0;
                         , hardtanh(x, min_val, max_val))
 EMBER_OPTION_ACTIVATION(CELU, double alpha = 1.0;, celu(x, alpha))
+// PyTorch's Hardsigmoid by default; Burn's slopes as options.
+EMBER_OPTION_ACTIVATION(Hardsigmoid, double alpha = 1.0 / 6.0; double beta = 0.5;
+                        , hardsigmoid(x, alpha, beta))
 // Threshold has no defaults in PyTorch; here 0 and 0 (relu).
 EMBER_OPTION_ACTIVATION(Threshold, double threshold = 0.0; double value = 0.0;
                         , nn::threshold(x, threshold, value))
