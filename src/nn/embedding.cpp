@@ -164,20 +164,27 @@ DynTensor embedding_bag(const DynTensor& input, const DynTensor& weight, const D
     bags = offsets.numel() - (include_last_offset ? 1 : 0);
     EMBER_CHECK(bags >= 1, "[", op, "] offsets ", offsets.shape(), " give no bag",
                 include_last_offset ? " (include_last_offset)" : "");
-    const DynTensor starts = slice(offsets, {Slice{0, bags}});
-    // bag_of[j] = (number of starts <= j) - 1, by a cumulative count of the starts.
+    // bag_of[j] = (number of starts <= j) - 1, by a cumulative count of the starts. With
+    // include_last_offset the end counts as a start too: entries past it fall in a slot that is
+    // dropped. Offsets outside [0, n] are index errors of index_add (at the next sync).
+    const int64_t starts = offsets.numel();
     const DynTensor marks =
-        index_add(zeros(Shape{n + 1}, DType::i64, device), 0, clamp(cast(starts, DType::i64), 0, n),
-                  ones(Shape{bags}, DType::i64, device));
+        index_add(zeros(Shape{n + 1}, DType::i64, device), 0, cast(offsets, DType::i64),
+                  ones(Shape{starts}, DType::i64, device));
     bag_of = sub(slice(cumsum(marks, 0), {Slice{0, n}}), 1);
   }
 
   const DType dt = rows.dtype();
   if (mode != EmbeddingBagMode::Max) {
+    const int64_t slots = input.rank() == 1 ? offsets.numel() : bags;
     const DynTensor kept = where(unsqueeze(keep, 1), rows, 0.0);
-    const DynTensor sums = index_add(zeros(Shape{bags, dim}, dt, device), 0, bag_of, kept);
+    DynTensor sums = index_add(zeros(Shape{slots, dim}, dt, device), 0, bag_of, kept);
+    DynTensor counts = index_add(zeros(Shape{slots}, dt, device), 0, bag_of, cast(keep, dt));
+    if (slots != bags) {
+      sums = slice(sums, {Slice{0, bags}});
+      counts = slice(counts, {Slice{0, bags}});
+    }
     if (mode == EmbeddingBagMode::Sum) return sums;
-    const DynTensor counts = index_add(zeros(Shape{bags}, dt, device), 0, bag_of, cast(keep, dt));
     return div(sums, unsqueeze(clamp_min(counts, 1.0), 1));  // an empty bag's mean is 0
   }
 

@@ -571,6 +571,17 @@ TEST(Layers, EmbeddingOptionsAndBagsCheckTheirInput) {
   const auto late = Tensor<1, Int>::from_vector<int64_t>({1, 2}).dyn();
   EXPECT_THROW(nn::embedding_bag(idx, w, late, EmbeddingBagMode::Sum).to_vector<float>(), Error);
   EXPECT_THROW(nn::embedding_bag(idx, w, late, EmbeddingBagMode::Max), Error);
+  EXPECT_THROW(nn::embedding_bag(idx, w, Tensor<1, Int>::from_vector<int64_t>({0, 9}).dyn(),
+                                 EmbeddingBagMode::Sum)
+                   .to_vector<float>(),
+               Error);
+  // include_last_offset: entries past the last offset belong to no bag, in every mode.
+  for (auto mode : {EmbeddingBagMode::Sum, EmbeddingBagMode::Mean, EmbeddingBagMode::Max}) {
+    const auto head = nn::embedding_bag(idx, w, offsets, mode, {}, std::nullopt, std::nullopt, 2.0,
+                                        false, true);  // one bag: idx[0:1]
+    EXPECT_EQ(head.shape(), Shape({1, 3}));
+    EXPECT_TRUE(allclose(head, slice(w, {Slice{0, 1}})));
+  }
   // A bag of only padding entries and an empty bag give zeros, in every mode.
   const auto pad_only = Tensor<1, Int>::from_vector<int64_t>({5, 5, 1}).dyn();
   const auto offs = Tensor<1, Int>::from_vector<int64_t>({0, 2, 2}).dyn();
