@@ -6,6 +6,31 @@
 #include "ember/core/error.hpp"
 
 namespace ember::nn {
+namespace {
+
+// PyTorch's padding_mode strings.
+const char* pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::Constant:
+      return "zeros";
+    case PadMode::Reflect:
+      return "reflect";
+    case PadMode::Replicate:
+      return "replicate";
+    case PadMode::Circular:
+      return "circular";
+  }
+  return "?";
+}
+PadMode pad_mode_of(const std::string& s) {
+  for (PadMode m : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
+    if (s == pad_mode_name(m)) return m;
+  }
+  EMBER_FAIL("[ConvConfig] padding_mode must be \"zeros\", \"reflect\", \"replicate\" or ",
+             "\"circular\", got \"", s, "\"");
+}
+
+}  // namespace
 
 std::string ConvConfig::to_json() const {
   detail::JsonWriter w;
@@ -23,6 +48,7 @@ std::string ConvConfig::to_json() const {
       .field("groups", groups_)
       .field("bias", has_bias);
   if (relu_) w.field("relu", true);  // written only when set: older configs read the same
+  if (pad_mode_ != PadMode::Constant) w.field("padding_mode", pad_mode_name(pad_mode_));
   return w.field("dtype", dtype_name(dtype)).str();
 }
 
@@ -43,6 +69,7 @@ ConvConfig ConvConfig::from_json(const std::string& json) {
   c.groups_ = r.integer("groups", 1);
   c.has_bias = r.boolean("bias", true);
   c.relu_ = r.boolean("relu", false);
+  c.pad_mode_ = pad_mode_of(r.string("padding_mode", "zeros"));
   c.dtype = r.dtype("dtype", DType::f32);
   return c;
 }
@@ -78,6 +105,7 @@ Conv<N>::Conv(const ConvConfig& c, Device device, Generator* gen)
       padding(c.padding_mode_ == Padding::Explicit ? c.padding_ : SpatialArg{0}),
       dilation(c.dilation_),
       padding_mode(c.padding_mode_),
+      pad_mode(c.pad_mode_),
       groups(c.groups_),
       relu(c.relu_) {
   const char* op = N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d");
@@ -101,28 +129,42 @@ Conv<N>::Conv(const ConvConfig& c, Device device, Generator* gen)
 template <int N>
 DynTensor Conv<N>::forward(const DynTensor& x) const {
   const DynTensor b = bias ? bias->dyn() : DynTensor();
-  DynTensor in = x;
-  SpatialArg pad = padding;
+  auto run = [&](const DynTensor& in, const SpatialArg& pad) {
+    if constexpr (N == 1) return conv1d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
+    if constexpr (N == 2) return conv2d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
+    if constexpr (N == 3) return conv3d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
+  };
+  const char* op = N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d");
+  if (padding_mode == Padding::Valid) return run(x, {0});
+  std::vector<int64_t> pads;  // pad()'s order: last dim first, (left, right)
   if (padding_mode == Padding::Same) {
-    // Total padding dilation * (k - 1) per dim, half on each side; an odd total puts the extra
-    // one on the right (PyTorch), done as an explicit pad of the input.
-    pad.assign(N, 0);
-    std::vector<int64_t> extra(2 * N, 0);  // pad()'s order: last dim first, (left, right)
-    bool odd = false;
-    for (int i = 0; i < N; ++i) {
-      const int64_t d = dilation.size() == 1 ? dilation[0] : dilation[static_cast<size_t>(i)];
-      const int64_t total = d * (weight.size(2 + i) - 1);
-      pad[static_cast<size_t>(i)] = total / 2;
-      if (total % 2) {
-        extra[static_cast<size_t>(2 * (N - 1 - i) + 1)] = 1;
-        odd = true;
-      }
+    std::vector<int64_t> kernel;
+    for (int i = 0; i < N; ++i) kernel.push_back(weight.size(2 + i));
+    pads = same_padding(kernel, dilation, op);
+  } else {
+    EMBER_CHECK(padding.size() == 1 || padding.size() == static_cast<size_t>(N), "[", op,
+                "] padding needs 1 or ", N, " values, got ", padding.size());
+    for (int i = N - 1; i >= 0; --i) {
+      const int64_t p = padding[padding.size() == 1 ? 0 : static_cast<size_t>(i)];
+      pads.push_back(p);
+      pads.push_back(p);
     }
-    if (odd) in = ember::pad(x, extra);
   }
-  if constexpr (N == 1) return conv1d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
-  if constexpr (N == 2) return conv2d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
-  if constexpr (N == 3) return conv3d(in, weight.dyn(), b, stride, pad, dilation, groups, relu);
+  if (pad_mode != PadMode::Constant) {
+    // PyTorch pads with the mode first, then convolves without padding.
+    return run(as_op(op, [&] { return ember::pad(x, pads, pad_mode); }), {0});
+  }
+  // Zeros: the symmetric part goes to the convolution; an odd 'same' total pads the right first.
+  SpatialArg sym(N, 0);
+  std::vector<int64_t> extra(2 * N, 0);
+  bool odd = false;
+  for (int i = 0; i < N; ++i) {
+    const size_t at = 2 * static_cast<size_t>(N - 1 - i);
+    sym[static_cast<size_t>(i)] = pads[at];
+    extra[at + 1] = pads[at + 1] - pads[at];
+    odd = odd || extra[at + 1] != 0;
+  }
+  return run(odd ? ember::pad(x, extra) : x, sym);
 }
 
 template <int N>
@@ -137,6 +179,8 @@ ConvTranspose<N>::ConvTranspose(const ConvConfig& c, Device device, Generator* g
   EMBER_CHECK(c.padding_mode_ == Padding::Explicit, "[", op,
               "] takes explicit padding sizes only (PyTorch has no 'same'/'valid' for it)");
   EMBER_CHECK(!c.relu_, "[", op, "] has no fused relu: apply relu() to its output");
+  EMBER_CHECK(c.pad_mode_ == PadMode::Constant, "[", op,
+              "] supports padding_mode zeros only (as PyTorch)");
   Shape shape{c.in_channels, c.out_channels / c.groups_};
   const Shape k = kernel_dims(c, N, op);
   for (int64_t d : k) shape.push_back(d);

@@ -105,7 +105,7 @@ DynTensor group_norm(const DynTensor& x, int64_t num_groups, const DynTensor& we
   check_channels(x, weight, "group_norm", "weight");
   check_channels(x, bias, "group_norm", "bias");
   const DynTensor grouped = reshape(x, Shape{x.size(0), num_groups, -1});
-  const DynTensor y = reshape(normalize(grouped, {2}, eps), x.shape());
+  const DynTensor y = reshape(normalize(grouped, Dims{2}, eps), x.shape());
   return affine(y, weight, bias, x);
 }
 

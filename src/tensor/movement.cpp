@@ -455,6 +455,8 @@ DynTensor pad_index(int64_t n, int64_t left, int64_t right, PadMode mode, Device
   const DynTensor i = arange(-left, end, 1, DType::i64, device);
   // Reflect: i < 0 -> -i, i >= n -> 2(n - 1) - i, in one expression valid for -n < i < 2n - 1.
   if (mode == PadMode::Reflect) return sub(n - 1, abs(sub(n - 1, abs(i))));
+  // Circular: -n <= i < 2n wraps by one period.
+  if (mode == PadMode::Circular) return where(lt(i, 0), add(i, n), where(ge(i, n), sub(i, n), i));
   return clamp(i, 0, n - 1);
 }
 
@@ -496,10 +498,14 @@ DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads, PadMode mode
     const int d = x.rank() - 1 - i;
     const int64_t l = pads[2 * static_cast<size_t>(i)], r = pads[2 * static_cast<size_t>(i) + 1],
                   n = x.size(d);
-    EMBER_CHECK(l >= 0 && r >= 0, "[pad] reflect and replicate pads must be non-negative");
+    EMBER_CHECK(l >= 0 && r >= 0, "[pad] reflect, replicate and circular pads must be ",
+                "non-negative, got ", l, ", ", r);
     if (mode == PadMode::Reflect) {
       EMBER_CHECK(l < n && r < n, "[pad] reflect padding (", l, ", ", r,
                   ") must be smaller than dimension ", d, " of shape ", x.shape());
+    } else if (mode == PadMode::Circular) {
+      EMBER_CHECK(l <= n && r <= n, "[pad] circular padding (", l, ", ", r,
+                  ") wraps around more than once: at most dimension ", d, " of shape ", x.shape());
     } else {
       EMBER_CHECK(n > 0, "[pad] cannot replicate-pad an empty dimension of shape ", x.shape());
     }

@@ -39,9 +39,31 @@ using Twin = typename ErasedSignature<decltype(typed)>::type;
 #define EMBER_EXPECT_TWIN(typed, dyn) \
   static_assert(std::is_same_v<Twin<&typed>, decltype(static_cast<Twin<&typed>>(&dyn))>)
 
-EMBER_EXPECT_TWIN(conv1d<3>, conv1d);
-EMBER_EXPECT_TWIN(conv2d<4>, conv2d);
-EMBER_EXPECT_TWIN(conv3d<5>, conv3d);
+// Overloaded typed names (conv1d/2d/3d also take Padding::Same / Valid) are named with their
+// signature: a parameter added to one side only still fails to compile.
+#define EMBER_EXPECT_TWIN_OF(Sig, typed, dyn)                             \
+  static_assert(std::is_same_v<Sig, decltype(static_cast<Sig>(&typed))>); \
+  static_assert(std::is_same_v<typename ErasedSignature<Sig>::type,       \
+                               decltype(static_cast<typename ErasedSignature<Sig>::type>(&dyn))>)
+template <int D, int W>
+using ConvSig = Tensor<D> (*)(const Tensor<D>&, const Tensor<W>&, const Tensor<1>&,
+                              const SpatialArg&, const SpatialArg&, const SpatialArg&, int64_t,
+                              bool);
+template <int D, int W>
+using ConvPaddingSig = Tensor<D> (*)(const Tensor<D>&, const Tensor<W>&, const Tensor<1>&,
+                                     const SpatialArg&, Padding, const SpatialArg&, int64_t);
+using Conv1dSig = ConvSig<3, 3>;
+using Conv2dSig = ConvSig<4, 4>;
+using Conv3dSig = ConvSig<5, 5>;
+using Conv1dPaddingSig = ConvPaddingSig<3, 3>;
+using Conv2dPaddingSig = ConvPaddingSig<4, 4>;
+using Conv3dPaddingSig = ConvPaddingSig<5, 5>;
+EMBER_EXPECT_TWIN_OF(Conv1dSig, conv1d<3>, conv1d);
+EMBER_EXPECT_TWIN_OF(Conv2dSig, conv2d<4>, conv2d);
+EMBER_EXPECT_TWIN_OF(Conv3dSig, conv3d<5>, conv3d);
+EMBER_EXPECT_TWIN_OF(Conv1dPaddingSig, conv1d<3>, conv1d);
+EMBER_EXPECT_TWIN_OF(Conv2dPaddingSig, conv2d<4>, conv2d);
+EMBER_EXPECT_TWIN_OF(Conv3dPaddingSig, conv3d<5>, conv3d);
 EMBER_EXPECT_TWIN(conv_transpose1d<3>, conv_transpose1d);
 EMBER_EXPECT_TWIN(conv_transpose2d<4>, conv_transpose2d);
 EMBER_EXPECT_TWIN(max_pool1d<3>, max_pool1d);
@@ -69,6 +91,14 @@ EMBER_EXPECT_TWIN((kron<2, 1, Float>), kron);
 EMBER_EXPECT_TWIN((diagonal<3, Float>), diagonal);
 EMBER_EXPECT_TWIN(trace<Float>, trace);
 EMBER_EXPECT_TWIN((cross<2, Float>), cross);
+// Vision and distance ops (include/ember/tensor/vision_ops.hpp).
+EMBER_EXPECT_TWIN(normalize<3>, normalize);
+EMBER_EXPECT_TWIN(cosine_similarity<3>, cosine_similarity);
+EMBER_EXPECT_TWIN(cdist<3>, cdist);
+EMBER_EXPECT_TWIN(pixel_shuffle<4>, pixel_shuffle);
+EMBER_EXPECT_TWIN(pixel_unshuffle<4>, pixel_unshuffle);
+EMBER_EXPECT_TWIN(unfold<4>, unfold);
+EMBER_EXPECT_TWIN(fold<3>, fold);
 
 }  // namespace
 }  // namespace ember

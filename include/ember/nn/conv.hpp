@@ -6,12 +6,14 @@
 
 #include "ember/nn/module.hpp"
 #include "ember/tensor/ops/conv.hpp"
+#include "ember/tensor/ops/vision.hpp"
 
 namespace ember::nn {
 
 /// PyTorch's padding='same' (the output keeps the input's size; stride 1 only; an odd total
-/// pads one more on the right) and padding='valid' (none), beside explicit sizes.
-enum class Padding : uint8_t { Explicit, Same, Valid };
+/// pads one more on the right) and padding='valid' (none), beside explicit sizes; the same enum
+/// as the functional conv2d(x, w, b, stride, Padding::Same).
+using ember::Padding;
 
 /// Options of a convolution; per-dim options take one value for every dim or one per dim.
 struct ConvConfig {
@@ -21,6 +23,7 @@ struct ConvConfig {
   SpatialArg stride_ = {1};
   SpatialArg padding_ = {0};
   Padding padding_mode_ = Padding::Explicit;  // Same/Valid: Conv only, padding_ unused
+  PadMode pad_mode_ = PadMode::Constant;      // PyTorch's padding_mode ("zeros" is Constant)
   SpatialArg output_padding_ = {0};           // transposed convolutions only
   SpatialArg dilation_ = {1};
   int64_t groups_ = 1;
@@ -41,6 +44,12 @@ struct ConvConfig {
   }
   ConvConfig& padding(Padding mode) {
     padding_mode_ = mode;
+    return *this;
+  }
+  /// PyTorch's padding_mode: what the padding holds. Constant is "zeros"; Reflect, Replicate and
+  /// Circular pad the input with pad() first, then convolve unpadded (Conv only, as PyTorch).
+  ConvConfig& padding_mode(PadMode m) {
+    pad_mode_ = m;
     return *this;
   }
   ConvConfig& output_padding(SpatialArg p) {
@@ -85,7 +94,8 @@ class Conv {
   Param<N + 2> weight;
   std::optional<Param<1>> bias;
   SpatialArg stride{1}, padding{0}, dilation{1};
-  Padding padding_mode = Padding::Explicit;
+  Padding padding_mode = Padding::Explicit;  // explicit sizes, or 'same' / 'valid'
+  PadMode pad_mode = PadMode::Constant;      // PyTorch's padding_mode (ConvConfig::padding_mode)
   int64_t groups = 1;
   bool relu = false;  // fused activation (ConvConfig::relu)
   EMBER_MODULE_NAMED(Conv, N == 1 ? "Conv1d" : (N == 2 ? "Conv2d" : "Conv3d"), weight, bias)

@@ -14,3 +14,4 @@
 #include "ember/nn/rnn.hpp"
 #include "ember/nn/sequential.hpp"
 #include "ember/nn/serialize.hpp"
+#include "ember/nn/vision.hpp"

@@ -446,6 +446,7 @@ class Tensor {
 }  // namespace ember
 
 #include "ember/tensor/conv_ops.hpp"
+#include "ember/tensor/vision_ops.hpp"
 #include "ember/tensor/tensor_ops.hpp"
 #include "ember/tensor/statistics_ops.hpp"
 // Matrix and shape ops (tril, einsum, diag, linalg norms, ...).

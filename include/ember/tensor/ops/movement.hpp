@@ -40,7 +40,9 @@ std::vector<DynTensor> chunk(const DynTensor& x, int64_t chunks, int64_t dim = 0
 /// The same values in row-major order (no copy when already contiguous).
 DynTensor contiguous(const DynTensor& x);
 
-enum class PadMode : uint8_t { Constant, Reflect, Replicate };
+/// Constant (PyTorch's "constant", and conv's padding_mode "zeros"), "reflect", "replicate",
+/// "circular" (wraps around: pads at most the dim's size, non-negative).
+enum class PadMode : uint8_t { Constant, Reflect, Replicate, Circular };
 /// Pads the last dims: pads = {left_last, right_last, left_prev, right_prev, ...}
 /// (torch.nn.functional.pad).
 DynTensor pad(const DynTensor& x, const std::vector<int64_t>& pads,

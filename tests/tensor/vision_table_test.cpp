@@ -1,0 +1,719 @@
+// Vision and distance ops (normalize, cosine_similarity, pairwise_distance, cdist, pixel_shuffle,
+// pad modes, unfold / fold, conv padding='same' / 'valid' and padding_mode) against float64 host
+// references on random inputs in f32 and f64 and non-contiguous layouts; finite-difference
+// gradient checks; PyTorch parity for the ops and layers (nn/fixtures/make_vision_fixtures.py);
+// and the error paths.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "autodiff/fixture.hpp"
+#include "autodiff/gradcheck.hpp"
+#include "ember/nn/nn.hpp"
+
+namespace ember::test {
+namespace {
+
+const std::vector<DType> kTypes = {DType::f32, DType::f64};
+const std::vector<Layout> kLayoutsNc = {Layout::Contiguous, Layout::Transposed, Layout::Strided};
+
+Tol loose(DType t) { return t == DType::f64 ? Tol{1e-10, 1e-12} : Tol{1e-4, 1e-5}; }
+
+std::string what(const std::string& op, DType t, Layout l) {
+  return op + " " + std::string(dtype_name(t)) + " " + layout_name(l);
+}
+
+// Visits every line of `shape` along `dim`: f(offset of the line's first element, stride).
+void for_lines(const Shape& shape, int dim, const std::function<void(int64_t, int64_t)>& f) {
+  int64_t inner = 1, outer = 1;
+  for (int i = dim + 1; i < shape.rank(); ++i) inner *= shape[i];
+  for (int i = 0; i < dim; ++i) outer *= shape[i];
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) f(o * shape[dim] * inner + i, inner);
+  }
+}
+
+double pnorm(const std::vector<double>& v, double p) {
+  double s = 0.0;
+  if (std::isinf(p)) {
+    for (double e : v) s = std::max(s, std::fabs(e));
+    return s;
+  }
+  if (p == 0.0) {
+    for (double e : v) s += e != 0.0;
+    return s;
+  }
+  for (double e : v) s += std::pow(std::fabs(e), p);
+  return std::pow(s, 1.0 / p);
+}
+
+// ---- Distances -------------------------------------------------------------------------------
+
+TEST(VisionTable, Normalize) {
+  struct Case {
+    Shape shape;
+    double p;
+    int64_t dim;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Case& c : {Case{{3, 4, 5}, 2.0, 1}, Case{{3, 4, 5}, 1.0, -1}, Case{{6, 4}, 3.0, 0},
+                        Case{{2, 3, 4}, inf, 2}, Case{{7}, 2.0, 0}}) {
+    for (DType t : kTypes) {
+      for (Layout l : kLayoutsNc) {
+        const DynTensor x = make_input(c.shape, t, l, -2, 2, 11);
+        const Host h = Host::of(x);
+        const int d = static_cast<int>(c.dim < 0 ? c.dim + c.shape.rank() : c.dim);
+        std::vector<double> want(h.v.size());
+        for_lines(c.shape, d, [&](int64_t at, int64_t st) {
+          std::vector<double> line;
+          for (int64_t i = 0; i < c.shape[d]; ++i) line.push_back(h.v[size_t(at + i * st)]);
+          const double n = std::max(pnorm(line, c.p), 1e-12);
+          for (int64_t i = 0; i < c.shape[d]; ++i) want[size_t(at + i * st)] = line[size_t(i)] / n;
+        });
+        expect_close(normalize(x, c.p, c.dim), c.shape, want, loose(t), what("normalize", t, l));
+      }
+    }
+  }
+}
+
+TEST(VisionTable, CosineSimilarityAndPairwiseDistance) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Shape& shape : {Shape{4, 6}, Shape{3, 5, 4}, Shape{2, 3, 7}}) {
+    for (DType t : kTypes) {
+      for (Layout l : kLayoutsNc) {
+        const DynTensor a = make_input(shape, t, l, -1, 1, 21),
+                        b = make_input(shape, t, l, -1, 1, 22);
+        const Host ha = Host::of(a), hb = Host::of(b);
+        // cosine_similarity over dim 1.
+        Shape cs = shape;
+        cs.erase(1);
+        std::vector<double> want_cs;
+        for_lines(shape, 1, [&](int64_t at, int64_t st) {
+          double s1 = 0, s2 = 0, dot = 0;
+          for (int64_t i = 0; i < shape[1]; ++i) {
+            const double u = ha.v[size_t(at + i * st)], v = hb.v[size_t(at + i * st)];
+            s1 += u * u;
+            s2 += v * v;
+            dot += u * v;
+          }
+          want_cs.push_back(dot / std::sqrt(std::max(s1, 1e-16)) / std::sqrt(std::max(s2, 1e-16)));
+        });
+        // for_lines visits lines in (outer, inner) order: the row-major order of the result.
+        expect_close(cosine_similarity(a, b), cs, want_cs, loose(t),
+                     what("cosine_similarity", t, l));
+        // pairwise_distance over the last dim, for several p.
+        for (double p : {2.0, 1.0, 3.0, inf}) {
+          Shape ps = shape;
+          ps.erase(shape.rank() - 1);
+          std::vector<double> want;
+          for_lines(shape, shape.rank() - 1, [&](int64_t at, int64_t st) {
+            std::vector<double> diff;
+            for (int64_t i = 0; i < shape[shape.rank() - 1]; ++i) {
+              diff.push_back(ha.v[size_t(at + i * st)] - hb.v[size_t(at + i * st)] + 1e-6);
+            }
+            want.push_back(pnorm(diff, p));
+          });
+          expect_close(pairwise_distance(a, b, p), ps, want, loose(t),
+                       what("pairwise_distance p" + std::to_string(p), t, l));
+          Shape keep = ps;
+          keep.push_back(1);
+          expect_close(pairwise_distance(a, b, p, 1e-6, true), keep, want, loose(t),
+                       what("pairwise_distance keepdim", t, l));
+        }
+      }
+    }
+  }
+}
+
+TEST(VisionTable, Cdist) {
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    int64_t b, p, r, m;
+  };
+  // P or R over 25 takes the matmul path for p = 2.
+  for (const Case& c : {Case{2, 3, 4, 5}, Case{1, 30, 6, 4}, Case{3, 1, 1, 1}, Case{2, 5, 27, 3}}) {
+    for (double p : {2.0, 1.0, 0.5, 3.0, inf, 0.0}) {
+      for (DType t : kTypes) {
+        for (Layout l : kLayoutsNc) {
+          const DynTensor x1 = make_input(Shape{c.b, c.p, c.m}, t, l, -1, 1, 31);
+          const DynTensor x2 = make_input(Shape{c.b, c.r, c.m}, t, l, -1, 1, 32);
+          const Host h1 = Host::of(x1), h2 = Host::of(x2);
+          std::vector<double> want;
+          for (int64_t b = 0; b < c.b; ++b) {
+            for (int64_t i = 0; i < c.p; ++i) {
+              for (int64_t j = 0; j < c.r; ++j) {
+                std::vector<double> diff;
+                for (int64_t k = 0; k < c.m; ++k) {
+                  diff.push_back(h1.at({b, i, k}) - h2.at({b, j, k}));
+                }
+                want.push_back(pnorm(diff, p));
+              }
+            }
+          }
+          Tol tol = loose(t);
+          if (p == 2.0 && (c.p > 25 || c.r > 25))
+            tol = t == DType::f64 ? Tol{1e-7, 1e-7} : Tol{1e-3, 1e-3};
+          expect_close(cdist(x1, x2, p), Shape{c.b, c.p, c.r}, want, tol,
+                       what("cdist p" + std::to_string(p) + " P" + std::to_string(c.p), t, l));
+        }
+      }
+    }
+  }
+  // Batch dims broadcast; rank 2 works; no columns gives zeros; equal rows give exactly 0.
+  const DynTensor x1 = make_input(Shape{2, 1, 3, 4}, DType::f64, Layout::Contiguous, -1, 1, 1);
+  const DynTensor x2 = make_input(Shape{5, 4}, DType::f64, Layout::Contiguous, -1, 1, 2);
+  EXPECT_EQ(cdist(x1, x2).shape(), (Shape{2, 1, 3, 5}));
+  EXPECT_EQ(
+      cdist(zeros(Shape{3, 0}, DType::f32), zeros(Shape{2, 0}, DType::f32)).to_vector<float>(),
+      std::vector<float>(6, 0.0f));
+  const DynTensor rows = make_input(Shape{30, 3}, DType::f64, Layout::Contiguous, -1, 1, 3);
+  const std::vector<double> self = cdist(rows, rows).to_vector<double>();
+  for (int64_t i = 0; i < 30; ++i) EXPECT_LT(self[size_t(i * 31)], 1e-7);
+}
+
+// ---- Pixel shuffle, pads ---------------------------------------------------------------------
+
+TEST(VisionTable, PixelShuffle) {
+  struct Case {
+    Shape shape;  // of the shuffled (input) tensor
+    int64_t r;
+  };
+  for (const Case& c : {Case{{2, 8, 3, 4}, 2}, Case{{9, 2, 3}, 3}, Case{{2, 1, 4, 2, 2}, 2},
+                        Case{{1, 1, 5, 7}, 1}}) {
+    for (DType t : {DType::f32, DType::f64, DType::i64, DType::bf16}) {
+      for (Layout l : kLayoutsNc) {
+        const DynTensor x = make_input(c.shape, t, l, -50, 50, 41);
+        const Host h = Host::of(x);
+        const int k = c.shape.rank() - 3;
+        const int64_t r = c.r, ch = c.shape[k] / (r * r), hh = c.shape[k + 1], ww = c.shape[k + 2];
+        Shape os = c.shape;
+        os[k] = ch;
+        os[k + 1] = hh * r;
+        os[k + 2] = ww * r;
+        // The input offset each output element comes from.
+        const Host o{os, {}};
+        std::vector<int64_t> from(size_t(os.numel()));
+        for (int64_t i = 0; i < os.numel(); ++i) {
+          std::vector<int64_t> idx = o.index(i);
+          const int64_t y = idx[size_t(k + 1)], xx = idx[size_t(k + 2)];
+          idx[size_t(k)] = idx[size_t(k)] * r * r + (y % r) * r + xx % r;
+          idx[size_t(k + 1)] = y / r;
+          idx[size_t(k + 2)] = xx / r;
+          from[size_t(i)] = h.offset(idx);
+        }
+        std::vector<double> want(h.v.size());
+        for (size_t i = 0; i < from.size(); ++i) want[i] = h.v[size_t(from[i])];
+        const std::string w = what("pixel_shuffle", t, l);
+        expect_close(pixel_shuffle(x, r), os, want, tol_for(t), w);
+        // unshuffle is the inverse mapping.
+        const DynTensor u = make_input(os, t, l, -50, 50, 42);
+        const Host hu = Host::of(u);
+        std::vector<double> want_u(h.v.size());
+        for (size_t i = 0; i < from.size(); ++i) want_u[size_t(from[i])] = hu.v[i];
+        expect_close(pixel_unshuffle(u, r), c.shape, want_u, tol_for(t), "pixel_unshuffle " + w);
+      }
+    }
+  }
+}
+
+// Source index along one dim of a padded position, for each pad mode.
+int64_t pad_source(int64_t i, int64_t n, PadMode mode) {
+  switch (mode) {
+    case PadMode::Reflect:
+      return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+    case PadMode::Replicate:
+      return std::clamp<int64_t>(i, 0, n - 1);
+    case PadMode::Circular:
+      return ((i % n) + n) % n;
+    case PadMode::Constant:
+      return i;
+  }
+  return i;
+}
+
+// Host pad of the last dims, pads in pad()'s order; Constant pads with 0.
+Host host_pad(const Host& x, const std::vector<int64_t>& pads, PadMode mode) {
+  Shape os = x.shape;
+  const int np = static_cast<int>(pads.size()) / 2, rank = x.shape.rank();
+  for (int i = 0; i < np; ++i) os[rank - 1 - i] += pads[size_t(2 * i)] + pads[size_t(2 * i + 1)];
+  Host out{os, std::vector<double>(size_t(os.numel()), 0.0)};
+  for (int64_t o = 0; o < os.numel(); ++o) {
+    std::vector<int64_t> idx = out.index(o);
+    bool inside = true;
+    for (int i = 0; i < np; ++i) {
+      const int d = rank - 1 - i;
+      int64_t s = pad_source(idx[size_t(d)] - pads[size_t(2 * i)], x.shape[d], mode);
+      inside = inside && s >= 0 && s < x.shape[d];
+      idx[size_t(d)] = s;
+    }
+    if (inside) out.v[size_t(o)] = x.at(idx);
+  }
+  return out;
+}
+
+TEST(VisionTable, PadModes) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> pads;
+  };
+  for (const Case& c : {Case{{2, 3, 4, 5}, {2, 1, 0, 3}}, Case{{3, 4}, {4, 4}},
+                        Case{{2, 2, 3}, {2, 2}}, Case{{2, 3, 4, 3, 2}, {1, 2, 2, 0, 1, 1}}}) {
+    for (PadMode mode : {PadMode::Circular, PadMode::Reflect, PadMode::Replicate}) {
+      bool fits = true;  // reflect pads must be smaller than their dim
+      for (size_t i = 0; i < c.pads.size(); ++i) {
+        fits = fits && c.pads[i] < c.shape[c.shape.rank() - 1 - static_cast<int>(i / 2)];
+      }
+      if (mode == PadMode::Reflect && !fits) continue;
+      for (DType t : {DType::f32, DType::f64, DType::i32}) {
+        for (Layout l : kLayoutsNc) {
+          const DynTensor x = make_input(c.shape, t, l, -9, 9, 51);
+          const Host want = host_pad(Host::of(x), c.pads, mode);
+          expect_close(pad(x, c.pads, mode), want.shape, want.v, tol_for(t),
+                       what("pad mode " + std::to_string(int(mode)), t, l));
+        }
+      }
+    }
+  }
+}
+
+// ---- Unfold / fold, and convolutions through them ----------------------------------------------
+
+struct Im2Col {
+  std::vector<int64_t> k, d, p, s;
+};
+
+// Host im2col of [N, C, H, W]: [N, C * kh * kw, L].
+Host host_unfold(const Host& x, const Im2Col& a) {
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  const int64_t oh = (h + 2 * a.p[0] - a.d[0] * (a.k[0] - 1) - 1) / a.s[0] + 1;
+  const int64_t ow = (w + 2 * a.p[1] - a.d[1] * (a.k[1] - 1) - 1) / a.s[1] + 1;
+  Host out{Shape{n, c * a.k[0] * a.k[1], oh * ow}, {}};
+  out.v.assign(size_t(out.numel()), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ki = 0; ki < a.k[0]; ++ki)
+        for (int64_t kj = 0; kj < a.k[1]; ++kj)
+          for (int64_t oi = 0; oi < oh; ++oi)
+            for (int64_t oj = 0; oj < ow; ++oj) {
+              const int64_t y = oi * a.s[0] - a.p[0] + ki * a.d[0];
+              const int64_t xx = oj * a.s[1] - a.p[1] + kj * a.d[1];
+              const int64_t row = (ci * a.k[0] + ki) * a.k[1] + kj;
+              if (y >= 0 && y < h && xx >= 0 && xx < w) {
+                out.v[size_t(out.offset({b, row, oi * ow + oj}))] = x.at({b, ci, y, xx});
+              }
+            }
+  return out;
+}
+
+// Host col2im: the adjoint of host_unfold for an output of size `o`.
+Host host_fold(const Host& cols, const std::vector<int64_t>& o, const Im2Col& a) {
+  const int64_t n = cols.shape[0], kk = a.k[0] * a.k[1], c = cols.shape[1] / kk;
+  const int64_t oh = (o[0] + 2 * a.p[0] - a.d[0] * (a.k[0] - 1) - 1) / a.s[0] + 1;
+  const int64_t ow = (o[1] + 2 * a.p[1] - a.d[1] * (a.k[1] - 1) - 1) / a.s[1] + 1;
+  Host out{Shape{n, c, o[0], o[1]}, {}};
+  out.v.assign(size_t(out.numel()), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ki = 0; ki < a.k[0]; ++ki)
+        for (int64_t kj = 0; kj < a.k[1]; ++kj)
+          for (int64_t oi = 0; oi < oh; ++oi)
+            for (int64_t oj = 0; oj < ow; ++oj) {
+              const int64_t y = oi * a.s[0] - a.p[0] + ki * a.d[0];
+              const int64_t xx = oj * a.s[1] - a.p[1] + kj * a.d[1];
+              const int64_t row = (ci * a.k[0] + ki) * a.k[1] + kj;
+              if (y >= 0 && y < o[0] && xx >= 0 && xx < o[1]) {
+                out.v[size_t(out.offset({b, ci, y, xx}))] += cols.at({b, row, oi * ow + oj});
+              }
+            }
+  return out;
+}
+
+const std::vector<Im2Col> kIm2Col = {{{2, 2}, {1, 1}, {0, 0}, {1, 1}},
+                                     {{3, 2}, {1, 2}, {1, 0}, {2, 1}},
+                                     {{1, 3}, {2, 1}, {2, 1}, {1, 3}},
+                                     {{3, 3}, {1, 1}, {1, 1}, {2, 2}}};
+
+TEST(VisionTable, UnfoldFold) {
+  for (const Im2Col& a : kIm2Col) {
+    for (const Shape& shape : {Shape{2, 3, 6, 7}, Shape{1, 2, 5, 5}}) {
+      for (DType t : kTypes) {
+        for (Layout l : kLayoutsNc) {
+          const std::string w =
+              what("unfold k" + std::to_string(a.k[0]) + std::to_string(a.k[1]), t, l);
+          const DynTensor x = make_input(shape, t, l, -1, 1, 61);
+          const Host want = host_unfold(Host::of(x), a);
+          const DynTensor cols = unfold(x, a.k, a.d, a.p, a.s);
+          expect_close(cols, want.shape, want.v, tol_for(t), w);
+          // Unbatched input: the batch dim dropped.
+          Shape ws = want.shape;
+          ws.erase(0);
+          if (shape[0] == 1)
+            expect_close(unfold(select(x, 0, 0), a.k, a.d, a.p, a.s), ws, want.v, tol_for(t), w);
+          const DynTensor c = make_input(want.shape, t, l, -1, 1, 62);
+          const Host back = host_fold(Host::of(c), {shape[2], shape[3]}, a);
+          expect_close(fold(c, {shape[2], shape[3]}, a.k, a.d, a.p, a.s), back.shape, back.v,
+                       loose(t), "fold " + w);
+        }
+      }
+    }
+  }
+}
+
+// A host conv2d of [N, C, H, W] (already padded) with weight [O, C, kh, kw], bias [O]:
+// weight rows times im2col columns.
+Host host_conv2d(const Host& x, const Host& w, const Host& b, const std::vector<int64_t>& dil) {
+  const Im2Col a{{w.shape[2], w.shape[3]}, dil, {0, 0}, {1, 1}};
+  const Host cols = host_unfold(x, a);
+  const int64_t n = x.shape[0], o = w.shape[0], ck = cols.shape[1], l = cols.shape[2];
+  const int64_t oh = x.shape[2] - dil[0] * (w.shape[2] - 1), ow = l / oh;
+  Host out{Shape{n, o, oh, ow}, std::vector<double>(size_t(n * o * l), 0.0)};
+  for (int64_t bi = 0; bi < n; ++bi)
+    for (int64_t oi = 0; oi < o; ++oi)
+      for (int64_t j = 0; j < l; ++j) {
+        double s = b.v[size_t(oi)];
+        for (int64_t r = 0; r < ck; ++r) s += w.v[size_t(oi * ck + r)] * cols.at({bi, r, j});
+        out.v[size_t((bi * o + oi) * l + j)] = s;
+      }
+  return out;
+}
+
+TEST(VisionTable, ConvSamePaddingAndPaddingModes) {
+  for (const auto& [k, dil] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{3, 3}, {1, 1}}, {{4, 2}, {1, 2}}, {{2, 5}, {3, 1}}}) {
+    for (DType t : kTypes) {
+      for (Layout l : kLayoutsNc) {
+        const DynTensor x = make_input(Shape{2, 3, 7, 9}, t, l, -1, 1, 71);
+        const DynTensor w = make_input(Shape{4, 3, k[0], k[1]}, t, Layout::Contiguous, -1, 1, 72);
+        const DynTensor b = make_input(Shape{4}, t, Layout::Contiguous, -1, 1, 73);
+        const Host hx = Host::of(x), hw = Host::of(w), hb = Host::of(b);
+        const std::vector<int64_t> pads = same_padding(k, dil, "test");
+        // PyTorch's rule: the extra one of an odd total goes right / bottom.
+        for (size_t i = 0; i < 2; ++i) EXPECT_GE(pads[2 * i + 1], pads[2 * i]);
+        const std::string w_name =
+            what("conv2d same k" + std::to_string(k[0]) + std::to_string(k[1]), t, l);
+        for (PadMode mode :
+             {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
+          const Host want = host_conv2d(host_pad(hx, pads, mode), hw, hb, dil);
+          EXPECT_EQ(want.shape, (Shape{2, 4, 7, 9}));
+          nn::Conv2d conv(nn::Conv2dConfig(3, 4, k)
+                              .padding(nn::Padding::Same)
+                              .dilation(dil)
+                              .padding_mode(mode)
+                              .with_dtype(t));
+          conv.weight.set_dyn(w);
+          conv.bias->set_dyn(b);
+          expect_close(conv.forward(x), want.shape, want.v, loose(t),
+                       w_name + " mode " + std::to_string(int(mode)));
+          if (mode == PadMode::Constant) {
+            expect_close(conv2d(x, w, b, {1}, Padding::Same, dil), want.shape, want.v, loose(t),
+                         w_name);
+          }
+        }
+        // Explicit sizes with a mode, and padding='valid'.
+        const std::vector<int64_t> ex = {2, 2, 1, 1};
+        const Host want = host_conv2d(host_pad(hx, ex, PadMode::Circular), hw, hb, dil);
+        nn::Conv2d conv(nn::Conv2dConfig(3, 4, k)
+                            .padding({1, 2})
+                            .dilation(dil)
+                            .padding_mode(PadMode::Circular)
+                            .with_dtype(t));
+        conv.weight.set_dyn(w);
+        conv.bias->set_dyn(b);
+        expect_close(conv.forward(x), want.shape, want.v, loose(t), w_name + " circular explicit");
+        const Host valid = host_conv2d(hx, hw, hb, dil);
+        expect_close(conv2d(x, w, b, {1}, Padding::Valid, dil), valid.shape, valid.v, loose(t),
+                     w_name + " valid");
+      }
+    }
+  }
+}
+
+// ---- Gradients -------------------------------------------------------------------------------
+
+GradInput gin(const Shape& shape, Layout layout, uint32_t seed, double lo = -1, double hi = 1) {
+  return {shape, layout, random_values(shape.numel(), lo, hi, false, seed)};
+}
+
+TEST(VisionGradcheck, Distances) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Layout l : kLayoutsNc) {
+    EXPECT_TRUE(
+        gradcheck("normalize", [](auto& x) { return normalize(x[0]); }, {gin({3, 4, 2}, l, 1)}));
+    EXPECT_TRUE(gradcheck("normalize p3", [](auto& x) { return normalize(x[0], 3.0, -1); },
+                          {gin({3, 4}, l, 2)}));
+    EXPECT_TRUE(gradcheck("cosine_similarity",
+                          [](auto& x) { return cosine_similarity(x[0], x[1]); },
+                          {gin({3, 4, 2}, l, 3), gin({3, 4, 2}, l, 4)}));
+    EXPECT_TRUE(gradcheck("pairwise_distance",
+                          [](auto& x) { return pairwise_distance(x[0], x[1]); },
+                          {gin({3, 4}, l, 5), gin({3, 4}, l, 6)}));
+    for (double p : {2.0, 1.0, 3.0, inf}) {
+      EXPECT_TRUE(gradcheck("cdist p" + std::to_string(p),
+                            [p](auto& x) { return cdist(x[0], x[1], p); },
+                            {gin({2, 3, 4}, l, 7), gin({2, 5, 4}, l, 8)}));
+    }
+    EXPECT_TRUE(gradcheck("cdist mm", [](auto& x) { return cdist(x[0], x[1]); },
+                          {gin({26, 3}, l, 9), gin({4, 3}, l, 10)}));
+  }
+  EXPECT_TRUE(
+      gradgradcheck("cosine_similarity", [](auto& x) { return cosine_similarity(x[0], x[1]); },
+                    {gin({3, 4}, Layout::Contiguous, 3), gin({3, 4}, Layout::Contiguous, 4)}));
+  // Equal rows: PyTorch's p = 2 gradient at a zero distance is 0, on both paths.
+  for (int64_t rows : {3, 30}) {
+    const DynTensor a =
+        require_grad(make_input(Shape{rows, 3}, DType::f64, Layout::Contiguous, -1, 1, 5));
+    const std::vector<double> g = grad(sum(cdist(a, a)), {a})[0].to_vector<double>();
+    for (double v : g) EXPECT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(VisionGradcheck, ShuffleFoldPadConv) {
+  for (Layout l : kLayoutsNc) {
+    EXPECT_TRUE(gradcheck("pixel_shuffle", [](auto& x) { return pixel_shuffle(x[0], 2); },
+                          {gin({2, 8, 2, 3}, l, 11)}));
+    EXPECT_TRUE(gradcheck("pixel_unshuffle", [](auto& x) { return pixel_unshuffle(x[0], 2); },
+                          {gin({1, 2, 4, 2}, l, 12)}));
+    EXPECT_TRUE(gradcheck("unfold",
+                          [](auto& x) {
+                            return unfold(x[0], {2, 3}, {1, 2}, {1, 0}, {2, 1});
+                          },
+                          {gin({2, 2, 5, 6}, l, 13)}));
+    EXPECT_TRUE(gradcheck("fold",
+                          [](auto& x) {
+                            return fold(x[0], {4, 5}, {2, 2}, {1}, {1}, {2});
+                          },
+                          {gin({2, 8, 9}, l, 14)}));
+    EXPECT_TRUE(gradcheck("pad circular",
+                          [](auto& x) {
+                            return pad(x[0], {2, 1, 3, 0}, PadMode::Circular);
+                          },
+                          {gin({2, 3, 4}, l, 15)}));
+    EXPECT_TRUE(gradcheck("conv2d same",
+                          [](auto& x) { return conv2d(x[0], x[1], {}, {1}, Padding::Same); },
+                          {gin({1, 2, 5, 4}, l, 16), gin({3, 2, 2, 3}, Layout::Contiguous, 17)}));
+  }
+  nn::Conv1d conv(nn::Conv1dConfig(2, 2, {3})
+                      .padding({2})
+                      .padding_mode(PadMode::Reflect)
+                      .with_dtype(DType::f64));
+  EXPECT_TRUE(gradcheck("Conv1d reflect", [&](auto& x) { return conv.forward(x[0]); },
+                        {gin({2, 2, 5}, Layout::Strided, 18)}));
+}
+
+// ---- PyTorch parity --------------------------------------------------------------------------
+
+const Fixture& fixture() {
+  static const Fixture f(EMBER_NN_FIXTURES "/vision.txt");
+  return f;
+}
+
+// Runs `f` on the case's inputs (x, or x1 and x2), compares y and the inputs' and parameters'
+// gradients of sum(y * seed) with PyTorch's.
+void check_case(const std::string& name,
+                const std::function<DynTensor(const std::vector<DynTensor>&)>& f,
+                const std::vector<std::pair<std::string, DynTensor>>& params = {}) {
+  SCOPED_TRACE(name);
+  const Fixture& fx = fixture();
+  std::vector<std::string> keys =
+      fx.has(name + ".x") ? std::vector<std::string>{"x"} : std::vector<std::string>{"x1", "x2"};
+  std::vector<DynTensor> xs;
+  for (const std::string& k : keys) xs.push_back(require_grad(fx.get(name + "." + k)));
+  const DynTensor y = f(xs);
+  fx.expect_close(y, name + ".y", 1e-9, 1e-11);
+  std::vector<DynTensor> wrt = xs;
+  for (const auto& p : params) wrt.push_back(p.second);
+  const std::vector<DynTensor> g = grad(y, wrt, fx.get(name + ".seed"));
+  for (size_t i = 0; i < keys.size(); ++i)
+    fx.expect_close(g[i], name + ".grad_" + keys[i], 1e-9, 1e-11);
+  for (size_t i = 0; i < params.size(); ++i) {
+    fx.expect_close(g[keys.size() + i], name + ".grad_" + params[i].first, 1e-9, 1e-11);
+  }
+}
+
+TEST(VisionParity, Distances) {
+  const double inf = std::numeric_limits<double>::infinity();
+  check_case("normalize", [](auto& x) { return normalize(x[0]); });
+  check_case("normalize_p3", [](auto& x) { return normalize(x[0], 3.0, -1, 1e-3); });
+  check_case("cosine_similarity", [](auto& x) { return cosine_similarity(x[0], x[1]); });
+  check_case("cosine_similarity_bcast",
+             [](auto& x) { return cosine_similarity(x[0], x[1], -1, 1e-6); });
+  check_case("cosine_similarity_tiny", [](auto& x) { return cosine_similarity(x[0], x[1]); });
+  check_case("pairwise_distance", [](auto& x) { return pairwise_distance(x[0], x[1]); });
+  check_case("pairwise_distance_p1_keep",
+             [](auto& x) { return pairwise_distance(x[0], x[1], 1.0, 1e-3, true); });
+  check_case("cdist", [](auto& x) { return cdist(x[0], x[1]); });
+  check_case("cdist_mm", [](auto& x) { return cdist(x[0], x[1]); });
+  check_case("cdist_p1", [](auto& x) { return cdist(x[0], x[1], 1.0); });
+  check_case("cdist_p3", [](auto& x) { return cdist(x[0], x[1], 3.0); });
+  check_case("cdist_pinf", [inf](auto& x) { return cdist(x[0], x[1], inf); });
+}
+
+TEST(VisionParity, Layers) {
+  check_case("pixel_shuffle", [](auto& x) { return nn::PixelShuffle{2}.forward(x[0]); });
+  check_case("pixel_shuffle_unbatched", [](auto& x) { return nn::PixelShuffle{3}.forward(x[0]); });
+  check_case("pixel_unshuffle", [](auto& x) { return nn::PixelUnshuffle{2}.forward(x[0]); });
+  check_case("unfold", [](auto& x) {
+    return nn::Unfold{{2, 3}, {1, 2}, {1, 0}, {2, 1}}.forward(x[0]);
+  });
+  check_case("unfold_unbatched", [](auto& x) { return nn::Unfold{{2}}.forward(x[0]); });
+  check_case("fold", [](auto& x) {
+    return nn::Fold{{5, 6}, {2, 3}, {2, 1}, {1, 1}, {1, 2}}.forward(x[0]);
+  });
+  check_case("fold_unbatched", [](auto& x) { return nn::Fold{{3, 4}, {2}}.forward(x[0]); });
+  check_case("pad_circular", [](auto& x) { return pad(x[0], {2, 1, 0, 3}, PadMode::Circular); });
+  check_case("pad_circular_1d", [](auto& x) { return pad(x[0], {3, 3}, PadMode::Circular); });
+  const DynTensor w2 = fixture().get("conv2d_same_functional.w");
+  check_case("conv2d_same_functional", [&](auto& x) {
+    return conv2d(x[0], w2, {}, {1}, Padding::Same, {1, 2});
+  });
+  const DynTensor w1 = fixture().get("conv1d_valid_functional.w");
+  check_case("conv1d_valid_functional",
+             [&](auto& x) { return conv1d(x[0], w1, {}, {1}, Padding::Valid); });
+}
+
+// A conv layer with the fixture's weight (and bias) for `name`, checked end to end.
+template <class ConvT>
+void check_conv(const std::string& name, const nn::ConvConfig& config) {
+  ConvT conv(nn::ConvConfig(config).with_dtype(DType::f64));
+  conv.weight.set_dyn(fixture().get(name + ".weight"));
+  std::vector<std::pair<std::string, DynTensor>> params{{"weight", conv.weight.dyn()}};
+  if (conv.bias) {
+    conv.bias->set_dyn(fixture().get(name + ".bias"));
+    params.emplace_back("bias", conv.bias->dyn());
+  }
+  // dyn() is the trainable leaf that set_dyn made.
+  params[0].second = conv.weight.dyn();
+  if (conv.bias) params[1].second = conv.bias->dyn();
+  check_case(
+      name, [&](auto& x) { return conv.forward(x[0]); }, params);
+}
+
+TEST(VisionParity, ConvPaddingModes) {
+  check_conv<nn::Conv1d>("conv1d_reflect",
+                         nn::Conv1dConfig(2, 3, {3}).padding({2}).padding_mode(PadMode::Reflect));
+  check_conv<nn::Conv2d>(
+      "conv2d_circular",
+      nn::Conv2dConfig(2, 3, {3, 2}).padding({1, 2}).padding_mode(PadMode::Circular));
+  check_conv<nn::Conv2d>("conv2d_replicate_same", nn::Conv2dConfig(2, 2, {4, 3})
+                                                      .padding(nn::Padding::Same)
+                                                      .padding_mode(PadMode::Replicate)
+                                                      .bias(false));
+  check_conv<nn::Conv3d>(
+      "conv3d_circular_same",
+      nn::Conv3dConfig(1, 2, {2, 3, 2}).padding(nn::Padding::Same).padding_mode(PadMode::Circular));
+  check_conv<nn::Conv3d>("conv3d_replicate",
+                         nn::Conv3dConfig(2, 2, {2}).padding({1}).padding_mode(PadMode::Replicate));
+}
+
+TEST(VisionParity, ModuleConfigsRoundTrip) {
+  const nn::Unfold u{{2, 3}, {1, 2}, {1, 0}, {2, 1}};
+  EXPECT_EQ(nn::Unfold::from_json(u.to_json()).to_json(), u.to_json());
+  const nn::Fold f{{5, 6}, {2, 3}, {2, 1}, {1, 1}, {1, 2}};
+  EXPECT_EQ(nn::Fold::from_json(f.to_json()).stride, f.stride);
+  EXPECT_EQ(nn::PixelShuffle::from_json(nn::PixelShuffle{3}.to_json()).upscale_factor, 3);
+  EXPECT_EQ(nn::PixelUnshuffle::from_json(nn::PixelUnshuffle{2}.to_json()).downscale_factor, 2);
+  const nn::ConvConfig c = nn::ConvConfig::from_json(
+      nn::Conv2dConfig(2, 3, {3}).padding_mode(PadMode::Circular).to_json());
+  EXPECT_EQ(c.pad_mode_, PadMode::Circular);
+  EXPECT_EQ(nn::ConvConfig::from_json(nn::Conv2dConfig(2, 3, {3}).to_json()).pad_mode_,
+            PadMode::Constant);
+  // Typed forwards.
+  const Tensor<4> img = Tensor<4>::randn({1, 4, 2, 3});
+  EXPECT_EQ(pixel_shuffle(img, 2).dims(), (std::array<int64_t, 4>{1, 1, 4, 6}));
+  EXPECT_EQ(unfold(img, {2}).dims(), (std::array<int64_t, 3>{1, 16, 2}));
+  EXPECT_EQ(fold(unfold(img, {2}), {2, 3}, {2}).dims(), (std::array<int64_t, 4>{1, 4, 2, 3}));
+  EXPECT_EQ(nn::Unfold{{2}}(img).dims(), (std::array<int64_t, 3>{1, 16, 2}));
+  EXPECT_EQ(cosine_similarity(img, img).dims(), (std::array<int64_t, 3>{1, 2, 3}));
+  EXPECT_EQ(cdist(Tensor<2>::randn({3, 2}), Tensor<2>::randn({4, 2})).dims(),
+            (std::array<int64_t, 2>{3, 4}));
+}
+
+// ---- Errors ----------------------------------------------------------------------------------
+
+void expect_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing: " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << needle;
+  }
+}
+
+TEST(VisionTable, Errors) {
+  const DynTensor x = zeros(Shape{2, 3, 4, 5}, DType::f32);
+  const DynTensor ints = zeros(Shape{2, 3}, DType::i64);
+  expect_error([&] { normalize(ints); }, "[normalize] needs a Float input, got int64");
+  expect_error([&] { normalize(x, 2.0, 4); }, "normalize");
+  expect_error(
+      [&] {
+        cosine_similarity(x, zeros(Shape{2, 3}, DType::f32));
+      },
+      "[cosine_similarity]");
+  expect_error([&] { pairwise_distance(x, ints); }, "[pairwise_distance] needs a Float x2");
+  expect_error(
+      [&] {
+        cdist(zeros(Shape{3, 4}, DType::f32), zeros(Shape{3, 5}, DType::f32));
+      },
+      "[cdist] x1 and x2 must have the same number of columns, got [3, 4] and [3, 5]");
+  expect_error([&] { cdist(zeros(Shape{3}, DType::f32), zeros(Shape{3}, DType::f32)); },
+               "[cdist] needs x1 [..., P, M]");
+  expect_error([&] { cdist(x, x, -1.0); }, "[cdist] p must be non-negative, got -1");
+  expect_error([&] { pixel_shuffle(x, 2); },
+               "[pixel_shuffle] channels 3 are not divisible by upscale_factor^2 = 4");
+  expect_error(
+      [&] {
+        pixel_shuffle(zeros(Shape{4, 4}, DType::f32), 2);
+      },
+      "[pixel_shuffle] expects");
+  expect_error([&] { pixel_unshuffle(x, 2); },
+               "[pixel_unshuffle] height 4 and width 5 must be divisible by downscale_factor 2");
+  expect_error([&] { pixel_shuffle(x, 0); }, "upscale_factor must be positive, got 0");
+  expect_error(
+      [&] {
+        pad(x, {6, 0}, PadMode::Circular);
+      },
+      "[pad] circular padding (6, 0) wraps around more than once");
+  expect_error([&] { pad(x, {-1, 0}, PadMode::Circular); }, "must be non-negative, got -1, 0");
+  expect_error(
+      [&] {
+        unfold(zeros(Shape{4, 5}, DType::f32), {2});
+      },
+      "[unfold] expects [N, C, H, W]");
+  expect_error([&] { unfold(x, {6}); }, "[unfold] kernel 6 (dilation 1) does not fit in size 4");
+  expect_error([&] { unfold(x, {2}, {1}, {-1}); }, "[unfold] padding must be at least 0, got [-1]");
+  expect_error([&] { unfold(x, {2, 2, 2}); }, "[unfold] kernel_size needs 1 or 2 values");
+  expect_error(
+      [&] {
+        fold(zeros(Shape{2, 7, 4}, DType::f32), {3, 3}, {2});
+      },
+      "[fold] dim 1 of [2, 7, 4] must be divisible by the kernel's 4 elements");
+  expect_error(
+      [&] {
+        fold(zeros(Shape{2, 8, 5}, DType::f32), {3, 3}, {2});
+      },
+      "[fold] input [2, 8, 5] has 5 blocks, but output_size [3, 3] with kernel [2, 2] makes 4");
+  const DynTensor w = zeros(Shape{2, 3, 3, 3}, DType::f32);
+  expect_error([&] { conv2d(x, w, {}, {2}, Padding::Same); },
+               "[conv2d] padding='same' needs stride 1 (as in PyTorch), got stride [2]");
+  expect_error([&] { conv2d(x, w, {}, {1}, Padding::Explicit); }, "[conv2d] takes Padding::Same");
+  expect_error(
+      [&] {
+        nn::ConvTranspose2d(nn::ConvTranspose2dConfig(1, 1, {3}).padding_mode(PadMode::Reflect));
+      },
+      "[ConvTranspose2d] supports padding_mode zeros only");
+  expect_error(
+      [&] {
+        nn::ConvConfig::from_json(
+            R"({"in_channels": 1, "out_channels": 1, "kernel_size": [3], "padding_mode": "mirror"})");
+      },
+      "padding_mode must be \"zeros\", \"reflect\", \"replicate\" or \"circular\", got \"mirror\"");
+  nn::Conv2d reflect(nn::Conv2dConfig(3, 2, {3}).padding({4}).padding_mode(PadMode::Reflect));
+  expect_error([&] { reflect.forward(x); },
+               "[Conv2d] reflect padding (4, 4) must be smaller than dimension 2");
+}
+
+}  // namespace
+}  // namespace ember::test
