@@ -51,6 +51,12 @@ JsonWriter& JsonWriter::field(const char* name, const std::vector<int64_t>& valu
   return *this;
 }
 
+JsonWriter& JsonWriter::field(const char* name, const std::vector<double>& values) {
+  key(name);
+  body_ += nlohmann::json(values).dump();
+  return *this;
+}
+
 struct JsonReader::Impl {
   nlohmann::json j;
   std::string what;
@@ -152,6 +158,20 @@ std::vector<int64_t> JsonReader::integers(const char* key,
   for (const auto& e : *v) {
     if (!Impl::is_int64(e)) impl_->bad(key, "a list of integers of 64 bits");
     out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+std::vector<double> JsonReader::numbers(const char* key,
+                                        const std::vector<double>& fallback) const {
+  const nlohmann::json* v = impl_->find(key);
+  if (!v) return fallback;
+  if (v->is_number()) return {v->get<double>()};
+  if (!v->is_array()) impl_->bad(key, "a number or a list of numbers");
+  std::vector<double> out;
+  for (const auto& e : *v) {
+    if (!e.is_number()) impl_->bad(key, "a list of numbers");
+    out.push_back(e.get<double>());
   }
   return out;
 }

@@ -25,6 +25,7 @@ class JsonWriter {
   JsonWriter& field(const char* name, const std::vector<int64_t>& values);
   /// A number, or null when absent (PyTorch's None: BatchNorm's momentum, Embedding's max_norm).
   JsonWriter& field(const char* name, std::optional<double> value);
+  JsonWriter& field(const char* name, const std::vector<double>& values);
   std::string str() const { return "{" + body_ + "}"; }
 
  private:
@@ -48,6 +49,8 @@ class JsonReader {
   bool is_string(const char* key) const;
   DType dtype(const char* key, DType fallback) const;
   std::vector<int64_t> integers(const char* key, const std::vector<int64_t>& fallback) const;
+  /// A number or a list of numbers (Upsample's scale_factor).
+  std::vector<double> numbers(const char* key, const std::vector<double>& fallback) const;
 
  private:
   struct Impl;

@@ -250,6 +250,7 @@ AdaptiveAvgPool<N> AdaptiveAvgPool<N>::from_json(const std::string& json) {
 
 template struct MaxPool<1>;
 template struct MaxPool<2>;
+template struct MaxPool<3>;
 template struct AvgPool<1>;
 template struct AvgPool<2>;
 template struct AdaptiveAvgPool<1>;

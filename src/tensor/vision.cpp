@@ -239,6 +239,89 @@ DynTensor fold(const DynTensor& x, const SpatialArg& output_size, const SpatialA
   });
 }
 
+namespace {
+
+// PyTorch's int-or-tuple argument of the pooling ops, into a PoolParams array.
+void pool_arg(const std::string& op, const char* what, const SpatialArg& v, int spatial,
+              int64_t min, int64_t* dst) {
+  EMBER_CHECK(v.size() == 1 || v.size() == static_cast<size_t>(spatial), "[", op, "] ", what,
+              " needs 1 or ", spatial, " values, got ", list(v));
+  for (int i = 0; i < spatial; ++i) {
+    dst[i] = v.size() == 1 ? v[0] : v[static_cast<size_t>(i)];
+    EMBER_CHECK(dst[i] >= min, "[", op, "] ", what, " must be at least ", min, ", got ", list(v));
+  }
+}
+
+PoolParams adaptive_params(const std::string& op, int spatial, const SpatialArg& output_size) {
+  PoolParams p;
+  p.spatial = spatial;
+  p.adaptive = true;
+  pool_arg(op, "output_size", output_size, spatial, 1, p.output_size);
+  return p;
+}
+
+// max_pool over `spatial` dims, its indices as the backend writes them when only the values
+// are wanted (they serve the gradient only), i64 otherwise.
+ValuesIndices max_pool_nd(const DynTensor& x, const PoolParams& p, bool values_only,
+                          const char* op) {
+  detail::check_defined(x, op);
+  return as_op(op, [&] {
+    return max_pool(x, p, values_only ? detail::backend_of(x).pool_index_dtype() : DType::i64);
+  });
+}
+
+PoolParams window3d(const SpatialArg& kernel, const SpatialArg& stride, const SpatialArg& padding,
+                    const SpatialArg& dilation, bool ceil_mode) {
+  PoolParams p;
+  p.spatial = 3;
+  pool_arg("max_pool3d", "kernel_size", kernel, 3, 1, p.kernel);
+  pool_arg("max_pool3d", "stride", stride.empty() ? kernel : stride, 3, 1, p.stride);
+  pool_arg("max_pool3d", "padding", padding, 3, 0, p.padding);
+  pool_arg("max_pool3d", "dilation", dilation, 3, 1, p.dilation);
+  p.ceil_mode = ceil_mode;
+  return p;
+}
+
+}  // namespace
+
+DynTensor max_pool3d(const DynTensor& x, const SpatialArg& kernel_size, const SpatialArg& stride,
+                     const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
+  return max_pool_nd(x, window3d(kernel_size, stride, padding, dilation, ceil_mode), true,
+                     "max_pool3d")
+      .values;
+}
+ValuesIndices max_pool3d_with_indices(const DynTensor& x, const SpatialArg& kernel_size,
+                                      const SpatialArg& stride, const SpatialArg& padding,
+                                      const SpatialArg& dilation, bool ceil_mode) {
+  return max_pool_nd(x, window3d(kernel_size, stride, padding, dilation, ceil_mode), false,
+                     "max_pool3d");
+}
+
+DynTensor adaptive_max_pool1d(const DynTensor& x, const SpatialArg& output_size) {
+  const char* op = "adaptive_max_pool1d";
+  return max_pool_nd(x, adaptive_params(op, 1, output_size), true, op).values;
+}
+DynTensor adaptive_max_pool2d(const DynTensor& x, const SpatialArg& output_size) {
+  const char* op = "adaptive_max_pool2d";
+  return max_pool_nd(x, adaptive_params(op, 2, output_size), true, op).values;
+}
+DynTensor adaptive_max_pool3d(const DynTensor& x, const SpatialArg& output_size) {
+  const char* op = "adaptive_max_pool3d";
+  return max_pool_nd(x, adaptive_params(op, 3, output_size), true, op).values;
+}
+ValuesIndices adaptive_max_pool1d_with_indices(const DynTensor& x, const SpatialArg& output_size) {
+  const char* op = "adaptive_max_pool1d";
+  return max_pool_nd(x, adaptive_params(op, 1, output_size), false, op);
+}
+ValuesIndices adaptive_max_pool2d_with_indices(const DynTensor& x, const SpatialArg& output_size) {
+  const char* op = "adaptive_max_pool2d";
+  return max_pool_nd(x, adaptive_params(op, 2, output_size), false, op);
+}
+ValuesIndices adaptive_max_pool3d_with_indices(const DynTensor& x, const SpatialArg& output_size) {
+  const char* op = "adaptive_max_pool3d";
+  return max_pool_nd(x, adaptive_params(op, 3, output_size), false, op);
+}
+
 std::vector<int64_t> same_padding(const std::vector<int64_t>& kernel, const SpatialArg& dilation,
                                   const char* op) {
   const size_t n = kernel.size();

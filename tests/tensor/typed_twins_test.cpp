@@ -99,6 +99,12 @@ EMBER_EXPECT_TWIN(pixel_shuffle<4>, pixel_shuffle);
 EMBER_EXPECT_TWIN(pixel_unshuffle<4>, pixel_unshuffle);
 EMBER_EXPECT_TWIN(unfold<4>, unfold);
 EMBER_EXPECT_TWIN(fold<3>, fold);
+EMBER_EXPECT_TWIN(max_pool3d<5>, max_pool3d);
+EMBER_EXPECT_TWIN(max_pool3d_with_indices<5>, max_pool3d_with_indices);
+EMBER_EXPECT_TWIN(adaptive_max_pool1d<3>, adaptive_max_pool1d);
+EMBER_EXPECT_TWIN(adaptive_max_pool2d<4>, adaptive_max_pool2d);
+EMBER_EXPECT_TWIN(adaptive_max_pool3d<5>, adaptive_max_pool3d);
+EMBER_EXPECT_TWIN(adaptive_max_pool2d_with_indices<4>, adaptive_max_pool2d_with_indices);
 
 }  // namespace
 }  // namespace ember

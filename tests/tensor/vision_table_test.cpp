@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "autodiff/fixture.hpp"
 #include "autodiff/gradcheck.hpp"
@@ -430,6 +431,300 @@ TEST(VisionTable, ConvSamePaddingAndPaddingModes) {
   }
 }
 
+// ---- Interpolate and pooling -------------------------------------------------------------------
+
+// PyTorch's taps along one dim: (source index, weight) pairs for output index i. `scale` is the
+// user's factor, or 0 when the size was given.
+std::vector<std::pair<int64_t, double>> taps(InterpolateMode mode, int64_t in, int64_t out,
+                                             double scale, bool corners, int64_t i) {
+  using M = InterpolateMode;
+  if (mode == M::Area) {
+    const int64_t a = (i * in) / out, b = ((i + 1) * in + out - 1) / out;
+    std::vector<std::pair<int64_t, double>> t;
+    for (int64_t j = a; j < b; ++j) t.push_back({j, 1.0 / double(b - a)});
+    return t;
+  }
+  if (mode == M::Nearest || mode == M::NearestExact) {
+    const float s = scale > 0 ? float(1.0 / scale) : float(in) / float(out);
+    int64_t j = mode == M::NearestExact ? int64_t(std::floor((double(i) + 0.5) * s))
+                : out == in             ? i
+                : out == 2 * in         ? i / 2
+                                        : int64_t(std::floor(float(i) * s));
+    return {{std::min(j, in - 1), 1.0}};
+  }
+  const double ratio = corners ? (out > 1 ? double(in - 1) / double(out - 1) : 0.0)
+                               : (scale > 0 ? 1.0 / scale : double(in) / double(out));
+  double src = corners ? ratio * double(i) : ratio * (double(i) + 0.5) - 0.5;
+  if (mode == M::Bicubic) {
+    const int64_t j = int64_t(std::floor(src));
+    const double t = src - double(j), a = -0.75;
+    auto c1 = [a](double v) { return ((a + 2) * v - (a + 3)) * v * v + 1; };
+    auto c2 = [a](double v) { return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a; };
+    const double w[4] = {c2(t + 1), c1(t), c1(1 - t), c2(2 - t)};
+    std::vector<std::pair<int64_t, double>> r;
+    for (int k = 0; k < 4; ++k) r.push_back({std::clamp<int64_t>(j - 1 + k, 0, in - 1), w[k]});
+    return r;
+  }
+  src = std::max(src, 0.0);
+  const int64_t j = std::min<int64_t>(int64_t(std::floor(src)), in - 1);
+  const double l = src - double(j);
+  return {{j, 1 - l}, {std::min(j + 1, in - 1), l}};
+}
+
+// Host interpolate of [N, C, *spatial]: the tensor product of every dim's taps.
+Host host_interpolate(const Host& x, const std::vector<int64_t>& size,
+                      const std::vector<double>& scales, InterpolateMode mode, bool corners) {
+  const int sp = x.shape.rank() - 2;
+  Shape os = x.shape;
+  for (int d = 0; d < sp; ++d) os[2 + d] = size[size_t(d)];
+  Host out{os, std::vector<double>(size_t(os.numel()), 0.0)};
+  for (int64_t o = 0; o < os.numel(); ++o) {
+    const std::vector<int64_t> idx = out.index(o);
+    std::vector<std::vector<std::pair<int64_t, double>>> t;
+    for (int d = 0; d < sp; ++d) {
+      t.push_back(
+          taps(mode, x.shape[2 + d], os[2 + d], scales[size_t(d)], corners, idx[size_t(2 + d)]));
+    }
+    // Every combination of one tap per dim.
+    std::vector<size_t> k(size_t(sp), 0);
+    double acc = 0;
+    while (true) {
+      std::vector<int64_t> src = idx;
+      double w = 1;
+      for (int d = 0; d < sp; ++d) {
+        src[size_t(2 + d)] = t[size_t(d)][k[size_t(d)]].first;
+        w *= t[size_t(d)][k[size_t(d)]].second;
+      }
+      acc += w * x.at(src);
+      int d = sp - 1;
+      while (d >= 0 && ++k[size_t(d)] == t[size_t(d)].size()) k[size_t(d--)] = 0;
+      if (d < 0) break;
+    }
+    out.v[size_t(o)] = acc;
+  }
+  return out;
+}
+
+TEST(VisionTable, Interpolate) {
+  using M = InterpolateMode;
+  struct Case {
+    Shape shape;
+    M mode;
+    std::vector<int64_t> size;  // or
+    std::vector<double> scale;  // one of the two
+    bool corners = false;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 5}, M::Nearest, {8}, {}},
+      {{2, 3, 6}, M::Nearest, {}, {0.5}},
+      {{1, 2, 4, 5}, M::Nearest, {}, {1.7, 2.0}},
+      {{1, 2, 3, 4, 2}, M::Nearest, {5, 2, 3}, {}},
+      {{2, 2, 5, 6}, M::NearestExact, {7, 4}, {}},
+      {{2, 3, 5}, M::NearestExact, {}, {2.5}},
+      {{2, 3, 5}, M::Linear, {9}, {}, true},
+      {{2, 3, 5}, M::Linear, {}, {1.6}},
+      {{1, 2, 5, 6}, M::Bilinear, {3, 8}, {}},
+      {{1, 2, 5, 6}, M::Bilinear, {}, {1.5, 0.7}, true},
+      {{1, 2, 5, 6}, M::Bicubic, {9, 11}, {}},
+      {{1, 2, 5, 6}, M::Bicubic, {4, 8}, {}, true},
+      {{1, 2, 5, 6}, M::Bicubic, {}, {1.5, 0.7}},
+      {{1, 2, 3, 4, 5}, M::Trilinear, {5, 6, 4}, {}},
+      {{1, 2, 3, 4, 5}, M::Trilinear, {}, {1.5}, true},
+      {{2, 3, 10}, M::Area, {3}, {}},
+      {{1, 2, 7, 9}, M::Area, {3, 4}, {}},
+      {{1, 2, 3, 4, 5}, M::Area, {4, 5, 2}, {}},
+      {{1, 2, 6, 8}, M::Area, {}, {0.5}},
+  };
+  for (const Case& c : cases) {
+    for (DType t : kTypes) {
+      for (Layout l : kLayoutsNc) {
+        const DynTensor x = make_input(c.shape, t, l, -1, 1, 81);
+        const Host h = Host::of(x);
+        const int sp = c.shape.rank() - 2;
+        std::vector<int64_t> size;
+        std::vector<double> scales;
+        for (int d = 0; d < sp; ++d) {
+          if (c.size.empty()) {
+            const double f = c.scale[c.scale.size() == 1 ? 0 : size_t(d)];
+            scales.push_back(f);
+            size.push_back(int64_t(std::floor(double(c.shape[2 + d]) * f)));
+          } else {
+            scales.push_back(0.0);
+            size.push_back(c.size[c.size.size() == 1 ? 0 : size_t(d)]);
+          }
+        }
+        const Host want = host_interpolate(h, size, scales, c.mode, c.corners);
+        const DynTensor got = c.size.empty() ? interpolate(x, c.scale, c.mode, c.corners)
+                                             : interpolate(x, c.size, c.mode, c.corners);
+        expect_close(got, want.shape, want.v, loose(t),
+                     what("interpolate mode " + std::to_string(int(c.mode)), t, l));
+      }
+    }
+  }
+}
+
+TEST(VisionTable, MaxPool3dAndAdaptiveMax) {
+  // Adaptive max: PyTorch's windows, the first maximum's flat index within the plane.
+  for (const auto& [shape, outs] :
+       std::vector<std::pair<Shape, std::vector<int64_t>>>{{{2, 3, 10}, {4}},
+                                                           {{2, 2, 7, 9}, {3, 5}},
+                                                           {{1, 2, 3, 3}, {5, 4}},
+                                                           {{1, 2, 5, 4, 3}, {2, 3, 2}},
+                                                           {{3, 7, 5}, {2, 2}}}) {
+    for (DType t : kTypes) {
+      for (Layout l : kLayoutsNc) {
+        const DynTensor x = make_input(shape, t, l, -1, 1, 91);
+        const Host h = Host::of(x);
+        const int sp = static_cast<int>(outs.size());
+        Shape os = shape;
+        for (int d = 0; d < sp; ++d) os[shape.rank() - sp + d] = outs[size_t(d)];
+        const Host o{os, {}};
+        std::vector<double> want_v, want_i;
+        for (int64_t e = 0; e < os.numel(); ++e) {
+          const std::vector<int64_t> idx = o.index(e);
+          int64_t lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1}, in[3] = {1, 1, 1};
+          for (int d = 0; d < sp; ++d) {
+            const int dim = shape.rank() - sp + d;
+            const int64_t i = idx[size_t(dim)], n = shape[dim], m = os[dim];
+            in[d] = n;
+            lo[d] = (i * n) / m;
+            hi[d] = ((i + 1) * n + m - 1) / m;
+          }
+          double best = -INFINITY;
+          int64_t arg = -1;
+          for (int64_t a = lo[0]; a < hi[0]; ++a)
+            for (int64_t b = lo[1]; b < hi[1]; ++b)
+              for (int64_t c = lo[2]; c < hi[2]; ++c) {
+                std::vector<int64_t> src = idx;
+                const int64_t pos[3] = {a, b, c};
+                for (int d = 0; d < sp; ++d) src[size_t(shape.rank() - sp + d)] = pos[d];
+                const double v = h.at(src);
+                if (v > best) {
+                  best = v;
+                  arg = (a * in[1] + b) * in[2] + c;
+                }
+              }
+          want_v.push_back(best);
+          want_i.push_back(double(arg));
+        }
+        ValuesIndices r = sp == 1   ? adaptive_max_pool1d_with_indices(x, outs)
+                          : sp == 2 ? adaptive_max_pool2d_with_indices(x, outs)
+                                    : adaptive_max_pool3d_with_indices(x, outs);
+        const std::string w = what("adaptive_max_pool" + std::to_string(sp) + "d", t, l);
+        expect_close(r.values, os, want_v, tol_for(t), w);
+        expect_close(r.indices, os, want_i, {0, 0}, w + " indices");
+        const DynTensor v = sp == 1   ? adaptive_max_pool1d(x, outs)
+                            : sp == 2 ? adaptive_max_pool2d(x, outs)
+                                      : adaptive_max_pool3d(x, outs);
+        expect_close(v, os, want_v, tol_for(t), w + " values only");
+      }
+    }
+  }
+  // max_pool3d: its windows on the host, with padding as -inf.
+  const Shape shape{2, 2, 4, 6, 7};
+  for (DType t : kTypes) {
+    for (Layout l : kLayoutsNc) {
+      const DynTensor x = make_input(shape, t, l, -1, 1, 92);
+      const Host h = Host::of(x);
+      const int64_t k[3] = {2, 3, 2}, s[3] = {1, 2, 2}, p[3] = {1, 1, 0}, dl[3] = {1, 1, 2};
+      Shape os = shape;
+      for (int d = 0; d < 3; ++d)
+        os[2 + d] = (shape[2 + d] + 2 * p[d] - dl[d] * (k[d] - 1) - 1) / s[d] + 1;
+      const Host o{os, {}};
+      std::vector<double> want;
+      for (int64_t e = 0; e < os.numel(); ++e) {
+        const std::vector<int64_t> idx = o.index(e);
+        double best = -INFINITY;
+        for (int64_t a = 0; a < k[0]; ++a)
+          for (int64_t b = 0; b < k[1]; ++b)
+            for (int64_t c = 0; c < k[2]; ++c) {
+              const int64_t pos[3] = {a, b, c};
+              std::vector<int64_t> src = idx;
+              bool inside = true;
+              for (int d = 0; d < 3; ++d) {
+                const int64_t v = idx[size_t(2 + d)] * s[d] - p[d] + pos[d] * dl[d];
+                inside = inside && v >= 0 && v < shape[2 + d];
+                src[size_t(2 + d)] = v;
+              }
+              if (inside) best = std::max(best, h.at(src));
+            }
+        want.push_back(best);
+      }
+      expect_close(max_pool3d(x, {2, 3, 2}, {1, 2, 2}, {1, 1, 0}, {1, 1, 2}), os, want, tol_for(t),
+                   what("max_pool3d", t, l));
+      nn::MaxPool3d pool{{2, 3, 2}, {1, 2, 2}, {1, 1, 0}, {1, 1, 2}};
+      expect_close(pool.forward(x), os, want, tol_for(t), what("MaxPool3d", t, l));
+    }
+  }
+}
+
+// PyTorch's grid_sample on the host, 2-D, for one output point of one plane.
+double host_grid_tap(const Host& x, int64_t n, int64_t c, double gx, double gy, GridMode mode,
+                     GridPadding pad, bool corners) {
+  const int64_t h = x.shape[2], w = x.shape[3];
+  auto source = [&](double v, int64_t size) {
+    v = corners ? (v + 1) / 2 * double(size - 1) : ((v + 1) * double(size) - 1) / 2;
+    if (pad == GridPadding::Reflection) {
+      const double lo = corners ? 0 : -0.5, span = corners ? double(size - 1) : double(size);
+      if (span > 0) {
+        const double a = std::fabs(v - lo), extra = std::fmod(a, span);
+        v = int64_t(std::floor(a / span)) % 2 == 0 ? extra + lo : span - extra + lo;
+      } else {
+        v = 0;
+      }
+    }
+    if (pad != GridPadding::Zeros) v = std::clamp(v, 0.0, double(size - 1));
+    return v;
+  };
+  const double ix = source(gx, w), iy = source(gy, h);
+  auto at = [&](int64_t yy, int64_t xx) {
+    return yy >= 0 && yy < h && xx >= 0 && xx < w ? x.at({n, c, yy, xx}) : 0.0;
+  };
+  if (mode == GridMode::Nearest)
+    return at(int64_t(std::nearbyint(iy)), int64_t(std::nearbyint(ix)));
+  const int64_t x0 = int64_t(std::floor(ix)), y0 = int64_t(std::floor(iy));
+  const double fx = ix - double(x0), fy = iy - double(y0);
+  return at(y0, x0) * (1 - fx) * (1 - fy) + at(y0, x0 + 1) * fx * (1 - fy) +
+         at(y0 + 1, x0) * (1 - fx) * fy + at(y0 + 1, x0 + 1) * fx * fy;
+}
+
+TEST(VisionTable, GridSample) {
+  for (GridMode mode : {GridMode::Bilinear, GridMode::Nearest}) {
+    for (GridPadding pad : {GridPadding::Zeros, GridPadding::Border, GridPadding::Reflection}) {
+      for (bool corners : {false, true}) {
+        for (DType t : kTypes) {
+          for (Layout l : kLayoutsNc) {
+            const DynTensor x = make_input(Shape{2, 3, 4, 5}, t, l, -1, 1, 101);
+            const DynTensor g = make_input(Shape{2, 3, 7, 2}, t, l, -1.4, 1.4, 102);
+            const Host hx = Host::of(x), hg = Host::of(g);
+            std::vector<double> want;
+            for (int64_t n = 0; n < 2; ++n)
+              for (int64_t c = 0; c < 3; ++c)
+                for (int64_t i = 0; i < 3; ++i)
+                  for (int64_t j = 0; j < 7; ++j) {
+                    want.push_back(host_grid_tap(hx, n, c, hg.at({n, i, j, 0}), hg.at({n, i, j, 1}),
+                                                 mode, pad, corners));
+                  }
+            expect_close(grid_sample(x, g, mode, pad, corners), Shape{2, 3, 3, 7}, want, loose(t),
+                         what("grid_sample " + std::to_string(int(mode)) +
+                                  std::to_string(int(pad)) + std::to_string(int(corners)),
+                              t, l));
+          }
+        }
+      }
+    }
+  }
+  // The identity theta samples the input back (align_corners: exactly the pixel centres).
+  const DynTensor x = make_input(Shape{1, 2, 3, 4}, DType::f64, Layout::Contiguous, -1, 1, 103);
+  const DynTensor theta = reshape(
+      from_data(TensorData::from(std::vector<double>{1, 0, 0, 0, 1, 0}, Shape{6})), Shape{1, 2, 3});
+  for (bool corners : {false, true}) {
+    const DynTensor back = grid_sample(x, affine_grid(theta, x.shape(), corners),
+                                       GridMode::Bilinear, GridPadding::Zeros, corners);
+    expect_close(back, x.shape(), x.to_vector<double>(), {1e-12, 1e-12}, "affine identity");
+  }
+}
+
 // ---- Gradients -------------------------------------------------------------------------------
 
 GradInput gin(const Shape& shape, Layout layout, uint32_t seed, double lo = -1, double hi = 1) {
@@ -494,6 +789,49 @@ TEST(VisionGradcheck, ShuffleFoldPadConv) {
                           [](auto& x) { return conv2d(x[0], x[1], {}, {1}, Padding::Same); },
                           {gin({1, 2, 5, 4}, l, 16), gin({3, 2, 2, 3}, Layout::Contiguous, 17)}));
   }
+  using M = InterpolateMode;
+  for (const auto& [mode, shape, size, corners] :
+       std::vector<std::tuple<M, Shape, std::vector<int64_t>, bool>>{
+           {M::Nearest, {1, 2, 3, 4}, {5, 7}, false},
+           {M::NearestExact, {1, 2, 5}, {3}, false},
+           {M::Linear, {1, 2, 5}, {8}, true},
+           {M::Bilinear, {1, 2, 3, 4}, {5, 3}, false},
+           {M::Bicubic, {1, 1, 4, 5}, {6, 3}, false},
+           {M::Bicubic, {1, 1, 4, 5}, {3, 7}, true},
+           {M::Trilinear, {1, 1, 3, 2, 4}, {4, 3, 3}, false},
+           {M::Area, {1, 2, 7, 5}, {3, 2}, false}}) {
+    EXPECT_TRUE(gradcheck(
+        "interpolate mode " + std::to_string(int(mode)),
+        [&, m = mode, sz = size, c = corners](auto& x) { return interpolate(x[0], sz, m, c); },
+        {gin(shape, Layout::Strided, 19)}));
+  }
+  EXPECT_TRUE(gradcheck("max_pool3d", [](auto& x) { return max_pool3d(x[0], {2}, {1}, {1}); },
+                        {gin({1, 2, 3, 4, 3}, Layout::Transposed, 20)}));
+  EXPECT_TRUE(gradcheck("adaptive_max_pool2d",
+                        [](auto& x) {
+                          return adaptive_max_pool2d(x[0], {2, 3});
+                        },
+                        {gin({2, 2, 5, 7}, Layout::Strided, 21)}));
+  EXPECT_TRUE(gradcheck("adaptive_max_pool1d",
+                        [](auto& x) { return adaptive_max_pool1d(x[0], {4}); },
+                        {gin({2, 3, 9}, Layout::Contiguous, 22)}));
+  for (GridPadding pad : {GridPadding::Zeros, GridPadding::Border, GridPadding::Reflection}) {
+    for (bool corners : {false, true}) {
+      EXPECT_TRUE(gradcheck(
+          "grid_sample " + std::to_string(int(pad)) + std::to_string(corners),
+          [&](auto& x) { return grid_sample(x[0], x[1], GridMode::Bilinear, pad, corners); },
+          {gin({1, 2, 3, 4}, Layout::Strided, 23),
+           gin({1, 2, 3, 2}, Layout::Contiguous, 24, -1.3, 1.3)}));
+    }
+  }
+  EXPECT_TRUE(gradcheck("grid_sample 3d", [](auto& x) { return grid_sample(x[0], x[1]); },
+                        {gin({1, 1, 2, 3, 2}, Layout::Contiguous, 25),
+                         gin({1, 2, 1, 2, 3}, Layout::Transposed, 26, -0.9, 0.9)}));
+  EXPECT_TRUE(gradcheck("affine_grid",
+                        [](auto& x) {
+                          return affine_grid(x[0], Shape{2, 1, 3, 4});
+                        },
+                        {gin({2, 2, 3}, Layout::Strided, 27)}));
   nn::Conv1d conv(nn::Conv1dConfig(2, 2, {3})
                       .padding({2})
                       .padding_mode(PadMode::Reflect)
@@ -525,8 +863,10 @@ void check_case(const std::string& name,
   std::vector<DynTensor> wrt = xs;
   for (const auto& p : params) wrt.push_back(p.second);
   const std::vector<DynTensor> g = grad(y, wrt, fx.get(name + ".seed"));
+  // An input the output does not depend on (nearest grid_sample's grid) has a zero gradient.
   for (size_t i = 0; i < keys.size(); ++i)
-    fx.expect_close(g[i], name + ".grad_" + keys[i], 1e-9, 1e-11);
+    fx.expect_close(g[i].defined() ? g[i] : zeros_like(xs[i]), name + ".grad_" + keys[i], 1e-9,
+                    1e-11);
   for (size_t i = 0; i < params.size(); ++i) {
     fx.expect_close(g[keys.size() + i], name + ".grad_" + params[i].first, 1e-9, 1e-11);
   }
@@ -607,6 +947,93 @@ TEST(VisionParity, ConvPaddingModes) {
                          nn::Conv3dConfig(2, 2, {2}).padding({1}).padding_mode(PadMode::Replicate));
 }
 
+TEST(VisionParity, Interpolate) {
+  using M = InterpolateMode;
+  struct Case {
+    const char* name;
+    M mode;
+    std::vector<int64_t> size;
+    std::vector<double> scale;
+    bool corners = false;
+  };
+  for (const Case& c : std::vector<Case>{{"nearest_1d", M::Nearest, {8}, {}},
+                                         {"nearest_2d_scale", M::Nearest, {}, {1.7, 0.6}},
+                                         {"nearest_3d", M::Nearest, {5, 3, 7}, {}},
+                                         {"nearest_exact_2d", M::NearestExact, {7, 4}, {}},
+                                         {"nearest_exact_1d_scale", M::NearestExact, {}, {2.5}},
+                                         {"linear_scale", M::Linear, {}, {1.6}},
+                                         {"linear_corners", M::Linear, {9}, {}, true},
+                                         {"bilinear_down", M::Bilinear, {3, 4}, {}},
+                                         {"bicubic", M::Bicubic, {9, 11}, {}},
+                                         {"bicubic_corners", M::Bicubic, {4, 8}, {}, true},
+                                         {"bicubic_scale", M::Bicubic, {}, {1.5, 0.7}},
+                                         {"trilinear", M::Trilinear, {5, 6, 4}, {}},
+                                         {"trilinear_corners", M::Trilinear, {}, {1.5}, true},
+                                         {"area_1d", M::Area, {3}, {}},
+                                         {"area_2d", M::Area, {3, 4}, {}},
+                                         {"area_3d_up", M::Area, {4, 5, 2}, {}},
+                                         {"area_2d_scale", M::Area, {}, {0.5}}}) {
+    check_case(std::string("interp_") + c.name, [&](auto& x) {
+      return c.size.empty() ? interpolate(x[0], c.scale, c.mode, c.corners)
+                            : interpolate(x[0], c.size, c.mode, c.corners);
+    });
+  }
+  check_case("upsample_bilinear", [](auto& x) {
+    return nn::Upsample{{}, {2.0}, InterpolateMode::Bilinear, true}.forward(x[0]);
+  });
+  check_case("upsample_nearest", [](auto& x) { return nn::Upsample{{4, 9}}.forward(x[0]); });
+}
+
+TEST(VisionParity, MaxPool3dAndAdaptiveMax) {
+  auto run = [](const std::string& name, const std::function<ValuesIndices(const DynTensor&)>& f) {
+    check_case(name, [&](auto& x) { return f(x[0]).values; });
+    const ValuesIndices r = f(fixture().get(name + ".x"));
+    fixture().expect_close(r.indices, name + ".indices", 0, 0);
+  };
+  run("max_pool3d", [](const DynTensor& x) {
+    return max_pool3d_with_indices(x, {2, 3, 2}, {1, 2, 2}, {1, 1, 0}, {1, 1, 2});
+  });
+  run("max_pool3d_ceil",
+      [](const DynTensor& x) { return max_pool3d_with_indices(x, {2}, {}, {0}, {1}, true); });
+  run("adaptive_max_pool1d",
+      [](const DynTensor& x) { return nn::AdaptiveMaxPool1d{{4}}.with_indices(x); });
+  run("adaptive_max_pool2d", [](const DynTensor& x) {
+    return nn::AdaptiveMaxPool2d{{3, 5}}.with_indices(x);
+  });
+  run("adaptive_max_pool2d_up", [](const DynTensor& x) {
+    return adaptive_max_pool2d_with_indices(x, {5, 4});
+  });
+  run("adaptive_max_pool3d", [](const DynTensor& x) {
+    return nn::AdaptiveMaxPool3d{{2, 3, 2}}.with_indices(x);
+  });
+}
+
+TEST(VisionParity, GridSampleAndAffineGrid) {
+  for (GridMode mode : {GridMode::Bilinear, GridMode::Nearest}) {
+    for (GridPadding pad : {GridPadding::Zeros, GridPadding::Border, GridPadding::Reflection}) {
+      for (bool corners : {false, true}) {
+        const std::string name = std::string("grid_sample_") +
+                                 (mode == GridMode::Bilinear ? "bilinear" : "nearest") +
+                                 (pad == GridPadding::Zeros    ? "_zeros"
+                                  : pad == GridPadding::Border ? "_border"
+                                                               : "_reflection") +
+                                 "_" + std::to_string(int(corners));
+        check_case(name, [&](auto& x) { return grid_sample(x[0], x[1], mode, pad, corners); });
+      }
+    }
+  }
+  check_case("grid_sample_3d", [](auto& x) {
+    return grid_sample(x[0], x[1], GridMode::Bilinear, GridPadding::Reflection, false);
+  });
+  check_case("grid_sample_3d_nearest_border", [](auto& x) {
+    return grid_sample(x[0], x[1], GridMode::Nearest, GridPadding::Border, true);
+  });
+  check_case("affine_grid", [](auto& x) { return affine_grid(x[0], Shape{2, 3, 4, 5}); });
+  check_case("affine_grid_corners_3d", [](auto& x) {
+    return affine_grid(x[0], Shape{1, 2, 3, 4, 2}, true);
+  });
+}
+
 TEST(VisionParity, ModuleConfigsRoundTrip) {
   const nn::Unfold u{{2, 3}, {1, 2}, {1, 0}, {2, 1}};
   EXPECT_EQ(nn::Unfold::from_json(u.to_json()).to_json(), u.to_json());
@@ -619,6 +1046,12 @@ TEST(VisionParity, ModuleConfigsRoundTrip) {
   EXPECT_EQ(c.pad_mode_, PadMode::Circular);
   EXPECT_EQ(nn::ConvConfig::from_json(nn::Conv2dConfig(2, 3, {3}).to_json()).pad_mode_,
             PadMode::Constant);
+  const nn::Upsample up{{}, {1.5, 2.0}, InterpolateMode::NearestExact, false};
+  const nn::Upsample back = nn::Upsample::from_json(up.to_json());
+  EXPECT_EQ(back.scale_factor, up.scale_factor);
+  EXPECT_EQ(back.mode, InterpolateMode::NearestExact);
+  EXPECT_EQ(nn::AdaptiveMaxPool2d::from_json(nn::AdaptiveMaxPool2d{{3, 4}}.to_json()).output_size,
+            (SpatialArg{3, 4}));
   // Typed forwards.
   const Tensor<4> img = Tensor<4>::randn({1, 4, 2, 3});
   EXPECT_EQ(pixel_shuffle(img, 2).dims(), (std::array<int64_t, 4>{1, 1, 4, 6}));
@@ -626,6 +1059,14 @@ TEST(VisionParity, ModuleConfigsRoundTrip) {
   EXPECT_EQ(fold(unfold(img, {2}), {2, 3}, {2}).dims(), (std::array<int64_t, 4>{1, 4, 2, 3}));
   EXPECT_EQ(nn::Unfold{{2}}(img).dims(), (std::array<int64_t, 3>{1, 16, 2}));
   EXPECT_EQ(cosine_similarity(img, img).dims(), (std::array<int64_t, 3>{1, 2, 3}));
+  EXPECT_EQ(interpolate(img, std::vector<int64_t>{4, 5}, InterpolateMode::Bicubic).dims(),
+            (std::array<int64_t, 4>{1, 4, 4, 5}));
+  EXPECT_EQ(affine_grid<4>(Tensor<3>::zeros({1, 2, 3}), Shape{1, 4, 2, 3}).dims(),
+            (std::array<int64_t, 4>{1, 2, 3, 2}));
+  EXPECT_EQ(grid_sample(img, Tensor<4>::zeros({1, 5, 6, 2})).dims(),
+            (std::array<int64_t, 4>{1, 4, 5, 6}));
+  EXPECT_EQ(adaptive_max_pool2d(img, {1}).dims(), (std::array<int64_t, 4>{1, 4, 1, 1}));
+  EXPECT_EQ((nn::Upsample{{}, {2.0}}(img).dims()), (std::array<int64_t, 4>{1, 4, 4, 6}));
   EXPECT_EQ(cdist(Tensor<2>::randn({3, 2}), Tensor<2>::randn({4, 2})).dims(),
             (std::array<int64_t, 2>{3, 4}));
 }
@@ -710,6 +1151,50 @@ TEST(VisionTable, Errors) {
             R"({"in_channels": 1, "out_channels": 1, "kernel_size": [3], "padding_mode": "mirror"})");
       },
       "padding_mode must be \"zeros\", \"reflect\", \"replicate\" or \"circular\", got \"mirror\"");
+  expect_error([&] { interpolate(x, std::vector<int64_t>{3}, InterpolateMode::Trilinear); },
+               "[interpolate] trilinear mode needs a 5-D input, got [2, 3, 4, 5]");
+  expect_error([&] { interpolate(x, std::vector<int64_t>{3}, InterpolateMode::Area, true); },
+               "align_corners applies to the linear, bilinear, bicubic and trilinear modes only");
+  expect_error(
+      [&] {
+        interpolate(x, std::vector<int64_t>{3, 4, 5});
+      },
+      "[interpolate] needs one size per spatial dim of [2, 3, 4, 5]");
+  expect_error([&] { interpolate(x, std::vector<double>{0.1}); },
+               "[interpolate] output sizes must be positive, got 0");
+  expect_error([&] { interpolate(ints, std::vector<int64_t>{3}); }, "[interpolate] expects");
+  expect_error([&] { nn::Upsample{}.forward(x); },
+               "[Upsample] needs exactly one of size and scale_factor");
+  expect_error(
+      [&] {
+        adaptive_max_pool2d(x, {0, 2});
+      },
+      "[adaptive_max_pool2d] output_size must be at least 1, got [0, 2]");
+  expect_error([&] { adaptive_max_pool1d(x, {2}); }, "[adaptive_max_pool1d]");
+  expect_error([&] { max_pool3d(zeros(Shape{4, 5}, DType::f32), {2}); },
+               "[max_pool3d] expects a 5-D input");
+  const DynTensor grid = zeros(Shape{2, 3, 3, 2}, DType::f32);
+  expect_error(
+      [&] {
+        grid_sample(zeros(Shape{2, 3, 4}, DType::f32), grid);
+      },
+      "[grid_sample] expects an input [N, C, H, W]");
+  expect_error(
+      [&] {
+        grid_sample(x, zeros(Shape{2, 3, 3, 3}, DType::f32));
+      },
+      "[grid_sample] expects a grid [N, H_out, W_out, 2] for input [2, 3, 4, 5], got [2, 3, 3, 3]");
+  expect_error([&] { grid_sample(x, cast(grid, DType::f64)); }, "input and grid of one dtype");
+  expect_error(
+      [&] {
+        affine_grid(zeros(Shape{2, 3, 3}, DType::f32), Shape{2, 1, 4, 4});
+      },
+      "[affine_grid] expects a Float theta [2, 2, 3] for size [2, 1, 4, 4], got [2, 3, 3]");
+  expect_error(
+      [&] {
+        affine_grid(zeros(Shape{2, 2, 3}, DType::f32), Shape{2, 4, 4});
+      },
+      "[affine_grid] size must be [N, C, H, W] or [N, C, D, H, W], got [2, 4, 4]");
   nn::Conv2d reflect(nn::Conv2dConfig(3, 2, {3}).padding({4}).padding_mode(PadMode::Reflect));
   expect_error([&] { reflect.forward(x); },
                "[Conv2d] reflect padding (4, 4) must be smaller than dimension 2");

@@ -146,12 +146,12 @@ extern template class Conv<3>;
 extern template class ConvTranspose<1>;
 extern template class ConvTranspose<2>;
 
-/// MaxPool1d/2d (an empty stride means the kernel size, as PyTorch's default).
+/// MaxPool1d/2d/3d (an empty stride means the kernel size, as PyTorch's default).
 template <int N>
 struct MaxPool {
   SpatialArg kernel_size, stride{}, padding{0}, dilation{1};
   bool ceil_mode = false;
-  EMBER_MODULE_NAMED(MaxPool, N == 1 ? "MaxPool1d" : "MaxPool2d")
+  EMBER_MODULE_NAMED(MaxPool, N == 1 ? "MaxPool1d" : (N == 2 ? "MaxPool2d" : "MaxPool3d"))
   std::string to_json() const;
   static MaxPool from_json(const std::string& json);
   template <int D>
@@ -159,12 +159,14 @@ struct MaxPool {
     return Tensor<D>(forward(x.dyn()));
   }
   DynTensor forward(const DynTensor& x) const {
-    return N == 1 ? max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode)
-                  : max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+    if constexpr (N == 1) return max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode);
+    if constexpr (N == 2) return max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+    if constexpr (N == 3) return max_pool3d(x, kernel_size, stride, padding, dilation, ceil_mode);
   }
 };
 using MaxPool1d = MaxPool<1>;
 using MaxPool2d = MaxPool<2>;
+using MaxPool3d = MaxPool<3>;
 
 template <int N>
 struct AvgPool {
@@ -204,6 +206,7 @@ using AdaptiveAvgPool2d = AdaptiveAvgPool<2>;
 
 extern template struct MaxPool<1>;
 extern template struct MaxPool<2>;
+extern template struct MaxPool<3>;
 extern template struct AvgPool<1>;
 extern template struct AvgPool<2>;
 extern template struct AdaptiveAvgPool<1>;

@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "ember/nn/dropout.hpp"
+#include "ember/tensor/ops/vision.hpp"
 
 namespace ember::nn {
 
-enum class InterpolateMode : uint8_t { Nearest, Linear, Bilinear };
-
-/// Resizes the spatial dims of x [N, C, L] (Nearest, Linear) or [N, C, H, W] (Nearest,
-/// Bilinear) to `size`, or by `scale_factor` (output = floor(input * scale)), as PyTorch does
-/// (its legacy "nearest", and align_corners for the linear modes).
-DynTensor interpolate(const DynTensor& x, const std::vector<int64_t>& size,
-                      InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
-DynTensor interpolate(const DynTensor& x, const std::vector<double>& scale_factor,
-                      InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
+// interpolate and its modes live in the tensor layer (ember/tensor/ops/vision.hpp).
+using ember::interpolate;
+using ember::InterpolateMode;
 
 /// pe[pos, 2i] = sin(pos / 10000^(2i / d)), pe[pos, 2i + 1] = cos(...), added to the input
 /// ([L, N, d], or [N, L, d] when batch_first), then dropout — PyTorch's Transformer tutorial.

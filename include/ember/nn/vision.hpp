@@ -1,9 +1,10 @@
-// Vision layers without parameters (torch.nn.PixelShuffle, PixelUnshuffle, Unfold, Fold): options
-// only, each a module of the usual kind (printing, to_json / from_json), forwarding to the ops of
-// ember/tensor/ops/vision.hpp.
+// Vision layers without parameters (torch.nn.PixelShuffle, PixelUnshuffle, Unfold, Fold,
+// Upsample, AdaptiveMaxPool1d/2d/3d): options only, each a module of the usual kind (printing,
+// to_json / from_json), forwarding to the ops of ember/tensor/ops/vision.hpp.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ember/nn/module.hpp"
 #include "ember/tensor/ops/vision.hpp"
@@ -65,5 +66,48 @@ struct Fold {
     return fold(x, output_size, kernel_size, dilation, padding, stride);
   }
 };
+
+/// torch.nn.Upsample: interpolate with a fixed `size` or `scale_factor` (exactly one is set).
+struct Upsample {
+  std::vector<int64_t> size{};
+  std::vector<double> scale_factor{};
+  InterpolateMode mode = InterpolateMode::Nearest;
+  bool align_corners = false;
+  EMBER_MODULE(Upsample)
+  std::string to_json() const;
+  static Upsample from_json(const std::string& json);
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const;
+};
+
+/// AdaptiveMaxPool1d/2d/3d; with_indices() is return_indices=True.
+template <int N>
+struct AdaptiveMaxPool {
+  SpatialArg output_size;
+  EMBER_MODULE_NAMED(AdaptiveMaxPool, N == 1   ? "AdaptiveMaxPool1d"
+                                      : N == 2 ? "AdaptiveMaxPool2d"
+                                               : "AdaptiveMaxPool3d")
+  std::string to_json() const;
+  static AdaptiveMaxPool from_json(const std::string& json);
+  template <int D>
+  Tensor<D> operator()(const Tensor<D>& x) const {
+    return Tensor<D>(forward(x.dyn()));
+  }
+  DynTensor forward(const DynTensor& x) const { return with_indices(x).values; }
+  ValuesIndices with_indices(const DynTensor& x) const {
+    if constexpr (N == 1) return adaptive_max_pool1d_with_indices(x, output_size);
+    if constexpr (N == 2) return adaptive_max_pool2d_with_indices(x, output_size);
+    if constexpr (N == 3) return adaptive_max_pool3d_with_indices(x, output_size);
+  }
+};
+using AdaptiveMaxPool1d = AdaptiveMaxPool<1>;
+using AdaptiveMaxPool2d = AdaptiveMaxPool<2>;
+using AdaptiveMaxPool3d = AdaptiveMaxPool<3>;
+extern template struct AdaptiveMaxPool<1>;
+extern template struct AdaptiveMaxPool<2>;
+extern template struct AdaptiveMaxPool<3>;
 
 }  // namespace ember::nn

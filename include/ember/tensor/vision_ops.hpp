@@ -76,4 +76,83 @@ requires(D == 4 || D == 5) Tensor<D> conv3d(const Tensor<D>& x, const Tensor<5>&
   return Tensor<D>(conv3d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding, dilation, groups));
 }
 
+template <int D>
+requires(D == 4 || D == 5) Tensor<D> max_pool3d(const Tensor<D>& x, const SpatialArg& kernel_size,
+                                                const SpatialArg& stride = {},
+                                                const SpatialArg& padding = {0},
+                                                const SpatialArg& dilation = {1},
+                                                bool ceil_mode = false) {
+  return Tensor<D>(max_pool3d(x.dyn(), kernel_size, stride, padding, dilation, ceil_mode));
+}
+template <int D>
+requires(D == 4 || D == 5) TypedValuesIndices<D, Float> max_pool3d_with_indices(
+    const Tensor<D>& x, const SpatialArg& kernel_size, const SpatialArg& stride = {},
+    const SpatialArg& padding = {0}, const SpatialArg& dilation = {1}, bool ceil_mode = false) {
+  ValuesIndices r =
+      max_pool3d_with_indices(x.dyn(), kernel_size, stride, padding, dilation, ceil_mode);
+  return {Tensor<D>(std::move(r.values)), Tensor<D, Int>(std::move(r.indices))};
+}
+template <int D>
+requires(D == 2 || D == 3) Tensor<D> adaptive_max_pool1d(const Tensor<D>& x,
+                                                         const SpatialArg& output_size) {
+  return Tensor<D>(adaptive_max_pool1d(x.dyn(), output_size));
+}
+template <int D>
+requires(D == 3 || D == 4) Tensor<D> adaptive_max_pool2d(const Tensor<D>& x,
+                                                         const SpatialArg& output_size) {
+  return Tensor<D>(adaptive_max_pool2d(x.dyn(), output_size));
+}
+template <int D>
+requires(D == 4 || D == 5) Tensor<D> adaptive_max_pool3d(const Tensor<D>& x,
+                                                         const SpatialArg& output_size) {
+  return Tensor<D>(adaptive_max_pool3d(x.dyn(), output_size));
+}
+template <int D>
+requires(D == 2 || D == 3) TypedValuesIndices<D, Float> adaptive_max_pool1d_with_indices(
+    const Tensor<D>& x, const SpatialArg& output_size) {
+  ValuesIndices r = adaptive_max_pool1d_with_indices(x.dyn(), output_size);
+  return {Tensor<D>(std::move(r.values)), Tensor<D, Int>(std::move(r.indices))};
+}
+template <int D>
+requires(D == 3 || D == 4) TypedValuesIndices<D, Float> adaptive_max_pool2d_with_indices(
+    const Tensor<D>& x, const SpatialArg& output_size) {
+  ValuesIndices r = adaptive_max_pool2d_with_indices(x.dyn(), output_size);
+  return {Tensor<D>(std::move(r.values)), Tensor<D, Int>(std::move(r.indices))};
+}
+template <int D>
+requires(D == 4 || D == 5) TypedValuesIndices<D, Float> adaptive_max_pool3d_with_indices(
+    const Tensor<D>& x, const SpatialArg& output_size) {
+  ValuesIndices r = adaptive_max_pool3d_with_indices(x.dyn(), output_size);
+  return {Tensor<D>(std::move(r.values)), Tensor<D, Int>(std::move(r.indices))};
+}
+
+template <int D>
+requires(D >= 3 && D <= 5) Tensor<D> interpolate(const Tensor<D>& x,
+                                                 const std::vector<int64_t>& size,
+                                                 InterpolateMode mode = InterpolateMode::Nearest,
+                                                 bool align_corners = false) {
+  return Tensor<D>(interpolate(x.dyn(), size, mode, align_corners));
+}
+template <int D>
+requires(D >= 3 && D <= 5) Tensor<D> interpolate(const Tensor<D>& x,
+                                                 const std::vector<double>& scale_factor,
+                                                 InterpolateMode mode = InterpolateMode::Nearest,
+                                                 bool align_corners = false) {
+  return Tensor<D>(interpolate(x.dyn(), scale_factor, mode, align_corners));
+}
+
+template <int D>
+requires(D == 4 || D == 5) Tensor<D> grid_sample(const Tensor<D>& x, const Tensor<D>& grid,
+                                                 GridMode mode = GridMode::Bilinear,
+                                                 GridPadding padding = GridPadding::Zeros,
+                                                 bool align_corners = false) {
+  return Tensor<D>(grid_sample(x.dyn(), grid.dyn(), mode, padding, align_corners));
+}
+/// theta [N, 2, 3] gives a 4-D grid, [N, 3, 4] a 5-D one: D is the grid's rank, given.
+template <int D>
+requires(D == 4 || D == 5) Tensor<D> affine_grid(const Tensor<3>& theta, const Shape& size,
+                                                 bool align_corners = false) {
+  return Tensor<D>(affine_grid(theta.dyn(), size, align_corners));
+}
+
 }  // namespace ember

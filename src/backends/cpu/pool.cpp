@@ -210,6 +210,20 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
               arg = at;
             }
           };
+          if (g.adaptive) {
+            // adaptive_max_pool: PyTorch's windows [floor(o * in / out), ceil((o + 1) * in / out)).
+            const Window wd = avg_window(g, 0, od), wh = avg_window(g, 1, oh),
+                         ww = avg_window(g, 2, ow);
+            for (int64_t id = wd.lo; id < wd.hi; ++id) {
+              for (int64_t ih = wh.lo; ih < wh.hi; ++ih) {
+                const int64_t row = (id * g.in[1] + ih) * g.in[2];
+                for (int64_t iw = ww.lo; iw < ww.hi; ++iw) visit(row + iw);
+              }
+            }
+            yp[o] = static_cast<T>(best);
+            ip[o] = static_cast<I>(arg);
+            continue;
+          }
           const int64_t d0 = od * g.s[0] - g.p[0], h0 = oh * g.s[1] - g.p[1],
                         w0 = ow * g.s[2] - g.p[2];
           const bool inside =

@@ -63,21 +63,35 @@ __global__ void max_pool_kernel(const T* x, Geo g, T* y, I* indices) {
   EMBER_CUDA_FOR(o, g.planes * g.out_size) {
     const At a = position(o, g.out, g.out_size);
     const T* plane = x + a.b * g.in_size;
-    const int64_t d0 = a.od * g.s[0] - g.p[0], h0 = a.oh * g.s[1] - g.p[1],
-                  w0 = a.ow * g.s[2] - g.p[2];
+    // Per slot: the window's first index, step and length; adaptive_max_pool's windows are
+    // PyTorch's [floor(o * in / out), ceil((o + 1) * in / out)).
+    const int64_t pos[3] = {a.od, a.oh, a.ow};
+    int64_t first[3], step[3], len[3];
+    for (int i = 0; i < 3; ++i) {
+      if (g.adaptive) {
+        const Window w = avg_window(g, i, pos[i]);
+        first[i] = w.lo;
+        step[i] = 1;
+        len[i] = w.hi - w.lo;
+      } else {
+        first[i] = pos[i] * g.s[i] - g.p[i];
+        step[i] = g.d[i];
+        len[i] = g.k[i];
+      }
+    }
     C best = -INFINITY;
     int64_t arg = -1;
     // The first in-range element seeds the max (an all -inf window points at it); a later one
     // wins when greater or NaN, as on the Cpu.
-    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-      const int64_t id = d0 + kd * g.d[0];
+    for (int64_t kd = 0; kd < len[0]; ++kd) {
+      const int64_t id = first[0] + kd * step[0];
       if (id < 0 || id >= g.in[0]) continue;
-      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-        const int64_t ih = h0 + kh * g.d[1];
+      for (int64_t kh = 0; kh < len[1]; ++kh) {
+        const int64_t ih = first[1] + kh * step[1];
         if (ih < 0 || ih >= g.in[1]) continue;
         const int64_t row = (id * g.in[1] + ih) * g.in[2];
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          const int64_t iw = w0 + kw * g.d[2];
+        for (int64_t kw = 0; kw < len[2]; ++kw) {
+          const int64_t iw = first[2] + kw * step[2];
           if (iw < 0 || iw >= g.in[2]) continue;
           const C v = static_cast<C>(plane[row + iw]);
           if (arg < 0 || v > best || v != v) {

@@ -1,7 +1,8 @@
 // Vision and distance ops on the rank-erased tensor, with PyTorch's names, arguments and
 // defaults: normalize, cosine_similarity, pairwise_distance, cdist, pixel_shuffle, unfold / fold
-// (im2col / col2im), and convolutions with padding='same' / 'valid'. Every one is a composite of
-// existing ops, so it runs on every backend and its gradient comes from autodiff.
+// (im2col / col2im), interpolate, grid_sample / affine_grid, 3-D and adaptive max pooling, and
+// convolutions with padding='same' / 'valid'. Every one is a
+// composite of existing ops, so it runs on every backend and its gradient comes from autodiff.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,64 @@ DynTensor conv2d(const DynTensor& x, const DynTensor& weight, const DynTensor& b
 DynTensor conv3d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
                  const SpatialArg& stride, Padding padding, const SpatialArg& dilation = {1},
                  int64_t groups = 1);
+
+/// torch.nn.functional.interpolate's modes ("nearest", "linear", "bilinear", "nearest-exact",
+/// "bicubic", "trilinear", "area").
+enum class InterpolateMode : uint8_t {
+  Nearest,
+  Linear,
+  Bilinear,
+  NearestExact,
+  Bicubic,
+  Trilinear,
+  Area
+};
+
+/// Resizes the spatial dims of x ([N, C, L], [N, C, H, W] or [N, C, D, H, W]) to `size`, or by
+/// `scale_factor` (output = floor(input * scale), the factor itself used for source indices as
+/// PyTorch's recompute_scale_factor=None), one value for all dims or one per dim. Linear needs a
+/// 3-D input, Bilinear and Bicubic 4-D, Trilinear 5-D; align_corners applies to those four.
+/// Nearest is PyTorch's legacy "nearest" (floor(i * in / out)); Bicubic uses A = -0.75 and reads
+/// clamped neighbours; Area is adaptive average pooling.
+DynTensor interpolate(const DynTensor& x, const std::vector<int64_t>& size,
+                      InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
+DynTensor interpolate(const DynTensor& x, const std::vector<double>& scale_factor,
+                      InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
+
+/// torch.nn.functional.max_pool3d ([N, C, D, H, W] or unbatched); an empty `stride` means the
+/// kernel size. The max_pool primitive of conv.hpp over three dims.
+DynTensor max_pool3d(const DynTensor& x, const SpatialArg& kernel_size,
+                     const SpatialArg& stride = {}, const SpatialArg& padding = {0},
+                     const SpatialArg& dilation = {1}, bool ceil_mode = false);
+ValuesIndices max_pool3d_with_indices(const DynTensor& x, const SpatialArg& kernel_size,
+                                      const SpatialArg& stride = {},
+                                      const SpatialArg& padding = {0},
+                                      const SpatialArg& dilation = {1}, bool ceil_mode = false);
+/// torch.nn.functional.adaptive_max_pool1d/2d/3d: PyTorch's windows [floor(i * in / out),
+/// ceil((i + 1) * in / out)); the _with_indices forms are return_indices=True (flat indices
+/// within each input plane, i64).
+DynTensor adaptive_max_pool1d(const DynTensor& x, const SpatialArg& output_size);
+DynTensor adaptive_max_pool2d(const DynTensor& x, const SpatialArg& output_size);
+DynTensor adaptive_max_pool3d(const DynTensor& x, const SpatialArg& output_size);
+ValuesIndices adaptive_max_pool1d_with_indices(const DynTensor& x, const SpatialArg& output_size);
+ValuesIndices adaptive_max_pool2d_with_indices(const DynTensor& x, const SpatialArg& output_size);
+ValuesIndices adaptive_max_pool3d_with_indices(const DynTensor& x, const SpatialArg& output_size);
+
+/// grid_sample's interpolation and padding modes (PyTorch's "bilinear" / "nearest" and
+/// "zeros" / "border" / "reflection").
+enum class GridMode : uint8_t { Bilinear, Nearest };
+enum class GridPadding : uint8_t { Zeros, Border, Reflection };
+
+/// torch.nn.functional.grid_sample: samples x [N, C, H, W] (or [N, C, D, H, W]) at the
+/// normalized coordinates of grid [N, H_out, W_out, 2] (or [N, D_out, H_out, W_out, 3]), whose
+/// last dim lists x (width) first; -1 and 1 are the outer pixels' centres with align_corners,
+/// their outer edges without. Differentiable in x and (bilinear) in the grid; nearest rounds
+/// half to even and gives the grid no gradient, as PyTorch.
+DynTensor grid_sample(const DynTensor& x, const DynTensor& grid, GridMode mode = GridMode::Bilinear,
+                      GridPadding padding = GridPadding::Zeros, bool align_corners = false);
+/// torch.nn.functional.affine_grid: the grid [N, H, W, 2] (or [N, D, H, W, 3]) of theta
+/// [N, 2, 3] (or [N, 3, 4]) applied to the normalized output coordinates of `size`.
+DynTensor affine_grid(const DynTensor& theta, const Shape& size, bool align_corners = false);
 
 /// The (left, right) padding per spatial dim that padding='same' gives a kernel of `kernel`
 /// sizes with `dilation` (total dilation * (k - 1), the odd one on the right), in pad()'s order
