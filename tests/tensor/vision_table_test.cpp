@@ -1171,8 +1171,11 @@ TEST(VisionTable, Errors) {
       },
       "[adaptive_max_pool2d] output_size must be at least 1, got [0, 2]");
   expect_error([&] { adaptive_max_pool1d(x, {2}); }, "[adaptive_max_pool1d]");
-  expect_error([&] { max_pool3d(zeros(Shape{4, 5}, DType::f32), {2}); },
-               "[max_pool3d] expects a 5-D input");
+  expect_error(
+      [&] {
+        max_pool3d(zeros(Shape{4, 5}, DType::f32), {2});
+      },
+      "[max_pool3d] expects a 5-D input");
   const DynTensor grid = zeros(Shape{2, 3, 3, 2}, DType::f32);
   expect_error(
       [&] {
