@@ -725,6 +725,66 @@ TEST(VisionTable, GridSample) {
   }
 }
 
+// f16 and bf16: each op against itself in f64 on the same (rounded) inputs, which the tables above
+// check against the host references.
+TEST(VisionTable, HalfPrecision) {
+  using Fn = std::function<DynTensor(const DynTensor&)>;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::string, Fn>> ops = {
+      {"normalize", [](const DynTensor& x) { return normalize(x); }},
+      {"cosine_similarity", [](const DynTensor& x) { return cosine_similarity(x, flip(x, {3})); }},
+      {"pairwise_distance", [](const DynTensor& x) { return pairwise_distance(x, flip(x, {2})); }},
+      {"cdist", [](const DynTensor& x) { return cdist(x, flip(x, {2})); }},
+      {"cdist inf", [inf](const DynTensor& x) { return cdist(x, x, inf); }},
+      {"pixel_unshuffle", [](const DynTensor& x) { return pixel_unshuffle(x, 2); }},
+      {"unfold",
+       [](const DynTensor& x) {
+         return unfold(x, {3, 2}, {1}, {1}, {2, 1});
+       }},
+      {"fold",
+       [](const DynTensor& x) {
+         return fold(unfold(x, {2}), {4, 6}, {2});
+       }},
+      {"pad circular",
+       [](const DynTensor& x) {
+         return pad(x, {2, 3, 1, 1}, PadMode::Circular);
+       }},
+      {"interpolate bicubic",
+       [](const DynTensor& x) {
+         return interpolate(x, std::vector<int64_t>{7, 9}, InterpolateMode::Bicubic);
+       }},
+      {"interpolate bilinear",
+       [](const DynTensor& x) {
+         return interpolate(x, std::vector<double>{1.5}, InterpolateMode::Bilinear, true);
+       }},
+      {"interpolate area",
+       [](const DynTensor& x) {
+         return interpolate(x, std::vector<int64_t>{3, 4}, InterpolateMode::Area);
+       }},
+      {"adaptive_max_pool2d",
+       [](const DynTensor& x) {
+         return adaptive_max_pool2d(x, {3, 4});
+       }},
+      {"grid_sample",
+       [](const DynTensor& x) {
+         const DynTensor g = mul(narrow(permute(x, {0, 2, 3, 1}), 3, 0, 2), 1.2);
+         return grid_sample(x, g, GridMode::Bilinear, GridPadding::Reflection);
+       }},
+  };
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Tol tol = t == DType::f16 ? Tol{5e-3, 5e-3} : Tol{4e-2, 4e-2};
+    for (Layout l : kLayoutsNc) {
+      const DynTensor x = make_input(Shape{2, 4, 4, 6}, t, l, -1, 1, 111);
+      for (const auto& [name, f] : ops) {
+        const DynTensor want = f(cast(x, DType::f64));
+        const DynTensor got = f(x);
+        EXPECT_EQ(got.dtype(), t) << name;
+        expect_close(got, want.shape(), want.to_vector<double>(), tol, what(name, t, l));
+      }
+    }
+  }
+}
+
 // ---- Gradients -------------------------------------------------------------------------------
 
 GradInput gin(const Shape& shape, Layout layout, uint32_t seed, double lo = -1, double hi = 1) {
