@@ -31,11 +31,6 @@ DynTensor reduce_samples(const DynTensor& per_sample, bool unbatched, Reduction 
   return reduce_loss(per_sample, r, op);
 }
 
-/// ||a - b + eps||_p over the last dim (ATen's pairwise_distance).
-DynTensor pairwise_distance(const DynTensor& a, const DynTensor& b, double p, double eps) {
-  return norm(add(sub(a, b), eps), p, {-1});
-}
-
 }  // namespace
 
 DynTensor triplet_margin_loss(const DynTensor& anchor, const DynTensor& positive,
