@@ -94,7 +94,7 @@ void Backend::gather(const RawTensor& x, int, const RawTensor&, const RawTensor&
 }
 void Backend::scatter(ScatterReduce reduce, const RawTensor& dst, int, const RawTensor&,
                       const RawTensor&) {
-  no_kernel(reduce == ScatterReduce::Add ? "scatter_add" : "scatter", dst.dtype);
+  no_kernel(scatter_name(reduce), dst.dtype);
 }
 void Backend::index_select(const RawTensor& x, int, const RawTensor&, const RawTensor&) {
   no_kernel("index_select", x.dtype);

@@ -7,6 +7,7 @@
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "ember/tensor/sync.hpp"
+#include "indexing_internal.hpp"
 #include "internal.hpp"
 #include "record.hpp"
 
@@ -24,8 +25,10 @@ std::string class_message(const RangeError& e) {
                      static_cast<int64_t>(e.check.arg0), "), got ", e.index);
 }
 
-// Checks that `index` is an Int tensor whose values all lie in [0, size), where it lives (no
-// host read). False when a bad index was found and its error deferred: skip the kernel then.
+}  // namespace
+
+namespace detail {
+
 bool check_index(const DynTensor& index, int64_t size, int dim, const char* op) {
   EMBER_CHECK(is_integral(index.dtype()), "[", op, "] index must be an Int tensor, got ",
               index.dtype());
@@ -39,10 +42,6 @@ bool check_index(const DynTensor& index, int64_t size, int dim, const char* op) 
   return check_range(index, check);
 }
 
-DynTensor as_i64(const DynTensor& index) { return cast(index, DType::i64); }
-
-// gather/scatter: index has x's rank and is no larger than `other` outside `dim`.
-// Sets `ok` to false when the index check failed and was deferred.
 int check_gather_shapes(const DynTensor& x, int64_t dim, const DynTensor& index,
                         const DynTensor* src, const char* op, bool& ok) {
   detail::check_same_device(x, index, op);
@@ -57,9 +56,15 @@ int check_gather_shapes(const DynTensor& x, int64_t dim, const DynTensor& index,
                   " is larger than src shape ", src->shape());
     }
   }
-  ok = check_index(index, x.rank() == 0 ? 1 : x.size(d), d, op);
+  ok = detail::check_index(index, x.rank() == 0 ? 1 : x.size(d), d, op);
   return d;
 }
+
+}  // namespace detail
+
+namespace {
+
+DynTensor as_i64(const DynTensor& index) { return cast(index, DType::i64); }
 
 DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
                        const DynTensor& index, const DynTensor& src, const char* op) {
@@ -67,7 +72,7 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
   EMBER_CHECK(src.rank() == x.rank(), "[", op, "] src must have the input's rank: input ",
               x.shape(), ", src ", src.shape());
   bool ok = true;
-  const int d = check_gather_shapes(x, dim, index, &src, op, ok);
+  const int d = detail::check_gather_shapes(x, dim, index, &src, op, ok);
   detail::check_supported(x, OpFamily::Scatter, x.dtype(), op);
   // Computed on untracked copies; recorded once here for scatter (tensor or scalar) and
   // scatter_add.
@@ -85,7 +90,7 @@ DynTensor scatter_impl(ScatterReduce reduce, const DynTensor& x, int64_t dim,
 
 DynTensor gather(const DynTensor& x, int64_t dim, const DynTensor& index) {
   bool ok = true;
-  const int d = check_gather_shapes(x, dim, index, nullptr, "gather", ok);
+  const int d = detail::check_gather_shapes(x, dim, index, nullptr, "gather", ok);
   detail::check_supported(x, OpFamily::Gather, x.dtype(), "gather");
   DynTensor out = detail::make_empty(index.shape(), x.dtype(), x.device(), "gather");
   if (!ok) {  // a deferred range error: zeros, and no kernel reads out of bounds
@@ -120,7 +125,7 @@ DynTensor index_select(const DynTensor& x, int64_t dim, const DynTensor& index) 
   const DynTensor xr = x.rank() == 0 ? reshape(detach(x), Shape{1}) : detach(x);
   const int d = wrap_dim(dim, xr.rank(), "index_select");
   detail::check_supported(x, OpFamily::IndexSelect, x.dtype(), "index_select");
-  const bool ok = check_index(index, xr.size(d), d, "index_select");
+  const bool ok = detail::check_index(index, xr.size(d), d, "index_select");
   Shape shape = xr.shape();
   shape[d] = index.numel();
   DynTensor out = detail::make_empty(shape, x.dtype(), x.device(), "index_select");
@@ -145,7 +150,7 @@ DynTensor index_add(const DynTensor& x, int64_t dim, const DynTensor& index, con
   if (x.rank() > 0) expect[d] = index.numel();
   EMBER_CHECK(src.shape() == expect, "[index_add] src shape ", src.shape(), " should be ", expect,
               " for input ", x.shape(), " and ", index.numel(), " indices");
-  const bool ok = check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
+  const bool ok = detail::check_index(index, x.rank() == 0 ? 1 : x.size(d), d, "index_add");
   detail::check_supported(x, OpFamily::Scatter, x.dtype(), "index_add");
   // Computed on untracked x and src, and recorded once at the end.
   const DynTensor xd = detach(x), sd = detach(src);

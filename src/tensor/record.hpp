@@ -45,6 +45,15 @@ struct IndexParams {
   double alpha = 1.0;
 };
 
+/// scatter_reduce's parameters (its gradient reads the reduction and the index).
+enum class ScatterMode : uint8_t { Sum, Prod, Mean, Amax, Amin };
+struct ScatterReduceParams {
+  int dim = 0;
+  DynTensor index;
+  ScatterMode mode = ScatterMode::Sum;
+  bool include_self = true;
+};
+
 /// One op call as its gradient rule sees it.
 struct Recording {
   const OpDef& op;

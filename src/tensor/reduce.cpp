@@ -228,7 +228,9 @@ DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
 DynTensor cumsum(const DynTensor& x, int64_t dim) { return scan_impl(ScanOp::CumSum, x, dim); }
 DynTensor cumprod(const DynTensor& x, int64_t dim) { return scan_impl(ScanOp::CumProd, x, dim); }
 
-ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
+// Every backend's sort is stable (equal elements keep their input order, ascending and
+// descending), so `stable` changes nothing: PyTorch's stable=true result either way.
+ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending, bool /*stable*/) {
   detail::check_defined(x, "sort");
   const int d = wrap_dim(dim, x.rank(), "sort");
   detail::check_supported(x, OpFamily::Sort, x.dtype(), "sort");
@@ -246,11 +248,12 @@ ValuesIndices sort(const DynTensor& x, int64_t dim, bool descending) {
   return {values, indices};
 }
 
-DynTensor argsort(const DynTensor& x, int64_t dim, bool descending) {
-  return sort(x, dim, descending).indices;
+DynTensor argsort(const DynTensor& x, int64_t dim, bool descending, bool stable) {
+  return sort(x, dim, descending, stable).indices;
 }
 
-ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest) {
+// sorted = false lets PyTorch return any order; Ember always returns the sorted one.
+ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim, bool largest, bool /*sorted*/) {
   detail::check_defined(x, "topk");
   const int d = wrap_dim(dim, x.rank(), "topk");
   const int64_t n = x.rank() == 0 ? 1 : x.size(d);

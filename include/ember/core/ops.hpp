@@ -159,6 +159,8 @@ extern const OpDef reshape, transpose, permute, expand, slice, select, flip, rep
 // grad_indexing.cpp
 extern const OpDef gather, scatter, scatter_add, index_select, index_add, masked_fill,
     masked_select, slice_assign;
+// grad_indexing_extra.cpp
+extern const OpDef scatter_reduce;
 }  // namespace ops
 
 /// Which input kinds an elementwise op accepts (the `kinds` column above).
@@ -174,7 +176,15 @@ struct UnaryParams {
 /// Random distributions a backend fills a tensor from (see core/philox.hpp).
 enum class RandomOp : uint8_t { Uniform, Normal, RandInt, Bernoulli };
 
-enum class ScatterReduce : uint8_t { None, Add };
+/// How scatter combines an update with the element it lands on: assign, or +, *, max, min (the
+/// last three are scatter_reduce's prod, amax, amin; max and min propagate NaN, as PyTorch).
+enum class ScatterReduce : uint8_t { None, Add, Mul, Max, Min };
+/// The op name a scatter kernel reports in errors.
+inline const char* scatter_name(ScatterReduce r) {
+  return r == ScatterReduce::None  ? "scatter"
+         : r == ScatterReduce::Add ? "scatter_add"
+                                   : "scatter_reduce";
+}
 
 /// Geometry of a convolution over `spatial` (1 to 3) dims, with PyTorch's meaning; entries past
 /// `spatial` are unused. `output_padding` only matters for transposed convolutions (it picks

@@ -294,14 +294,16 @@ class Tensor {
   Tensor<D, detail::SumKind<K>> cumprod(int64_t dim) const {
     return Tensor<D, detail::SumKind<K>>(ember::cumprod(t_, dim));
   }
-  TypedValuesIndices<D, K> sort(int64_t dim = -1, bool descending = false) const {
-    return typed<D>(ember::sort(t_, dim, descending));
+  TypedValuesIndices<D, K> sort(int64_t dim = -1, bool descending = false,
+                                bool stable = false) const {
+    return typed<D>(ember::sort(t_, dim, descending, stable));
   }
-  Tensor<D, Int> argsort(int64_t dim = -1, bool descending = false) const {
-    return Tensor<D, Int>(ember::argsort(t_, dim, descending));
+  Tensor<D, Int> argsort(int64_t dim = -1, bool descending = false, bool stable = false) const {
+    return Tensor<D, Int>(ember::argsort(t_, dim, descending, stable));
   }
-  TypedValuesIndices<D, K> topk(int64_t k, int64_t dim = -1, bool largest = true) const {
-    return typed<D>(ember::topk(t_, k, dim, largest));
+  TypedValuesIndices<D, K> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                bool sorted = true) const {
+    return typed<D>(ember::topk(t_, k, dim, largest, sorted));
   }
 
   // Movement.
@@ -447,6 +449,7 @@ class Tensor {
 
 #include "ember/tensor/conv_ops.hpp"
 #include "ember/tensor/vision_ops.hpp"
+#include "ember/tensor/indexing_ops.hpp"
 #include "ember/tensor/tensor_ops.hpp"
 #include "ember/tensor/statistics_ops.hpp"
 // Matrix and shape ops (tril, einsum, diag, linalg norms, ...).

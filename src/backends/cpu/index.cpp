@@ -10,6 +10,7 @@
 
 #include "../../core/convert.hpp"
 #include "../../core/kernel_shapes.hpp"
+#include "../../core/scatter_combine.hpp"
 #include "cpu_backend.hpp"
 #include "ember/core/error.hpp"
 #include "loops.hpp"
@@ -51,7 +52,7 @@ void gather_kernel(const RawTensor& out, const RawTensor& index, const RawTensor
 // The loop runs over index's shape with dim innermost, so a row (fixed other dims) is a run of
 // `len` consecutive positions. Rows write disjoint dst elements and run in parallel; inside a
 // row updates go in index order, so the result is the serial row-major one (last write wins).
-template <class T, bool kAdd>
+template <class T, ScatterReduce R>
 void scatter_kernel(const StridedLoop<3>& loop, int64_t len, int64_t dst_dim_stride) {
   const int64_t step = dst_dim_stride * static_cast<int64_t>(sizeof(T));
   const int64_t rows = loop.numel() / len;
@@ -61,11 +62,7 @@ void scatter_kernel(const StridedLoop<3>& loop, int64_t len, int64_t dst_dim_str
         const int64_t j = *reinterpret_cast<const int64_t*>(p[1] + i * st[1]);
         T& d = *reinterpret_cast<T*>(p[0] + i * st[0] + j * step);
         const T v = *reinterpret_cast<const T*>(p[2] + i * st[2]);
-        if constexpr (kAdd) {
-          d = accumulate(d, v);
-        } else {
-          d = v;
-        }
+        d = scatter_combine<R>(d, v);
       }
     });
   });
@@ -201,10 +198,18 @@ void CpuBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
   const int64_t len = index.rank() > 0 ? index.shape[dim] : 1;
   visit_dtype(dst.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (reduce == ScatterReduce::Add) {
-      scatter_kernel<T, true>(loop, len, dim_stride(dst, dim));
-    } else {
-      scatter_kernel<T, false>(loop, len, dim_stride(dst, dim));
+    const int64_t step = dim_stride(dst, dim);
+    switch (reduce) {
+      case ScatterReduce::None:
+        return scatter_kernel<T, ScatterReduce::None>(loop, len, step);
+      case ScatterReduce::Add:
+        return scatter_kernel<T, ScatterReduce::Add>(loop, len, step);
+      case ScatterReduce::Mul:
+        return scatter_kernel<T, ScatterReduce::Mul>(loop, len, step);
+      case ScatterReduce::Max:
+        return scatter_kernel<T, ScatterReduce::Max>(loop, len, step);
+      case ScatterReduce::Min:
+        return scatter_kernel<T, ScatterReduce::Min>(loop, len, step);
     }
   });
 }

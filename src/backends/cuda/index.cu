@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "../../core/kernel_shapes.hpp"
+#include "../../core/scatter_combine.hpp"
 #include "common.cuh"
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda/cuda.hpp"
@@ -70,7 +71,7 @@ struct LineSteps {
 
 // One thread per line of index along dim (the other dims fixed), walking it in order: lines write
 // disjoint elements of dst, and inside a line the last write wins, as in the Cpu's serial loop.
-template <class T, bool kAdd>
+template <class T, ScatterReduce R>
 __global__ void scatter_lines(T* dst, const int64_t* index, const T* src, Strided<3> st,
                               int64_t lines, int64_t len, int64_t size, LineSteps step) {
   EMBER_CUDA_FOR(l, lines) {
@@ -80,12 +81,7 @@ __global__ void scatter_lines(T* dst, const int64_t* index, const T* src, Stride
       const int64_t j = index[off[1] + k * step.index];
       if (j < 0 || j >= size) continue;  // a bad index writes nothing
       T& d = dst[off[0] + j * step.dst];
-      const T v = src[off[2] + k * step.src];
-      if constexpr (kAdd) {
-        d = accumulate(d, v);
-      } else {
-        d = v;
-      }
+      d = scatter_combine<R>(d, src[off[2] + k * step.src]);
     }
   }
 }
@@ -267,7 +263,8 @@ void launch_scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const R
       return;
     }
   }
-  if (few_long_lines && !add && dst.is_contiguous() && dst.numel() <= 8 * n) {
+  if (few_long_lines && reduce == ScatterReduce::None && dst.is_contiguous() &&
+      dst.numel() <= 8 * n) {
     const Strided<3> st = update_addressing(dst, dim, index, src);
     int64_t inner = 1;
     for (int d = dim + 1; d < index.rank(); ++d) inner *= index.shape[d];
@@ -299,7 +296,12 @@ void launch_scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const R
   const RawTensor* ts[3] = {&dst_view, &index_view, &src_view};
   const Strided<3> st = make_strided<3>(line_shape, ts);
   const LineSteps step{dst_step, stride_at(index, dim), stride_at(src, dim)};
-  const auto kernel = add ? scatter_lines<T, true> : scatter_lines<T, false>;
+  // scatter_reduce's *, max and min always take this path (one thread per line, in order).
+  const auto kernel = reduce == ScatterReduce::None  ? scatter_lines<T, ScatterReduce::None>
+                      : reduce == ScatterReduce::Add ? scatter_lines<T, ScatterReduce::Add>
+                      : reduce == ScatterReduce::Mul ? scatter_lines<T, ScatterReduce::Mul>
+                      : reduce == ScatterReduce::Max ? scatter_lines<T, ScatterReduce::Max>
+                                                     : scatter_lines<T, ScatterReduce::Min>;
   kernel<<<grid_for(lines), kThreads, 0, stream>>>(dst.data_as<T>(), index.data_as<const int64_t>(),
                                                    src.data_as<const T>(), st, lines, len, size,
                                                    step);
@@ -371,7 +373,7 @@ void CudaBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                           const RawTensor& index, const RawTensor& src) {
   if (index.numel() == 0) return;
   EMBER_CUDA_DISPATCH_ALL(dst.dtype, launch_scatter, reduce, dst, dim, index, src)
-  EMBER_CUDA_LAUNCHED(reduce == ScatterReduce::Add ? "scatter_add" : "scatter");
+  EMBER_CUDA_LAUNCHED(scatter_name(reduce));
 }
 
 RawTensor CudaBackend::nonzero(const RawTensor& x) {

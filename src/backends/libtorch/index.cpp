@@ -36,16 +36,28 @@ void LibTorchBackend::gather(const RawTensor& x, int dim, const RawTensor& index
 
 void LibTorchBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                               const RawTensor& index, const RawTensor& src) {
-  run("scatter", [&] {
+  run(scatter_name(reduce), [&] {
     at::Tensor d = at_least_1d(view_of(dst)), i = view_of(index), v = view_of(src);
     if (dst.rank() == 0) {
       i = i.reshape({-1});
       v = v.numel() == 1 ? v.reshape({1}).expand(i.sizes()) : v.reshape({-1});
     }
-    if (reduce == ScatterReduce::Add) {
-      d.scatter_add_(dim, i, v);
-    } else {
-      d.scatter_(dim, i, v);
+    switch (reduce) {
+      case ScatterReduce::None:
+        d.scatter_(dim, i, v);
+        break;
+      case ScatterReduce::Add:
+        d.scatter_add_(dim, i, v);
+        break;
+      case ScatterReduce::Mul:
+        d.scatter_reduce_(dim, i, v, "prod");
+        break;
+      case ScatterReduce::Max:
+        d.scatter_reduce_(dim, i, v, "amax");
+        break;
+      case ScatterReduce::Min:
+        d.scatter_reduce_(dim, i, v, "amin");
+        break;
     }
   });
 }

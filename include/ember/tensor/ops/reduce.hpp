@@ -45,8 +45,15 @@ DynTensor argmin(const DynTensor& x);
 
 DynTensor cumsum(const DynTensor& x, int64_t dim);
 DynTensor cumprod(const DynTensor& x, int64_t dim);
-ValuesIndices sort(const DynTensor& x, int64_t dim = -1, bool descending = false);
-DynTensor argsort(const DynTensor& x, int64_t dim = -1, bool descending = false);
-ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim = -1, bool largest = true);
+/// Always stable on every backend (ties keep their input order, also when descending), so
+/// `stable` is accepted for PyTorch's signature and changes nothing.
+ValuesIndices sort(const DynTensor& x, int64_t dim = -1, bool descending = false,
+                   bool stable = false);
+DynTensor argsort(const DynTensor& x, int64_t dim = -1, bool descending = false,
+                  bool stable = false);
+/// Always sorted (ties by lower index); sorted = false allows any order in PyTorch, so the sorted
+/// result is a valid answer to it too.
+ValuesIndices topk(const DynTensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                   bool sorted = true);
 
 }  // namespace ember
