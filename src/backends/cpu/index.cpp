@@ -1,6 +1,6 @@
-// Indexing kernels: gather, scatter (assign and add), index_select, nonzero, and the range check
-// the front end runs on indices first. Index tensors are i64, already range-checked and wrapped to
-// non-negative by the front end, and may be strided.
+// Indexing kernels: gather, scatter (assign, add, and scatter_reduce's *, max, min), index_select,
+// nonzero, and the range check the front end runs on indices first. Index tensors are i64, already
+// range-checked and wrapped to non-negative by the front end, and may be strided.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

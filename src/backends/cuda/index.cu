@@ -1,6 +1,7 @@
-// Indexing kernels: gather, index_select, scatter (assign and add) and nonzero. Index tensors are
-// i64 and may be strided. Their range checks are queued (range.cu), so a kernel may still meet a
-// bad index: it skips it, touching no memory out of bounds, and synchronize raises the error.
+// Indexing kernels: gather, index_select, scatter (assign, add, and scatter_reduce's *, max, min)
+// and nonzero. Index tensors are i64 and may be strided. Their range checks are queued (range.cu),
+// so a kernel may still meet a bad index: it skips it, touching no memory out of bounds, and
+// synchronize raises the error.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <thrust/iterator/counting_iterator.h>
