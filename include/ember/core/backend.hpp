@@ -115,7 +115,8 @@ class Backend {
 
   // Indexing. Index tensors are i64 and already range-checked by the front end.
   virtual void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out);
-  /// dst[..index[i]..] (=|+=) src[i] along `dim`; dst is written in place.
+  /// dst[..index[i]..] (= | += | *= | max= | min=) src[i] along `dim`, per `reduce`; dst is written
+  /// in place; max and min propagate NaN.
   virtual void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
                        const RawTensor& src);
   virtual void index_select(const RawTensor& x, int dim, const RawTensor& index,
