@@ -88,9 +88,8 @@ TEST(PyTorchConventions, SpecialFunctionsAtPoles) {
                 {kInf, kInf, 0.8600470153764810, 0.5723649429247001}, "lgamma");
   expect_values(values(erfinv(f64({1.0, -1.0, 1.5, 0.0, 0.5}).dyn())),
                 {kInf, -kInf, kNan, 0.0, 0.4769362762044699}, "erfinv");
-  // trigamma(1) = pi^2 / 6, polygamma(2, 1) = -2 zeta(3), polygamma(3, 0.5) = pi^4. ATen's
-  // trigamma (the LibTorch backend's) is good to 1e-9 only.
-  const double tol = 1e-8;
+  // trigamma(1) = pi^2 / 6, polygamma(2, 1) = -2 zeta(3), polygamma(3, 0.5) = pi^4.
+  const double tol = 1e-12;
   expect_values(values(polygamma(1, f64({1.0, 0.5}).dyn())), {M_PI * M_PI / 6, M_PI * M_PI / 2},
                 "polygamma(1)", tol);
   expect_values(values(polygamma(2, f64({1.0}).dyn())), {-2.4041138063191885}, "polygamma(2)", tol);
@@ -128,6 +127,16 @@ TEST(PyTorchConventions, RoundNanToNumLogit) {
   expect_values(values(logit(f64({0.0, 0.5, 1.0}).dyn())), {-kInf, 0, kInf}, "logit");
   expect_values(values(logit(f64({0.0, 0.5, 1.0}).dyn(), 0.1)),
                 {std::log(0.1 / 0.9), 0, std::log(0.9 / 0.1)}, "logit eps");
+}
+
+TEST(PyTorchConventions, SignOfNanAndZeros) {
+  // torch.sign gives 0 for NaN and +0 for -0 (1.13 and 2.11, CPU and CUDA).
+  for (DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    const std::vector<double> got =
+        values(sign(cast(f64({kNan, -0.0, 0.0, -2.5, 3.0}).dyn(), dtype)));
+    expect_values(got, {0, 0, 0, -1, 1}, std::string("sign ") + std::string(dtype_name(dtype)));
+    EXPECT_FALSE(std::signbit(got[1])) << dtype_name(dtype);
+  }
 }
 
 TEST(PyTorchConventions, GradientsAtKinksAndZeros) {

@@ -277,7 +277,7 @@ TEST(Errors, Movement) {
        [] {
          pad(f32({2, 3}), {-2, -2});
        }},
-      {"[pad] reflect and replicate pads must be non-negative",
+      {"[pad] reflect, replicate and circular pads must be non-negative, got -1, 0",
        [] {
          pad(f32({2, 3}), {-1, 0}, PadMode::Reflect);
        }},

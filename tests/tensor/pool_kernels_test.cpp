@@ -12,6 +12,14 @@ namespace ember::test {
 namespace {
 
 TEST(PoolKernels, MaxPoolBackwardIsTheScatterOfTheGradient) {
+  // Bit for bit where windows overlap needs the ordered kernel: atomics (Cuda's default) add the
+  // overlaps in a varying order.
+  const bool was_deterministic = deterministic_algorithms();
+  use_deterministic_algorithms(true);
+  struct Restore {
+    bool on;
+    ~Restore() { use_deterministic_algorithms(on); }
+  } restore{was_deterministic};
   struct Case {
     Shape x;
     int64_t k, s;

@@ -62,7 +62,8 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::Abs:
       return map_unary<T, T>(x, out, [](C v) { return std::fabs(v); });
     case UnaryOp::Sign:
-      return map_unary<T, T>(x, out, [](C v) { return v > 0 ? C(1) : (v < 0 ? C(-1) : v); });
+      // sign(NaN) and sign(-0) are +0, as PyTorch's (CPU and CUDA, 1.13 to 2.11).
+      return map_unary<T, T>(x, out, [](C v) { return v > 0 ? C(1) : (v < 0 ? C(-1) : C(0)); });
     case UnaryOp::Square:
       return map_unary<T, T>(x, out, [](C v) { return v * v; });
     case UnaryOp::Relu:

@@ -24,7 +24,7 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
           name, out, [] __device__(C v) { return std::fabs(v); }, x);
     case UnaryOp::Sign:
       return map<T, T>(
-          name, out, [] __device__(C v) { return v > 0 ? C(1) : (v < 0 ? C(-1) : v); }, x);
+          name, out, [] __device__(C v) { return v > 0 ? C(1) : (v < 0 ? C(-1) : C(0)); }, x);
     case UnaryOp::Square:
       return map<T, T>(
           name, out, [] __device__(C v) { return v * v; }, x);

@@ -14,7 +14,7 @@ at::Tensor unary_float(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
     case UnaryOp::Abs:
       return x.abs();
     case UnaryOp::Sign:
-      return at::where(x.isnan(), x, x.sign());  // ATen's sign(NaN) is 0; PyTorch's is NaN
+      return x.sign();  // sign(NaN) = 0, as the other backends
     case UnaryOp::Square:
       return x * x;
     case UnaryOp::Relu:
@@ -66,6 +66,9 @@ at::Tensor unary_float(UnaryOp op, const UnaryParams& p, const at::Tensor& x) {
     case UnaryOp::Digamma:
       return x.digamma();
     case UnaryOp::Polygamma:
+      // ATen's trigamma is good to 1e-9 only (and finite at the poles); its Hurwitz zeta is
+      // exact: polygamma(1, x) = zeta(2, x).
+      if (p.a == 1.0) return at::special_zeta(at::Scalar(2.0), x);
       return at::polygamma(static_cast<int64_t>(p.a), x);
     case UnaryOp::Sigmoid:
       return x.sigmoid();
