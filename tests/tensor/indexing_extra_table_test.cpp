@@ -28,42 +28,6 @@ DynTensor f64s(const std::vector<double>& v, const Shape& s) {
 std::vector<int64_t> as_ints(const DynTensor& t) { return t.to_vector<int64_t>(); }
 std::vector<double> as_f64(const DynTensor& t) { return t.to_vector<double>(); }
 
-// `h` made in `dtype` and `layout` (Transposed: first and last dims swapped in memory; Strided:
-// every other element of a wider buffer).
-DynTensor from_host(const Host& h, DType dtype, Layout layout) {
-  const auto make = [dtype](const Shape& s, const std::vector<double>& v) {
-    return cast(from_data(TensorData::from(v, s)), dtype);
-  };
-  const int r = h.shape.rank();
-  if (layout == Layout::Transposed && r < 2) layout = Layout::Strided;
-  if (layout == Layout::Transposed) {
-    Shape s = h.shape;
-    std::swap(s[0], s[r - 1]);
-    const Host t{s, {}};
-    std::vector<double> v(static_cast<size_t>(s.numel()));
-    for (int64_t i = 0; i < s.numel(); ++i) {
-      Idx idx = t.index(i);
-      std::swap(idx[0], idx[static_cast<size_t>(r - 1)]);
-      v[static_cast<size_t>(i)] = h.at(idx);
-    }
-    return transpose(make(s, v), 0, r - 1);
-  }
-  if (layout == Layout::Strided && r >= 1) {
-    Shape s = h.shape;
-    s[r - 1] *= 2;
-    const Host t{s, {}};
-    std::vector<double> v(static_cast<size_t>(s.numel()));
-    for (int64_t i = 0; i < s.numel(); ++i) {
-      Idx idx = t.index(i);
-      const bool skipped = idx[static_cast<size_t>(r - 1)] % 2 != 0;
-      idx[static_cast<size_t>(r - 1)] /= 2;
-      v[static_cast<size_t>(i)] = skipped ? 7.0 : h.at(idx);
-    }
-    return slice(make(s, v), -1, 0, INT64_MAX, 2);
-  }
-  return make(h.shape, h.v);
-}
-
 const Layout kThree[] = {Layout::Contiguous, Layout::Transposed, Layout::Strided};
 
 // Random values of `s` that `dtype` holds exactly and whose sums and small products are exact:
@@ -164,10 +128,10 @@ TEST(IndexingExtraTable, ScatterReduce) {
           const Host hi = random_index(c.index, n, k + 2);
           const std::string what = name_of(
               "scatter_reduce " + r + (include_self ? "" : " (no self)"), dtype, c.x, layout);
-          const DynTensor x = from_host(hx, dtype, layout);
-          const DynTensor src = from_host(hs, dtype, kThree[(k + 1) % 3]);
+          const DynTensor x = from_host(hx, dtype, layout, 7.0);
+          const DynTensor src = from_host(hs, dtype, kThree[(k + 1) % 3], 7.0);
           const DynTensor index =
-              from_host(hi, k % 2 ? DType::i32 : DType::i64, kThree[(k / 2) % 3]);
+              from_host(hi, k % 2 ? DType::i32 : DType::i64, kThree[(k / 2) % 3], 7.0);
           ++k;
           DynTensor y;
           try {
@@ -335,7 +299,7 @@ TEST(IndexingExtraTable, SortIsStableBothWays) {
       for (bool descending : {false, true}) {
         const Layout layout = kThree[k % 3];
         const Host h = random_host(shape, dtype, k++, -2, 2);  // few distinct values
-        const DynTensor x = from_host(h, dtype, layout);
+        const DynTensor x = from_host(h, dtype, layout, 7.0);
         const auto [values, indices] = sort(x, dim, descending, true);
         const int d = static_cast<int>(dim);
         const int64_t len = shape[d];
@@ -430,8 +394,9 @@ TEST(IndexingExtraTable, TakeAlongDim) {
         px[static_cast<size_t>(d)] = static_cast<int64_t>(hi.at(pi));
         want.push_back(hx.at(px));
       }
-      const DynTensor x = from_host(hx, dtype, layout);
-      const DynTensor y = take_along_dim(x, from_host(hi, DType::i64, kThree[(k + 1) % 3]), dim);
+      const DynTensor x = from_host(hx, dtype, layout, 7.0);
+      const DynTensor y =
+          take_along_dim(x, from_host(hi, DType::i64, kThree[(k + 1) % 3], 7.0), dim);
       expect_close(y, out, want, {0, 0}, name_of("take_along_dim", dtype, xs, layout));
       ++k;
     }
@@ -565,7 +530,7 @@ TEST(IndexingExtraTable, IndexPut) {
           if (c.unique) std::iota(h.v.begin(), h.v.end(), 0.0);
           for (size_t t = 0; t < h.v.size(); t += 3) h.v[t] -= static_cast<double>(n);  // negatives
           hidx.push_back(h);
-          idx.push_back(from_host(h, j % 2 ? DType::i32 : DType::i64, kThree[(k + j) % 3]));
+          idx.push_back(from_host(h, j % 2 ? DType::i32 : DType::i64, kThree[(k + j) % 3], 7.0));
         }
         const Host hv = random_host(c.values, dtype, k + 1, -3, 3);
         const std::vector<double> want = index_put_ref(hx, hidx, hv, accumulate);
@@ -573,8 +538,8 @@ TEST(IndexingExtraTable, IndexPut) {
             name_of(accumulate ? "index_put accumulate" : "index_put", dtype, c.x, layout);
         ++k;
         try {
-          const DynTensor y = index_put(from_host(hx, dtype, layout), idx,
-                                        from_host(hv, dtype, Layout::Contiguous), accumulate);
+          const DynTensor y = index_put(from_host(hx, dtype, layout, 7.0), idx,
+                                        from_host(hv, dtype, Layout::Contiguous, 7.0), accumulate);
           expect_close(y, c.x, want, tol_for(dtype), what);
         } catch (const Error& e) {
           ADD_FAILURE() << what << " threw " << e.what();
@@ -667,9 +632,9 @@ TEST(IndexingExtraTable, MaskedScatter) {
           mi[t] = ms[static_cast<int>(t)] == 1 ? 0 : o[off + t];
         if (hm.at(mi) != 0) want[static_cast<size_t>(i)] = hs.v[next++];
       }
-      const DynTensor x = from_host(hx, dtype, layout);
-      const DynTensor y = masked_scatter(x, from_host(hm, DType::boolean, Layout::Contiguous),
-                                         from_host(hs, dtype, kThree[(k + 1) % 3]));
+      const DynTensor x = from_host(hx, dtype, layout, 7.0);
+      const DynTensor y = masked_scatter(x, from_host(hm, DType::boolean, Layout::Contiguous, 7.0),
+                                         from_host(hs, dtype, kThree[(k + 1) % 3], 7.0));
       expect_close(y, xs, want, {0, 0}, name_of("masked_scatter", dtype, xs, layout));
       ++k;
     }
@@ -757,7 +722,7 @@ TEST(IndexingExtraTable, SearchsortedRandom) {
               (right ? std::upper_bound(first, last, v) : std::lower_bound(first, last, v)) -
               first));
         }
-        DynTensor seq = from_host(hs, dtype, kThree[k % 3]);
+        DynTensor seq = from_host(hs, dtype, kThree[k % 3], 7.0);
         DynTensor sorter;
         if (use_sorter && n > 0) {  // the rows reversed, with the sorter that undoes it
           seq = flip(seq, {-1});
@@ -767,7 +732,7 @@ TEST(IndexingExtraTable, SearchsortedRandom) {
                                              (use_sorter ? " sorter" : ""),
                                          dtype, ss, kThree[k % 3]) +
                                  " values " + to_string(vs);
-        const DynTensor values = from_host(hv, dtype, kThree[(k + 1) % 3]);
+        const DynTensor values = from_host(hv, dtype, kThree[(k + 1) % 3], 7.0);
         ++k;
         try {
           const DynTensor y = searchsorted(seq, values, variant == 1, right, {}, sorter);

@@ -31,41 +31,6 @@ Host random_host(const Shape& s, DType dtype, bool for_add, uint32_t seed) {
   return Host::of(cast(from_data(TensorData::from(v, s)), dtype));  // rounded to the dtype
 }
 
-/// A tensor holding `h`'s values in `layout` (Transposed falls back to Strided below rank 2).
-DynTensor from_host(const Host& h, DType dtype, Layout layout) {
-  const auto make = [dtype](const Shape& s, const std::vector<double>& v) {
-    return cast(from_data(TensorData::from(v, s)), dtype);
-  };
-  const int r = h.shape.rank();
-  if (layout == Layout::Transposed && r < 2) layout = Layout::Strided;
-  if (layout == Layout::Transposed) {
-    Shape s = h.shape;
-    std::swap(s[0], s[r - 1]);
-    const Host t{s, {}};
-    std::vector<double> v(static_cast<size_t>(s.numel()));
-    for (int64_t i = 0; i < s.numel(); ++i) {
-      Idx idx = t.index(i);
-      std::swap(idx[0], idx[static_cast<size_t>(r - 1)]);
-      v[static_cast<size_t>(i)] = h.at(idx);
-    }
-    return transpose(make(s, v), 0, r - 1);
-  }
-  if (layout == Layout::Strided && r >= 1) {
-    Shape s = h.shape;
-    s[r - 1] *= 2;
-    const Host t{s, {}};
-    std::vector<double> v(static_cast<size_t>(s.numel()));
-    for (int64_t i = 0; i < s.numel(); ++i) {
-      Idx idx = t.index(i);
-      const bool skipped = idx[static_cast<size_t>(r - 1)] % 2 != 0;
-      idx[static_cast<size_t>(r - 1)] /= 2;
-      v[static_cast<size_t>(i)] = skipped ? 1.0 : h.at(idx);
-    }
-    return slice(make(s, v), -1, 0, INT64_MAX, 2);
-  }
-  return make(h.shape, h.v);
-}
-
 DynTensor input(const Shape& s, DType dtype, Layout layout, uint32_t seed) {
   if (dtype == DType::u8) return make_input(s, dtype, layout, 0, 200, seed);
   return make_input(s, dtype, layout, -100, 100, seed);

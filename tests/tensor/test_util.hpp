@@ -111,6 +111,43 @@ inline DynTensor make_input(const Shape& shape, DType dtype, Layout layout, doub
   return from(shape);
 }
 
+/// A tensor holding `h`'s values in `layout` (Transposed: first and last dims swapped in memory,
+/// falling back to Strided below rank 2; Strided: every other element of a wider buffer, the
+/// skipped ones holding `filler`).
+inline DynTensor from_host(const Host& h, DType dtype, Layout layout, double filler = 1.0) {
+  const auto make = [dtype](const Shape& s, const std::vector<double>& v) {
+    return cast(from_data(TensorData::from(v, s)), dtype);
+  };
+  const int r = h.shape.rank();
+  if (layout == Layout::Transposed && r < 2) layout = Layout::Strided;
+  if (layout == Layout::Transposed) {
+    Shape s = h.shape;
+    std::swap(s[0], s[r - 1]);
+    const Host t{s, {}};
+    std::vector<double> v(static_cast<size_t>(s.numel()));
+    for (int64_t i = 0; i < s.numel(); ++i) {
+      std::vector<int64_t> idx = t.index(i);
+      std::swap(idx[0], idx[static_cast<size_t>(r - 1)]);
+      v[static_cast<size_t>(i)] = h.at(idx);
+    }
+    return transpose(make(s, v), 0, r - 1);
+  }
+  if (layout == Layout::Strided && r >= 1) {
+    Shape s = h.shape;
+    s[r - 1] *= 2;
+    const Host t{s, {}};
+    std::vector<double> v(static_cast<size_t>(s.numel()));
+    for (int64_t i = 0; i < s.numel(); ++i) {
+      std::vector<int64_t> idx = t.index(i);
+      const bool skipped = idx[static_cast<size_t>(r - 1)] % 2 != 0;
+      idx[static_cast<size_t>(r - 1)] /= 2;
+      v[static_cast<size_t>(i)] = skipped ? filler : h.at(idx);
+    }
+    return slice(make(s, v), -1, 0, INT64_MAX, 2);
+  }
+  return make(h.shape, h.v);
+}
+
 /// Tolerances for comparing a result in `dtype` against a float64 reference.
 struct Tol {
   double rtol, atol;
