@@ -174,7 +174,7 @@ ConvTranspose<N>::ConvTranspose(const ConvConfig& c, Device device, Generator* g
       output_padding(c.output_padding_),
       dilation(c.dilation_),
       groups(c.groups_) {
-  const char* op = N == 1 ? "ConvTranspose1d" : "ConvTranspose2d";
+  const char* op = N == 1 ? "ConvTranspose1d" : (N == 2 ? "ConvTranspose2d" : "ConvTranspose3d");
   check_channels(c, op);
   EMBER_CHECK(c.padding_mode_ == Padding::Explicit, "[", op,
               "] takes explicit padding sizes only (PyTorch has no 'same'/'valid' for it)");
@@ -197,8 +197,10 @@ DynTensor ConvTranspose<N>::forward(const DynTensor& x) const {
   const DynTensor b = bias ? bias->dyn() : DynTensor();
   if constexpr (N == 1) {
     return conv_transpose1d(x, weight.dyn(), b, stride, padding, output_padding, groups, dilation);
-  } else {
+  } else if constexpr (N == 2) {
     return conv_transpose2d(x, weight.dyn(), b, stride, padding, output_padding, groups, dilation);
+  } else {
+    return conv_transpose3d(x, weight.dyn(), b, stride, padding, output_padding, groups, dilation);
   }
 }
 
@@ -260,6 +262,7 @@ template class Conv<2>;
 template class Conv<3>;
 template class ConvTranspose<1>;
 template class ConvTranspose<2>;
+template class ConvTranspose<3>;
 
 namespace detail {
 

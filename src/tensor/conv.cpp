@@ -487,6 +487,12 @@ DynTensor conv_transpose2d(const DynTensor& x, const DynTensor& w, const DynTens
                            const SpatialArg& dilation) {
   return conv_transpose_nd(2, x, w, bias, stride, padding, output_padding, groups, dilation);
 }
+DynTensor conv_transpose3d(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
+                           const SpatialArg& stride, const SpatialArg& padding,
+                           const SpatialArg& output_padding, int64_t groups,
+                           const SpatialArg& dilation) {
+  return conv_transpose_nd(3, x, w, bias, stride, padding, output_padding, groups, dilation);
+}
 
 ValuesIndices max_pool1d_with_indices(const DynTensor& x, const SpatialArg& kernel,
                                       const SpatialArg& stride, const SpatialArg& padding,

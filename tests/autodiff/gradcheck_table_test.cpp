@@ -500,6 +500,8 @@ std::vector<Row> conv_rows() {
       {{Shape{2, 4, 2, 3}, kT}, {Shape{4, 1, 2, 2}}, {Shape{2}}},
   };
   const std::vector<Case> transpose1d_cases = {{{Shape{2, 2, 4}}, {Shape{2, 3, 3}}, {Shape{3}}}};
+  const std::vector<Case> transpose3d_cases = {
+      {{Shape{1, 4, 2, 3, 2}, kT}, {Shape{4, 1, 2, 2, 2}}, {Shape{2}}}};
   const std::vector<Case> pool2d_cases = {
       {{Shape{2, 2, 5, 6}}}, {{Shape{1, 3, 6, 5}, kT}}, {{Shape{2, 5, 5}, kS}}};
   const std::vector<Case> pool1d_cases = {{{Shape{2, 3, 9}}}, {{Shape{3, 8}, kS}}};
@@ -535,6 +537,9 @@ std::vector<Row> conv_rows() {
       {"conv_transpose1d(x, w, b, stride 3, padding 1, output_padding 2)", [](const Xs& x) {
          return conv_transpose1d(x[0], x[1], x[2], {3}, {1}, {2});
        }, transpose1d_cases},
+      {"conv_transpose3d(x, w, b, stride {2, 1, 2}, padding 1, output_padding {1, 0, 0}, groups 2, dilation {1, 2, 1})", [](const Xs& x) {
+         return conv_transpose3d(x[0], x[1], x[2], {2, 1, 2}, {1}, {1, 0, 0}, 2, {1, 2, 1});
+       }, transpose3d_cases},
       {"max_pool2d(x, 2)", [](const Xs& x) { return max_pool2d(x[0], {2}); }, pool2d_cases},
       {"max_pool2d(x, 3, stride 2, padding 1, ceil_mode)", [](const Xs& x) {
          return max_pool2d(x[0], {3}, {2}, {1}, {1}, true);

@@ -167,6 +167,20 @@ TEST(LayerParity, ConvolutionsAndPooling) {
   check_case("conv_transpose2d", [&](const DynTensor& x) { return convt.forward(x); },
              {{"weight", &convt.weight}, {"bias", &*convt.bias}});
 
+  nn::ConvTranspose3d convt3(nn::ConvTranspose3dConfig(4, 6, {2, 3, 2})
+                                 .stride({2, 1, 2})
+                                 .padding({1, 0, 1})
+                                 .output_padding({1, 0, 0})
+                                 .groups(2)
+                                 .dilation({1, 2, 1})
+                                 .with_dtype(DType::f64));
+  EXPECT_EQ(convt3.weight.shape(), (Shape{4, 3, 2, 3, 2}));
+  load(convt3.weight, "conv_transpose3d.weight");
+  load(*convt3.bias, "conv_transpose3d.bias");
+  check_case("conv_transpose3d", [&](const DynTensor& x) { return convt3.forward(x); },
+             {{"weight", &convt3.weight}, {"bias", &*convt3.bias}});
+  EXPECT_STREQ(nn::ConvTranspose3d::ember_module_name(), "ConvTranspose3d");
+
   nn::Conv2d same(nn::Conv2dConfig(3, 4, {4, 3})
                       .padding(nn::Padding::Same)
                       .dilation({1, 2})

@@ -130,10 +130,17 @@ void conv_ref(const ConvCase& c, const Host& x, const Host& w, const Host* b, co
 
 DynTensor conv_call(const ConvCase& c, const DynTensor& x, const DynTensor& w, const DynTensor& b) {
   if (c.transposed) {
-    return c.spatial == 1 ? conv_transpose1d(x, w, b, c.stride, c.padding, c.output_padding,
-                                             c.groups, c.dilation)
-                          : conv_transpose2d(x, w, b, c.stride, c.padding, c.output_padding,
-                                             c.groups, c.dilation);
+    switch (c.spatial) {
+      case 1:
+        return conv_transpose1d(x, w, b, c.stride, c.padding, c.output_padding, c.groups,
+                                c.dilation);
+      case 2:
+        return conv_transpose2d(x, w, b, c.stride, c.padding, c.output_padding, c.groups,
+                                c.dilation);
+      default:
+        return conv_transpose3d(x, w, b, c.stride, c.padding, c.output_padding, c.groups,
+                                c.dilation);
+    }
   }
   switch (c.spatial) {
     case 1:
@@ -203,6 +210,12 @@ const std::vector<ConvCase>& conv_cases() {
       {2, 1, 3, 5, {4, 4}, {3, 3}, {2}, {1}, {1}, 1, true, true, {1}, Layout::Transposed},
       {1, 2, 4, 6, {7}, {3}, {2}, {1}, {1}, 2, true, true, {1}},
       {1, 1, 3, 2, {5}, {4}, {3}, {0}, {2}, 1, false, true, {0}, Layout::Strided},
+      // Transposed 3-d: plain; stride, padding, output_padding per dim, groups, dilation;
+      // output_padding below the dilation only; a non-contiguous input.
+      {3, 2, 3, 4, {3, 4, 3}, {2, 3, 2}, {1}, {0}, {1}, 1, true, true},
+      {3, 1, 4, 6, {3, 3, 4}, {3, 2, 3}, {2, 1, 3}, {1, 0, 1}, {1, 2, 1}, 2, true, true, {1, 0, 2}},
+      {3, 2, 2, 3, {3, 2, 3}, {2, 2, 2}, {1}, {1}, {3}, 1, false, true, {2}},
+      {3, 1, 3, 2, {2, 3, 3}, {3, 2, 2}, {2}, {0}, {1}, 1, true, true, {1}, Layout::Transposed},
   };
   return cases;
 }

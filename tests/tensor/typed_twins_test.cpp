@@ -66,6 +66,7 @@ EMBER_EXPECT_TWIN_OF(Conv2dPaddingSig, conv2d<4>, conv2d);
 EMBER_EXPECT_TWIN_OF(Conv3dPaddingSig, conv3d<5>, conv3d);
 EMBER_EXPECT_TWIN(conv_transpose1d<3>, conv_transpose1d);
 EMBER_EXPECT_TWIN(conv_transpose2d<4>, conv_transpose2d);
+EMBER_EXPECT_TWIN(conv_transpose3d<5>, conv_transpose3d);
 EMBER_EXPECT_TWIN(max_pool1d<3>, max_pool1d);
 EMBER_EXPECT_TWIN(max_pool2d<4>, max_pool2d);
 EMBER_EXPECT_TWIN(max_pool1d_with_indices<3>, max_pool1d_with_indices);

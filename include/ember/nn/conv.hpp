@@ -1,4 +1,4 @@
-// Convolution and pooling layers (torch.nn.Conv1d/2d/3d, ConvTranspose1d/2d, MaxPool, AvgPool,
+// Convolution and pooling layers (torch.nn.Conv1d/2d/3d, ConvTranspose1d/2d/3d, MaxPool, AvgPool,
 // AdaptiveAvgPool, Flatten) with PyTorch's parameter names, layouts and initialisation.
 #pragma once
 
@@ -86,6 +86,7 @@ using Conv2dConfig = ConvConfig;
 using Conv3dConfig = ConvConfig;
 using ConvTranspose1dConfig = ConvConfig;
 using ConvTranspose2dConfig = ConvConfig;
+using ConvTranspose3dConfig = ConvConfig;
 
 /// Conv1d/2d/3d: weight [out, in / groups, k...], bias [out]; inputs [N, C, *] or [C, *].
 template <int N>
@@ -118,7 +119,7 @@ using Conv1d = Conv<1>;
 using Conv2d = Conv<2>;
 using Conv3d = Conv<3>;
 
-/// ConvTranspose1d/2d: weight [in, out / groups, k...], bias [out].
+/// ConvTranspose1d/2d/3d: weight [in, out / groups, k...], bias [out].
 template <int N>
 class ConvTranspose {
  public:
@@ -126,7 +127,9 @@ class ConvTranspose {
   std::optional<Param<1>> bias;
   SpatialArg stride{1}, padding{0}, output_padding{0}, dilation{1};
   int64_t groups = 1;
-  EMBER_MODULE_NAMED(ConvTranspose, N == 1 ? "ConvTranspose1d" : "ConvTranspose2d", weight, bias)
+  EMBER_MODULE_NAMED(ConvTranspose,
+                     N == 1 ? "ConvTranspose1d" : (N == 2 ? "ConvTranspose2d" : "ConvTranspose3d"),
+                     weight, bias)
 
   ConvTranspose() = default;
   explicit ConvTranspose(const ConvConfig& config, Device device = default_device(),
@@ -139,12 +142,14 @@ class ConvTranspose {
 };
 using ConvTranspose1d = ConvTranspose<1>;
 using ConvTranspose2d = ConvTranspose<2>;
+using ConvTranspose3d = ConvTranspose<3>;
 
 extern template class Conv<1>;
 extern template class Conv<2>;
 extern template class Conv<3>;
 extern template class ConvTranspose<1>;
 extern template class ConvTranspose<2>;
+extern template class ConvTranspose<3>;
 
 /// MaxPool1d/2d/3d (an empty stride means the kernel size, as PyTorch's default).
 template <int N>

@@ -51,6 +51,14 @@ requires(D == 3 || D == 4) Tensor<D> conv_transpose2d(
   return Tensor<D>(conv_transpose2d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding,
                                     output_padding, groups, dilation));
 }
+template <int D>
+requires(D == 4 || D == 5) Tensor<D> conv_transpose3d(
+    const Tensor<D>& x, const Tensor<5>& weight, const Tensor<1>& bias = {},
+    const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
+    const SpatialArg& output_padding = {0}, int64_t groups = 1, const SpatialArg& dilation = {1}) {
+  return Tensor<D>(conv_transpose3d(x.dyn(), weight.dyn(), bias.dyn(), stride, padding,
+                                    output_padding, groups, dilation));
+}
 
 template <int D>
 requires(D == 2 || D == 3) Tensor<D> max_pool1d(const Tensor<D>& x, const SpatialArg& kernel_size,

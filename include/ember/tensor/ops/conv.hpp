@@ -31,12 +31,16 @@ DynTensor conv3d(const DynTensor& x, const DynTensor& weight, const DynTensor& b
                  const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
                  const SpatialArg& dilation = {1}, int64_t groups = 1, bool relu = false);
 
-/// torch.nn.functional.conv_transpose1d/2d (PyTorch's argument order: groups before dilation).
+/// torch.nn.functional.conv_transpose1d/2d/3d (PyTorch's argument order: groups before dilation).
 DynTensor conv_transpose1d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
                            const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
                            const SpatialArg& output_padding = {0}, int64_t groups = 1,
                            const SpatialArg& dilation = {1});
 DynTensor conv_transpose2d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
+                           const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
+                           const SpatialArg& output_padding = {0}, int64_t groups = 1,
+                           const SpatialArg& dilation = {1});
+DynTensor conv_transpose3d(const DynTensor& x, const DynTensor& weight, const DynTensor& bias = {},
                            const SpatialArg& stride = {1}, const SpatialArg& padding = {0},
                            const SpatialArg& output_padding = {0}, int64_t groups = 1,
                            const SpatialArg& dilation = {1});
