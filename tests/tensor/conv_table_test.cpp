@@ -824,6 +824,24 @@ TEST(ConvTable, Errors) {
                          {1}, {0}, {0}, 3);
       },
       "[conv_transpose1d] input channels 4 are not divisible by groups 3");
+  const DynTensor x3 = zeros(Shape{1, 2, 3, 3, 3}, DType::f32);
+  expect_error(
+      [&] {
+        conv_transpose3d(x3, zeros(Shape{2, 2, 3, 3}, DType::f32));
+      },
+      "[conv_transpose3d] expects a 5-D weight, got [2, 2, 3, 3]");
+  expect_error(
+      [&] {
+        conv_transpose3d(x3, zeros(Shape{2, 1, 2, 2, 2}, DType::f32), {}, {1, 2}, {0}, {0});
+      },
+      "[conv_transpose3d] stride needs 1 or 3 values, got [1, 2]");
+  expect_error(
+      [&] {
+        conv_transpose3d(x3, zeros(Shape{2, 1, 2, 2, 2}, DType::f32), {}, {2, 1, 2}, {0},
+                         {0, 1, 0});
+      },
+      "[conv_transpose3d] output_padding [0, 1, 0] must be smaller than either stride [2, 1, 2] "
+      "or dilation [1, 1, 1]");
 }
 
 TEST(PoolTable, Errors) {
