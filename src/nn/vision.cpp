@@ -112,4 +112,20 @@ template struct AdaptiveMaxPool<1>;
 template struct AdaptiveMaxPool<2>;
 template struct AdaptiveMaxPool<3>;
 
+std::string CosineSimilarity::to_json() const {
+  return detail::JsonWriter().field("dim", dim).field("eps", eps).str();
+}
+CosineSimilarity CosineSimilarity::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "CosineSimilarity");
+  return CosineSimilarity{r.integer("dim", 1), r.number("eps", 1e-8)};
+}
+
+std::string PairwiseDistance::to_json() const {
+  return detail::JsonWriter().field("p", p).field("eps", eps).field("keepdim", keepdim).str();
+}
+PairwiseDistance PairwiseDistance::from_json(const std::string& json) {
+  const detail::JsonReader r(json, "PairwiseDistance");
+  return PairwiseDistance{r.number("p", 2.0), r.number("eps", 1e-6), r.boolean("keepdim", false)};
+}
+
 }  // namespace ember::nn

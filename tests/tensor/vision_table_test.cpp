@@ -1263,5 +1263,46 @@ TEST(VisionTable, Errors) {
                "[Conv2d] reflect padding (4, 4) must be smaller than dimension 2");
 }
 
+// The parameterless modules over cosine_similarity / pairwise_distance: the same values as the
+// functions (whose rows above check them against float64 references), options, names, JSON.
+TEST(VisionModules, CosineSimilarityAndPairwiseDistance) {
+  const DynTensor a = make_input(Shape{3, 4, 5}, DType::f64, Layout::Contiguous, -2, 2, 11);
+  const DynTensor b = make_input(Shape{3, 4, 5}, DType::f64, Layout::Transposed, -2, 2, 12);
+  const nn::CosineSimilarity cos{2, 1e-6};
+  const DynTensor c = cos.forward(a, b);
+  EXPECT_EQ(c.shape(), (Shape{3, 4}));
+  expect_close(c, c.shape(), cosine_similarity(a, b, 2, 1e-6).to_vector<double>(), {0, 0},
+               "CosineSimilarity");
+  const nn::CosineSimilarity cos_default;
+  expect_close(cos_default.forward(a, b), Shape{3, 5}, cosine_similarity(a, b).to_vector<double>(),
+               {0, 0}, "CosineSimilarity default dim 1");
+  const nn::PairwiseDistance dist{1.5, 1e-4, true};
+  const DynTensor d = dist.forward(a, b);
+  expect_close(d, Shape{3, 4, 1}, pairwise_distance(a, b, 1.5, 1e-4, true).to_vector<double>(),
+               {0, 0}, "PairwiseDistance keepdim");
+  EXPECT_EQ(nn::PairwiseDistance{}.forward(a, b).shape(), (Shape{3, 4}));
+  // Typed calls.
+  const Tensor<3> ta(a), tb(b);
+  EXPECT_EQ(cos(ta, tb).dims(), (std::array<int64_t, 2>{3, 4}));
+  EXPECT_EQ(dist(ta, tb).shape(), (Shape{3, 4, 1}));
+  // Names, no parameters, JSON round trips.
+  EXPECT_STREQ(nn::CosineSimilarity::ember_module_name(), "CosineSimilarity");
+  EXPECT_STREQ(nn::PairwiseDistance::ember_module_name(), "PairwiseDistance");
+  EXPECT_EQ(cos.num_params(), 0);
+  EXPECT_EQ(dist.num_params(), 0);
+  EXPECT_NE(cos.summary().find("CosineSimilarity"), std::string::npos) << cos.summary();
+  EXPECT_NE(dist.summary().find("PairwiseDistance"), std::string::npos) << dist.summary();
+  const nn::CosineSimilarity cos_back = nn::CosineSimilarity::from_json(cos.to_json());
+  EXPECT_EQ(cos_back.dim, 2);
+  EXPECT_EQ(cos_back.eps, 1e-6);
+  const nn::PairwiseDistance dist_back = nn::PairwiseDistance::from_json(dist.to_json());
+  EXPECT_EQ(dist_back.p, 1.5);
+  EXPECT_EQ(dist_back.eps, 1e-4);
+  EXPECT_TRUE(dist_back.keepdim);
+  // Bad input names the op.
+  EXPECT_THROW(
+      cos.forward(a, make_input(Shape{3, 4, 6}, DType::f64, Layout::Contiguous, -1, 1, 13)), Error);
+}
+
 }  // namespace
 }  // namespace ember::test

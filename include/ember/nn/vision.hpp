@@ -1,6 +1,7 @@
 // Vision layers without parameters (torch.nn.PixelShuffle, PixelUnshuffle, Unfold, Fold,
-// Upsample, AdaptiveMaxPool1d/2d/3d): options only, each a module of the usual kind (printing,
-// to_json / from_json), forwarding to the ops of ember/tensor/ops/vision.hpp.
+// Upsample, AdaptiveMaxPool1d/2d/3d, CosineSimilarity, PairwiseDistance): options only, each a
+// module of the usual kind (printing, to_json / from_json), forwarding to the ops of
+// ember/tensor/ops/vision.hpp.
 #pragma once
 
 #include <string>
@@ -109,5 +110,39 @@ using AdaptiveMaxPool3d = AdaptiveMaxPool<3>;
 extern template struct AdaptiveMaxPool<1>;
 extern template struct AdaptiveMaxPool<2>;
 extern template struct AdaptiveMaxPool<3>;
+
+/// torch.nn.CosineSimilarity: cosine_similarity(x1, x2, dim, eps), `dim` removed.
+struct CosineSimilarity {
+  int64_t dim = 1;
+  double eps = 1e-8;
+  EMBER_MODULE(CosineSimilarity)
+  std::string to_json() const;
+  static CosineSimilarity from_json(const std::string& json);
+  template <int D>
+  Tensor<D - 1> operator()(const Tensor<D>& x1, const Tensor<D>& x2) const {
+    return Tensor<D - 1>(forward(x1.dyn(), x2.dyn()));
+  }
+  DynTensor forward(const DynTensor& x1, const DynTensor& x2) const {
+    return cosine_similarity(x1, x2, dim, eps);
+  }
+};
+
+/// torch.nn.PairwiseDistance: pairwise_distance(x1, x2, p, eps, keepdim) over the last dim.
+/// The result's rank follows the runtime `keepdim`, so the typed call returns a DynTensor.
+struct PairwiseDistance {
+  double p = 2.0;
+  double eps = 1e-6;
+  bool keepdim = false;
+  EMBER_MODULE(PairwiseDistance)
+  std::string to_json() const;
+  static PairwiseDistance from_json(const std::string& json);
+  template <int D>
+  DynTensor operator()(const Tensor<D>& x1, const Tensor<D>& x2) const {
+    return forward(x1.dyn(), x2.dyn());
+  }
+  DynTensor forward(const DynTensor& x1, const DynTensor& x2) const {
+    return pairwise_distance(x1, x2, p, eps, keepdim);
+  }
+};
 
 }  // namespace ember::nn
