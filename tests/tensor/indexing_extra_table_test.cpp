@@ -369,18 +369,11 @@ TEST(IndexingExtraTable, TakeAlongDim) {
       const int d = static_cast<int>(dim < 0 ? dim + xs.rank() : dim);
       const Host hx = random_host(xs, dtype, k, -50, 50);
       const Host hi = random_index(is, xs[d], k + 1);
-      Shape out = broadcast_shapes(
-          [&] {
-            Shape s = xs;
-            s[d] = 1;
-            return s;
-          }(),
-          [&] {
-            Shape s = is;
-            s[d] = 1;
-            return s;
-          }(),
-          "test");
+      // Named copies: clang 14 cannot capture structured bindings in a lambda.
+      Shape xs1 = xs, is1 = is;
+      xs1[d] = 1;
+      is1[d] = 1;
+      Shape out = broadcast_shapes(xs1, is1, "test");
       out[d] = is[d];
       const Host ho{out, {}};
       std::vector<double> want;

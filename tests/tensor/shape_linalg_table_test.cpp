@@ -434,7 +434,7 @@ TEST(ShapeLinalgTable, RepeatInterleave) {
             expect_close(repeat_interleave(x, r, d), w.shape, w.v, tol_for(dt),
                          what + " dim " + std::to_string(d));
             // Per-element counts, and a single count that broadcasts.
-            std::vector<int64_t> reps(size_t(s[d]));
+            std::vector<int64_t> reps(static_cast<size_t>(s[d]));
             for (size_t i = 0; i < reps.size(); ++i) reps[i] = int64_t((i * 7 + size_t(r)) % 4);
             const DynTensor rt = from_data(TensorData::from(reps, Shape{s[d]}));
             const Host w2 = repeat_ref(hx, reps, d);
