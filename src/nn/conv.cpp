@@ -264,6 +264,30 @@ template class ConvTranspose<1>;
 template class ConvTranspose<2>;
 template class ConvTranspose<3>;
 
+DeformConv2d::DeformConv2d(const ConvConfig& c, Device device, Generator* gen)
+    : stride(c.stride_), padding(c.padding_), dilation(c.dilation_), groups(c.groups_) {
+  const char* op = "DeformConv2d";
+  check_channels(c, op);
+  EMBER_CHECK(c.padding_mode_ == Padding::Explicit && c.pad_mode_ == PadMode::Constant && !c.relu_,
+              "[DeformConv2d] takes explicit zero padding and no fused relu");
+  Shape shape{c.out_channels, c.in_channels / c.groups_};
+  const Shape k = kernel_dims(c, 2, op);
+  for (int64_t d : k) shape.push_back(d);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(c.in_channels / c.groups_ * k.numel()));
+  weight = Param<4>(Tensor<4>(rand(shape, c.dtype, device, gen, -bound, bound)));
+  if (c.has_bias) {
+    bias = Param<1>(Tensor<1>(rand(Shape{c.out_channels}, c.dtype, device, gen, -bound, bound)));
+  }
+}
+
+DynTensor DeformConv2d::forward(const DynTensor& x, const DynTensor& offset,
+                                const DynTensor& mask) const {
+  EMBER_CHECK(x.rank() == 4 && x.size(1) == weight.size(1) * groups, "[DeformConv2d] expects an ",
+              "input [N, ", weight.size(1) * groups, ", H, W], got ", x.shape());
+  return deform_conv2d(x, offset, weight.dyn(), bias ? bias->dyn() : DynTensor(), stride, padding,
+                       dilation, mask);
+}
+
 namespace detail {
 
 std::string flatten_to_json(int64_t start_dim, int64_t end_dim) {

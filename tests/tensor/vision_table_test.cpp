@@ -4,6 +4,7 @@
 // gradient checks; PyTorch parity for the ops and layers (nn/fixtures/make_vision_fixtures.py);
 // and the error paths.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -1302,6 +1303,270 @@ TEST(VisionModules, CosineSimilarityAndPairwiseDistance) {
   // Bad input names the op.
   EXPECT_THROW(
       cos.forward(a, make_input(Shape{3, 4, 6}, DType::f64, Layout::Contiguous, -1, 1, 13)), Error);
+}
+
+// ---- deform_conv2d ---------------------------------------------------------------------------
+
+struct DeformCase {
+  int64_t n, cin, h, w, cout, kh, kw;
+  std::array<int64_t, 2> stride, pad, dil;
+  int64_t groups, offset_groups;
+  bool mask, bias;
+};
+
+int64_t deform_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+// torchvision's deform_conv2d in float64, loop by loop (its bilinear_interpolate included).
+std::vector<double> deform_reference(const DeformCase& c, const std::vector<double>& x,
+                                     const std::vector<double>& off, const std::vector<double>& m,
+                                     const std::vector<double>& wt, const std::vector<double>& b) {
+  const int64_t ho = deform_out(c.h, c.kh, c.stride[0], c.pad[0], c.dil[0]);
+  const int64_t wo = deform_out(c.w, c.kw, c.stride[1], c.pad[1], c.dil[1]);
+  const int64_t k = c.kh * c.kw, cin_g = c.cin / c.groups, cout_g = c.cout / c.groups;
+  const int64_t per_og = c.cin / c.offset_groups;
+  auto at = [](const std::vector<double>& v, std::initializer_list<int64_t> idx,
+               std::initializer_list<int64_t> dims) {
+    int64_t o = 0;
+    auto d = dims.begin();
+    for (int64_t i : idx) o = o * *d++ + i;
+    return v[static_cast<size_t>(o)];
+  };
+  auto pixel = [&](int64_t n, int64_t ch, int64_t yy, int64_t xx) {
+    if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) return 0.0;
+    return at(x, {n, ch, yy, xx}, {c.n, c.cin, c.h, c.w});
+  };
+  auto bilinear = [&](int64_t n, int64_t ch, double y, double xp) {
+    if (y <= -1 || y >= static_cast<double>(c.h) || xp <= -1 || xp >= static_cast<double>(c.w))
+      return 0.0;
+    const double y0 = std::floor(y), x0 = std::floor(xp), ly = y - y0, lx = xp - x0;
+    const auto yi = static_cast<int64_t>(y0), xi = static_cast<int64_t>(x0);
+    return (1 - ly) * (1 - lx) * pixel(n, ch, yi, xi) + (1 - ly) * lx * pixel(n, ch, yi, xi + 1) +
+           ly * (1 - lx) * pixel(n, ch, yi + 1, xi) + ly * lx * pixel(n, ch, yi + 1, xi + 1);
+  };
+  std::vector<double> out;
+  for (int64_t n = 0; n < c.n; ++n) {
+    for (int64_t co = 0; co < c.cout; ++co) {
+      for (int64_t oy = 0; oy < ho; ++oy) {
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          double acc = c.bias ? b[static_cast<size_t>(co)] : 0.0;
+          for (int64_t cl = 0; cl < cin_g; ++cl) {
+            const int64_t ch = co / cout_g * cin_g + cl, g = ch / per_og;
+            for (int64_t i = 0; i < c.kh; ++i) {
+              for (int64_t j = 0; j < c.kw; ++j) {
+                const int64_t tap = g * k + i * c.kw + j;
+                const Shape od{c.n, 2 * c.offset_groups * k, ho, wo};
+                const double dy = at(off, {n, 2 * tap, oy, ox}, {od[0], od[1], od[2], od[3]});
+                const double dx = at(off, {n, 2 * tap + 1, oy, ox}, {od[0], od[1], od[2], od[3]});
+                double v = bilinear(
+                    n, ch, static_cast<double>(oy * c.stride[0] - c.pad[0] + i * c.dil[0]) + dy,
+                    static_cast<double>(ox * c.stride[1] - c.pad[1] + j * c.dil[1]) + dx);
+                if (c.mask) v *= at(m, {n, tap, oy, ox}, {c.n, c.offset_groups * k, ho, wo});
+                acc += v * at(wt, {co, cl, i, j}, {c.cout, cin_g, c.kh, c.kw});
+              }
+            }
+          }
+          out.push_back(acc);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+const std::vector<DeformCase> kDeformCases = {
+    {2, 4, 5, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2, false, true},
+    {2, 4, 5, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2, true, true},
+    {2, 2, 6, 5, 3, 2, 3, {1, 2}, {2, 1}, {2, 1}, 1, 1, true, false},
+    {2, 6, 4, 7, 4, 3, 2, {1, 1}, {0, 1}, {1, 2}, 2, 3, true, true},
+};
+
+TEST(VisionTable, DeformConv2d) {
+  uint32_t seed = 700;
+  for (const DeformCase& c : kDeformCases) {
+    const int64_t ho = deform_out(c.h, c.kh, c.stride[0], c.pad[0], c.dil[0]);
+    const int64_t wo = deform_out(c.w, c.kw, c.stride[1], c.pad[1], c.dil[1]);
+    const int64_t k = c.kh * c.kw;
+    for (DType t : kTypes) {
+      for (Layout l : {Layout::Contiguous, Layout::Transposed}) {
+        const DynTensor x = make_input(Shape{c.n, c.cin, c.h, c.w}, t, l, -1, 1, ++seed);
+        // Offsets of magnitude ~2: points between pixels and past the border.
+        const DynTensor off = make_input(Shape{c.n, 2 * c.offset_groups * k, ho, wo}, t,
+                                         Layout::Contiguous, -2.5, 2.5, ++seed);
+        const DynTensor m =
+            c.mask ? make_input(Shape{c.n, c.offset_groups * k, ho, wo}, t, l, 0, 1, ++seed)
+                   : DynTensor();
+        const DynTensor wt = make_input(Shape{c.cout, c.cin / c.groups, c.kh, c.kw}, t,
+                                        Layout::Contiguous, -1, 1, ++seed);
+        const DynTensor b =
+            c.bias ? make_input(Shape{c.cout}, t, Layout::Contiguous, -1, 1, ++seed) : DynTensor();
+        auto host = [](const DynTensor& v) {
+          return v.defined() ? cast(v, DType::f64).to_vector<double>() : std::vector<double>{};
+        };
+        const std::vector<double> want =
+            deform_reference(c, host(x), host(off), host(m), host(wt), host(b));
+        const DynTensor got = deform_conv2d(x, off, wt, b, {c.stride[0], c.stride[1]},
+                                            {c.pad[0], c.pad[1]}, {c.dil[0], c.dil[1]}, m);
+        EXPECT_EQ(got.dtype(), t);
+        expect_close(
+            got, Shape{c.n, c.cout, ho, wo}, want, loose(t),
+            what("deform_conv2d og" + std::to_string(c.offset_groups) + (c.mask ? " mask" : ""), t,
+                 l));
+      }
+    }
+  }
+  // Zero offsets and no mask: the plain convolution.
+  const DynTensor x = make_input(Shape{2, 4, 5, 6}, DType::f64, Layout::Contiguous, -1, 1, 1);
+  const DynTensor wt = make_input(Shape{6, 2, 3, 3}, DType::f64, Layout::Contiguous, -1, 1, 2);
+  const DynTensor b = make_input(Shape{6}, DType::f64, Layout::Contiguous, -1, 1, 3);
+  const DynTensor zero = zeros(Shape{2, 18, 3, 3}, DType::f64, x.device());
+  expect_close(deform_conv2d(x, zero, wt, b, {2}, {1}), Shape{2, 6, 3, 3},
+               conv2d(x, wt, b, {2}, {1}, {1}, 2).to_vector<double>(), {1e-12, 1e-12},
+               "deform_conv2d zero offset");
+}
+
+// Offsets whose fractional part stays in [0.2, 0.8]: the bilinear weights and the border
+// validity have kinks at integer positions, where finite differences do not apply.
+GradInput deform_offsets(const Shape& shape, uint32_t seed) {
+  std::vector<double> v = random_values(shape.numel(), -2.5, 2.5, false, seed);
+  for (double& e : v) e = std::floor(e) + 0.2 + 0.6 * (e - std::floor(e));
+  return {shape, Layout::Contiguous, v};
+}
+
+TEST(VisionGradcheck, DeformConv2d) {
+  // groups 2, offset_groups 2, stride 2, padding 1, dilation 2 x 1, with a mask.
+  EXPECT_TRUE(
+      gradcheck("deform_conv2d mask",
+                [](auto& v) {
+                  return deform_conv2d(v[0], v[1], v[2], v[3], {2, 1}, {1}, {2, 1}, v[4]);
+                },
+                {gin({2, 4, 4, 5}, Layout::Transposed, 31), deform_offsets({2, 16, 2, 6}, 32),
+                 gin({4, 2, 2, 2}, Layout::Strided, 33), gin({4}, Layout::Contiguous, 34),
+                 gin({2, 8, 2, 6}, Layout::Contiguous, 35, 0, 1)}));
+  EXPECT_TRUE(gradcheck(
+      "deform_conv2d", [](auto& v) { return deform_conv2d(v[0], v[1], v[2], v[3], {1}, {1}); },
+      {gin({1, 2, 3, 4}, Layout::Contiguous, 36), deform_offsets({1, 8, 4, 5}, 37),
+       gin({3, 2, 2, 2}, Layout::Contiguous, 38), gin({3}, Layout::Contiguous, 39)}));
+}
+
+TEST(VisionTable, DeformConv2dErrors) {
+  const DynTensor x = zeros(Shape{2, 4, 5, 6}, DType::f32);
+  const DynTensor w = zeros(Shape{6, 2, 3, 3}, DType::f32);
+  const DynTensor off = zeros(Shape{2, 36, 3, 4}, DType::f32);
+  EXPECT_EQ(deform_conv2d(x, off, w, {}, {1}, {0}).shape(), (Shape{2, 6, 3, 4}));
+  expect_error(
+      [&] {
+        deform_conv2d(zeros(Shape{4, 5, 6}, DType::f32), off, w);
+      },
+      "[deform_conv2d] expects a Float input [N, C, H, W], got [4, 5, 6]");
+  expect_error(
+      [&] {
+        deform_conv2d(x, off, zeros(Shape{6, 3, 3, 3}, DType::f32));
+      },
+      "[deform_conv2d] weight [6, 3, 3, 3] does not fit input channels 4");
+  expect_error(
+      [&] {
+        deform_conv2d(x, zeros(Shape{2, 17, 3, 4}, DType::f32), w);
+      },
+      "[deform_conv2d] expects an offset [2, 2 * offset_groups * 9, 3, 4]");
+  expect_error(
+      [&] {
+        deform_conv2d(x, zeros(Shape{2, 54, 3, 4}, DType::f32), w);
+      },
+      "[deform_conv2d] input channels 4 must be a multiple of offset_groups 3");
+  expect_error(
+      [&] {
+        deform_conv2d(x, off, w, {}, {1}, {0}, {1}, zeros(Shape{2, 9, 3, 4}, DType::f32));
+      },
+      "[deform_conv2d] expects a mask [2, 18, 3, 4]");
+  expect_error([&] { deform_conv2d(x, off, w, zeros(Shape{5}, DType::f32)); },
+               "[deform_conv2d] expects a bias [6]");
+  expect_error([&] { deform_conv2d(x, off, w, {}, {0}); }, "[deform_conv2d] stride must be >= 1");
+  expect_error(
+      [&] {
+        deform_conv2d(x, off, zeros(Shape{6, 2, 7, 3}, DType::f32));
+      },
+      "[deform_conv2d] output size");
+}
+
+TEST(VisionTable, DeformConv2dModule) {
+  nn::DeformConv2d m(
+      nn::Conv2dConfig(4, 6, {3, 2}).stride({2}).padding({1}).groups(2).with_dtype(DType::f64));
+  std::vector<std::string> names;
+  std::vector<Shape> shapes;
+  for (const auto& p : nn::named_params(nn::module_tree(m))) {
+    names.push_back(p.path);
+    shapes.push_back(p.slot->dyn().shape());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0], (Shape{6, 2, 3, 2}));
+  EXPECT_EQ(shapes[1], (Shape{6}));
+  // PyTorch's Conv2d bound: 1 / sqrt(in / groups * kh * kw).
+  const double bound = 1.0 / std::sqrt(12.0);
+  for (double v : m.weight.dyn().to_vector<double>()) EXPECT_LE(std::fabs(v), bound);
+  EXPECT_STREQ(nn::DeformConv2d::ember_module_name(), "DeformConv2d");
+  const DynTensor x = make_input(Shape{2, 4, 5, 6}, DType::f64, Layout::Contiguous, -1, 1, 41);
+  const DynTensor off =
+      make_input(Shape{2, 2 * 2 * 6, 3, 4}, DType::f64, Layout::Contiguous, -2, 2, 42);
+  const DynTensor mask = make_input(Shape{2, 12, 3, 4}, DType::f64, Layout::Contiguous, 0, 1, 43);
+  const DynTensor want = deform_conv2d(x, off, m.weight.dyn(), m.bias->dyn(), {2}, {1}, {1}, mask);
+  expect_close(m.forward(x, off, mask), want.shape(), want.to_vector<double>(), {0, 0},
+               "DeformConv2d");
+  const Tensor<4> y = m(Tensor<4>(x), Tensor<4>(off));
+  expect_close(y.dyn(), want.shape(),
+               deform_conv2d(x, off, m.weight.dyn(), m.bias->dyn(), {2}, {1}).to_vector<double>(),
+               {0, 0}, "DeformConv2d no mask");
+  const nn::DeformConv2d nb(nn::Conv2dConfig(2, 2, {2}).bias(false));
+  EXPECT_FALSE(nb.bias.has_value());
+  expect_error(
+      [&] {
+        m.forward(zeros(Shape{2, 3, 5, 6}, DType::f64), off);
+      },
+      "[DeformConv2d] expects an input [N, 4, H, W], got [2, 3, 5, 6]");
+}
+
+// torchvision 0.14's deform_conv2d and DeformConv2d (tests/nn/fixtures/make_deform_fixtures.py).
+void check_deform(const std::string& name, const SpatialArg& stride, const SpatialArg& padding,
+                  const SpatialArg& dilation) {
+  SCOPED_TRACE(name);
+  static const Fixture fx(EMBER_NN_FIXTURES "/deform.txt");
+  std::vector<std::string> keys{"x", "offset", "weight"};
+  for (const char* k : {"bias", "mask"}) {
+    if (fx.has(name + "." + k)) keys.emplace_back(k);
+  }
+  std::vector<DynTensor> in;
+  for (const std::string& k : keys) in.push_back(require_grad(fx.get(name + "." + k)));
+  const DynTensor bias = fx.has(name + ".bias") ? in[3] : DynTensor();
+  const DynTensor mask = fx.has(name + ".mask") ? in.back() : DynTensor();
+  DynTensor y;
+  if (name == "deform_module") {
+    nn::DeformConv2d m(nn::Conv2dConfig(4, 6, {3, 2})
+                           .stride(stride)
+                           .padding(padding)
+                           .groups(2)
+                           .with_dtype(DType::f64));
+    m.weight.set_dyn(in[2]);
+    m.bias->set_dyn(in[3]);
+    in[2] = m.weight.dyn();
+    in[3] = m.bias->dyn();
+    y = m.forward(in[0], in[1], mask);
+  } else {
+    y = deform_conv2d(in[0], in[1], in[2], bias, stride, padding, dilation, mask);
+  }
+  fx.expect_close(y, name + ".y", 1e-9, 1e-11);
+  const std::vector<DynTensor> g = grad(y, in, fx.get(name + ".seed"));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    fx.expect_close(g[i], name + ".grad_" + keys[i], 1e-9, 1e-11);
+  }
+}
+
+TEST(VisionParity, DeformConv2d) {
+  check_deform("deform_mask", {2}, {1}, {1});
+  check_deform("deform_nomask", {1, 2}, {2, 1}, {2, 1});
+  check_deform("deform_og3_nobias", {1}, {0, 1}, {1, 2});
+  check_deform("deform_module", {2}, {1}, {1});
 }
 
 }  // namespace

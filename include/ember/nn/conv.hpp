@@ -1,5 +1,6 @@
 // Convolution and pooling layers (torch.nn.Conv1d/2d/3d, ConvTranspose1d/2d/3d, MaxPool, AvgPool,
-// AdaptiveAvgPool, Flatten) with PyTorch's parameter names, layouts and initialisation.
+// AdaptiveAvgPool, Flatten, torchvision's DeformConv2d) with PyTorch's parameter names, layouts
+// and initialisation.
 #pragma once
 
 #include <string>
@@ -237,6 +238,30 @@ struct Flatten {
   Tensor<Out> operator()(const Tensor<D>& x) const {
     return Tensor<Out>(flatten(x.dyn(), start_dim, end_dim));
   }
+};
+
+/// torchvision.ops.DeformConv2d: weight [out, in / groups, kh, kw] and bias [out] initialised as
+/// Conv2d; forward(x, offset, mask) runs deform_conv2d (offset_groups follow the offset's
+/// channels; a mask, when given, modulates each tap as DCNv2). Padding takes explicit sizes only.
+class DeformConv2d {
+ public:
+  Param<4> weight;
+  std::optional<Param<1>> bias;
+  SpatialArg stride{1}, padding{0}, dilation{1};
+  int64_t groups = 1;
+  EMBER_MODULE(DeformConv2d, weight, bias)
+
+  DeformConv2d() = default;
+  explicit DeformConv2d(const ConvConfig& config, Device device = default_device(),
+                        Generator* gen = nullptr);
+  Tensor<4> operator()(const Tensor<4>& x, const Tensor<4>& offset) const {
+    return Tensor<4>(forward(x.dyn(), offset.dyn()));
+  }
+  Tensor<4> operator()(const Tensor<4>& x, const Tensor<4>& offset, const Tensor<4>& mask) const {
+    return Tensor<4>(forward(x.dyn(), offset.dyn(), mask.dyn()));
+  }
+  /// `mask` may be undefined (no modulation).
+  DynTensor forward(const DynTensor& x, const DynTensor& offset, const DynTensor& mask = {}) const;
 };
 
 }  // namespace ember::nn

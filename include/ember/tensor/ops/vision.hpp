@@ -1,7 +1,7 @@
 // Vision and distance ops on the rank-erased tensor, with PyTorch's names, arguments and
 // defaults: normalize, cosine_similarity, pairwise_distance, cdist, pixel_shuffle, unfold / fold
 // (im2col / col2im), interpolate, grid_sample / affine_grid, 3-D and adaptive max pooling, and
-// convolutions with padding='same' / 'valid'. Every one is a
+// convolutions with padding='same' / 'valid', deform_conv2d. Every one is a
 // composite of existing ops, so it runs on every backend and its gradient comes from autodiff.
 #pragma once
 
@@ -126,5 +126,16 @@ DynTensor affine_grid(const DynTensor& theta, const Shape& size, bool align_corn
 /// (last dim first).
 std::vector<int64_t> same_padding(const std::vector<int64_t>& kernel, const SpatialArg& dilation,
                                   const char* op);
+
+/// torchvision.ops.deform_conv2d: a 2-D convolution whose kernel taps are moved per output
+/// position by `offset` [N, 2 * offset_groups * kh * kw, H_out, W_out] ((dy, dx) per tap) and read
+/// by bilinear interpolation (points outside the plane read 0); `mask` [N, offset_groups * kh *
+/// kw, H_out, W_out], when defined, scales each tap (DCNv2). weight [out, in / groups, kh, kw];
+/// groups = in / weight.size(1) and offset_groups from offset's channels, as torchvision.
+/// `bias` ([out]) and `mask` may be undefined tensors.
+DynTensor deform_conv2d(const DynTensor& x, const DynTensor& offset, const DynTensor& weight,
+                        const DynTensor& bias = {}, const SpatialArg& stride = {1},
+                        const SpatialArg& padding = {0}, const SpatialArg& dilation = {1},
+                        const DynTensor& mask = {});
 
 }  // namespace ember
