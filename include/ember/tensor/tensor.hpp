@@ -448,9 +448,9 @@ class Tensor {
 }  // namespace ember
 
 #include "ember/tensor/conv_ops.hpp"
-#include "ember/tensor/vision_ops.hpp"
 #include "ember/tensor/indexing_ops.hpp"
-#include "ember/tensor/tensor_ops.hpp"
 #include "ember/tensor/statistics_ops.hpp"
+#include "ember/tensor/tensor_ops.hpp"
+#include "ember/tensor/vision_ops.hpp"
 // Matrix and shape ops (tril, einsum, diag, linalg norms, ...).
 #include "ember/tensor/shape_ops.hpp"
