@@ -88,6 +88,9 @@ void Backend::topk(const RawTensor& x, int64_t, int, bool, const RawTensor&, con
 void Backend::matmul(const RawTensor& a, const RawTensor&, const RawTensor&) {
   no_kernel("matmul", a.dtype);
 }
+void Backend::svd(const RawTensor& a, const RawTensor&, const RawTensor&, const RawTensor&) {
+  no_kernel("linalg.svd", a.dtype);
+}
 
 void Backend::gather(const RawTensor& x, int, const RawTensor&, const RawTensor&) {
   no_kernel("gather", x.dtype);

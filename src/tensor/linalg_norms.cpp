@@ -1,5 +1,6 @@
-// torch.linalg's vector_norm, matrix_norm and norm, written over ember::norm and the reductions.
-// Matrix norms needing singular values (2, -2, "nuc") raise: Ember has no SVD yet.
+// torch.linalg's vector_norm, matrix_norm and norm, written over ember::norm, the reductions and
+// (for orders 2, -2 and "nuc") the singular values.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -42,6 +43,24 @@ void check_floating(const DynTensor& x, const char* op) {
   EMBER_CHECK(is_floating(x.dtype()), "[", op, "] needs a floating tensor, got ", x.dtype());
 }
 
+// The matrices at dims (r, c) moved last, their singular values reduced to one number each
+// (largest, smallest or sum), and the two dims dropped or kept as size 1.
+DynTensor singular_norm(const DynTensor& x, int r, int c, double ord, bool keepdim) {
+  std::vector<int64_t> perm;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d != r && d != c) perm.push_back(d);
+  }
+  perm.push_back(r);
+  perm.push_back(c);
+  const DynTensor s = svdvals(permute(x, perm));
+  DynTensor n = ord == 2 ? amax(s, {-1}) : ord == -2 ? amin(s, {-1}) : sum(s, {-1});
+  if (keepdim) {
+    n = unsqueeze(n, std::min(r, c));
+    n = unsqueeze(n, std::max(r, c));
+  }
+  return n;
+}
+
 }  // namespace
 
 DynTensor vector_norm(const DynTensor& x, double ord, const std::vector<int64_t>& dims,
@@ -63,11 +82,16 @@ DynTensor matrix_norm(const DynTensor& x, double ord, const std::vector<int64_t>
                       bool keepdim) {
   check_floating(x, "linalg.matrix_norm");
   const auto [r, c] = matrix_dims(x, dims, "linalg.matrix_norm");
-  EMBER_CHECK(ord != 2 && ord != -2, "[linalg.matrix_norm] ord ", ord_name(ord),
-              " needs singular values, and Ember has no SVD yet");
-  EMBER_CHECK(ord == 1 || ord == -1 || std::isinf(ord),
+  EMBER_CHECK(ord == 1 || ord == -1 || ord == 2 || ord == -2 || std::isinf(ord),
               "[linalg.matrix_norm] ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf; got ",
               ord_name(ord));
+  if (ord == 2 || ord == -2) {
+    // The largest or smallest of no singular values has no value (PyTorch raises too).
+    EMBER_CHECK(x.size(r) > 0 && x.size(c) > 0, "[linalg.matrix_norm] cannot compute the ",
+                ord_name(ord), " norm of empty matrices (shape ", x.shape(), ")");
+    return as_op("linalg.matrix_norm",
+                 [&, r = r, c = c] { return singular_norm(x, r, c, ord, keepdim); });
+  }
   return as_op("linalg.matrix_norm", [&, r = r, c = c] {
     // 1 / -1: sums over rows (one per column), then max / min; inf / -inf: the other way.
     const bool cols = !std::isinf(ord);
@@ -81,10 +105,13 @@ DynTensor matrix_norm(const DynTensor& x, double ord, const std::vector<int64_t>
 DynTensor matrix_norm(const DynTensor& x, std::string_view ord, const std::vector<int64_t>& dims,
                       bool keepdim) {
   check_floating(x, "linalg.matrix_norm");
-  matrix_dims(x, dims, "linalg.matrix_norm");
-  EMBER_CHECK(ord != "nuc",
-              "[linalg.matrix_norm] ord 'nuc' needs singular values, and Ember has no SVD yet");
-  EMBER_CHECK(ord == "fro", "[linalg.matrix_norm] ord must be 'fro' or 'nuc', got '", ord, "'");
+  const auto [r, c] = matrix_dims(x, dims, "linalg.matrix_norm");
+  EMBER_CHECK(ord == "fro" || ord == "nuc",
+              "[linalg.matrix_norm] ord must be 'fro' or 'nuc', got '", ord, "'");
+  if (ord == "nuc") {
+    return as_op("linalg.matrix_norm",
+                 [&, r = r, c = c] { return singular_norm(x, r, c, 0, keepdim); });
+  }
   return as_op("linalg.matrix_norm", [&] { return ember::norm(x, 2.0, dims, keepdim); });
 }
 

@@ -54,6 +54,13 @@ struct ScatterReduceParams {
   bool include_self = true;
 };
 
+/// linalg.svd's outputs as its three nodes save them (storage only: a tracked copy would keep
+/// the nodes alive), and whether U and Vh were full.
+struct SvdSaved {
+  RawTensor u, s, vh;
+  bool full_matrices = false;
+};
+
 /// One op call as its gradient rule sees it.
 struct Recording {
   const OpDef& op;

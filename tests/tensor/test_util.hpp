@@ -186,4 +186,25 @@ inline void expect_close(const DynTensor& got, const Shape& shape, const std::ve
   }
 }
 
+/// Expects `call` to raise an ember::Error whose message starts with `expected`.
+inline void expect_error_prefix(const std::string& expected, const std::function<void()>& call) {
+  try {
+    call();
+    ADD_FAILURE() << "no error thrown; expected: " << expected;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).substr(0, expected.size()), expected);
+  }
+}
+
+/// Expects `fn` to raise an ember::Error whose message contains `needle`.
+inline void expect_error_containing(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing: " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << needle;
+  }
+}
+
 }  // namespace ember::test

@@ -112,6 +112,11 @@ class Backend {
   // Linear algebra: a [B, M, K] x b [B, K, N] -> out [B, M, N]; a and b may be strided
   // (transposed, batch-broadcast with stride 0).
   virtual void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out);
+  /// Singular value decomposition (OpFamily::Svd) of each contiguous a[b] ([B, M, N], K =
+  /// min(M, N)): s [B, K] descending, u [B, M, K or M] and vh [B, K or N, N] orthonormal, the
+  /// columns past K (full matrices) any orthonormal completion. u and vh may both be undefined:
+  /// singular values only. NaN or inf in a gives NaN, not an error (no host synchronisation).
+  virtual void svd(const RawTensor& a, const RawTensor& u, const RawTensor& s, const RawTensor& vh);
 
   // Indexing. Index tensors are i64 and already range-checked by the front end.
   virtual void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out);

@@ -151,6 +151,9 @@ extern const OpDef logsumexp, sort, topk;
 extern const OpDef root;
 // grad_linalg.cpp
 extern const OpDef matmul, softmax, log_softmax;
+// grad_svd.cpp: linalg.svd's three outputs, each its own node (the gradient is linear in the
+// three outputs' gradients, so their contributions add up to the whole).
+extern const OpDef svd_u, svd_s, svd_vh;
 // grad_conv.cpp
 extern const OpDef convolution, conv_transpose, conv_backward_weight, max_pool, max_pool_backward,
     avg_pool, avg_pool_backward;
@@ -245,7 +248,8 @@ enum class OpFamily : uint8_t {
   Pool,     // max and average pooling (plain and adaptive), forward and backward
   Norm,     // per-channel statistics and scale-shift: the fused normalisation kernels
   Optim,    // fused optimizer updates (Adam / AdamW)
-  ConvRelu  // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
+  ConvRelu,  // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
+  Svd        // singular value decomposition (float and double)
 };
 
 std::string_view op_name(UnaryOp op);

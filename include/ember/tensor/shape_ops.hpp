@@ -105,6 +105,23 @@ requires(D >= 1) Tensor<D, K> cross(const Tensor<D, K>& a, const Tensor<D, K>& b
 
 namespace linalg {
 
+/// linalg::svd of a Tensor<D>: U and Vh keep the rank, S has one dim less.
+template <int D>
+struct TypedSVD {
+  Tensor<D> U;
+  Tensor<D - 1> S;
+  Tensor<D> Vh;
+};
+template <int D>
+requires(D >= 2) TypedSVD<D> svd(const Tensor<D>& a, bool full_matrices = true) {
+  SVD r = svd(a.dyn(), full_matrices);
+  return {Tensor<D>(r.U), Tensor<D - 1>(r.S), Tensor<D>(r.Vh)};
+}
+template <int D>
+requires(D >= 2) Tensor<D - 1> svdvals(const Tensor<D>& a) {
+  return Tensor<D - 1>(svdvals(a.dyn()));
+}
+
 /// Over every element (0-d), one dim, or N dims; KeepDim keeps the rank.
 template <int D>
 Tensor<0> vector_norm(const Tensor<D>& x, double ord = 2.0) {

@@ -74,6 +74,7 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
       return is_floating(dtype);
     case OpFamily::Norm:
     case OpFamily::Optim:
+    case OpFamily::Svd:
       return dtype == DType::f32 || dtype == DType::f64;
     default:
       return true;

@@ -1,6 +1,6 @@
 // The Cpu backend: one method per op family, each defined in the family's own file
-// (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, index.cpp, random.cpp,
-// conv.cpp, pool.cpp, norm.cpp, optim.cpp).
+// (copy.cpp, unary.cpp, binary.cpp, reduce.cpp, sort.cpp, matmul.cpp, linalg.cpp, index.cpp,
+// random.cpp, conv.cpp, pool.cpp, norm.cpp, optim.cpp).
 #pragma once
 
 #include "ember/core/backend.hpp"
@@ -40,6 +40,8 @@ class CpuBackend final : public Backend {
             const RawTensor& indices) override;
 
   void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void svd(const RawTensor& a, const RawTensor& u, const RawTensor& s,
+           const RawTensor& vh) override;
 
   void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) override;
   void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,

@@ -43,6 +43,7 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
       return floating;
     case OpFamily::Norm:
     case OpFamily::Optim:
+    case OpFamily::Svd:
       return dtype == DType::f32 || dtype == DType::f64;
     default:
       return true;

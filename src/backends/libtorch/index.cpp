@@ -1,6 +1,7 @@
-// Matmul and the indexing family through ATen. Index tensors are i64 and range-checked by the
-// front end.
+// Matmul, the SVD and the indexing family through ATen. Index tensors are i64 and range-checked by
+// the front end.
 #include <cmath>
+#include <limits>
 
 #include "aten.hpp"
 
@@ -26,6 +27,26 @@ void LibTorchBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTe
       return;
     }
     assign(out, at::bmm(compute_view(a), compute_view(b)));
+  });
+}
+
+void LibTorchBackend::svd(const RawTensor& a, const RawTensor& u, const RawTensor& s,
+                          const RawTensor& vh) {
+  run("linalg.svd", [&] {
+    const at::Tensor x = view_of(a);
+    // LAPACK refuses NaN and inf; the other backends answer NaN, and so does this one.
+    if (!at::isfinite(x).all().item<bool>()) {
+      for (const RawTensor* t : {&u, &s, &vh}) {
+        if (t->defined()) view_of(*t).fill_(std::numeric_limits<double>::quiet_NaN());
+      }
+      return;
+    }
+    if (!u.defined()) return assign(s, at::linalg_svdvals(x));
+    const bool full = u.shape[2] != s.shape[1] || vh.shape[1] != s.shape[1];
+    const auto [pu, ps, pvh] = at::linalg_svd(x, full);
+    assign(u, pu);
+    assign(s, ps);
+    assign(vh, pvh);
   });
 }
 

@@ -148,6 +148,8 @@ bool LibTorchBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Norm:
     case OpFamily::Optim:
       return is_floating(dtype);
+    case OpFamily::Svd:
+      return dtype == DType::f32 || dtype == DType::f64;
     default:
       return true;
   }

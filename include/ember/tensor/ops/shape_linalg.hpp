@@ -1,7 +1,8 @@
 // Matrix and shape ops on the rank-erased tensor, with PyTorch's names and conventions: the
 // triangles, batched and fused products, einsum, roll, repeat_interleave, kron, diagonals,
-// norms and cross. Every one is a composite of existing ops, so it runs on every backend and its
-// gradient comes from its decomposition (docs/TENSOR_OPS.md lists them with their differences).
+// norms and cross. Every one but the SVD is a composite of existing ops, so it runs on every
+// backend and its gradient comes from its decomposition; the SVD is a primitive with a kernel
+// per backend (docs/TENSOR_OPS.md lists them with their differences).
 #pragma once
 
 #include <optional>
@@ -65,15 +66,29 @@ DynTensor cross(const DynTensor& a, const DynTensor& b, int64_t dim = -1);
 
 namespace linalg {
 
+/// torch.linalg.svd's result: a = U diag(S) Vh, batched over the leading dims.
+struct SVD {
+  DynTensor U, S, Vh;
+};
+/// Singular value decomposition of the matrices in the last two dims (torch.linalg.svd), float
+/// and double: S descending and non-negative, U and Vh orthonormal; with full_matrices U is
+/// [..., M, M] and Vh [..., N, N], else [..., M, K] and [..., K, N], K = min(M, N). A singular
+/// vector's sign is not unique: the Cpu and Cuda kernels agree with each other (the same Jacobi
+/// rotations), LibTorch's LAPACK may pick the other sign. Gradients as PyTorch's: those of U and
+/// Vh are finite only for distinct singular values, and full matrices' extra columns get none.
+SVD svd(const DynTensor& a, bool full_matrices = true);
+/// The singular values alone (torch.linalg.svdvals), [..., K]; its gradient is always defined.
+DynTensor svdvals(const DynTensor& a);
+
 /// sum(|x|^ord)^(1/ord) over `dims` (every dim when empty); ord = inf / -inf give max / min |x|,
 /// ord = 0 the count of non-zeros (torch.linalg.vector_norm). Floating tensors only.
 DynTensor vector_norm(const DynTensor& x, double ord = 2.0, const std::vector<int64_t>& dims = {},
                       bool keepdim = false);
 /// Matrix norm over the two `dims`: ord = 1 / -1 the max / min column sum of |x|, inf / -inf the
-/// max / min row sum. 2 and -2 need singular values, which Ember has no SVD for yet: they raise.
+/// max / min row sum, 2 / -2 the largest / smallest singular value.
 DynTensor matrix_norm(const DynTensor& x, double ord, const std::vector<int64_t>& dims = {-2, -1},
                       bool keepdim = false);
-/// ord = "fro" (Frobenius); "nuc" needs an SVD, which Ember does not have yet: it raises.
+/// ord = "fro" (Frobenius) or "nuc" (nuclear: the sum of the singular values).
 DynTensor matrix_norm(const DynTensor& x, std::string_view ord = "fro",
                       const std::vector<int64_t>& dims = {-2, -1}, bool keepdim = false);
 /// torch.linalg.norm: with no ord and no dims, the 2-norm of the flattened tensor; one dim (or a
