@@ -1,9 +1,11 @@
 // PyTorch parity: a small MLP with softmax cross-entropy, its loss and every gradient against
-// values PyTorch computed on the same inputs (fixtures/make_mlp_fixture.py writes them).
+// values PyTorch computed on the same inputs (fixtures/make_mlp_fixture.py writes them); and
+// linalg.svd's values, norms and gradients (fixtures/make_svd_fixture.py).
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
 #include <string>
+#include <variant>
 
 #include "autodiff/fixture.hpp"
 
@@ -57,3 +59,34 @@ void check_against_torch(DType dtype, double rtol, double atol) {
 // float64 agrees to rounding; float32 to its precision.
 TEST(TorchParity, MlpCrossEntropyFloat64) { check_against_torch(DType::f64, 1e-10, 1e-12); }
 TEST(TorchParity, MlpCrossEntropyFloat32) { check_against_torch(DType::f32, 1e-4, 1e-6); }
+
+// Singular values, matrix norms 2 / -2 / nuc and their gradients, and the gradient of a loss of
+// U, S and Vh that no column's sign changes, on tall, batched wide and square float64 matrices.
+TEST(TorchParity, SvdValuesNormsAndGradients) {
+  auto f = load_fixture(EMBER_AUTODIFF_FIXTURES "/svd_grads.txt");
+  const double rtol = 1e-9, atol = 1e-11;
+  auto close = [&](const DynTensor& got, const std::string& name) {
+    EXPECT_TRUE(allclose(got, f.at(name), rtol, atol))
+        << name << ": max |diff| = " << amax(abs(sub(got, f.at(name)))).item<double>();
+  };
+  for (const std::string m : {"tall", "wide", "square"}) {
+    const DynTensor a = require_grad(f.at(m + "_a"));
+    close(linalg::svdvals(a), m + "_s");
+    const std::pair<const char*, std::variant<double, const char*>> orders[] = {
+        {"nuc", "nuc"}, {"2", 2.0}, {"m2", -2.0}};
+    for (const auto& [name, ord] : orders) {
+      const DynTensor n = std::holds_alternative<double>(ord)
+                              ? linalg::matrix_norm(a, std::get<double>(ord))
+                              : linalg::matrix_norm(a, std::get<const char*>(ord));
+      close(n, m + "_norm_" + name);
+      close(backward(sum(n)).get(a), m + "_grad_" + name);
+    }
+    const linalg::SVD r = linalg::svd(a, false);
+    const DynTensor low_rank = matmul(mul(r.U, unsqueeze(f.at(m + "_w"), -2)), r.Vh);
+    const DynTensor loss =
+        add(add(sum(mul(low_rank, low_rank)), sum(mul(mul(r.U, r.U), f.at(m + "_wu")))),
+            sum(mul(mul(r.Vh, r.Vh), f.at(m + "_wv"))));
+    close(loss, m + "_loss");
+    close(backward(loss).get(a), m + "_grad_vectors");
+  }
+}
