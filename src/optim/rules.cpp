@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "ember/core/error.hpp"
 #include "ember/tensor/ops/creation.hpp"
@@ -25,6 +26,10 @@ void Rule::check(const GroupHyper& h) const {
 }
 
 namespace {
+
+void check_non_negative(std::string_view op, const char* which, double value) {
+  EMBER_CHECK(value >= 0, "[", op, "] invalid ", which, ": ", value, " (must be >= 0)");
+}
 
 void check_beta(const char* op, const char* which, double beta) {
   EMBER_CHECK(beta >= 0 && beta < 1, "[", op, "] invalid ", which, ": ", beta,
@@ -48,7 +53,7 @@ class Sgd final : public Rule {
  public:
   explicit Sgd(const SgdConfig& c) : c_(c) {
     check(defaults());
-    EMBER_CHECK(c.momentum_ >= 0, "[SGD] invalid momentum: ", c.momentum_, " (must be >= 0)");
+    check_non_negative("SGD", "momentum", c.momentum_);
     EMBER_CHECK(!c.nesterov_ || (c.momentum_ > 0 && c.dampening_ == 0),
                 "[SGD] Nesterov momentum needs a momentum > 0 and zero dampening, got momentum ",
                 c.momentum_, ", dampening ", c.dampening_);
@@ -92,7 +97,7 @@ class Adam final : public Rule {
     check(defaults());
     check_beta(name_, "beta1", beta1);
     check_beta(name_, "beta2", beta2);
-    EMBER_CHECK(eps >= 0, "[", name_, "] invalid eps: ", eps, " (must be >= 0)");
+    check_non_negative(name_, "eps", eps);
   }
   const char* name() const override { return name_; }
   std::vector<std::string> buffer_names() const override {
@@ -139,9 +144,9 @@ class Rmsprop final : public Rule {
  public:
   explicit Rmsprop(const RmspropConfig& c) : c_(c) {
     check(defaults());
-    EMBER_CHECK(c.alpha_ >= 0, "[RMSprop] invalid alpha: ", c.alpha_, " (must be >= 0)");
-    EMBER_CHECK(c.eps_ >= 0, "[RMSprop] invalid eps: ", c.eps_, " (must be >= 0)");
-    EMBER_CHECK(c.momentum_ >= 0, "[RMSprop] invalid momentum: ", c.momentum_, " (must be >= 0)");
+    check_non_negative("RMSprop", "alpha", c.alpha_);
+    check_non_negative("RMSprop", "eps", c.eps_);
+    check_non_negative("RMSprop", "momentum", c.momentum_);
   }
   const char* name() const override { return "RMSprop"; }
   std::vector<std::string> buffer_names() const override {
@@ -179,11 +184,9 @@ class Adagrad final : public Rule {
  public:
   explicit Adagrad(const AdagradConfig& c) : c_(c) {
     check(defaults());
-    EMBER_CHECK(c.lr_decay_ >= 0, "[Adagrad] invalid lr_decay: ", c.lr_decay_, " (must be >= 0)");
-    EMBER_CHECK(c.initial_accumulator_value_ >= 0,
-                "[Adagrad] invalid initial_accumulator_value: ", c.initial_accumulator_value_,
-                " (must be >= 0)");
-    EMBER_CHECK(c.eps_ >= 0, "[Adagrad] invalid eps: ", c.eps_, " (must be >= 0)");
+    check_non_negative("Adagrad", "lr_decay", c.lr_decay_);
+    check_non_negative("Adagrad", "initial_accumulator_value", c.initial_accumulator_value_);
+    check_non_negative("Adagrad", "eps", c.eps_);
   }
   const char* name() const override { return "Adagrad"; }
   std::vector<std::string> buffer_names() const override { return {"sum"}; }
@@ -236,7 +239,7 @@ class Adadelta final : public Rule {
     check(defaults());
     EMBER_CHECK(c.rho_ >= 0 && c.rho_ <= 1, "[Adadelta] invalid rho: ", c.rho_,
                 " (must be in [0, 1])");
-    EMBER_CHECK(c.eps_ >= 0, "[Adadelta] invalid eps: ", c.eps_, " (must be >= 0)");
+    check_non_negative("Adadelta", "eps", c.eps_);
   }
   const char* name() const override { return "Adadelta"; }
   std::vector<std::string> buffer_names() const override { return {"square_avg", "acc_delta"}; }
@@ -266,7 +269,7 @@ class Adamax final : public Rule {
     check(defaults());
     check_beta("Adamax", "beta1", c.beta1_);
     check_beta("Adamax", "beta2", c.beta2_);
-    EMBER_CHECK(c.eps_ >= 0, "[Adamax] invalid eps: ", c.eps_, " (must be >= 0)");
+    check_non_negative("Adamax", "eps", c.eps_);
   }
   const char* name() const override { return "Adamax"; }
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_inf"}; }
@@ -297,9 +300,8 @@ class NAdam final : public Rule {
     check(defaults());
     check_beta("NAdam", "beta1", c.beta1_);
     check_beta("NAdam", "beta2", c.beta2_);
-    EMBER_CHECK(c.eps_ >= 0, "[NAdam] invalid eps: ", c.eps_, " (must be >= 0)");
-    EMBER_CHECK(c.momentum_decay_ >= 0, "[NAdam] invalid momentum_decay: ", c.momentum_decay_,
-                " (must be >= 0)");
+    check_non_negative("NAdam", "eps", c.eps_);
+    check_non_negative("NAdam", "momentum_decay", c.momentum_decay_);
   }
   const char* name() const override { return "NAdam"; }
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
@@ -343,7 +345,7 @@ class RAdam final : public Rule {
     check(defaults());
     check_beta("RAdam", "beta1", c.beta1_);
     check_beta("RAdam", "beta2", c.beta2_);
-    EMBER_CHECK(c.eps_ >= 0, "[RAdam] invalid eps: ", c.eps_, " (must be >= 0)");
+    check_non_negative("RAdam", "eps", c.eps_);
   }
   const char* name() const override { return "RAdam"; }
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
@@ -459,7 +461,7 @@ class Adan final : public Rule {
     check_beta("Adan", "beta1", c.beta1_);
     check_beta("Adan", "beta2", c.beta2_);
     check_beta("Adan", "beta3", c.beta3_);
-    EMBER_CHECK(c.eps_ >= 0, "[Adan] invalid eps: ", c.eps_, " (must be >= 0)");
+    check_non_negative("Adan", "eps", c.eps_);
   }
   const char* name() const override { return "Adan"; }
   std::vector<std::string> buffer_names() const override {
@@ -504,8 +506,8 @@ class Muon final : public Rule {
  public:
   explicit Muon(const MuonConfig& c) : c_(c) {
     check(defaults());
-    EMBER_CHECK(c.momentum_ >= 0, "[Muon] invalid momentum: ", c.momentum_, " (must be >= 0)");
-    EMBER_CHECK(c.eps_ >= 0, "[Muon] invalid eps: ", c.eps_, " (must be >= 0)");
+    check_non_negative("Muon", "momentum", c.momentum_);
+    check_non_negative("Muon", "eps", c.eps_);
     EMBER_CHECK(c.ns_steps_ >= 0 && c.ns_steps_ < 100, "[Muon] invalid ns_steps: ", c.ns_steps_,
                 " (must be in [0, 100))");
   }
