@@ -1,0 +1,238 @@
+// The ONNX conformance runner: every test folder (model.onnx + test_data_set_*/input_*.pb,
+// output_*.pb) under the given data folders, loaded and run on one device, outputs compared with
+// ONNX's backend-test tolerances (rtol 1e-3, atol 1e-7; integers and bools exact). Prints
+// PASS / FAIL / UNSUPPORTED / EXCLUDED per test and counts per folder.
+//
+//   onnx_conformance --data /usr/share/libonnx-testdata/data/node [--device cuda:0]
+//       [--filter substring] [--exclusions tests/onnx/exclusions.txt]
+//       [--pass-list tests/onnx/pass_node.txt] [--write-pass-list FILE] [--quiet]
+//
+// With --pass-list, exits 1 when a test on the list does not pass (a regression); without it,
+// exits 0 whatever the counts. A load error that says "unsupported" counts as UNSUPPORTED.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ember/ember.hpp"
+#include "ember/import/onnx.hpp"
+#include "executor.hpp"
+
+namespace fs = std::filesystem;
+using namespace ember;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> data;
+  Device device;
+  std::string filter, exclusions, pass_list, write_pass_list;
+  bool quiet = false;
+};
+
+std::map<std::string, std::string> read_list(const std::string& path) {
+  std::map<std::string, std::string> out;
+  if (path.empty()) return out;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  for (std::string line; std::getline(in, line);) {
+    const size_t hash = line.find('#');
+    std::string name = line.substr(0, hash),
+                why = hash == std::string::npos ? "" : line.substr(hash + 1);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    name.erase(0, name.find_first_not_of(" \t"));
+    if (!name.empty()) out[name] = why;
+  }
+  return out;
+}
+
+std::string compare(const std::string& what, const DynTensor& got, const TensorData& want) {
+  if (got.dtype() != want.dtype) {
+    return what + ": dtype " + std::string(dtype_name(got.dtype())) + ", expected " +
+           std::string(dtype_name(want.dtype));
+  }
+  if (got.shape() != want.shape) {
+    return what + ": shape " + to_string(got.shape()) + ", expected " + to_string(want.shape);
+  }
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  const bool exact = !is_floating(want.dtype);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double a = g[i], b = w[i];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (a == b) continue;
+    if (!exact && std::isfinite(b) && std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b)) continue;
+    return what + ": element " + std::to_string(i) + " is " + std::to_string(a) + ", expected " +
+           std::to_string(b);
+  }
+  return "";
+}
+
+onnx::Value load_value(const fs::path& file, const onnx::ValueInfo& info, Device device) {
+  if (info.dtype_name == "sequence") {
+    std::vector<DynTensor> seq;
+    for (const TensorData& t : onnx::read_sequence_file(file))
+      seq.push_back(to_device(from_data(t), device));
+    return onnx::Value::of_sequence(std::move(seq));
+  }
+  return onnx::Value::of(to_device(from_data(onnx::read_tensor_file(file)), device));
+}
+
+// "" when it passed, else why not; *unsupported when the model cannot be loaded for that reason.
+std::string run_test(const fs::path& dir, Device device, bool* unsupported) {
+  onnx::Model model;
+  try {
+    model = onnx::load((dir / "model.onnx").string(), device);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    *unsupported = what.find("unsupported") != std::string::npos;
+    return what;
+  }
+  const onnx::ModelSummary summary = onnx::inspect((dir / "model.onnx").string());
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      sets.push_back(entry.path());
+    }
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test_data_set_* folder";
+  for (const fs::path& set : sets) {
+    std::map<std::string, onnx::Value> inputs;
+    size_t i = 0;
+    for (const onnx::ValueInfo& v : summary.inputs) {
+      const fs::path file = set / ("input_" + std::to_string(i) + ".pb");
+      if (!fs::exists(file)) break;
+      inputs[v.name] = load_value(file, v, device);
+      ++i;
+    }
+    std::vector<onnx::Value> outs;
+    try {
+      outs = onnx::run_values(model, inputs);
+    } catch (const Error& e) {
+      return set.filename().string() + ": " + e.what();
+    }
+    for (size_t o = 0; o < summary.outputs.size(); ++o) {
+      const fs::path file = set / ("output_" + std::to_string(o) + ".pb");
+      if (!fs::exists(file)) continue;
+      const std::string what =
+          set.filename().string() + " output '" + summary.outputs[o].name + "'";
+      if (summary.outputs[o].dtype_name == "sequence") {
+        const std::vector<TensorData> want = onnx::read_sequence_file(file);
+        if (outs[o].kind != onnx::Value::Kind::Sequence || outs[o].sequence.size() != want.size()) {
+          return what + ": not a sequence of " + std::to_string(want.size()) + " tensors";
+        }
+        for (size_t k = 0; k < want.size(); ++k) {
+          const std::string diff =
+              compare(what + "[" + std::to_string(k) + "]", outs[o].sequence[k], want[k]);
+          if (!diff.empty()) return diff;
+        }
+        continue;
+      }
+      if (outs[o].kind != onnx::Value::Kind::Tensor) return what + ": not a tensor";
+      const std::string diff = compare(what, outs[o].tensor, onnx::read_tensor_file(file));
+      if (!diff.empty()) return diff;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--data")
+      opt.data.push_back(next());
+    else if (a == "--device")
+      opt.device = Device::parse(next());
+    else if (a == "--filter")
+      opt.filter = next();
+    else if (a == "--exclusions")
+      opt.exclusions = next();
+    else if (a == "--pass-list")
+      opt.pass_list = next();
+    else if (a == "--write-pass-list")
+      opt.write_pass_list = next();
+    else if (a == "--quiet")
+      opt.quiet = true;
+    else {
+      std::cerr << "onnx_conformance: unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  if (opt.device.type == DeviceType::Cuda && device_count(DeviceType::Cuda) == 0) {
+    std::cout << "onnx_conformance: no Cuda device here: skipped\n";
+    return 0;
+  }
+  const auto excluded = read_list(opt.exclusions);
+  const auto must_pass = read_list(opt.pass_list);
+  std::set<std::string> passed;
+  int regressions = 0;
+  for (const std::string& data : opt.data) {
+    std::vector<fs::path> tests;
+    for (const auto& entry : fs::directory_iterator(data)) {
+      if (fs::exists(entry.path() / "model.onnx")) tests.push_back(entry.path());
+    }
+    std::sort(tests.begin(), tests.end());
+    int n_pass = 0, n_fail = 0, n_unsupported = 0, n_excluded = 0;
+    for (const fs::path& dir : tests) {
+      const std::string name = dir.filename().string();
+      if (!opt.filter.empty() && name.find(opt.filter) == std::string::npos) continue;
+      if (excluded.count(name)) {
+        ++n_excluded;
+        if (!opt.quiet) std::cout << "EXCLUDED " << name << " #" << excluded.at(name) << "\n";
+        continue;
+      }
+      bool unsupported = false;
+      std::string why;
+      try {
+        why = run_test(dir, opt.device, &unsupported);
+      } catch (const std::exception& e) {
+        why = std::string("error: ") + e.what();
+      }
+      const char* verdict = why.empty() ? "PASS" : unsupported ? "UNSUPPORTED" : "FAIL";
+      if (why.empty()) {
+        ++n_pass;
+        passed.insert(name);
+      } else if (unsupported) {
+        ++n_unsupported;
+      } else {
+        ++n_fail;
+      }
+      if (!why.empty() && must_pass.count(name)) {
+        ++regressions;
+        std::cout << "REGRESSED ";
+      }
+      if (!opt.quiet || (!why.empty() && must_pass.count(name))) {
+        std::cout << verdict << " " << name << (why.empty() ? "" : ": " + why) << "\n";
+      }
+    }
+    const int total = n_pass + n_fail + n_unsupported;
+    std::printf(
+        "onnx_conformance %s on %s: %d passed, %d failed, %d unsupported of %d (%.1f%%); %d "
+        "excluded\n",
+        data.c_str(), to_string(opt.device).c_str(), n_pass, n_fail, n_unsupported, total,
+        total ? 100.0 * n_pass / total : 0.0, n_excluded);
+  }
+  if (!opt.write_pass_list.empty()) {
+    std::ofstream out(opt.write_pass_list);
+    for (const std::string& p : passed) out << p << "\n";
+  }
+  if (regressions > 0) {
+    std::cout << "onnx_conformance: " << regressions
+              << " test(s) on the pass list no longer pass\n";
+    return 1;
+  }
+  return 0;
+}
