@@ -20,6 +20,9 @@
 #include <string_view>
 
 #include "ember/data/data.hpp"
+#ifdef EMBER_HAVE_ONNX
+#include "ember/import/onnx.hpp"
+#endif
 #include "ember/ember.hpp"
 #include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
@@ -369,7 +372,64 @@ Shown shown(std::string_view s, size_t max_chars) {
 constexpr size_t kNameChars = 64;
 constexpr size_t kValueChars = 60;
 
+#ifdef EMBER_HAVE_ONNX
+std::string dims_text(const onnx::ValueInfo& v) {
+  if (!v.has_shape) return "(shape unknown)";
+  std::string s = "[";
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    const onnx::Dim& d = v.shape[i];
+    s += (i ? ", " : "") + (d.size >= 0        ? std::to_string(d.size)
+                            : d.symbol.empty() ? "?"
+                                               : d.symbol);
+  }
+  return s + "]";
+}
+
+// `ember inspect model.onnx`: what the model declares, its operators, and what Ember lacks.
+int run_inspect_onnx(const std::string& path) {
+  const onnx::ModelSummary m = onnx::inspect(path);
+  std::cout << shown(path, 4096).text << ": ONNX IR version " << m.ir_version << ", producer '"
+            << shown(m.producer, kValueChars).text << "'\n";
+  std::cout << "opsets:";
+  for (const auto& [domain, version] : m.opsets) {
+    std::cout << " " << shown(domain.empty() ? "ai.onnx" : domain, kNameChars).text << " "
+              << version;
+  }
+  std::cout << "\n";
+  for (const auto& [title, values] :
+       {std::pair{"inputs", &m.inputs}, std::pair{"outputs", &m.outputs}}) {
+    std::cout << title << ":\n";
+    for (const onnx::ValueInfo& v : *values) {
+      std::cout << "  " << shown(v.name, kNameChars).text << "  " << v.dtype_name << "  "
+                << shown(dims_text(v), kValueChars).text << "\n";
+    }
+  }
+  std::cout << "initialisers: " << m.num_initializers << " tensors, " << m.num_parameters
+            << " parameters\n";
+  std::cout << "operators (nodes, subgraphs included):\n";
+  for (const auto& [op, count] : m.op_histogram) {
+    std::cout << "  " << shown(op, kNameChars).text << "  " << count << "\n";
+  }
+  if (m.unsupported.empty()) {
+    std::cout << "every operator is supported\n";
+    return 0;
+  }
+  std::cout << "unsupported operators:\n";
+  for (const onnx::UnsupportedOp& u : m.unsupported) {
+    std::cout << "  " << shown(u.op_type, kNameChars).text << " ("
+              << shown(u.domain.empty() ? "ai.onnx" : u.domain, kNameChars).text << " opset "
+              << u.opset << ", " << u.count << (u.count == 1 ? " node)\n" : " nodes)\n");
+  }
+  return 0;
+}
+#endif
+
 int run_inspect(const std::string& path) {
+#ifdef EMBER_HAVE_ONNX
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+    return run_inspect_onnx(path);
+  }
+#endif
   const io::SafetensorsFile file = io::load_safetensors(path);
   int64_t total = 0;
   size_t width = 4, cut = 0;
@@ -499,8 +559,11 @@ int run(int argc, char** argv) {
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand(
       "inspect",
-      "Tensor names, dtypes, shapes, parameter count and metadata of a safetensors file");
-  inspect->add_option("file", inspect_path, "A .safetensors file")->required()->check(kRegularFile);
+      "Tensor names, dtypes, shapes, parameter count and metadata of a safetensors file; inputs, "
+      "outputs, opsets, operators and what is unsupported of an ONNX model");
+  inspect->add_option("file", inspect_path, "A .safetensors or .onnx file")
+      ->required()
+      ->check(kRegularFile);
 
   try {
     app.parse(argc, argv);
