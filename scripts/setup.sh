@@ -24,15 +24,30 @@ if ! python3 -c "import safetensors, numpy" 2> /dev/null; then
       "cross-check test (io_python_reads_ember) will be skipped"
 fi
 
-# The LibTorch backend's dependency: CI runs every table on it. It is optional to the build (the
+# The LibTorch backend's dependency: CI runs every table on it. Debian's torch for Python exports
+# the real architectures of the ONNX tests (tests/onnx/models/make_models.py). It is optional to the build (the
 # backend is skipped without it), so a failure to install it is a loud note, not the end of setup.
-optional=(libtorch-dev)
+optional=(libtorch-dev python3-torch python3-torchvision python3-pip)
 
 missing=()
 for p in "${packages[@]}" "${optional[@]}"; do
   [[ $(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) == installed ]] || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+# ONNX Runtime and onnx for /usr/bin/python3 (Debian's, where python3-torch lives): the ONNX
+# architecture tests compare Ember with ONNX Runtime; without them those tests are skipped.
+torch_python_extras() {
+  /usr/bin/python3 -c "import torch, torchvision" 2> /dev/null || return 0
+  /usr/bin/python3 -c "import onnx, onnxruntime" 2> /dev/null && return 0
+  timeout 300 /usr/bin/python3 -m pip install --quiet --break-system-packages onnx onnxruntime \
+    > /dev/null 2>&1 ||
+    echo "setup.sh: note: pip could not install onnx and onnxruntime for /usr/bin/python3; the" \
+      "ONNX architecture tests will be skipped"
+}
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  torch_python_extras
+  exit 0
+fi
 
 sudo=""
 [[ $(id -u) -eq 0 ]] || sudo=sudo
@@ -48,3 +63,4 @@ for p in "${optional[@]}"; do
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$p" ||
     echo "setup.sh: WARNING: could not install $p; the build will skip what needs it"
 done
+torch_python_extras
