@@ -125,6 +125,39 @@ TEST(OnnxLoader, InitialisersAreTrainableParameters) {
   EXPECT_EQ(g.get(w).to_vector<float>(), (std::vector<float>{1, 0, 1}));
 }
 
+// Constant nodes and nodes of constants only are computed once at load (constant folding); the
+// result must be the same as computing them per run.
+TEST(OnnxLoader, ConstantSubgraphsFold) {
+  pb::ModelProto m = tiny_model();
+  auto* g = m.mutable_graph();
+  for (const char* name : {"c1", "c2"}) {
+    pb::NodeProto* c = g->add_node();
+    c->set_op_type("Constant");
+    c->add_output(name);
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(pb::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(pb::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(3);
+    for (float f : {1.0f, 2.0f, 3.0f}) a->mutable_t()->add_float_data(f);
+  }
+  pb::NodeProto* sum = g->add_node();
+  sum->set_op_type("Add");
+  sum->add_input("c1");
+  sum->add_input("c2");
+  sum->add_output("c3");
+  pb::NodeProto* out = g->add_node();
+  out->set_op_type("Mul");
+  out->add_input("y");
+  out->add_input("c3");
+  out->add_output("z");
+  g->mutable_output(0)->set_name("z");
+  const onnx::Model model = onnx::load(write(m, "fold"));
+  // relu(x + w) * (c1 + c2), w = [0.5, -1, 2], c1 + c2 = [2, 4, 6].
+  EXPECT_EQ(model.run({{"x", x_of({1, 1, 1}, 1)}}).at("z").to_vector<float>(),
+            (std::vector<float>{3, 0, 18}));
+}
+
 TEST(OnnxLoader, BadInputsToRun) {
   const std::string path = write(tiny_model(), "inputs");
   const onnx::Model m = onnx::load(path);

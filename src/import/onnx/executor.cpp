@@ -159,6 +159,7 @@ void Executor::plan(const Graph& g, const std::vector<std::string>& outer_names)
       p.constants[name] = to_device(from_data(t), device_);
     }
   }
+  fold_constants(g, p);
   plans_[&g] = std::move(p);
 
   // Subgraphs see everything defined here.
@@ -170,13 +171,62 @@ void Executor::plan(const Graph& g, const std::vector<std::string>& outer_names)
   }
 }
 
+// Constant folding: a node whose inputs are all constants runs once, here, and its outputs join
+// the plan's constants. Constants are Constant nodes' outputs, folded values and initialisers,
+// except the main graph's floating ones: those are the parameters, which fine-tuning changes.
+// Random and control-flow nodes are never folded; a node that fails here is left to fail (with
+// its message) when the graph runs.
+void Executor::fold_constants(const Graph& g, Plan& p) {
+  const bool main = &g == ir_.graph.get();
+  Scope scope;
+  std::set<std::string> constant;
+  for (const auto& [name, t] : g.initializers) {
+    if (main && is_floating(t.dtype)) continue;
+    constant.insert(name);
+    scope.values[name] = Value::of(main ? params_.at(name) : p.constants.at(name));
+  }
+  std::vector<Step> kept;
+  for (Step& step : p.steps) {
+    const Node& n = *step.node;
+    bool foldable = step.fn != nullptr && !n.outputs.empty() && n.op_type.rfind("Random", 0) != 0 &&
+                    n.op_type != "Bernoulli" && n.op_type != "Multinomial" &&
+                    n.op_type != "Dropout";
+    for (const auto& [name, a] : n.attributes) foldable = foldable && !a.g && a.graphs.empty();
+    for (const std::string& i : n.inputs) foldable = foldable && (i.empty() || constant.count(i));
+    if (foldable) {
+      std::vector<Value> in;
+      for (const std::string& i : n.inputs) in.push_back(i.empty() ? Value{} : scope.values.at(i));
+      try {
+        OpContext ctx(n, step.opset, device_, std::move(in), *this, scope);
+        std::vector<Value> out = (*step.fn)(ctx);
+        if (out.size() >= n.outputs.size()) {
+          for (size_t j = 0; j < n.outputs.size(); ++j) {
+            if (n.outputs[j].empty() || out[j].kind != Value::Kind::Tensor) continue;
+            constant.insert(n.outputs[j]);
+            scope.values[n.outputs[j]] = out[j];
+            p.constants[n.outputs[j]] = out[j].tensor;
+          }
+          continue;
+        }
+      } catch (const Error&) {
+        // Not folded: run() raises the same error with the inputs it is given.
+      }
+    }
+    kept.push_back(std::move(step));
+  }
+  p.steps = std::move(kept);
+}
+
 std::vector<Value> Executor::run(const Graph& g, std::vector<Value> inputs,
                                  const Scope* outer) const {
   const Plan& p = plans_.at(&g);
   const bool main = &g == ir_.graph.get();
   Scope scope;
   scope.parent = outer;
-  for (const auto& [name, t] : main ? params_ : p.constants) scope.values[name] = Value::of(t);
+  if (main) {
+    for (const auto& [name, t] : params_) scope.values[name] = Value::of(t);
+  }
+  for (const auto& [name, t] : p.constants) scope.values[name] = Value::of(t);
   for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i) {
     scope.values[g.inputs[i].name] = std::move(inputs[i]);
   }

@@ -39,9 +39,11 @@ class Executor {
   };
   struct Plan {
     std::vector<Step> steps;
-    std::map<std::string, DynTensor> constants;  // subgraph initialisers (main graph: params_)
+    // Subgraph initialisers (the main graph's are params_) and folded values.
+    std::map<std::string, DynTensor> constants;
   };
   void plan(const Graph& g, const std::vector<std::string>& outer_names);
+  void fold_constants(const Graph& g, Plan& p);
 
   const ModelIR& ir_;
   Device device_;
