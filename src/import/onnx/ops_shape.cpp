@@ -411,7 +411,6 @@ std::vector<Value> pad_op(OpContext& c) {
     value = c.attr_float("value", 0.0);
   } else {
     pads = c.ints(1);
-    if (c.has(2)) value = c.scalar(2);
   }
   Ints axes(static_cast<size_t>(r));
   std::iota(axes.begin(), axes.end(), 0);
@@ -447,7 +446,12 @@ std::vector<Value> pad_op(OpContext& c) {
     torch_pads.push_back(b);
     torch_pads.push_back(e);
   }
-  return one(pad(x, torch_pads, pm, value));
+  if (pm != PadMode::Constant || c.opset() < 11 || !c.has(2))
+    return one(pad(x, torch_pads, pm, value));
+  // The constant_value input stays on the device: the padding is where a padded mask is false.
+  const DynTensor mask = pad(ones(x.shape(), DType::boolean, x.device()), torch_pads);
+  const DynTensor fill = cast(reshape(c.in(2), Shape{}), x.dtype());
+  return one(where(mask, pad(x, torch_pads), fill));
 }
 
 // ---- generators ------------------------------------------------------------------------------
@@ -584,6 +588,8 @@ std::vector<Value> depth_to_space_op(OpContext& c) {
   return one(reshape(y, Shape{n, oc, h * b, w * b}));
 }
 
+// The inverse of DepthToSpace: DCR (the default) writes the channels as [b, b, C], CRD (the
+// mode attribute, opset 28) as [C, b, b].
 std::vector<Value> space_to_depth_op(OpContext& c) {
   const DynTensor& x = c.in(0);
   if (x.rank() != 4) c.fail("expects a 4-D input, got shape ", x.shape());
@@ -591,7 +597,16 @@ std::vector<Value> space_to_depth_op(OpContext& c) {
   const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
   if (b <= 0 || h % b != 0 || w % b != 0)
     c.fail("blocksize ", b, " does not divide the spatial dims of shape ", x.shape());
-  const DynTensor y = permute(reshape(x, Shape{n, ch, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
+  const DynTensor blocks = reshape(x, Shape{n, ch, h / b, b, w / b, b});
+  const std::string mode = c.attr_string("mode", "DCR");
+  DynTensor y;
+  if (mode == "DCR") {
+    y = permute(blocks, {0, 3, 5, 1, 2, 4});
+  } else if (mode == "CRD") {
+    y = permute(blocks, {0, 1, 3, 5, 2, 4});
+  } else {
+    c.fail("unsupported: mode '", mode, "'");
+  }
   return one(reshape(y, Shape{n, ch * b * b, h / b, w / b}));
 }
 
