@@ -73,14 +73,57 @@ std::string compare(const std::string& what, const DynTensor& got, const TensorD
   return "";
 }
 
+onnx::Value sequence_value(const std::vector<TensorData>& ts, Device device) {
+  std::vector<DynTensor> seq;
+  for (const TensorData& t : ts) seq.push_back(to_device(from_data(t), device));
+  return onnx::Value::of_sequence(std::move(seq));
+}
+
+// An optional input is an OptionalProto file: empty (Value::Kind::None), a tensor or a sequence.
 onnx::Value load_value(const fs::path& file, const onnx::ValueInfo& info, Device device) {
-  if (info.dtype_name == "sequence") {
-    std::vector<DynTensor> seq;
-    for (const TensorData& t : onnx::read_sequence_file(file))
-      seq.push_back(to_device(from_data(t), device));
-    return onnx::Value::of_sequence(std::move(seq));
+  if (info.dtype_name == "sequence") return sequence_value(onnx::read_sequence_file(file), device);
+  if (info.dtype_name == "optional") {
+    const onnx::OptionalData o = onnx::read_optional_file(file);
+    if (o.kind == onnx::OptionalData::Kind::Tensor) {
+      return onnx::Value::of(to_device(from_data(o.tensor), device));
+    }
+    if (o.kind == onnx::OptionalData::Kind::Sequence) return sequence_value(o.sequence, device);
+    return onnx::Value{};
   }
   return onnx::Value::of(to_device(from_data(onnx::read_tensor_file(file)), device));
+}
+
+std::string compare_sequence(const std::string& what, const onnx::Value& got,
+                             const std::vector<TensorData>& want) {
+  if (got.kind != onnx::Value::Kind::Sequence || got.sequence.size() != want.size()) {
+    return what + ": not a sequence of " + std::to_string(want.size()) + " tensors";
+  }
+  for (size_t k = 0; k < want.size(); ++k) {
+    const std::string diff =
+        compare(what + "[" + std::to_string(k) + "]", got.sequence[k], want[k]);
+    if (!diff.empty()) return diff;
+  }
+  return "";
+}
+
+// An output against its file: a SequenceProto, an OptionalProto or a TensorProto.
+std::string compare_output(const std::string& what, const onnx::Value& got, const fs::path& file,
+                           const onnx::ValueInfo& info) {
+  if (info.dtype_name == "sequence") {
+    return compare_sequence(what, got, onnx::read_sequence_file(file));
+  }
+  if (info.dtype_name == "optional") {
+    const onnx::OptionalData o = onnx::read_optional_file(file);
+    if (o.kind == onnx::OptionalData::Kind::Sequence)
+      return compare_sequence(what, got, o.sequence);
+    if (o.kind == onnx::OptionalData::Kind::None) {
+      return got.kind == onnx::Value::Kind::None ? "" : what + ": not an empty optional";
+    }
+    if (got.kind != onnx::Value::Kind::Tensor) return what + ": not a tensor";
+    return compare(what, got.tensor, o.tensor);
+  }
+  if (got.kind != onnx::Value::Kind::Tensor) return what + ": not a tensor";
+  return compare(what, got.tensor, onnx::read_tensor_file(file));
 }
 
 // "" when it passed, else why not; *unsupported when the model cannot be loaded for that reason.
@@ -122,20 +165,7 @@ std::string run_test(const fs::path& dir, Device device, bool* unsupported) {
       if (!fs::exists(file)) continue;
       const std::string what =
           set.filename().string() + " output '" + summary.outputs[o].name + "'";
-      if (summary.outputs[o].dtype_name == "sequence") {
-        const std::vector<TensorData> want = onnx::read_sequence_file(file);
-        if (outs[o].kind != onnx::Value::Kind::Sequence || outs[o].sequence.size() != want.size()) {
-          return what + ": not a sequence of " + std::to_string(want.size()) + " tensors";
-        }
-        for (size_t k = 0; k < want.size(); ++k) {
-          const std::string diff =
-              compare(what + "[" + std::to_string(k) + "]", outs[o].sequence[k], want[k]);
-          if (!diff.empty()) return diff;
-        }
-        continue;
-      }
-      if (outs[o].kind != onnx::Value::Kind::Tensor) return what + ": not a tensor";
-      const std::string diff = compare(what, outs[o].tensor, onnx::read_tensor_file(file));
+      const std::string diff = compare_output(what, outs[o], file, summary.outputs[o]);
       if (!diff.empty()) return diff;
     }
   }

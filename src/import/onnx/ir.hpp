@@ -27,7 +27,8 @@ struct Attribute {
     Ints,
     Strings,
     Tensors,
-    Graphs
+    Graphs,
+    Type  // a TypeProto (Optional's `type`), kept as its description in `s`: "seq(tensor(FLOAT))"
   };
   Kind kind = Kind::Int;
   double f = 0;
@@ -74,6 +75,14 @@ ModelIR read_model(const std::string& path, const LoadOptions& options);
 TensorData read_tensor_file(const std::string& path, std::string* name = nullptr);
 /// Parses ONNX's SequenceProto serialisation of a sequence of tensors.
 std::vector<TensorData> read_sequence_file(const std::string& path);
+/// ONNX's OptionalProto (the conformance suite's optional values): empty, a tensor or a sequence.
+struct OptionalData {
+  enum class Kind : uint8_t { None, Tensor, Sequence };
+  Kind kind = Kind::None;
+  TensorData tensor;
+  std::vector<TensorData> sequence;
+};
+OptionalData read_optional_file(const std::string& path);
 
 /// "" for ONNX's default domain, however the model spells it.
 inline std::string normal_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }

@@ -259,6 +259,16 @@ ValueInfo convert_value_info(const pb::ValueInfoProto& v) {
 
 std::shared_ptr<Graph> convert_graph(const pb::GraphProto& g, const Reader& r);
 
+// "tensor(FLOAT)", "seq(tensor(INT64))", "optional(seq(tensor(FLOAT)))", as ONNX writes types.
+std::string type_description(const pb::TypeProto& t) {
+  if (t.has_tensor_type()) return "tensor(" + type_name(t.tensor_type().elem_type()) + ")";
+  if (t.has_sequence_type()) return "seq(" + type_description(t.sequence_type().elem_type()) + ")";
+  if (t.has_optional_type()) {
+    return "optional(" + type_description(t.optional_type().elem_type()) + ")";
+  }
+  return t.has_map_type() ? "map" : "unknown";
+}
+
 Attribute convert_attribute(const pb::AttributeProto& a, const Reader& r, const std::string& node) {
   Attribute out;
   using K = Attribute::Kind;
@@ -303,6 +313,10 @@ Attribute convert_attribute(const pb::AttributeProto& a, const Reader& r, const 
       out.kind = K::Graphs;
       for (const auto& g : a.graphs()) out.graphs.push_back(convert_graph(g, r));
       break;
+    case pb::AttributeProto::TYPE_PROTO:
+      out.kind = K::Type;
+      out.s = type_description(a.tp());
+      break;
     default:
       r.fail("unsupported: attribute '" + a.name() + "' of node '" + node + "' has type " +
              pb::AttributeProto::AttributeType_Name(a.type()));
@@ -346,8 +360,8 @@ std::shared_ptr<Graph> convert_graph(const pb::GraphProto& g, const Reader& r) {
 }  // namespace
 
 const char* kind_name(Attribute::Kind kind) {
-  static const char* const kNames[] = {"float",  "int",  "string",  "tensor",  "graph",
-                                       "floats", "ints", "strings", "tensors", "graphs"};
+  static const char* const kNames[] = {"float", "int",     "string",  "tensor", "graph", "floats",
+                                       "ints",  "strings", "tensors", "graphs", "type"};
   return kNames[static_cast<int>(kind)];
 }
 
@@ -382,16 +396,49 @@ TensorData read_tensor_file(const std::string& path, std::string* name) {
   return convert_tensor(proto, r);
 }
 
-std::vector<TensorData> read_sequence_file(const std::string& path) {
-  const Reader r{path, parent_dir(path), LoadOptions{}};
-  const std::string bytes = read_bytes(path, r.options.max_file_bytes, "sequence");
-  pb::SequenceProto proto;
-  if (!proto.ParseFromString(bytes)) r.fail("not a valid ONNX SequenceProto");
+namespace {
+std::vector<TensorData> convert_sequence(const pb::SequenceProto& proto, const Reader& r) {
+  // An empty sequence may leave its element type undefined.
+  if (proto.elem_type() == pb::SequenceProto::UNDEFINED && proto.tensor_values_size() == 0) {
+    return {};
+  }
   if (proto.elem_type() != pb::SequenceProto::TENSOR) {
     r.fail("unsupported: a sequence of non-tensors");
   }
   std::vector<TensorData> out;
   for (const auto& t : proto.tensor_values()) out.push_back(convert_tensor(t, r));
+  return out;
+}
+}  // namespace
+
+std::vector<TensorData> read_sequence_file(const std::string& path) {
+  const Reader r{path, parent_dir(path), LoadOptions{}};
+  const std::string bytes = read_bytes(path, r.options.max_file_bytes, "sequence");
+  pb::SequenceProto proto;
+  if (!proto.ParseFromString(bytes)) r.fail("not a valid ONNX SequenceProto");
+  return convert_sequence(proto, r);
+}
+
+OptionalData read_optional_file(const std::string& path) {
+  const Reader r{path, parent_dir(path), LoadOptions{}};
+  const std::string bytes = read_bytes(path, r.options.max_file_bytes, "optional");
+  pb::OptionalProto proto;
+  if (!proto.ParseFromString(bytes)) r.fail("not a valid ONNX OptionalProto");
+  OptionalData out;
+  switch (proto.elem_type()) {
+    case pb::OptionalProto::UNDEFINED:  // an empty optional
+      break;
+    case pb::OptionalProto::TENSOR:
+      out.kind = OptionalData::Kind::Tensor;
+      out.tensor = convert_tensor(proto.tensor_value(), r);
+      break;
+    case pb::OptionalProto::SEQUENCE:
+      out.kind = OptionalData::Kind::Sequence;
+      out.sequence = convert_sequence(proto.sequence_value(), r);
+      break;
+    default:
+      r.fail("unsupported: an optional of a map, sparse tensor or optional");
+  }
   return out;
 }
 
