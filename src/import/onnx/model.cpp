@@ -83,8 +83,10 @@ Model load(const std::string& path, Device device, const LoadOptions& options) {
   const Graph& g = *impl->ir.graph;
   for (const ValueInfo& v : g.inputs) {
     if (g.initializers.count(v.name)) continue;
-    EMBER_CHECK(v.known_dtype, "[onnx] ", path, ": unsupported: input '", v.name, "' of type ",
-                v.dtype_name);
+    // Sequences and optionals are bound through run_values (run() takes tensors only).
+    const bool container = v.dtype_name == "sequence" || v.dtype_name == "optional";
+    EMBER_CHECK(v.known_dtype || container, "[onnx] ", path, ": unsupported: input '", v.name,
+                "' of type ", v.dtype_name);
     impl->inputs.push_back(v);
   }
   for (const auto& [name, t] : g.initializers) impl->params[name] = to_device(from_data(t), device);
