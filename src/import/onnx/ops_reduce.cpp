@@ -139,7 +139,8 @@ std::vector<Value> top_k(OpContext& c) {
   const DynTensor& x = c.in(0);
   int64_t k = 0;
   if (c.opset() < 10) {
-    k = c.attr("k").i;
+    c.attr("k");  // required
+    k = c.attr_int("k", 0);
   } else {
     const std::vector<int64_t> ks = c.ints(1);
     if (ks.size() != 1) c.fail("k must hold one value, got ", ks.size());
