@@ -100,11 +100,16 @@ std::vector<Value> if_op(OpContext& c) {
 // cases); with neither M nor cond, the loop runs forever, as the spec says.
 std::vector<Value> loop(OpContext& c) {
   const Graph& body = graph_attr(c, "body");
-  const bool has_cond = c.has(1);
-  // Exporters often write INT64_MAX for "no limit": read M as an integer, not a double.
-  const int64_t max_trips = c.has(0) ? c.ints(0).at(0) : std::numeric_limits<int64_t>::max();
-  bool cond = !has_cond || truth(c, c.value(1), "the condition");
   if (c.num_inputs() < 2) c.fail("Loop needs its M and cond inputs (either may be empty)");
+  // Exporters often write INT64_MAX for "no limit": read M as an integer, not a double.
+  int64_t max_trips = std::numeric_limits<int64_t>::max();
+  if (c.has(0)) {
+    const std::vector<int64_t> m = c.ints(0);
+    if (m.size() != 1) c.fail("M must hold one value, got ", m.size());
+    max_trips = m[0];
+  }
+  const bool has_cond = c.has(1);
+  bool cond = !has_cond || truth(c, c.value(1), "the condition");
   const size_t n_carried = c.num_inputs() - 2;
   if (body.outputs.size() < 1 + n_carried) {
     c.fail("the body gives ", body.outputs.size(), " outputs, fewer than its ", n_carried,
