@@ -199,9 +199,13 @@ void Executor::fold_constants(const Graph& g, Plan& p) {
       try {
         OpContext ctx(n, step.opset, device_, std::move(in), *this, scope);
         std::vector<Value> out = (*step.fn)(ctx);
-        if (out.size() >= n.outputs.size()) {
+        bool tensors = out.size() >= n.outputs.size();  // sequences and optionals stay steps
+        for (size_t j = 0; tensors && j < n.outputs.size(); ++j) {
+          tensors = n.outputs[j].empty() || out[j].kind == Value::Kind::Tensor;
+        }
+        if (tensors) {
           for (size_t j = 0; j < n.outputs.size(); ++j) {
-            if (n.outputs[j].empty() || out[j].kind != Value::Kind::Tensor) continue;
+            if (n.outputs[j].empty()) continue;
             constant.insert(n.outputs[j]);
             scope.values[n.outputs[j]] = out[j];
             p.constants[n.outputs[j]] = out[j].tensor;
