@@ -11,6 +11,7 @@
 
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
 #include "ember/tensor/ops/linalg.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
@@ -390,6 +391,134 @@ std::vector<Value> blackman_window_op(OpContext& c) {
   return one(cosine_window(c, {0.42, -0.5, 0.08}));
 }
 
+// ---- Fourier transforms (opset 17) -----------------------------------------------------------
+// Ember has no FFT: a DFT of length n is a matmul with the n x k matrices of cos and sin, O(n k)
+// per signal but exact, on every backend and under autodiff. Complex values are ONNX's: a last
+// dim of 2 (real, imaginary), or of 1 for real signals.
+
+// x along `axis` (of the signal dims, the complex dim excluded) zero-padded or cut to `length`,
+// transformed; onesided keeps the bins [0, length / 2]. The inverse divides by length.
+DynTensor dft(const OpContext& c, const DynTensor& x, int64_t axis, int64_t length, bool inverse,
+              bool onesided) {
+  const int64_t last = x.rank() - 1;
+  if (x.rank() < 2 || (x.size(-1) != 1 && x.size(-1) != 2)) {
+    c.fail("the input must end in a dim of 1 (real) or 2 (complex), got ", x.shape());
+  }
+  if (axis < 0) axis += x.rank();
+  if (axis < 0 || axis >= last) c.fail("axis ", axis, " is out of range for input ", x.shape());
+  if (length < 1) c.fail("dft_length must be positive, got ", length);
+  // The transformed dim last, so the transform is one matmul.
+  auto prepare = [&](const DynTensor& part) {
+    DynTensor t = transpose(part, axis, last - 1);
+    const int64_t n = t.size(-1);
+    return n > length ? narrow(t, -1, 0, length) : n < length ? pad(t, {0, length - n}) : t;
+  };
+  const DynTensor re = prepare(select(x, last, 0));
+  const std::optional<DynTensor> im =
+      x.size(-1) == 2 ? std::optional<DynTensor>(prepare(select(x, last, 1))) : std::nullopt;
+  // angle[n][k] = -+2 pi (n k mod length) / length, reduced in integers so it stays exact.
+  const int64_t bins = onesided ? length / 2 + 1 : length;
+  const DynTensor n = unsqueeze(arange(0, length, 1, DType::i64, x.device()), 1);
+  const DynTensor k = unsqueeze(arange(0, bins, 1, DType::i64, x.device()), 0);
+  const double step = (inverse ? 2.0 : -2.0) * std::numbers::pi / static_cast<double>(length);
+  const DynTensor angle = mul(cast(remainder(mul(n, k), length), DType::f64), step);
+  const DynTensor cs = cast(cos(angle), x.dtype()), sn = cast(sin(angle), x.dtype());
+  // (re + i im)(cos + i sin) summed over n.
+  DynTensor out_re = matmul(re, cs), out_im = matmul(re, sn);
+  if (im) {
+    out_re = sub(out_re, matmul(*im, sn));
+    out_im = add(out_im, matmul(*im, cs));
+  }
+  if (inverse) {
+    out_re = div(out_re, static_cast<double>(length));
+    out_im = div(out_im, static_cast<double>(length));
+  }
+  return stack({transpose(out_re, axis, last - 1), transpose(out_im, axis, last - 1)}, -1);
+}
+
+// DFT: axis an attribute (default 1) in opset 17, an optional input (default -2) from opset 20.
+std::vector<Value> dft_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  int64_t axis = c.attr_int("axis", 1);
+  if (c.opset() >= 20) axis = c.has(2) ? c.ints(2).at(0) : -2;
+  if (axis < 0) axis += x.rank();
+  const int64_t length = c.has(1) ? c.ints(1).at(0) : x.size(int(axis));
+  const bool inverse = c.attr_int("inverse", 0) != 0, onesided = c.attr_int("onesided", 0) != 0;
+  return one(dft(c, x, axis, length, inverse, onesided));
+}
+
+// STFT: frames of frame_length every frame_step samples (those that fit), times the window, each
+// transformed. signal [batch, length, 1 or 2] -> [batch, frames, bins, 2].
+std::vector<Value> stft_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  if (x.rank() != 3) c.fail("signal must be [batch, length, 1 or 2], got ", x.shape());
+  const int64_t step = c.ints(1).at(0);
+  const int64_t frame = c.has(3) ? c.ints(3).at(0) : c.has(2) ? c.in(2).numel() : x.size(1);
+  if (step < 1 || frame < 1 || frame > x.size(1)) {
+    c.fail("frame_step ", step, " and frame_length ", frame, " do not fit a signal of ", x.size(1),
+           " samples");
+  }
+  const int64_t frames = 1 + (x.size(1) - frame) / step;
+  std::vector<int64_t> index;  // sample f * step + j for frame f, offset j
+  for (int64_t f = 0; f < frames; ++f) {
+    for (int64_t j = 0; j < frame; ++j) index.push_back(f * step + j);
+  }
+  const DynTensor idx =
+      to_device(from_data(TensorData::from(index, Shape{frames * frame})), x.device());
+  DynTensor framed = reshape(index_select(x, 1, idx), Shape{x.size(0), frames, frame, x.size(2)});
+  if (c.has(2)) {
+    const DynTensor& w = c.in(2);
+    if (w.rank() != 1 || w.numel() != frame) {
+      c.fail("window must be 1-D of frame_length ", frame, ", got ", w.shape());
+    }
+    framed = mul(framed, reshape(w, Shape{1, 1, frame, 1}));
+  }
+  return one(dft(c, framed, 2, frame, false, c.attr_int("onesided", 1) != 0));
+}
+
+// MelWeightMatrix: triangular filters over the DFT bins, equally spaced on the mel scale. Its
+// inputs are scalars that define a constant table, so it is built on the host (ONNX's reference
+// algorithm, bin edges floored to integers) and moved to the device.
+std::vector<Value> mel_weight_matrix_op(OpContext& c) {
+  const int64_t mel_bins = c.ints(0).at(0), dft_length = c.ints(1).at(0),
+                sample_rate = c.ints(2).at(0);
+  const double lower_hz = c.scalar(3), upper_hz = c.scalar(4);
+  if (mel_bins < 1 || dft_length < 1 || sample_rate < 1) {
+    c.fail("num_mel_bins, dft_length and sample_rate must be positive, got ", mel_bins, ", ",
+           dft_length, ", ", sample_rate);
+  }
+  const DType out = dtype_from_onnx(c, c.attr_int("output_datatype", 1), "a mel matrix of");
+  const int64_t spectrogram_bins = dft_length / 2 + 1;
+  auto to_mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
+  const double low_mel = to_mel(lower_hz),
+               mel_step = (to_mel(upper_hz) - low_mel) / static_cast<double>(mel_bins + 2);
+  std::vector<int64_t> edge(size_t(mel_bins + 2));
+  for (int64_t i = 0; i < mel_bins + 2; ++i) {
+    const double hz = 700.0 * (std::pow(10.0, (double(i) * mel_step + low_mel) / 2595.0) - 1.0);
+    edge[size_t(i)] = static_cast<int64_t>(
+        std::floor(double(dft_length + 1) * hz / static_cast<double>(sample_rate)));
+    // The last edge only ends a range (exclusive), so it may be one past the last bin.
+    const int64_t limit = i == mel_bins + 1 ? spectrogram_bins : spectrogram_bins - 1;
+    if (edge[size_t(i)] < 0 || edge[size_t(i)] > limit) {
+      c.fail("mel bin edge ", edge[size_t(i)], " falls outside the ", spectrogram_bins,
+             " spectrogram bins (check the frequency range against sample_rate)");
+    }
+  }
+  std::vector<double> w(size_t(spectrogram_bins * mel_bins), 0.0);
+  auto at = [&](int64_t bin, int64_t mel) -> double& { return w[size_t(bin * mel_bins + mel)]; };
+  for (int64_t i = 0; i < mel_bins; ++i) {
+    const int64_t lo = edge[size_t(i)], mid = edge[size_t(i + 1)], hi = edge[size_t(i + 2)];
+    if (mid == lo) {
+      at(mid, i) = 1.0;
+    } else {
+      for (int64_t j = lo; j <= mid; ++j) at(j, i) = double(j - lo) / double(mid - lo);
+    }
+    for (int64_t j = mid; j < hi; ++j) at(j, i) = double(hi - j) / double(hi - mid);
+  }
+  const TensorData table = TensorData::from(w, Shape{spectrogram_bins, mel_bins});
+  return one(cast(to_device(from_data(table), c.device()), out));
+}
+
 // ---- Random generators ------------------------------------------------------------------------
 // With a 'seed' attribute each run draws the same numbers (a generator seeded per call); without
 // one, Ember's default generator. Numbers never match another framework's stream.
@@ -576,6 +705,9 @@ void register_elementwise_ops(Registry& r) {
       {"HannWindow", hann_window_op, 17},
       {"HammingWindow", hamming_window_op, 17},
       {"BlackmanWindow", blackman_window_op, 17},
+      {"DFT", dft_op, 17},
+      {"STFT", stft_op, 17},
+      {"MelWeightMatrix", mel_weight_matrix_op, 17},
       {"Mish", mish_op, 18},
       {"Gelu", gelu_op, 20},
   };
