@@ -1,7 +1,8 @@
 // ONNX's elementwise operators, every opset version up to 17 (and a few later ones that cost
 // nothing): arithmetic and comparisons with numpy broadcasting (Ember's own; the legacy
 // broadcast/axis attributes of opsets 1-6 are mapped onto it), unary math, activations, Cast,
-// quantization, window functions and the random generators; Identity and Constant.
+// quantization, window functions, DFT/STFT/MelWeightMatrix and the random generators; Identity
+// and Constant.
 //
 // Ember promotes mixed dtypes as PyTorch does, ONNX never promotes: where the two differ (integer
 // Div, Pow, Shrink on integers, ...) the result is cast back so that outputs keep ONNX's dtype.
@@ -202,9 +203,9 @@ std::vector<Value> bitshift_op(OpContext& c) {
 std::vector<Value> isinf_op(OpContext& c) {
   const DynTensor& x = c.in(0);
   const bool pos = c.attr_int("detect_positive", 1) != 0,
-             neg_ = c.attr_int("detect_negative", 1) != 0;
-  if (pos && neg_) return one(isinf(x));
-  if (!pos && !neg_) return one(zeros(x.shape(), DType::boolean, x.device()));
+             negative = c.attr_int("detect_negative", 1) != 0;
+  if (pos && negative) return one(isinf(x));
+  if (!pos && !negative) return one(zeros(x.shape(), DType::boolean, x.device()));
   return one(logical_and(isinf(x), pos ? gt(x, 0) : lt(x, 0)));
 }
 
