@@ -72,7 +72,9 @@ struct ModelIR {
 /// "..", absolute paths, symbolic or hard links); every failure names the file.
 ModelIR read_model(const std::string& path, const LoadOptions& options);
 /// Parses ONNX's TensorProto serialisation (the conformance suite's input_0.pb files).
-TensorData read_tensor_file(const std::string& path, std::string* name = nullptr);
+/// `uint16_as_bf16`: read UINT16 data as bfloat16 bit patterns (ONNX 1.12's test files).
+TensorData read_tensor_file(const std::string& path, std::string* name = nullptr,
+                            bool uint16_as_bf16 = false);
 /// Parses ONNX's SequenceProto serialisation of a sequence of tensors.
 std::vector<TensorData> read_sequence_file(const std::string& path);
 /// ONNX's OptionalProto (the conformance suite's optional values): empty, a tensor or a sequence.

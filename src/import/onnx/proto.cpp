@@ -387,12 +387,16 @@ ModelIR read_model(const std::string& path, const LoadOptions& options) {
   return m;
 }
 
-TensorData read_tensor_file(const std::string& path, std::string* name) {
+TensorData read_tensor_file(const std::string& path, std::string* name, bool uint16_as_bf16) {
   const Reader r{path, parent_dir(path), LoadOptions{}};
   const std::string bytes = read_bytes(path, r.options.max_file_bytes, "tensor");
   pb::TensorProto proto;
   if (!proto.ParseFromString(bytes)) r.fail("not a valid ONNX TensorProto");
   if (name) *name = proto.name();
+  // ONNX 1.12's backend tests store bfloat16 data as UINT16 bit patterns.
+  if (uint16_as_bf16 && proto.data_type() == pb::TensorProto::UINT16) {
+    proto.set_data_type(pb::TensorProto::BFLOAT16);
+  }
   return convert_tensor(proto, r);
 }
 
