@@ -1,8 +1,859 @@
-// ONNX's operators: conv, pools, norms, Gemm, RNNs.
+// ONNX's neural-network operators: convolutions and pools, normalisations, Gemm, the softmax
+// family, Dropout, Resize / Upsample, GridSample, Einsum, the two losses, RNN / LSTM / GRU,
+// RoiAlign, NonMaxSuppression and the integer (quantised) convolutions and products. Each is
+// written with Ember's tensor ops, so it runs on every backend and under autodiff; only shape-like
+// values (sizes, scales, pads) are read to the host, plus NonMaxSuppression's boxes (its output
+// size depends on them).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "ember/tensor/ops/conv.hpp"
+#include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/ops/elementwise.hpp"
+#include "ember/tensor/ops/indexing.hpp"
+#include "ember/tensor/ops/linalg.hpp"
+#include "ember/tensor/ops/movement.hpp"
+#include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/ops/shape_linalg.hpp"
+#include "ember/tensor/ops/vision.hpp"
 #include "registry.hpp"
 
 namespace ember::onnx {
+namespace {
 
-void register_nn_ops(Registry&) {}
+using Ints = std::vector<int64_t>;
+
+// ---- Helpers --------------------------------------------------------------------------------
+
+int64_t axis_of(const OpContext& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) c.fail("axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// True when the node asks for output j.
+bool wants(const OpContext& c, size_t j) {
+  return j < c.node().outputs.size() && !c.node().outputs[j].empty();
+}
+
+DynTensor int64s(const Ints& v, const Shape& shape, Device d) {
+  return from_data(TensorData::from(v, shape), d);
+}
+DynTensor doubles(const std::vector<double>& v, const Shape& shape, DType dtype, Device d) {
+  return cast(from_data(TensorData::from(v, shape), d), dtype);
+}
+
+/// A [C] vector shaped to broadcast along dim 1 of a rank-`rank` tensor ([C, 1, 1] for 4-D).
+DynTensor per_channel(const DynTensor& v, int rank) {
+  Ints s(std::max(rank - 1, 1), 1);
+  s[0] = v.numel();
+  return reshape(v, Shape(s));
+}
+
+Ints spatial_dims(const Shape& s) { return Ints(s.begin() + 2, s.end()); }
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/// The largest value of `dtype` below every other, for max pooling's padding.
+double lowest(DType dtype) {
+  switch (dtype) {
+    case DType::u8:
+      return 0;
+    case DType::i8:
+      return -128;
+    case DType::i32:
+      return std::numeric_limits<int32_t>::min();
+    default:
+      return -std::numeric_limits<double>::infinity();
+  }
+}
+
+// ---- Window geometry (Conv, pools) ----------------------------------------------------------
+
+/// Kernel, strides, dilations and the padding at each end of every spatial dim, from the
+/// attributes (auto_pad resolved against the input's spatial sizes `in`).
+struct Geometry {
+  int n = 0;
+  Ints kernel, stride, dilation, begin, end;
+  bool symmetric() const { return begin == end; }
+  int64_t effective(int i) const { return (kernel[i] - 1) * dilation[i] + 1; }
+};
+
+Geometry geometry(const OpContext& c, const Ints& in, const Ints& kernel) {
+  Geometry g;
+  g.n = static_cast<int>(in.size());
+  g.kernel = kernel;
+  g.stride = c.attr_ints("strides", Ints(g.n, 1));
+  g.dilation = c.attr_ints("dilations", Ints(g.n, 1));
+  Ints pads = c.attr_ints("pads", Ints(2 * g.n, 0));
+  if (static_cast<int>(g.kernel.size()) != g.n || static_cast<int>(g.stride.size()) != g.n ||
+      static_cast<int>(g.dilation.size()) != g.n || static_cast<int>(pads.size()) != 2 * g.n) {
+    c.fail("kernel_shape, strides, dilations (", g.n, " values each) or pads (", 2 * g.n,
+           ") do not match the ", g.n, " spatial dims");
+  }
+  for (int i = 0; i < g.n; ++i) {
+    if (g.kernel[i] < 1 || g.stride[i] < 1 || g.dilation[i] < 1 || pads[i] < 0 ||
+        pads[g.n + i] < 0) {
+      c.fail("kernel_shape, strides and dilations must be positive and pads non-negative");
+    }
+  }
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  g.begin.assign(pads.begin(), pads.begin() + g.n);
+  g.end.assign(pads.begin() + g.n, pads.end());
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // Output ceil(in / stride); the odd padding goes at the end (UPPER) or the start (LOWER).
+    for (int i = 0; i < g.n; ++i) {
+      const int64_t out = ceil_div(in[i], g.stride[i]);
+      const int64_t total = std::max<int64_t>(0, (out - 1) * g.stride[i] + g.effective(i) - in[i]);
+      const int64_t small = total / 2, big = total - small;
+      g.begin[i] = auto_pad == "SAME_UPPER" ? small : big;
+      g.end[i] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad == "VALID") {
+    g.begin.assign(g.n, 0);
+    g.end.assign(g.n, 0);
+  } else if (auto_pad != "NOTSET") {
+    c.fail("unsupported: auto_pad '", auto_pad, "'");
+  }
+  return g;
+}
+
+/// x padded with `value` at both ends of its spatial dims, as `g` says.
+DynTensor pad_spatial(const DynTensor& x, const Geometry& g, double value) {
+  Ints p;
+  for (int i = g.n - 1; i >= 0; --i) {
+    p.push_back(g.begin[i]);
+    p.push_back(g.end[i]);
+  }
+  return pad(x, p, PadMode::Constant, value);
+}
+
+/// The spatial-rank check every windowed op makes: 1 to 3 spatial dims after [N, C].
+int spatial_rank(const OpContext& c, const DynTensor& x) {
+  const int n = x.rank() - 2;
+  if (n < 1 || n > 3) {
+    c.fail("unsupported: input of shape ", x.shape(), " (Ember has 1-D to 3-D windows over ",
+           "[N, C, spatial...])");
+  }
+  return n;
+}
+
+// ---- Conv, ConvTranspose --------------------------------------------------------------------
+
+ConvParams conv_params(const Geometry& g, int64_t groups) {
+  ConvParams p;
+  p.spatial = g.n;
+  p.groups = groups;
+  for (int i = 0; i < g.n; ++i) {
+    p.stride[i] = g.stride[i];
+    p.dilation[i] = g.dilation[i];
+  }
+  return p;
+}
+
+/// Convolution with ONNX's padding: symmetric pads go to the kernel, others pad x first.
+DynTensor onnx_conv(const OpContext& c, const DynTensor& x, const DynTensor& w,
+                    const DynTensor& b) {
+  spatial_rank(c, x);
+  if (w.rank() != x.rank()) c.fail("weight ", w.shape(), " does not match input ", x.shape());
+  const Geometry g =
+      geometry(c, spatial_dims(x.shape()), c.attr_ints("kernel_shape", spatial_dims(w.shape())));
+  ConvParams p = conv_params(g, c.attr_int("group", 1));
+  if (g.symmetric()) {
+    for (int i = 0; i < g.n; ++i) p.padding[i] = g.begin[i];
+    return convolution(x, w, b, p, false);
+  }
+  return convolution(pad_spatial(x, g, 0.0), w, b, p, false);
+}
+
+std::vector<Value> conv(OpContext& c) {
+  return one(onnx_conv(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : DynTensor()));
+}
+
+// The transposed convolution runs unpadded (full size (in - 1) stride + (k - 1) dilation + 1),
+// then ONNX's window of it is cut out: from pads' start, output_shape long (zeros past the end).
+std::vector<Value> conv_transpose(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const DynTensor& w = c.in(1);
+  const int n = spatial_rank(c, x);
+  if (w.rank() != x.rank()) c.fail("weight ", w.shape(), " does not match input ", x.shape());
+  const Ints in = spatial_dims(x.shape());
+  const Geometry g = geometry(c, Ints(n, 1), c.attr_ints("kernel_shape", spatial_dims(w.shape())));
+  for (int i = 0; i < n; ++i) {
+    if (g.kernel[i] != w.size(2 + i)) c.fail("kernel_shape does not match weight ", w.shape());
+  }
+  const DynTensor full =
+      convolution(x, w, DynTensor(), conv_params(g, c.attr_int("group", 1)), true);
+  const Ints out_pad = c.attr_ints("output_padding", Ints(n, 0));
+  Ints out_shape = c.attr_ints("output_shape");
+  if (out_shape.size() == static_cast<size_t>(n + 2))
+    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (static_cast<int>(out_pad.size()) != n ||
+      (!out_shape.empty() && static_cast<int>(out_shape.size()) != n)) {
+    c.fail("output_padding and output_shape need one value per spatial dim (", n, ")");
+  }
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  DynTensor y = full;
+  for (int i = 0; i < n; ++i) {
+    const int64_t size = full.size(2 + i), with_op = size + out_pad[i];
+    int64_t begin = 0, out = 0;
+    if (same) {
+      out = out_shape.empty() ? in[i] * g.stride[i] : out_shape[i];
+      const int64_t total = with_op - out, half = floor_div(total, 2);
+      begin = auto_pad == "SAME_UPPER" ? half : total - half;
+    } else {
+      begin = g.begin[i];
+      out = out_shape.empty() ? with_op - g.begin[i] - g.end[i] : out_shape[i];
+    }
+    if (out < 1) c.fail("the output would be empty along spatial dim ", i);
+    const int64_t lo = std::clamp<int64_t>(begin, 0, size),
+                  hi = std::clamp<int64_t>(begin + out, lo, size);
+    y = slice(y, 2 + i, lo, hi);
+    Ints p(2 * (x.rank() - 3 - i), 0);  // pad() lists the last dim first
+    p.push_back(std::max<int64_t>(0, -begin));
+    p.push_back(out - (hi - lo) - std::max<int64_t>(0, -begin));
+    if (p[p.size() - 1] > 0 || p[p.size() - 2] > 0) y = pad(y, p);
+  }
+  if (c.has(2)) y = add(y, per_channel(c.in(2), y.rank()));
+  return one(y);
+}
+
+// ---- Pools ----------------------------------------------------------------------------------
+
+PoolParams pool_params(const Geometry& g, bool ceil_mode, bool padded) {
+  PoolParams p;
+  p.spatial = g.n;
+  p.ceil_mode = ceil_mode;
+  for (int i = 0; i < g.n; ++i) {
+    p.kernel[i] = g.kernel[i];
+    p.stride[i] = g.stride[i];
+    p.dilation[i] = g.dilation[i];
+    p.padding[i] = padded ? g.begin[i] : 0;
+  }
+  return p;
+}
+
+/// Whether Ember's pool takes g's padding itself (PyTorch's: symmetric, at most half the window).
+bool pool_pads_fit(const Geometry& g) {
+  if (!g.symmetric()) return false;
+  for (int i = 0; i < g.n; ++i) {
+    if (g.begin[i] > g.effective(i) / 2) return false;
+  }
+  return true;
+}
+
+Geometry pool_geometry(const OpContext& c, const DynTensor& x) {
+  spatial_rank(c, x);
+  if (!c.has_attr("kernel_shape")) c.fail("attribute 'kernel_shape' is required");
+  return geometry(c, spatial_dims(x.shape()), c.attr_ints("kernel_shape"));
+}
+
+/// Max pooling's flat plane indices (of a plane of sizes `from`, shifted by `offset`) rewritten
+/// as ONNX's: over the whole [N, C, spatial...] input of `x_shape`, row- or column-major planes.
+DynTensor onnx_pool_indices(DynTensor idx, const Ints& from, const Ints& offset,
+                            const Shape& x_shape, bool column_major) {
+  const Ints to = spatial_dims(x_shape);
+  const int n = static_cast<int>(to.size());
+  if (from != to || column_major) {
+    std::vector<DynTensor> coord(n);
+    DynTensor rest = idx;
+    for (int i = n - 1; i >= 0; --i) {
+      coord[i] = sub(remainder(rest, from[i]), offset[i]);
+      rest = floor_divide(rest, from[i]);
+    }
+    idx = zeros_like(idx);
+    if (column_major) {
+      for (int i = n - 1; i >= 0; --i) idx = add(mul(idx, to[i]), coord[i]);
+    } else {
+      for (int i = 0; i < n; ++i) idx = add(mul(idx, to[i]), coord[i]);
+    }
+  }
+  int64_t plane = 1;
+  for (int64_t s : to) plane *= s;
+  Ints base_shape(x_shape.rank(), 1);
+  base_shape[0] = x_shape[0];
+  base_shape[1] = x_shape[1];
+  const DynTensor base =
+      reshape(arange(0, x_shape[0] * x_shape[1] * plane, plane, DType::i64, idx.device()),
+              Shape(base_shape));
+  return add(idx, base);
+}
+
+std::vector<Value> max_pool_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const Geometry g = pool_geometry(c, x);
+  const bool ceil_mode = c.opset() >= 10 && c.attr_int("ceil_mode", 0) != 0;
+  // Ember pools floats: 8-bit integers go through f32 exactly.
+  const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, DType::f32);
+  const bool fits = pool_pads_fit(g);
+  const DynTensor xp = fits ? xf : pad_spatial(xf, g, lowest(x.dtype()));
+  const ValuesIndices r = ember::max_pool(xp, pool_params(g, ceil_mode, fits), DType::i64);
+  const DynTensor y = cast(r.values, x.dtype());
+  if (!wants(c, 1)) return one(y);
+  const Ints from = spatial_dims(xp.shape()), offset = fits ? Ints(g.n, 0) : g.begin;
+  const bool column_major = c.attr_int("storage_order", 0) != 0;
+  return {Value::of(y),
+          Value::of(onnx_pool_indices(r.indices, from, offset, x.shape(), column_major))};
+}
+
+std::vector<Value> average_pool(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const Geometry g = pool_geometry(c, x);
+  for (int64_t d : g.dilation) {
+    if (d != 1) c.fail("unsupported: dilations in AveragePool");
+  }
+  const bool ceil_mode = c.opset() >= 10 && c.attr_int("ceil_mode", 0) != 0;
+  const bool include_pad = c.opset() >= 7 && c.attr_int("count_include_pad", 0) != 0;
+  if (pool_pads_fit(g)) {
+    PoolParams p = pool_params(g, ceil_mode, true);
+    p.count_include_pad = include_pad;
+    return one(avg_pool(x, p));
+  }
+  const PoolParams p = pool_params(g, ceil_mode, false);
+  const DynTensor sum = avg_pool(pad_spatial(x, g, 0.0), p);
+  if (include_pad) return one(sum);
+  // Without the padding in the count: divide by the share of real elements in each window.
+  Ints ones_shape(x.rank(), 1);
+  for (int i = 2; i < x.rank(); ++i) ones_shape[i] = x.size(i);
+  const DynTensor share =
+      avg_pool(pad_spatial(ones(Shape(ones_shape), x.dtype(), x.device()), g, 0.0), p);
+  return one(div(sum, share));
+}
+
+// LpPool: (sum over the window of |x|^p)^(1/p). The sum is a depthwise convolution with a
+// kernel of ones, so asymmetric pads, dilations and ceil_mode (more zero padding at the end)
+// all come for free: zeros add nothing to the sum.
+std::vector<Value> lp_pool(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  Geometry g = pool_geometry(c, x);
+  const double p =
+      c.opset() >= 2 ? static_cast<double>(c.attr_int("p", 2)) : c.attr_float("p", 2.0);
+  if (c.opset() >= 18 && c.attr_int("ceil_mode", 0) != 0) {
+    for (int i = 0; i < g.n; ++i) {
+      const int64_t span = x.size(2 + i) + g.begin[i] + g.end[i] - g.effective(i);
+      g.end[i] += ceil_div(span, g.stride[i]) * g.stride[i] - span;
+    }
+  }
+  const int64_t channels = x.size(1);
+  Ints k{channels, 1};
+  k.insert(k.end(), g.kernel.begin(), g.kernel.end());
+  const DynTensor ones_k = ones(Shape(k), x.dtype(), x.device());
+  const DynTensor sum = convolution(pad_spatial(pow(abs(x), p), g, 0.0), ones_k, DynTensor(),
+                                    conv_params(g, channels), false);
+  return one(pow(sum, 1.0 / p));
+}
+
+Ints spatial_axes(const DynTensor& x) {
+  Ints a;
+  for (int i = 2; i < x.rank(); ++i) a.push_back(i);
+  return a;
+}
+
+std::vector<Value> global_average_pool(OpContext& c) {
+  return one(mean(c.in(0), spatial_axes(c.in(0)), true));
+}
+std::vector<Value> global_max_pool(OpContext& c) {
+  return one(amax(c.in(0), spatial_axes(c.in(0)), true));
+}
+std::vector<Value> global_lp_pool(OpContext& c) {
+  const double p =
+      c.opset() >= 2 ? static_cast<double>(c.attr_int("p", 2)) : c.attr_float("p", 2.0);
+  return one(pow(sum(pow(abs(c.in(0)), p), spatial_axes(c.in(0)), true), 1.0 / p));
+}
+
+// MaxUnpool: the values scattered to the flat (whole-tensor) positions MaxPool's Indices give,
+// in a tensor of the shape the pool's geometry infers; a larger output_shape pads it with zeros
+// at the end of each dim (ONNX's reference).
+std::vector<Value> max_unpool(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const DynTensor& idx = c.in(1);
+  if (idx.shape() != x.shape()) c.fail("indices ", idx.shape(), " must match X ", x.shape());
+  const Geometry g = pool_geometry(c, x);
+  Ints inferred{x.size(0), x.size(1)};
+  for (int i = 0; i < g.n; ++i) {
+    inferred.push_back((x.size(2 + i) - 1) * g.stride[i] + g.kernel[i] - g.begin[i] - g.end[i]);
+  }
+  const Shape shape(inferred);
+  const DynTensor flat = zeros(Shape{shape.numel()}, x.dtype(), x.device());
+  DynTensor y = reshape(
+      scatter(flat, 0, reshape(cast(idx, DType::i64), Shape{-1}), reshape(x, Shape{-1})), shape);
+  if (!c.has(2)) return one(y);
+  const Ints out = c.ints(2);
+  if (static_cast<int>(out.size()) != x.rank()) c.fail("output_shape must have rank ", x.rank());
+  Ints p;
+  for (int i = x.rank() - 1; i >= 0; --i) {
+    if (out[i] < inferred[i]) c.fail("output_shape ", Shape(out), " is smaller than ", shape);
+    p.push_back(0);
+    p.push_back(out[i] - inferred[i]);
+  }
+  return one(pad(y, p));
+}
+
+// ---- Gemm -----------------------------------------------------------------------------------
+
+// alpha A' B' + beta C, C broadcast to the result (opset < 7: only with broadcast = 1, which
+// numpy broadcasting covers too).
+std::vector<Value> gemm(OpContext& c) {
+  DynTensor a = c.in(0), b = c.in(1);
+  if (a.rank() != 2 || b.rank() != 2) c.fail("A ", a.shape(), " and B ", b.shape(), " must be 2-D");
+  if (c.attr_int("transA", 0) != 0) a = transpose(a, 0, 1);
+  if (c.attr_int("transB", 0) != 0) b = transpose(b, 0, 1);
+  const double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  const DType dtype = a.dtype();
+  DynTensor y = matmul(a, b);
+  if (alpha != 1.0) y = mul(y, alpha);
+  if (c.has(2) && beta != 0.0) y = add(y, beta == 1.0 ? c.in(2) : mul(c.in(2), beta));
+  return one(cast(y, dtype));
+}
+
+// ---- Softmax, LogSoftmax, Hardmax -----------------------------------------------------------
+
+/// Before opset 13 these coerce x to 2-D ([prod(dims before axis), prod(the rest)], axis
+/// default 1) and work along the second dim; from 13 on, along `axis` (default -1).
+template <class F>
+std::vector<Value> softmax_like(OpContext& c, F along) {
+  const DynTensor& x = c.in(0);
+  const int rank = std::max(x.rank(), 1);
+  if (c.opset() >= 13) return one(along(x, axis_of(c, c.attr_int("axis", -1), rank)));
+  const int64_t axis = axis_of(c, c.attr_int("axis", 1), rank + 1);  // axis == rank is allowed
+  int64_t rows = 1;
+  for (int i = 0; i < axis; ++i) rows *= x.size(i);
+  return one(reshape(along(reshape(x, Shape{rows, -1}), 1), x.shape()));
+}
+
+DynTensor hardmax(const DynTensor& x, int64_t axis) {
+  Ints iota_shape(x.rank(), 1);
+  iota_shape[axis] = x.size(axis);
+  const DynTensor iota =
+      reshape(arange(0, x.size(axis), 1, DType::i64, x.device()), Shape(iota_shape));
+  return cast(eq(argmax(x, axis, true), iota), x.dtype());  // argmax: the first maximum
+}
+
+// ---- Normalisations -------------------------------------------------------------------------
+
+/// (x - mean) / sqrt(var + eps) over `dims`, in f32 at least (f16 and bf16 are computed in f32).
+struct Normalised {
+  DynTensor y, mean, inv_std;  // mean and inv_std keep the reduced dims (size 1)
+};
+Normalised normalise(const DynTensor& x, const Ints& dims, double eps) {
+  const bool widen = x.dtype() == DType::f16 || x.dtype() == DType::bf16;
+  const DynTensor xs = widen ? cast(x, DType::f32) : x;
+  Normalised r;
+  r.mean = mean(xs, dims, true);
+  const DynTensor centred = sub(xs, r.mean);
+  r.inv_std = rsqrt(add(mean(mul(centred, centred), dims, true), eps));
+  r.y = mul(centred, r.inv_std);
+  return r;
+}
+
+// Inference: the given statistics. training_mode (opset 14+; or older models asking for the
+// statistics outputs): the batch's own, and the running ones updated with momentum.
+std::vector<Value> batch_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const int rank = x.rank();
+  const DynTensor scale = per_channel(c.in(1), rank), bias = per_channel(c.in(2), rank);
+  const DynTensor run_mean = c.in(3), run_var = c.in(4);
+  const double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
+  if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.fail("unsupported: spatial = 0");
+  const bool training =
+      c.opset() >= 14 ? c.attr_int("training_mode", 0) != 0 : wants(c, 1) || wants(c, 2);
+  if (!training) {
+    const DynTensor k = mul(scale, rsqrt(add(per_channel(run_var, rank), eps)));
+    return one(add(mul(sub(x, per_channel(run_mean, rank)), k), bias));
+  }
+  Ints dims{0};
+  for (int i = 2; i < rank; ++i) dims.push_back(i);
+  const Normalised n = normalise(x, dims, eps);
+  const DynTensor batch_mean = reshape(n.mean, Shape{-1}),
+                  batch_var = reshape(var(x, dims, 0, false), Shape{-1});
+  std::vector<Value> out{
+      Value::of(add(mul(cast(n.y, x.dtype()), scale), bias)),
+      Value::of(
+          add(mul(run_mean, momentum), mul(cast(batch_mean, run_mean.dtype()), 1 - momentum))),
+      Value::of(add(mul(run_var, momentum), mul(cast(batch_var, run_var.dtype()), 1 - momentum)))};
+  if (c.opset() < 14) {  // saved_mean, saved_var
+    out.push_back(Value::of(batch_mean));
+    out.push_back(Value::of(batch_var));
+  }
+  return out;
+}
+
+std::vector<Value> instance_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const Normalised n = normalise(x, spatial_axes(x), c.attr_float("epsilon", 1e-5));
+  return one(add(mul(cast(n.y, x.dtype()), per_channel(c.in(1), x.rank())),
+                 per_channel(c.in(2), x.rank())));
+}
+
+// Y, and the Mean and InvStdDev of the normalised dims [axis, rank) (kept as size 1).
+std::vector<Value> layer_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const int64_t axis = axis_of(c, c.attr_int("axis", -1), x.rank());
+  Ints dims;
+  for (int64_t i = axis; i < x.rank(); ++i) dims.push_back(i);
+  const Normalised n = normalise(x, dims, c.attr_float("epsilon", 1e-5));
+  DynTensor y = mul(n.y, c.in(1));
+  if (c.has(2)) y = add(y, c.in(2));
+  return {Value::of(cast(y, x.dtype())), Value::of(n.mean), Value::of(n.inv_std)};
+}
+
+// Opset 18: scale and bias per group; 21: per channel.
+std::vector<Value> group_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const int64_t groups = c.attr_int("num_groups", 0), channels = x.size(1);
+  if (groups < 1 || channels % groups != 0)
+    c.fail("num_groups ", groups, " must divide C = ", channels);
+  Ints grouped{x.size(0), groups, -1};
+  const Normalised n = normalise(reshape(x, Shape(grouped)), {2}, c.attr_float("epsilon", 1e-5));
+  DynTensor scale = c.in(1), bias = c.in(2);
+  if (c.opset() < 21 && scale.numel() == groups && groups != channels) {
+    scale = repeat_interleave(scale, channels / groups);
+    bias = repeat_interleave(bias, channels / groups);
+  }
+  const DynTensor y = reshape(cast(n.y, x.dtype()), x.shape());
+  return one(add(mul(y, per_channel(scale, x.rank())), per_channel(bias, x.rank())));
+}
+
+// x / (bias + alpha / size * sum of x^2 over the channels [c - (size-1)/2 floored, c +
+// ceiled])^beta
+std::vector<Value> lrn(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const int64_t size = c.attr_int("size", 0);
+  if (size < 1 || x.rank() < 2) c.fail("size must be positive and X at least 2-D");
+  const double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75),
+               bias = c.attr_float("bias", 1.0);
+  Ints p(2 * (x.rank() - 2), 0);
+  p.push_back((size - 1) / 2);
+  p.push_back(size - 1 - (size - 1) / 2);
+  const DynTensor sq = pad(mul(x, x), p);
+  DynTensor total = slice(sq, 1, 0, x.size(1));
+  for (int64_t i = 1; i < size; ++i) total = add(total, slice(sq, 1, i, i + x.size(1)));
+  return one(div(x, pow(add(mul(total, alpha / static_cast<double>(size)), bias), beta)));
+}
+
+// (x - mean) / (std + 1e-9) over `axes` (ONNX's function body; population std).
+std::vector<Value> mean_variance_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  Ints axes = c.attr_ints("axes", {0, 2, 3});
+  for (int64_t& a : axes) a = axis_of(c, a, x.rank());
+  const DynTensor m = mean(x, axes, true);
+  const DynTensor centred = sub(x, m);
+  return one(div(centred, add(sqrt(mean(mul(centred, centred), axes, true)), 1e-9)));
+}
+
+// ---- Dropout --------------------------------------------------------------------------------
+
+// Inference is the identity with an all-true mask. Training (opset 12+: the training_mode
+// input) drops with probability `ratio` and scales the rest by 1 / (1 - ratio).
+std::vector<Value> dropout(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  double ratio = c.attr_float("ratio", 0.5);
+  bool training = false;  // before opset 12 runtimes (ORT too) treat Dropout as inference
+  if (c.opset() >= 12) {
+    if (c.has(1)) ratio = c.scalar(1);
+    training = c.has(2) && c.scalar(2) != 0;
+  }
+  if (ratio < 0 || ratio >= 1) c.fail("ratio ", ratio, " must be in [0, 1)");
+  const DType mask_dtype = c.opset() >= 10 ? DType::boolean : x.dtype();
+  if (!training || ratio == 0) {
+    std::vector<Value> out{Value::of(x)};
+    if (wants(c, 1)) out.push_back(Value::of(ones(x.shape(), mask_dtype, x.device())));
+    return out;
+  }
+  Generator gen(static_cast<uint64_t>(c.attr_int("seed", 0)));
+  const DynTensor keep = bernoulli(x.shape(), 1 - ratio, DType::boolean, x.device(),
+                                   c.has_attr("seed") ? &gen : nullptr);
+  const DynTensor y = mul(where(keep, x, 0.0), 1.0 / (1 - ratio));
+  return {Value::of(cast(y, x.dtype())), Value::of(cast(keep, mask_dtype))};
+}
+
+// ---- Einsum ---------------------------------------------------------------------------------
+
+std::vector<Value> einsum_op(OpContext& c) {
+  std::string eq = c.attr_string("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  std::vector<DynTensor> xs;
+  for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(c.in(i));
+  return one(einsum(eq, xs));
+}
+
+// ---- Resize, Upsample -----------------------------------------------------------------------
+//
+// Resize is separable: each resized axis is resampled in turn, out[o] = sum_k w[o][k] x[i[o][k]],
+// with the source indices and weights computed on the host from the sizes alone (as ONNX's
+// reference computes them: the taps nearest the source coordinate, edge-clamped), then applied
+// with index_select and a weighted sum, so values stay on the device and differentiable.
+
+struct ResizeMode {
+  std::string mode = "nearest", coord = "half_pixel", nearest = "round_prefer_floor";
+  double cubic_a = -0.75, extrapolation = 0;
+  bool exclude_outside = false, antialias = false;
+};
+
+/// One axis's taps: n per output position.
+struct Taps {
+  int64_t n = 1;
+  Ints index;                    // [out * n], clamped to the input
+  std::vector<double> weight;    // [out * n]
+  std::vector<uint8_t> outside;  // [out]: tf_crop_and_resize's extrapolated positions
+  bool identity = true;          // out[o] = x[o]: nothing to do
+};
+
+double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out, double scale,
+                         double roi_start, double roi_end) {
+  const double x = static_cast<double>(o), width = scale * static_cast<double>(in);
+  const std::string& t = m.coord;
+  if (t == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (t == "asymmetric") return x / scale;
+  if (t == "align_corners") return width == 1 ? 0 : x * (in - 1) / (width - 1);
+  if (t == "pytorch_half_pixel") return width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  if (t == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (t == "half_pixel_symmetric") {
+    const double offset = in / 2.0 * (1 - static_cast<double>(out) / width);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  // tf_crop_and_resize
+  const double span = (roi_end - roi_start) * (in - 1);
+  return (width == 1 ? span / 2 : x * span / (width - 1)) + roi_start * (in - 1);
+}
+
+double cubic_weight(double d, double a) {
+  d = std::fabs(d);
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0;
+}
+
+Taps resize_taps(const OpContext& c, const ResizeMode& m, int64_t in, int64_t out, double scale,
+                 double roi_start, double roi_end) {
+  Taps t;
+  const bool nearest = m.mode == "nearest", linear = m.mode == "linear";
+  if (!nearest && !linear && m.mode != "cubic") c.fail("unsupported: mode '", m.mode, "'");
+  // Antialiasing widens the filter by 1 / scale when downsampling.
+  const double s = m.antialias && !nearest ? std::min(scale, 1.0) : 1.0;
+  const int64_t start = nearest  ? 0
+                        : linear ? static_cast<int64_t>(std::floor(-1 / s)) + 1
+                                 : static_cast<int64_t>(std::floor(-2 / s)) + 1;
+  t.n = nearest ? 1 : 2 - 2 * start;
+  t.outside.assign(out, 0);
+  for (int64_t o = 0; o < out; ++o) {
+    const double x = source_coordinate(m, o, in, out, scale, roi_start, roi_end);
+    if (m.coord == "tf_crop_and_resize" && (x < 0 || x > in - 1)) t.outside[o] = 1;
+    // base + ratio = x with ratio in (0, 1]: the reference prefers the left neighbour.
+    const int64_t base = static_cast<int64_t>(std::ceil(x)) - 1;
+    const double ratio = x - static_cast<double>(base);
+    std::vector<double> w(t.n);
+    Ints idx(t.n);
+    if (nearest) {
+      bool up = ratio == 1;
+      if (!up) {
+        const std::string& nm = m.nearest;
+        if (nm == "round_prefer_floor")
+          up = ratio > 0.5;
+        else if (nm == "round_prefer_ceil")
+          up = ratio >= 0.5;
+        else if (nm == "ceil")
+          up = true;
+        else if (nm == "simple")
+          up = scale < 1;  // opset 10 / Upsample (ORT's): ceil downsampling
+        else if (nm != "floor")
+          c.fail("unsupported: nearest_mode '", nm, "'");
+      }
+      idx[0] = base + (up ? 1 : 0);
+      w[0] = 1;
+    } else {
+      double total = 0;
+      for (int64_t k = 0; k < t.n; ++k) {
+        idx[k] = base + start + k;
+        const double d = (static_cast<double>(start + k) - ratio) * s;
+        w[k] = linear ? std::clamp(1 - std::fabs(d), 0.0, 1.0) : cubic_weight(d, m.cubic_a);
+        if (m.exclude_outside && (idx[k] < 0 || idx[k] >= in)) w[k] = 0;
+        total += w[k];
+      }
+      if (m.antialias || m.exclude_outside) {
+        for (double& v : w) v /= total;
+      }
+    }
+    for (int64_t k = 0; k < t.n; ++k) {
+      idx[k] = std::clamp<int64_t>(idx[k], 0, in - 1);
+      t.index.push_back(idx[k]);
+      t.weight.push_back(w[k]);
+      if (w[k] != (idx[k] == o ? 1.0 : 0.0)) t.identity = false;
+    }
+  }
+  if (in != out || std::any_of(t.outside.begin(), t.outside.end(), [](uint8_t v) { return v; }))
+    t.identity = false;
+  return t;
+}
+
+DynTensor resample_axis(const DynTensor& x, int axis, const Taps& t, DType compute) {
+  const int64_t out = static_cast<int64_t>(t.outside.size());
+  const DynTensor idx = int64s(t.index, Shape{out * t.n}, x.device());
+  DynTensor g = index_select(x, axis, idx);
+  if (t.n == 1) return g;  // nearest: every weight is 1
+  Ints shape = x.shape().vec(), wshape(x.rank() + 1, 1);
+  shape[axis] = out;
+  shape.insert(shape.begin() + axis + 1, t.n);
+  wshape[axis] = out;
+  wshape[axis + 1] = t.n;
+  const DynTensor w = doubles(t.weight, Shape(wshape), compute, x.device());
+  return sum(mul(reshape(g, Shape(shape)), w), {axis + 1});
+}
+
+/// Resizes x to `out` (a size per dim) with `scales` per dim; roi per dim as [starts, ends].
+DynTensor resize_to(const OpContext& c, const DynTensor& x, const Ints& out,
+                    const std::vector<double>& scales, const std::vector<double>& roi,
+                    const ResizeMode& m) {
+  const int rank = x.rank();
+  const bool integral = !is_floating(x.dtype());
+  const DType compute = integral ? DType::f32 : x.dtype();
+  DynTensor y = integral && m.mode != "nearest" ? cast(x, compute) : x;
+  DynTensor outside;
+  for (int a = 0; a < rank; ++a) {
+    if (out[a] < 1) c.fail("the output would be empty (sizes ", Shape(out), ")");
+    const double r0 = roi.empty() ? 0 : roi[a], r1 = roi.empty() ? 1 : roi[rank + a];
+    const Taps t = resize_taps(c, m, x.size(a), out[a], scales[a], r0, r1);
+    if (t.identity) continue;
+    y = resample_axis(y, a, t, compute);
+    if (m.coord != "tf_crop_and_resize") continue;
+    Ints mshape(rank, 1);
+    mshape[a] = out[a];
+    const DynTensor o =
+        cast(from_data(TensorData::from(t.outside, Shape(mshape)), x.device()), DType::boolean);
+    outside = outside.defined() ? logical_or(outside, o) : o;
+  }
+  if (outside.defined()) y = where(outside, full_like(y, m.extrapolation), y);
+  if (integral && m.mode != "nearest") y = cast(round(y), x.dtype());
+  return y;
+}
+
+std::vector<double> float_values(const OpContext& c, size_t i) {
+  return c.in(i).to_vector<double>();
+}
+
+/// An input that is present and not empty (opset 11-12 models pass "" or an empty tensor).
+bool given(const OpContext& c, size_t i) { return c.has(i) && c.in(i).numel() > 0; }
+
+std::vector<Value> resize(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const int rank = x.rank();
+  ResizeMode m;
+  m.mode = c.attr_string("mode", "nearest");
+  if (c.opset() < 11) {
+    m.coord = "asymmetric";
+    m.nearest = "simple";
+  } else {
+    m.coord = c.attr_string("coordinate_transformation_mode", "half_pixel");
+    m.nearest = c.attr_string("nearest_mode", "round_prefer_floor");
+    m.cubic_a = c.attr_float("cubic_coeff_a", -0.75);
+    m.exclude_outside = c.attr_int("exclude_outside", 0) != 0;
+    m.extrapolation = c.attr_float("extrapolation_value", 0.0);
+    m.antialias = c.attr_int("antialias", 0) != 0;
+  }
+  // Opset 18: scales, sizes and roi may cover only `axes`.
+  Ints axes = c.attr_ints("axes");
+  if (axes.empty()) {
+    for (int a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  for (int64_t& a : axes) a = axis_of(c, a, rank);
+  const size_t na = axes.size();
+  const size_t scales_at = c.opset() < 11 ? 1 : 2, sizes_at = 3;
+  std::vector<double> roi;
+  if (c.opset() >= 11 && given(c, 1) && m.coord == "tf_crop_and_resize") {
+    const std::vector<double> r = float_values(c, 1);
+    if (r.size() != 2 * na) c.fail("roi needs ", 2 * na, " values, got ", r.size());
+    roi.assign(2 * rank, 0.0);
+    for (int a = 0; a < rank; ++a) roi[rank + a] = 1.0;
+    for (size_t i = 0; i < na; ++i) {
+      roi[axes[i]] = r[i];
+      roi[rank + axes[i]] = r[na + i];
+    }
+  }
+  Ints out = x.shape().vec();
+  std::vector<double> scales(rank, 1.0);
+  if (given(c, scales_at)) {
+    const std::vector<double> s = float_values(c, scales_at);
+    if (s.size() != na) c.fail("scales needs ", na, " values, got ", s.size());
+    for (size_t i = 0; i < na; ++i) {
+      if (s[i] <= 0) c.fail("scales must be positive");
+      scales[axes[i]] = s[i];
+      out[axes[i]] = static_cast<int64_t>(std::floor(s[i] * static_cast<double>(x.size(axes[i]))));
+    }
+  } else if (c.opset() >= 11 && given(c, sizes_at)) {
+    const Ints sz = c.ints(sizes_at);
+    if (sz.size() != na) c.fail("sizes needs ", na, " values, got ", sz.size());
+    const std::string policy = c.attr_string("keep_aspect_ratio_policy", "stretch");
+    double keep = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0;
+    for (size_t i = 0; i < na; ++i) {
+      scales[axes[i]] = static_cast<double>(sz[i]) / static_cast<double>(x.size(axes[i]));
+      out[axes[i]] = sz[i];
+      keep = policy == "not_larger" ? std::min(keep, scales[axes[i]])
+                                    : std::max(keep, scales[axes[i]]);
+    }
+    if (policy != "stretch") {
+      if (policy != "not_larger" && policy != "not_smaller")
+        c.fail("unsupported: keep_aspect_ratio_policy '", policy, "'");
+      for (int64_t a : axes) {
+        scales[a] = keep;
+        out[a] = static_cast<int64_t>(keep * static_cast<double>(x.size(a)) + 0.5);
+      }
+    }
+  } else {
+    c.fail("one of scales or sizes is required");
+  }
+  return one(resize_to(c, x, out, scales, roi, m));
+}
+
+// Upsample (deprecated since opset 10): Resize's asymmetric mapping, scales an attribute
+// (opset 7) or an input (opset 9).
+std::vector<Value> upsample(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  ResizeMode m;
+  m.mode = c.attr_string("mode", "nearest");
+  if (m.mode == "bilinear" || m.mode == "trilinear") m.mode = "linear";
+  m.coord = "asymmetric";
+  m.nearest = "simple";
+  const std::vector<double> scales = c.opset() >= 9 ? float_values(c, 1) : c.attr_floats("scales");
+  if (static_cast<int>(scales.size()) != x.rank()) c.fail("scales needs ", x.rank(), " values");
+  Ints out(x.rank());
+  for (int a = 0; a < x.rank(); ++a) {
+    out[a] = static_cast<int64_t>(std::floor(scales[a] * static_cast<double>(x.size(a))));
+  }
+  return one(resize_to(c, x, out, scales, {}, m));
+}
+}  // namespace
+
+void register_nn_ops(Registry& r) {
+  r.add("Conv", conv);
+  r.add("ConvTranspose", conv_transpose);
+  r.add("MaxPool", max_pool_op);
+  r.add("AveragePool", average_pool);
+  r.add("LpPool", lp_pool);
+  r.add("GlobalAveragePool", global_average_pool);
+  r.add("GlobalMaxPool", global_max_pool);
+  r.add("GlobalLpPool", global_lp_pool);
+  r.add("", "MaxUnpool", max_unpool, 9);
+  r.add("Gemm", gemm);
+  r.add("Softmax", [](OpContext& c) {
+    return softmax_like(c, [](const DynTensor& x, int64_t a) { return softmax(x, a); });
+  });
+  r.add("LogSoftmax", [](OpContext& c) {
+    return softmax_like(c, [](const DynTensor& x, int64_t a) { return log_softmax(x, a); });
+  });
+  r.add("Hardmax", [](OpContext& c) { return softmax_like(c, hardmax); });
+  r.add("BatchNormalization", batch_norm);
+  r.add("InstanceNormalization", instance_norm);
+  r.add("", "LayerNormalization", layer_norm, 17);
+  r.add("", "GroupNormalization", group_norm, 18);
+  r.add("LRN", lrn);
+  r.add("", "MeanVarianceNormalization", mean_variance_norm, 9);
+  r.add("Dropout", dropout);
+  r.add("", "Einsum", einsum_op, 12);
+  r.add("", "Resize", resize, 10);
+  r.add("", "Upsample", upsample, 7);
+}
 
 }  // namespace ember::onnx
