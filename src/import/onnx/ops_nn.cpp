@@ -824,6 +824,245 @@ std::vector<Value> upsample(OpContext& c) {
   }
   return one(resize_to(c, x, out, scales, {}, m));
 }
+
+// ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss -------------------------------------
+
+/// -input[n, target[n, d...], d...] * weight[target], reduced: "mean" divides by the summed
+/// weights of the targets that count (those not equal to ignore_index).
+DynTensor nll(const OpContext& c, const DynTensor& input, const DynTensor& target,
+              const DynTensor& weight) {
+  if (input.rank() < 2 || target.rank() != input.rank() - 1) {
+    c.fail("input ", input.shape(), " must be [N, C, d...] and target [N, d...], got target ",
+           target.shape());
+  }
+  const DynTensor t = cast(target, DType::i64);
+  DynTensor ignored;
+  DynTensor safe = t;
+  if (c.has_attr("ignore_index")) {
+    ignored = eq(t, c.attr_int("ignore_index", 0));
+    safe = where(ignored, zeros_like(t), t);  // any class: its loss is zeroed below
+  }
+  DynTensor loss = neg(squeeze(gather(input, 1, unsqueeze(safe, 1)), 1));
+  DynTensor w;
+  if (weight.defined()) w = reshape(index_select(weight, 0, reshape(safe, Shape{-1})), t.shape());
+  if (ignored.defined()) {
+    const DynTensor keep = logical_not(ignored);
+    w = w.defined() ? where(keep, w, 0.0) : cast(keep, input.dtype());
+  }
+  if (w.defined()) loss = mul(loss, w);
+  const std::string reduction = c.attr_string("reduction", "mean");
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return sum(loss);
+  if (reduction != "mean") c.fail("unsupported: reduction '", reduction, "'");
+  return w.defined() ? div(sum(loss), sum(w)) : mean(loss);
+}
+
+std::vector<Value> nll_loss(OpContext& c) {
+  return one(nll(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : DynTensor()));
+}
+
+std::vector<Value> softmax_cross_entropy(OpContext& c) {
+  const DynTensor log_prob = log_softmax(c.in(0), 1);
+  return {Value::of(nll(c, log_prob, c.in(1), c.has(2) ? c.in(2) : DynTensor())),
+          Value::of(log_prob)};
+}
+
+// ---- RNN, GRU, LSTM -------------------------------------------------------------------------
+//
+// One loop over time per direction. X's products with W are computed for every step at once;
+// each step adds H's product with R. sequence_lens masks the steps past each sequence's end:
+// the state holds and Y is zero there (a reverse pass starts at each sequence's own end).
+
+struct Activation {
+  std::string name;
+  double alpha = 0, beta = 0;
+};
+
+DynTensor activate(const OpContext& c, const Activation& a, const DynTensor& x) {
+  const std::string& f = a.name;
+  if (f == "Sigmoid") return sigmoid(x);
+  if (f == "Tanh") return tanh(x);
+  if (f == "Relu") return relu(x);
+  if (f == "Affine") return add(mul(x, a.alpha), a.beta);
+  if (f == "LeakyRelu") return where(ge(x, 0.0), x, mul(x, a.alpha));
+  if (f == "ThresholdedRelu") return where(gt(x, a.alpha), x, 0.0);
+  if (f == "ScaledTanh") return mul(tanh(mul(x, a.beta)), a.alpha);
+  if (f == "HardSigmoid") return clamp(add(mul(x, a.alpha), a.beta), 0.0, 1.0);
+  if (f == "Elu") return where(ge(x, 0.0), x, mul(expm1(x), a.alpha));
+  if (f == "Softsign") return div(x, add(abs(x), 1.0));
+  if (f == "Softplus") return softplus(x, 1.0);
+  c.fail("unsupported: activation '", f, "'");
+}
+
+/// The activations of every direction (`per_dir` each), the defaults filled in; alpha and beta
+/// are taken in order by the activations that use them (as ONNX Runtime reads them).
+std::vector<Activation> activations(const OpContext& c, const std::vector<std::string>& defaults,
+                                    int dirs) {
+  std::vector<std::string> names;
+  if (c.has_attr("activations")) names = c.attr("activations").strings;
+  if (names.empty()) {
+    for (int d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
+  }
+  if (names.size() != defaults.size() * dirs) {
+    c.fail("activations needs ", defaults.size() * dirs, " names, got ", names.size());
+  }
+  const std::vector<double> alphas = c.attr_floats("activation_alpha"),
+                            betas = c.attr_floats("activation_beta");
+  size_t ia = 0, ib = 0;
+  std::vector<Activation> out;
+  for (std::string n : names) {
+    // ONNX spells them in CamelCase; some exporters write lower case.
+    static const char* known[] = {
+        "Sigmoid",    "Tanh",        "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
+        "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
+    for (const char* k : known) {
+      std::string lower = k, ln = n;
+      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+      std::transform(ln.begin(), ln.end(), ln.begin(), ::tolower);
+      if (lower == ln) n = k;
+    }
+    Activation a{n};
+    const bool uses_alpha = n == "Affine" || n == "LeakyRelu" || n == "ThresholdedRelu" ||
+                            n == "ScaledTanh" || n == "HardSigmoid" || n == "Elu";
+    const bool uses_beta = n == "Affine" || n == "ScaledTanh" || n == "HardSigmoid";
+    const double alpha_default = n == "LeakyRelu" ? 0.01 : n == "HardSigmoid" ? 0.2 : 1.0;
+    a.alpha = uses_alpha && ia < alphas.size() ? alphas[ia++] : alpha_default;
+    a.beta = uses_beta && ib < betas.size() ? betas[ib++] : (n == "HardSigmoid" ? 0.5 : 0.0);
+    out.push_back(a);
+  }
+  return out;
+}
+
+enum class Cell : uint8_t { Rnn, Gru, Lstm };
+
+struct RnnState {
+  DynTensor h, c;
+};
+
+std::vector<Value> recurrent(OpContext& c, Cell cell) {
+  const int gates = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
+  const bool batch_first = c.attr_int("layout", 0) != 0;
+  DynTensor x = c.in(0);
+  const DynTensor& w = c.in(1);
+  const DynTensor& r = c.in(2);
+  if (x.rank() != 3 || w.rank() != 3 || r.rank() != 3) {
+    c.fail("X ", x.shape(), ", W ", w.shape(), " and R ", r.shape(), " must be 3-D");
+  }
+  if (batch_first) x = transpose(x, 0, 1);  // [seq, batch, input]
+  const std::string direction = c.attr_string("direction", "forward");
+  const int dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && dirs != 2) {
+    c.fail("unsupported: direction '", direction, "'");
+  }
+  const int64_t hidden = c.attr_int("hidden_size", r.size(2)), steps = x.size(0), batch = x.size(1);
+  if (w.size(0) != dirs || w.size(1) != gates * hidden || r.size(1) != gates * hidden ||
+      r.size(2) != hidden) {
+    c.fail("W ", w.shape(), " or R ", r.shape(), " does not match ", dirs, " direction(s), ", gates,
+           " gate(s) and hidden_size ", hidden);
+  }
+  const std::vector<std::string> defaults =
+      cell == Cell::Rnn   ? std::vector<std::string>{"Tanh"}
+      : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  const std::vector<Activation> acts = activations(c, defaults, dirs);
+  const double clip = c.attr_float("clip", 0.0);
+  const bool linear_before_reset = c.attr_int("linear_before_reset", 0) != 0;
+  const bool input_forget = c.attr_int("input_forget", 0) != 0;
+  auto initial = [&](size_t i) {
+    if (!c.has(i)) return zeros(Shape{dirs, batch, hidden}, x.dtype(), x.device());
+    return batch_first ? transpose(c.in(i), 0, 1) : c.in(i);
+  };
+  const DynTensor h0 = initial(5), c0 = cell == Cell::Lstm ? initial(6) : DynTensor();
+  // [batch, 1] lengths, compared with each step.
+  const DynTensor lens =
+      c.has(4) ? reshape(cast(c.in(4), DType::i64), Shape{batch, 1}) : DynTensor();
+  auto gate = [&](const DynTensor& t, int k) { return narrow(t, -1, k * hidden, hidden); };
+  auto clipped = [&](const DynTensor& t) { return clip > 0 ? clamp(t, -clip, clip) : t; };
+
+  std::vector<DynTensor> ys, hs, cs;
+  for (int d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const Activation* f = &acts[d * defaults.size()];
+    const DynTensor wt = transpose(select(w, 0, d), 0, 1), rt = transpose(select(r, 0, d), 0, 1);
+    DynTensor wb, rb;
+    if (c.has(3)) {
+      const DynTensor b = select(c.in(3), 0, d);
+      wb = narrow(b, 0, 0, gates * hidden);
+      rb = narrow(b, 0, gates * hidden, gates * hidden);
+    }
+    DynTensor xw = matmul(x, wt);  // [seq, batch, gates * hidden]
+    if (wb.defined()) xw = add(xw, wb);
+    DynTensor p;
+    if (cell == Cell::Lstm && c.has(7)) p = select(c.in(7), 0, d);  // [3 hidden]: i, o, f
+    RnnState s{select(h0, 0, d), cell == Cell::Lstm ? select(c0, 0, d) : DynTensor()};
+    std::vector<DynTensor> y(steps);
+    for (int64_t i = 0; i < steps; ++i) {
+      const int64_t t = reverse ? steps - 1 - i : i;
+      const DynTensor xt = select(xw, 0, t);
+      RnnState next;
+      if (cell == Cell::Rnn) {
+        DynTensor a = add(xt, matmul(s.h, rt));
+        if (rb.defined()) a = add(a, rb);
+        next.h = activate(c, f[0], clipped(a));
+      } else if (cell == Cell::Gru) {  // gates z, r, h
+        const DynTensor rzr = narrow(rt, 1, 0, 2 * hidden), rh = narrow(rt, 1, 2 * hidden, hidden);
+        DynTensor hzr = matmul(s.h, rzr);
+        if (rb.defined()) hzr = add(hzr, narrow(rb, 0, 0, 2 * hidden));
+        const DynTensor z = activate(c, f[0], clipped(add(gate(xt, 0), gate(hzr, 0))));
+        const DynTensor rr = activate(c, f[0], clipped(add(gate(xt, 1), gate(hzr, 1))));
+        const DynTensor rbh = rb.defined() ? narrow(rb, 0, 2 * hidden, hidden) : DynTensor();
+        DynTensor hh;
+        if (linear_before_reset) {
+          hh = matmul(s.h, rh);
+          if (rbh.defined()) hh = add(hh, rbh);
+          hh = mul(rr, hh);
+        } else {
+          hh = matmul(mul(rr, s.h), rh);
+          if (rbh.defined()) hh = add(hh, rbh);
+        }
+        const DynTensor ht = activate(c, f[1], clipped(add(gate(xt, 2), hh)));
+        next.h = add(mul(sub(1.0, z), ht), mul(z, s.h));
+      } else {  // gates i, o, f, c
+        DynTensor a = add(xt, matmul(s.h, rt));
+        if (rb.defined()) a = add(a, rb);
+        DynTensor ai = gate(a, 0), ao = gate(a, 1), af = gate(a, 2);
+        if (p.defined()) {
+          ai = add(ai, mul(narrow(p, 0, 0, hidden), s.c));
+          af = add(af, mul(narrow(p, 0, 2 * hidden, hidden), s.c));
+        }
+        const DynTensor it = activate(c, f[0], clipped(ai));
+        const DynTensor ft = input_forget ? sub(1.0, it) : activate(c, f[0], clipped(af));
+        const DynTensor ct = activate(c, f[1], clipped(gate(a, 3)));
+        next.c = add(mul(ft, s.c), mul(it, ct));
+        if (p.defined()) ao = add(ao, mul(narrow(p, 0, hidden, hidden), next.c));
+        next.h = mul(activate(c, f[0], clipped(ao)), activate(c, f[2], next.c));
+      }
+      if (lens.defined()) {
+        const DynTensor valid = lt(full(Shape{1, 1}, t, DType::i64, x.device()), lens);
+        y[t] = where(valid, next.h, 0.0);
+        next.h = where(valid, next.h, s.h);
+        if (next.c.defined()) next.c = where(valid, next.c, s.c);
+      } else {
+        y[t] = next.h;
+      }
+      s = next;
+    }
+    ys.push_back(unsqueeze(stack(y, 0), 1));  // [seq, 1, batch, hidden]
+    hs.push_back(s.h);
+    cs.push_back(s.c);
+  }
+  DynTensor y = ys.size() == 1 ? ys[0] : cat(ys, 1);
+  DynTensor yh = stack(hs, 0);
+  DynTensor yc = cell == Cell::Lstm ? stack(cs, 0) : DynTensor();
+  if (batch_first) {
+    y = permute(y, {2, 0, 1, 3});
+    yh = transpose(yh, 0, 1);
+    if (yc.defined()) yc = transpose(yc, 0, 1);
+  }
+  std::vector<Value> out{Value::of(y), Value::of(yh)};
+  if (yc.defined()) out.push_back(Value::of(yc));
+  return out;
+}
 }  // namespace
 
 void register_nn_ops(Registry& r) {
@@ -854,6 +1093,11 @@ void register_nn_ops(Registry& r) {
   r.add("", "Einsum", einsum_op, 12);
   r.add("", "Resize", resize, 10);
   r.add("", "Upsample", upsample, 7);
+  r.add("", "NegativeLogLikelihoodLoss", nll_loss, 12);
+  r.add("", "SoftmaxCrossEntropyLoss", softmax_cross_entropy, 12);
+  r.add("RNN", [](OpContext& c) { return recurrent(c, Cell::Rnn); });
+  r.add("GRU", [](OpContext& c) { return recurrent(c, Cell::Gru); });
+  r.add("LSTM", [](OpContext& c) { return recurrent(c, Cell::Lstm); });
 }
 
 }  // namespace ember::onnx
