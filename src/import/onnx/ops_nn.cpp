@@ -5,6 +5,7 @@
 // values (sizes, scales, pads) are read to the host, plus NonMaxSuppression's boxes (its output
 // size depends on them).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -418,7 +419,10 @@ std::vector<Value> softmax_like(OpContext& c, F along) {
   const DynTensor& x = c.in(0);
   const int rank = std::max(x.rank(), 1);
   if (c.opset() >= 13) return one(along(x, axis_of(c, c.attr_int("axis", -1), rank)));
-  const int64_t axis = axis_of(c, c.attr_int("axis", 1), rank + 1);  // axis == rank is allowed
+  int64_t axis = c.attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank)
+    c.fail("axis ", c.attr_int("axis", 1), " is out of range for rank ", rank);
   int64_t rows = 1;
   for (int i = 0; i < axis; ++i) rows *= x.size(i);
   return one(reshape(along(reshape(x, Shape{rows, -1}), 1), x.shape()));
@@ -1063,6 +1067,343 @@ std::vector<Value> recurrent(OpContext& c, Cell cell) {
   if (yc.defined()) out.push_back(Value::of(yc));
   return out;
 }
+
+// ---- GridSample -----------------------------------------------------------------------------
+
+/// A tap coordinate `c` (float, integral values) of a dim of `size` moved inside as `padding`
+/// says (PyTorch's compute_coordinates), and whether it reads a value (zeros: inside only).
+std::pair<DynTensor, DynTensor> bounded(const DynTensor& c, int64_t size, GridPadding padding,
+                                        bool align_corners) {
+  const double hi = static_cast<double>(size - 1);
+  DynTensor v = c;
+  if (padding == GridPadding::Reflection && size > 1) {
+    // Reflect about the border pixels' centres (align_corners) or their outer edges.
+    const double lo2 = align_corners ? 0 : -1, hi2 = align_corners ? 2 * hi : 2.0 * size - 1;
+    const double min = lo2 / 2, span = (hi2 - lo2) / 2;
+    const DynTensor in = abs(sub(v, min));
+    const DynTensor extra = fmod(in, span), flips = floor(div(in, span));
+    v = where(eq(remainder(flips, 2.0), 0.0), add(extra, min), add(sub(span, extra), min));
+  }
+  DynTensor valid;
+  if (padding == GridPadding::Zeros) valid = logical_and(ge(v, 0.0), le(v, hi));
+  return {clamp(v, 0.0, hi), valid};
+}
+
+/// Bicubic grid sampling of x [N, C, H, W] (PyTorch's: Keys' kernel, A = -0.75, each of the
+/// 4 x 4 taps padded on its own).
+DynTensor grid_sample_bicubic(const DynTensor& x, const DynTensor& grid, GridPadding padding,
+                              bool align_corners) {
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  const int64_t ho = grid.size(1), wo = grid.size(2);
+  auto unnormalise = [&](const DynTensor& g, int64_t size) {
+    return align_corners ? mul(add(g, 1.0), (size - 1) / 2.0)
+                         : div(sub(mul(add(g, 1.0), static_cast<double>(size)), 1.0), 2.0);
+  };
+  const DynTensor ix = unnormalise(select(grid, 3, 0), w), iy = unnormalise(select(grid, 3, 1), h);
+  const DynTensor x0 = floor(ix), y0 = floor(iy);
+  auto coeffs = [](const DynTensor& t) {
+    const double a = -0.75;
+    std::vector<DynTensor> k;
+    for (int i = 0; i < 4; ++i) {
+      const DynTensor d = abs(sub(t, static_cast<double>(i - 1)));  // distance to tap i
+      const DynTensor near = add(mul(mul(sub(mul(d, a + 2), a + 3), d), d), 1.0);
+      const DynTensor far = sub(mul(add(mul(sub(mul(d, a), 5 * a), d), 8 * a), d), 4 * a);
+      k.push_back(where(le(d, 1.0), near, far));
+    }
+    return k;
+  };
+  const std::vector<DynTensor> wx = coeffs(sub(ix, x0)), wy = coeffs(sub(iy, y0));
+  const DynTensor flat = reshape(x, Shape{n, ch, h * w});
+  DynTensor y;
+  for (int j = 0; j < 4; ++j) {
+    const auto [yy, vy] = bounded(add(y0, j - 1.0), h, padding, align_corners);
+    for (int i = 0; i < 4; ++i) {
+      const auto [xx, vx] = bounded(add(x0, i - 1.0), w, padding, align_corners);
+      const DynTensor idx =
+          reshape(cast(add(mul(yy, static_cast<double>(w)), xx), DType::i64), Shape{n, 1, ho * wo});
+      const DynTensor v =
+          reshape(gather(flat, 2, expand(idx, Shape{n, ch, ho * wo})), Shape{n, ch, ho, wo});
+      DynTensor k = mul(wx[i], wy[j]);
+      if (vx.defined()) k = where(logical_and(vx, vy), k, 0.0);
+      const DynTensor term = mul(v, unsqueeze(k, 1));
+      y = y.defined() ? add(y, term) : term;
+    }
+  }
+  return y;
+}
+
+std::vector<Value> grid_sample_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const DynTensor& grid = c.in(1);
+  const std::string mode = c.attr_string("mode", c.opset() >= 20 ? "linear" : "bilinear"),
+                    pad_mode = c.attr_string("padding_mode", "zeros");
+  const bool align = c.attr_int("align_corners", 0) != 0;
+  GridPadding padding = GridPadding::Zeros;
+  if (pad_mode == "border")
+    padding = GridPadding::Border;
+  else if (pad_mode == "reflection")
+    padding = GridPadding::Reflection;
+  else if (pad_mode != "zeros")
+    c.fail("unsupported: padding_mode '", pad_mode, "'");
+  if (x.rank() != 4 && x.rank() != 5) c.fail("unsupported: ", x.rank(), "-D input");
+  if (mode == "bicubic" || mode == "cubic") {
+    if (x.rank() != 4) c.fail("unsupported: cubic sampling of a ", x.rank(), "-D input");
+    return one(grid_sample_bicubic(x, grid, padding, align));
+  }
+  GridMode m = GridMode::Bilinear;
+  if (mode == "nearest")
+    m = GridMode::Nearest;
+  else if (mode != "bilinear" && mode != "linear")
+    c.fail("unsupported: mode '", mode, "'");
+  return one(grid_sample(x, grid, m, padding, align));
+}
+
+// ---- RoiAlign -------------------------------------------------------------------------------
+//
+// Each output bin averages (or takes the max of) a grid of bilinear samples, all gathered at
+// once. With sampling_ratio 0 the grid adapts to each ROI (ceil(roi size / bins)); the samples
+// are laid out for the largest grid (one host read) and the extra ones masked out.
+
+std::vector<Value> roi_align(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const DynTensor& rois = c.in(1);
+  if (x.rank() != 4 || rois.rank() != 2 || rois.size(1) != 4) {
+    c.fail("X ", x.shape(), " must be [N, C, H, W] and rois ", rois.shape(), " [R, 4]");
+  }
+  const int64_t ch = x.size(1), h = x.size(2), w = x.size(3), nr = rois.size(0);
+  const int64_t oh = c.attr_int("output_height", 1), ow = c.attr_int("output_width", 1);
+  const int64_t ratio = c.attr_int("sampling_ratio", 0);
+  const double scale = c.attr_float("spatial_scale", 1.0);
+  const std::string mode = c.attr_string("mode", "avg");
+  const bool half_pixel = c.opset() >= 16 && c.attr_string("coordinate_transformation_mode",
+                                                           "half_pixel") == "half_pixel";
+  if (mode != "avg" && mode != "max") c.fail("unsupported: mode '", mode, "'");
+  const DType dt = x.dtype();
+  const DynTensor b = sub(mul(cast(rois, dt), scale), half_pixel ? 0.5 : 0.0);
+  auto col = [&](int k) { return narrow(b, 1, k, 1); };  // [R, 1]
+  DynTensor roi_w = sub(col(2), col(0)), roi_h = sub(col(3), col(1));
+  if (!half_pixel) {
+    roi_w = clamp_min(roi_w, 1.0);
+    roi_h = clamp_min(roi_h, 1.0);
+  }
+  const DynTensor bin_w = div(roi_w, static_cast<double>(ow)),
+                  bin_h = div(roi_h, static_cast<double>(oh));
+  DynTensor grid_w, grid_h;  // [R, 1] samples per bin
+  int64_t gw = ratio, gh = ratio;
+  if (ratio > 0) {
+    grid_w = full(Shape{nr, 1}, static_cast<double>(ratio), dt, x.device());
+    grid_h = grid_w;
+  } else {
+    grid_w = ceil(bin_w);
+    grid_h = ceil(bin_h);
+    gw = nr ? std::max<int64_t>(1, static_cast<int64_t>(amax(grid_w).item<double>())) : 1;
+    gh = nr ? std::max<int64_t>(1, static_cast<int64_t>(amax(grid_h).item<double>())) : 1;
+  }
+  // Sample positions along one axis: [R, bins * grid], and which of them are real.
+  auto positions = [&](const DynTensor& start, const DynTensor& bin, const DynTensor& grid,
+                       int64_t bins, int64_t g) {
+    std::vector<double> pb, ps;
+    for (int64_t p = 0; p < bins; ++p) {
+      for (int64_t i = 0; i < g; ++i) {
+        pb.push_back(static_cast<double>(p));
+        ps.push_back(static_cast<double>(i));
+      }
+    }
+    const DynTensor bidx = doubles(pb, Shape{1, bins * g}, dt, x.device()),
+                    sidx = doubles(ps, Shape{1, bins * g}, dt, x.device());
+    const DynTensor pos = add(add(start, mul(bidx, bin)), div(mul(add(sidx, 0.5), bin), grid));
+    return std::pair{pos, lt(sidx, grid)};
+  };
+  const auto [py, vy] = positions(col(1), bin_h, grid_h, oh, gh);
+  const auto [px, vx] = positions(col(0), bin_w, grid_w, ow, gw);
+  // Bilinear taps of one axis (ONNX Runtime's rules: outside [-1, size] reads nothing).
+  struct Axis {
+    DynTensor lo, hi, wlo, whi, inside;
+  };
+  auto axis = [&](const DynTensor& p, int64_t size) {
+    Axis a;
+    a.inside = logical_and(ge(p, -1.0), le(p, static_cast<double>(size)));
+    const DynTensor q = clamp_min(p, 0.0);
+    const DynTensor lo = floor(q);
+    const DynTensor at_end = ge(lo, static_cast<double>(size - 1));
+    a.lo = where(at_end, full_like(lo, static_cast<double>(size - 1)), lo);
+    a.hi = where(at_end, a.lo, add(lo, 1.0));
+    const DynTensor frac = where(at_end, zeros_like(q), sub(q, lo));
+    a.whi = frac;
+    a.wlo = sub(1.0, frac);
+    return a;
+  };
+  const Axis ay = axis(py, h), ax = axis(px, w);
+  const int64_t sy = oh * gh, sx = ow * gw;
+  // [R, sy, sx] grids of the four corners.
+  auto grid2 = [&](const DynTensor& a, const DynTensor& b2) {
+    return mul(unsqueeze(a, 2), unsqueeze(b2, 1));
+  };
+  const DynTensor xs = reshape(index_select(x, 0, cast(c.in(2), DType::i64)), Shape{nr, ch, h * w});
+  auto both = [](const DynTensor& a, const DynTensor& b2) {
+    return logical_and(unsqueeze(a, 2), unsqueeze(b2, 1));
+  };
+  const DynTensor valid =
+      both(logical_and(vy, ay.inside), logical_and(vx, ax.inside));  // [R, sy, sx]
+  std::vector<DynTensor> terms;
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < 2; ++i) {
+      const DynTensor yy = j ? ay.hi : ay.lo, xx = i ? ax.hi : ax.lo;
+      const DynTensor idx =
+          cast(add(mul(unsqueeze(yy, 2), static_cast<double>(w)), unsqueeze(xx, 1)),
+               DType::i64);  // [R, sy, sx]
+      const DynTensor v =
+          gather(xs, 2, expand(reshape(idx, Shape{nr, 1, sy * sx}), Shape{nr, ch, sy * sx}));
+      const DynTensor k = where(valid, grid2(j ? ay.whi : ay.wlo, i ? ax.whi : ax.wlo), 0.0);
+      terms.push_back(mul(reshape(v, Shape{nr, ch, sy, sx}), unsqueeze(k, 1)));
+    }
+  }
+  const Shape bins{nr, ch, oh, gh, ow, gw};
+  const DynTensor real = unsqueeze(both(vy, vx), 1);  // samples that exist (adaptive grids)
+  if (mode == "avg") {
+    const DynTensor total = add(add(terms[0], terms[1]), add(terms[2], terms[3]));
+    const DynTensor count = clamp_min(mul(grid_h, grid_w), 1.0);  // [R, 1]
+    return one(div(sum(reshape(total, bins), {3, 5}), reshape(count, Shape{nr, 1, 1, 1})));
+  }
+  // max: ONNX Runtime's: the largest weighted corner of every sample.
+  DynTensor m = maximum(maximum(terms[0], terms[1]), maximum(terms[2], terms[3]));
+  m = where(real, m, -std::numeric_limits<double>::infinity());
+  return one(amax(reshape(m, bins), {3, 5}));
+}
+
+// ---- NonMaxSuppression ----------------------------------------------------------------------
+//
+// Greedy selection per batch and class. The output's size depends on the boxes, so they and
+// the scores are read to the host (as nonzero() must); the result is a new i64 tensor.
+
+std::vector<Value> non_max_suppression(OpContext& c) {
+  const DynTensor& boxes_t = c.in(0);
+  const DynTensor& scores_t = c.in(1);
+  if (boxes_t.rank() != 3 || boxes_t.size(2) != 4 || scores_t.rank() != 3 ||
+      scores_t.size(0) != boxes_t.size(0) || scores_t.size(2) != boxes_t.size(1)) {
+    c.fail("boxes ", boxes_t.shape(), " must be [B, N, 4] and scores ", scores_t.shape(),
+           " [B, C, N]");
+  }
+  const int64_t nb = boxes_t.size(0), nbox = boxes_t.size(1), ncls = scores_t.size(1);
+  const int64_t max_out = c.has(2) && c.in(2).numel() > 0 ? c.ints(2)[0] : 0;
+  const double iou_thr = given(c, 3) ? c.scalar(3) : 0.0;
+  const bool has_score_thr = given(c, 4);
+  const double score_thr = has_score_thr ? c.scalar(4) : 0.0;
+  const bool center = c.attr_int("center_point_box", 0) != 0;
+  const std::vector<double> boxes = boxes_t.to_vector<double>(),
+                            scores = scores_t.to_vector<double>();
+  // Corners (y1, x1, y2, x2) ordered min to max.
+  auto corners = [&](int64_t bi, int64_t k) {
+    const double* p = &boxes[(bi * nbox + k) * 4];
+    std::array<double, 4> r;
+    if (center) {
+      r = {p[1] - p[3] / 2, p[0] - p[2] / 2, p[1] + p[3] / 2, p[0] + p[2] / 2};
+    } else {
+      r = {std::min(p[0], p[2]), std::min(p[1], p[3]), std::max(p[0], p[2]), std::max(p[1], p[3])};
+    }
+    return r;
+  };
+  auto suppresses = [&](const std::array<double, 4>& a, const std::array<double, 4>& b) {
+    const double ih = std::min(a[2], b[2]) - std::max(a[0], b[0]),
+                 iw = std::min(a[3], b[3]) - std::max(a[1], b[1]);
+    if (ih <= 0 || iw <= 0) return false;
+    const double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    const double inter = ih * iw, uni = area_a + area_b - inter;
+    if (area_a <= 0 || area_b <= 0 || uni <= 0) return false;
+    return inter / uni > iou_thr;
+  };
+  Ints out;
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    for (int64_t ci = 0; ci < ncls && max_out > 0; ++ci) {
+      const double* s = &scores[(bi * ncls + ci) * nbox];
+      Ints order;
+      for (int64_t k = 0; k < nbox; ++k) {
+        if (!has_score_thr || s[k] > score_thr) order.push_back(k);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return s[a] > s[b]; });
+      std::vector<std::array<double, 4>> kept;
+      for (int64_t k : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        const std::array<double, 4> box = corners(bi, k);
+        if (std::any_of(kept.begin(), kept.end(),
+                        [&](const auto& q) { return suppresses(q, box); }))
+          continue;
+        kept.push_back(box);
+        out.insert(out.end(), {bi, ci, k});
+      }
+    }
+  }
+  return one(int64s(out, Shape{static_cast<int64_t>(out.size() / 3), 3}, c.device()));
+}
+
+// ---- Integer and quantised products ---------------------------------------------------------
+//
+// Ember computes these in f64 (exact for every 8-bit product sum up to 2^53) and rounds back:
+// int32 accumulators for ConvInteger / MatMulInteger, the output zero point's 8-bit type for
+// QLinearConv / QLinearMatMul (round half to even, saturated).
+
+DynTensor shifted(const DynTensor& v, const DynTensor& zero_point) {
+  const DynTensor f = cast(v, DType::f64);
+  return zero_point.defined() ? sub(f, cast(zero_point, DType::f64)) : f;
+}
+
+DynTensor optional_in(const OpContext& c, size_t i) { return c.has(i) ? c.in(i) : DynTensor(); }
+
+/// A per-row zero point or scale ([M] against [..., M, K]) shaped to broadcast.
+DynTensor per_row(const DynTensor& v, int rank) {
+  if (!v.defined() || v.rank() == 0 || v.numel() == 1 || rank < 2) return v;
+  return unsqueeze(v, -1);
+}
+
+/// A per-output-channel zero point or scale ([M]) for a conv weight [M, C, k...].
+DynTensor per_out_channel(const DynTensor& v, int rank) {
+  if (!v.defined() || v.rank() == 0 || v.numel() == 1) return v;
+  return per_channel(v, rank + 1);  // [M, 1, ...]: rank dims
+}
+
+DynTensor quantise(const DynTensor& real, const DynTensor& zero_point) {
+  const DType dt = zero_point.defined() ? zero_point.dtype() : DType::u8;
+  const double lo = dt == DType::i8 ? -128 : 0, hi = dt == DType::i8 ? 127 : 255;
+  DynTensor q = round(real);
+  if (zero_point.defined()) q = add(q, cast(zero_point, DType::f64));
+  return cast(clamp(q, lo, hi), dt);
+}
+
+std::vector<Value> matmul_integer(OpContext& c) {
+  const DynTensor& a = c.in(0);
+  const DynTensor a_zp = per_row(optional_in(c, 2), a.rank());
+  return one(cast(matmul(shifted(a, a_zp), shifted(c.in(1), optional_in(c, 3))), DType::i32));
+}
+
+std::vector<Value> conv_integer(OpContext& c) {
+  const DynTensor& w = c.in(1);
+  const DynTensor x = shifted(c.in(0), optional_in(c, 2));
+  return one(
+      cast(onnx_conv(c, x, shifted(w, per_out_channel(optional_in(c, 3), w.rank())), DynTensor()),
+           DType::i32));
+}
+
+std::vector<Value> qlinear_matmul(OpContext& c) {
+  const DynTensor& a = c.in(0);
+  const DynTensor& b = c.in(3);
+  const DynTensor acc = matmul(shifted(a, per_row(c.in(2), a.rank())), shifted(b, c.in(5)));
+  const DynTensor k =
+      div(mul(cast(per_row(c.in(1), a.rank()), DType::f64), cast(c.in(4), DType::f64)),
+          cast(c.in(6), DType::f64));
+  return one(quantise(mul(acc, k), c.in(7)));
+}
+
+std::vector<Value> qlinear_conv(OpContext& c) {
+  const DynTensor& w = c.in(3);
+  const DynTensor x = shifted(c.in(0), c.in(2));
+  DynTensor acc = onnx_conv(c, x, shifted(w, per_out_channel(c.in(5), w.rank())), DynTensor());
+  if (c.has(8)) acc = add(acc, per_channel(cast(c.in(8), DType::f64), acc.rank()));
+  DynTensor w_scale = cast(c.in(4), DType::f64);
+  if (w_scale.numel() > 1) w_scale = per_channel(w_scale, acc.rank());
+  const DynTensor k = div(mul(cast(c.in(1), DType::f64), w_scale), cast(c.in(6), DType::f64));
+  return one(quantise(mul(acc, k), c.in(7)));
+}
 }  // namespace
 
 void register_nn_ops(Registry& r) {
@@ -1098,6 +1439,13 @@ void register_nn_ops(Registry& r) {
   r.add("RNN", [](OpContext& c) { return recurrent(c, Cell::Rnn); });
   r.add("GRU", [](OpContext& c) { return recurrent(c, Cell::Gru); });
   r.add("LSTM", [](OpContext& c) { return recurrent(c, Cell::Lstm); });
+  r.add("", "GridSample", grid_sample_op, 16);
+  r.add("", "RoiAlign", roi_align, 10);
+  r.add("", "NonMaxSuppression", non_max_suppression, 10);
+  r.add("", "MatMulInteger", matmul_integer, 10);
+  r.add("", "ConvInteger", conv_integer, 10);
+  r.add("", "QLinearMatMul", qlinear_matmul, 10);
+  r.add("", "QLinearConv", qlinear_conv, 10);
 }
 
 }  // namespace ember::onnx
