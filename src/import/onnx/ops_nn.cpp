@@ -8,7 +8,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 #include "ember/tensor/ops/conv.hpp"
 #include "ember/tensor/ops/creation.hpp"
@@ -57,7 +56,7 @@ Ints spatial_dims(const Shape& s) { return Ints(s.begin() + 2, s.end()); }
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-/// The largest value of `dtype` below every other, for max pooling's padding.
+/// Max pooling's padding value: below every value of `dtype`.
 double lowest(DType dtype) {
   switch (dtype) {
     case DType::u8:
@@ -314,14 +313,14 @@ std::vector<Value> average_pool(OpContext& c) {
     return one(avg_pool(x, p));
   }
   const PoolParams p = pool_params(g, ceil_mode, false);
-  const DynTensor sum = avg_pool(pad_spatial(x, g, 0.0), p);
-  if (include_pad) return one(sum);
+  const DynTensor pooled = avg_pool(pad_spatial(x, g, 0.0), p);
+  if (include_pad) return one(pooled);
   // Without the padding in the count: divide by the share of real elements in each window.
   Ints ones_shape(x.rank(), 1);
   for (int i = 2; i < x.rank(); ++i) ones_shape[i] = x.size(i);
   const DynTensor share =
       avg_pool(pad_spatial(ones(Shape(ones_shape), x.dtype(), x.device()), g, 0.0), p);
-  return one(div(sum, share));
+  return one(div(pooled, share));
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p). The sum is a depthwise convolution with a
@@ -438,9 +437,10 @@ DynTensor hardmax(const DynTensor& x, int64_t axis) {
 
 // ---- Normalisations -------------------------------------------------------------------------
 
-/// (x - mean) / sqrt(var + eps) over `dims`, in f32 at least (f16 and bf16 are computed in f32).
+/// (x - mean) / sqrt(var + eps) over `dims` (population variance), in f32 at least: f16 and
+/// bf16 are computed in f32, as ONNX's stash_type = 1 asks.
 struct Normalised {
-  DynTensor y, mean, inv_std;  // mean and inv_std keep the reduced dims (size 1)
+  DynTensor y, mean, var, inv_std;  // the statistics keep the reduced dims (size 1)
 };
 Normalised normalise(const DynTensor& x, const Ints& dims, double eps) {
   const bool widen = x.dtype() == DType::f16 || x.dtype() == DType::bf16;
@@ -448,7 +448,8 @@ Normalised normalise(const DynTensor& x, const Ints& dims, double eps) {
   Normalised r;
   r.mean = mean(xs, dims, true);
   const DynTensor centred = sub(xs, r.mean);
-  r.inv_std = rsqrt(add(mean(mul(centred, centred), dims, true), eps));
+  r.var = mean(mul(centred, centred), dims, true);
+  r.inv_std = rsqrt(add(r.var, eps));
   r.y = mul(centred, r.inv_std);
   return r;
 }
@@ -464,15 +465,14 @@ std::vector<Value> batch_norm(OpContext& c) {
   if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.fail("unsupported: spatial = 0");
   const bool training =
       c.opset() >= 14 ? c.attr_int("training_mode", 0) != 0 : wants(c, 1) || wants(c, 2);
-  if (!training) {
+  if (!training) {  // x k + (bias - mean k): two passes over x
     const DynTensor k = mul(scale, rsqrt(add(per_channel(run_var, rank), eps)));
-    return one(add(mul(sub(x, per_channel(run_mean, rank)), k), bias));
+    return one(add(mul(x, k), sub(bias, mul(per_channel(run_mean, rank), k))));
   }
   Ints dims{0};
   for (int i = 2; i < rank; ++i) dims.push_back(i);
   const Normalised n = normalise(x, dims, eps);
-  const DynTensor batch_mean = reshape(n.mean, Shape{-1}),
-                  batch_var = reshape(var(x, dims, 0, false), Shape{-1});
+  const DynTensor batch_mean = reshape(n.mean, Shape{-1}), batch_var = reshape(n.var, Shape{-1});
   std::vector<Value> out{
       Value::of(add(mul(cast(n.y, x.dtype()), scale), bias)),
       Value::of(
@@ -521,8 +521,8 @@ std::vector<Value> group_norm(OpContext& c) {
   return one(add(mul(y, per_channel(scale, x.rank())), per_channel(bias, x.rank())));
 }
 
-// x / (bias + alpha / size * sum of x^2 over the channels [c - (size-1)/2 floored, c +
-// ceiled])^beta
+// x / (bias + alpha / size * s)^beta, s the sum of x^2 over the channels from
+// c - floor((size - 1) / 2) to c + ceil((size - 1) / 2).
 std::vector<Value> lrn(OpContext& c) {
   const DynTensor& x = c.in(0);
   const int64_t size = c.attr_int("size", 0);
@@ -681,12 +681,14 @@ Taps resize_taps(const OpContext& c, const ResizeMode& m, int64_t in, int64_t ou
         for (double& v : w) v /= total;
       }
     }
+    double at_o = 0, elsewhere = 0;  // all of the weight on x[o]: an identity position
     for (int64_t k = 0; k < t.n; ++k) {
       idx[k] = std::clamp<int64_t>(idx[k], 0, in - 1);
       t.index.push_back(idx[k]);
       t.weight.push_back(w[k]);
-      if (w[k] != (idx[k] == o ? 1.0 : 0.0)) t.identity = false;
+      (idx[k] == o ? at_o : elsewhere) += std::fabs(w[k]);
     }
+    if (at_o != 1 || elsewhere != 0) t.identity = false;
   }
   if (in != out || std::any_of(t.outside.begin(), t.outside.end(), [](uint8_t v) { return v; }))
     t.identity = false;
@@ -940,7 +942,55 @@ std::vector<Activation> activations(const OpContext& c, const std::vector<std::s
 enum class Cell : uint8_t { Rnn, Gru, Lstm };
 
 struct RnnState {
-  DynTensor h, c;
+  DynTensor h, c;  // [batch, hidden]; c for LSTM only
+};
+
+/// One direction's weights, transposed for h @ R, and the cell's settings.
+struct RnnDirection {
+  Cell cell = Cell::Rnn;
+  int64_t hidden = 0;
+  const Activation* f = nullptr;  // f, g (GRU, LSTM), h (LSTM)
+  DynTensor rt, rb, p;            // R^T [hidden, gates hidden]; R's bias; LSTM peepholes (i, o, f)
+  double clip = 0;
+  bool linear_before_reset = false, input_forget = false;
+
+  DynTensor gate(const DynTensor& t, int k) const { return narrow(t, -1, k * hidden, hidden); }
+  DynTensor act(const OpContext& c, int k, const DynTensor& t) const {
+    return activate(c, f[k], clip > 0 ? clamp(t, -clip, clip) : t);
+  }
+  DynTensor with_bias(DynTensor t, int64_t from, int64_t count) const {
+    return rb.defined() ? add(t, narrow(rb, 0, from, count)) : t;
+  }
+
+  /// The next state from xw = x_t W^T + W's bias ([batch, gates hidden]).
+  RnnState step(const OpContext& c, const DynTensor& xw, const RnnState& s) const {
+    if (cell == Cell::Rnn) return {act(c, 0, add(xw, with_bias(matmul(s.h, rt), 0, hidden))), {}};
+    if (cell == Cell::Gru) {  // gates z, r, h
+      const DynTensor hzr = with_bias(matmul(s.h, narrow(rt, 1, 0, 2 * hidden)), 0, 2 * hidden);
+      const DynTensor z = act(c, 0, add(gate(xw, 0), gate(hzr, 0)));
+      const DynTensor r = act(c, 0, add(gate(xw, 1), gate(hzr, 1)));
+      const DynTensor rh = narrow(rt, 1, 2 * hidden, hidden);
+      const DynTensor hh = linear_before_reset
+                               ? mul(r, with_bias(matmul(s.h, rh), 2 * hidden, hidden))
+                               : with_bias(matmul(mul(r, s.h), rh), 2 * hidden, hidden);
+      const DynTensor h = act(c, 1, add(gate(xw, 2), hh));
+      return {add(mul(sub(1.0, z), h), mul(z, s.h)), {}};
+    }
+    // LSTM: gates i, o, f, c; peepholes read the previous cell (i, f) and the new one (o).
+    const DynTensor a = add(xw, with_bias(matmul(s.h, rt), 0, 4 * hidden));
+    DynTensor ai = gate(a, 0), ao = gate(a, 1), af = gate(a, 2);
+    if (p.defined()) {
+      ai = add(ai, mul(narrow(p, 0, 0, hidden), s.c));
+      af = add(af, mul(narrow(p, 0, 2 * hidden, hidden), s.c));
+    }
+    const DynTensor i = act(c, 0, ai);
+    const DynTensor f_t = input_forget ? sub(1.0, i) : act(c, 0, af);
+    RnnState next;
+    next.c = add(mul(f_t, s.c), mul(i, act(c, 1, gate(a, 3))));
+    if (p.defined()) ao = add(ao, mul(narrow(p, 0, hidden, hidden), next.c));
+    next.h = mul(act(c, 0, ao), activate(c, f[2], next.c));
+    return next;
+  }
 };
 
 std::vector<Value> recurrent(OpContext& c, Cell cell) {
@@ -969,83 +1019,45 @@ std::vector<Value> recurrent(OpContext& c, Cell cell) {
       : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
   const std::vector<Activation> acts = activations(c, defaults, dirs);
-  const double clip = c.attr_float("clip", 0.0);
-  const bool linear_before_reset = c.attr_int("linear_before_reset", 0) != 0;
-  const bool input_forget = c.attr_int("input_forget", 0) != 0;
   auto initial = [&](size_t i) {
     if (!c.has(i)) return zeros(Shape{dirs, batch, hidden}, x.dtype(), x.device());
     return batch_first ? transpose(c.in(i), 0, 1) : c.in(i);
   };
   const DynTensor h0 = initial(5), c0 = cell == Cell::Lstm ? initial(6) : DynTensor();
-  // [batch, 1] lengths, compared with each step.
-  const DynTensor lens =
-      c.has(4) ? reshape(cast(c.in(4), DType::i64), Shape{batch, 1}) : DynTensor();
-  auto gate = [&](const DynTensor& t, int k) { return narrow(t, -1, k * hidden, hidden); };
-  auto clipped = [&](const DynTensor& t) { return clip > 0 ? clamp(t, -clip, clip) : t; };
-
+  // valid[t]: [batch, 1], true while step t is inside each sequence.
+  DynTensor valid;
+  if (c.has(4)) {
+    valid = lt(reshape(arange(0, steps, 1, DType::i64, x.device()), Shape{steps, 1, 1}),
+               reshape(cast(c.in(4), DType::i64), Shape{1, batch, 1}));
+  }
   std::vector<DynTensor> ys, hs, cs;
   for (int d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
-    const Activation* f = &acts[d * defaults.size()];
-    const DynTensor wt = transpose(select(w, 0, d), 0, 1), rt = transpose(select(r, 0, d), 0, 1);
-    DynTensor wb, rb;
+    RnnDirection k;
+    k.cell = cell;
+    k.hidden = hidden;
+    k.f = &acts[d * defaults.size()];
+    k.clip = c.attr_float("clip", 0.0);
+    k.linear_before_reset = c.attr_int("linear_before_reset", 0) != 0;
+    k.input_forget = c.attr_int("input_forget", 0) != 0;
+    k.rt = transpose(select(r, 0, d), 0, 1);
+    DynTensor xw = matmul(x, transpose(select(w, 0, d), 0, 1));  // [seq, batch, gates hidden]
     if (c.has(3)) {
       const DynTensor b = select(c.in(3), 0, d);
-      wb = narrow(b, 0, 0, gates * hidden);
-      rb = narrow(b, 0, gates * hidden, gates * hidden);
+      xw = add(xw, narrow(b, 0, 0, gates * hidden));
+      k.rb = narrow(b, 0, gates * hidden, gates * hidden);
     }
-    DynTensor xw = matmul(x, wt);  // [seq, batch, gates * hidden]
-    if (wb.defined()) xw = add(xw, wb);
-    DynTensor p;
-    if (cell == Cell::Lstm && c.has(7)) p = select(c.in(7), 0, d);  // [3 hidden]: i, o, f
+    if (cell == Cell::Lstm && c.has(7)) k.p = select(c.in(7), 0, d);
     RnnState s{select(h0, 0, d), cell == Cell::Lstm ? select(c0, 0, d) : DynTensor()};
     std::vector<DynTensor> y(steps);
+    const bool reverse = direction == "reverse" || d == 1;
     for (int64_t i = 0; i < steps; ++i) {
       const int64_t t = reverse ? steps - 1 - i : i;
-      const DynTensor xt = select(xw, 0, t);
-      RnnState next;
-      if (cell == Cell::Rnn) {
-        DynTensor a = add(xt, matmul(s.h, rt));
-        if (rb.defined()) a = add(a, rb);
-        next.h = activate(c, f[0], clipped(a));
-      } else if (cell == Cell::Gru) {  // gates z, r, h
-        const DynTensor rzr = narrow(rt, 1, 0, 2 * hidden), rh = narrow(rt, 1, 2 * hidden, hidden);
-        DynTensor hzr = matmul(s.h, rzr);
-        if (rb.defined()) hzr = add(hzr, narrow(rb, 0, 0, 2 * hidden));
-        const DynTensor z = activate(c, f[0], clipped(add(gate(xt, 0), gate(hzr, 0))));
-        const DynTensor rr = activate(c, f[0], clipped(add(gate(xt, 1), gate(hzr, 1))));
-        const DynTensor rbh = rb.defined() ? narrow(rb, 0, 2 * hidden, hidden) : DynTensor();
-        DynTensor hh;
-        if (linear_before_reset) {
-          hh = matmul(s.h, rh);
-          if (rbh.defined()) hh = add(hh, rbh);
-          hh = mul(rr, hh);
-        } else {
-          hh = matmul(mul(rr, s.h), rh);
-          if (rbh.defined()) hh = add(hh, rbh);
-        }
-        const DynTensor ht = activate(c, f[1], clipped(add(gate(xt, 2), hh)));
-        next.h = add(mul(sub(1.0, z), ht), mul(z, s.h));
-      } else {  // gates i, o, f, c
-        DynTensor a = add(xt, matmul(s.h, rt));
-        if (rb.defined()) a = add(a, rb);
-        DynTensor ai = gate(a, 0), ao = gate(a, 1), af = gate(a, 2);
-        if (p.defined()) {
-          ai = add(ai, mul(narrow(p, 0, 0, hidden), s.c));
-          af = add(af, mul(narrow(p, 0, 2 * hidden, hidden), s.c));
-        }
-        const DynTensor it = activate(c, f[0], clipped(ai));
-        const DynTensor ft = input_forget ? sub(1.0, it) : activate(c, f[0], clipped(af));
-        const DynTensor ct = activate(c, f[1], clipped(gate(a, 3)));
-        next.c = add(mul(ft, s.c), mul(it, ct));
-        if (p.defined()) ao = add(ao, mul(narrow(p, 0, hidden, hidden), next.c));
-        next.h = mul(activate(c, f[0], clipped(ao)), activate(c, f[2], next.c));
-      }
-      if (lens.defined()) {
-        const DynTensor valid = lt(full(Shape{1, 1}, t, DType::i64, x.device()), lens);
-        y[t] = where(valid, next.h, 0.0);
-        next.h = where(valid, next.h, s.h);
-        if (next.c.defined()) next.c = where(valid, next.c, s.c);
+      RnnState next = k.step(c, select(xw, 0, t), s);
+      if (valid.defined()) {  // past a sequence's end: the state holds and Y is zero
+        const DynTensor v = select(valid, 0, t);
+        y[t] = where(v, next.h, 0.0);
+        next.h = where(v, next.h, s.h);
+        if (next.c.defined()) next.c = where(v, next.c, s.c);
       } else {
         y[t] = next.h;
       }
