@@ -56,20 +56,6 @@ Ints spatial_dims(const Shape& s) { return Ints(s.begin() + 2, s.end()); }
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-/// Max pooling's padding value: below every value of `dtype`.
-double lowest(DType dtype) {
-  switch (dtype) {
-    case DType::u8:
-      return 0;
-    case DType::i8:
-      return -128;
-    case DType::i32:
-      return std::numeric_limits<int32_t>::min();
-    default:
-      return -std::numeric_limits<double>::infinity();
-  }
-}
-
 // ---- Window geometry (Conv, pools) ----------------------------------------------------------
 
 /// Kernel, strides, dilations and the padding at each end of every spatial dim, from the
@@ -289,7 +275,7 @@ std::vector<Value> max_pool_op(OpContext& c) {
   // Ember pools floats: 8-bit integers go through f32 exactly.
   const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, DType::f32);
   const bool fits = pool_pads_fit(g);
-  const DynTensor xp = fits ? xf : pad_spatial(xf, g, lowest(x.dtype()));
+  const DynTensor xp = fits ? xf : pad_spatial(xf, g, -std::numeric_limits<double>::infinity());
   const ValuesIndices r = ember::max_pool(xp, pool_params(g, ceil_mode, fits), DType::i64);
   const DynTensor y = cast(r.values, x.dtype());
   if (!wants(c, 1)) return one(y);
