@@ -2,8 +2,8 @@
 // family, Dropout, Resize / Upsample, GridSample, Einsum, the two losses, RNN / LSTM / GRU,
 // RoiAlign, NonMaxSuppression and the integer (quantised) convolutions and products. Each is
 // written with Ember's tensor ops, so it runs on every backend and under autodiff; only shape-like
-// values (sizes, scales, pads) are read to the host, plus NonMaxSuppression's boxes (its output
-// size depends on them).
+// values are read to the host (sizes, scales, roi, pads, RoiAlign's largest adaptive grid), plus
+// NonMaxSuppression's boxes and scores (its output size depends on them).
 #include <algorithm>
 #include <array>
 #include <cmath>
