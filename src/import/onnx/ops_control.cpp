@@ -18,7 +18,7 @@
 namespace ember::onnx {
 namespace {
 
-const Graph& graph_attr(const OpContext& c, const std::string& name) {
+const Graph& graph_attr(const OpContext& c, const char* name) {  // no temporary: g++ 13 would warn
   const Attribute& a = c.attr(name);
   if (a.kind != Attribute::Kind::Graph || !a.g) c.fail("attribute '", name, "' must be a graph");
   return *a.g;
