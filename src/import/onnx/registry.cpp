@@ -32,6 +32,7 @@ const Registry& registry() {
     register_nn_ops(t);
     register_reduce_ops(t);
     register_control_ops(t);
+    register_text_ops(t);
     return t;
   }();
   return r;

@@ -113,6 +113,7 @@ void register_shape_ops(Registry& r);        // ops_shape.cpp: shapes, slicing, 
 void register_nn_ops(Registry& r);           // ops_nn.cpp: conv, pools, norms, Gemm, RNNs
 void register_reduce_ops(Registry& r);       // ops_reduce.cpp: reductions, arg/top-k, scans
 void register_control_ops(Registry& r);      // ops_control.cpp: If, Loop, Scan, sequences
+void register_text_ops(Registry& r);         // ops_text.cpp: TfIdfVectorizer
 
 /// Wraps a one-tensor result.
 inline std::vector<Value> one(DynTensor t) { return {Value::of(std::move(t))}; }
