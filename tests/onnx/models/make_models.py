@@ -111,12 +111,29 @@ class IfLoop(torch.nn.Module):
         return y
 
 
+def busy(model):
+    """Random batch-norm statistics and affine terms: a fresh torchvision model's are 0 and 1, and
+    MobileNetV3's outputs then shrink to ~1e-9, which would compare nothing."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            n = m.num_features
+            m.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(n, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(n, generator=g) * 0.1)
+        if isinstance(m, torch.nn.Linear):
+            m.weight.data.normal_(0, 1 / m.in_features ** 0.5, generator=g)
+    return model
+
+
 def save(folder, k, arrays, prefix):
     d = os.path.join(folder, f"test_data_set_{k}")
     os.makedirs(d, exist_ok=True)
     for i, a in enumerate(arrays):
         with open(os.path.join(d, f"{prefix}_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(np.ascontiguousarray(a)).SerializeToString())
+            a = np.asarray(a)  # (np.ascontiguousarray would make a 0-d input 1-d)
+            f.write(numpy_helper.from_array(a if a.flags.c_contiguous else a.copy()).SerializeToString())
 
 
 def export(name, model, example, input_names, output_names, dynamic_axes, data_sets, out):
@@ -146,11 +163,11 @@ def main():
     images = lambda b: rng.standard_normal((b, 3, 224, 224)).astype(np.float32)
     models = {
         "resnet18": lambda: export(
-            "resnet18", torchvision.models.resnet18(), torch.randn(1, 3, 224, 224), ["input"],
+            "resnet18", busy(torchvision.models.resnet18()), torch.randn(1, 3, 224, 224), ["input"],
             ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}}, [[images(1)], [images(2)]],
             args.out),
         "mobilenet_v3_small": lambda: export(
-            "mobilenet_v3_small", torchvision.models.mobilenet_v3_small(), torch.randn(1, 3, 224, 224),
+            "mobilenet_v3_small", busy(torchvision.models.mobilenet_v3_small()), torch.randn(1, 3, 224, 224),
             ["input"], ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}},
             [[images(1)], [images(2)]], args.out),
         "minilm": lambda: export(
