@@ -142,7 +142,7 @@ std::vector<Value> tfidf_vectorizer(OpContext& c) {
   const TfIdfSpec s = parse_tfidf(c);
   const DynTensor& x = c.in(0);
   if (x.dtype() != DType::i32 && x.dtype() != DType::i64) {
-    c.fail("unsupported: input of dtype ", x.dtype(), " (TfIdfVectorizer takes int32 or int64)");
+    c.fail("input must hold int32 or int64 token ids (or strings), got ", x.dtype());
   }
   if (x.rank() > 2) c.fail("input must be [C] or [N, C], got ", x.shape());
   // A 0-d input is one row of one token, as in ONNX Runtime.
