@@ -18,7 +18,6 @@
 
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
-#include "ember/tensor/ops/movement.hpp"
 #include "registry.hpp"
 
 namespace ember::onnx {
@@ -29,10 +28,10 @@ enum class TfIdfMode : uint8_t { Tf, Idf, TfIdf };
 struct TfIdfSpec {
   TfIdfMode mode = TfIdfMode::Tf;
   int64_t min_n = 1, max_n = 1, max_skip = 0;
-  std::map<std::vector<int64_t>, int64_t> pool;  // n-gram (of a length in [min_n, max_n]) -> Y's
-                                                 // coordinate
-  int64_t width = 0;                             // max(ngram_indexes) + 1
-  std::vector<double> weights;                   // empty: all ones
+  // Each n-gram of the pool with a length in [min_n, max_n] -> its coordinate in Y.
+  std::map<std::vector<int64_t>, int64_t> pool;
+  int64_t width = 0;            // max(ngram_indexes) + 1
+  std::vector<double> weights;  // empty: all ones
 };
 
 // "[1, 2, 3]", for messages.
