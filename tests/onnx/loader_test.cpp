@@ -223,7 +223,7 @@ TEST(OnnxLoader, BrokenGraphs) {
   pb::ModelProto old = tiny_model();
   old.set_ir_version(2);
   expect_error([&] { onnx::load(write(old, "ir2")); },
-               {"unsupported IR version 2 (Ember reads 3 to 11)"});
+               {"unsupported IR version 2 (Ember reads 3 to 14)"});
 }
 
 TEST(OnnxLoader, EveryUnsupportedOpListedAtOnce) {

@@ -98,9 +98,11 @@ void LibTorchBackend::sort(const RawTensor& x, int dim, bool descending, const R
 void LibTorchBackend::topk(const RawTensor& x, int64_t k, int dim, bool largest,
                            const RawTensor& values, const RawTensor& indices) {
   run("topk", [&] {
-    const auto [v, i] = at::topk(numeric_view(x), k, dim, largest, /*sorted=*/true);
-    assign(values, v);
-    assign(indices, i);
+    // A stable sort's first k: ties in index order, as the Cpu and Cuda kernels (at::topk
+    // orders ties as it likes).
+    const auto [v, i] = at::sort(numeric_view(x), /*stable=*/true, dim, /*descending=*/largest);
+    assign(values, v.dim() == 0 ? v : v.narrow(dim, 0, k));
+    assign(indices, i.dim() == 0 ? i : i.narrow(dim, 0, k));
   });
 }
 

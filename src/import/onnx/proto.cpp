@@ -374,8 +374,8 @@ ModelIR read_model(const std::string& path, const LoadOptions& options) {
   }
   ModelIR m;
   m.ir_version = proto.ir_version();
-  if (m.ir_version < 3 || m.ir_version > 11) {
-    r.fail("unsupported IR version " + std::to_string(m.ir_version) + " (Ember reads 3 to 11)");
+  if (m.ir_version < 3 || m.ir_version > 14) {
+    r.fail("unsupported IR version " + std::to_string(m.ir_version) + " (Ember reads 3 to 14)");
   }
   for (const auto& o : proto.opset_import()) m.opsets[normal_domain(o.domain())] = o.version();
   if (proto.functions_size() > 0) {

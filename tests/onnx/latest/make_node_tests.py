@@ -16,11 +16,20 @@ from onnx import TensorProto, numpy_helper
 from onnx.backend.test.case import node
 
 
-def write(path, value, name):
-    if not isinstance(value, TensorProto):
-        value = numpy_helper.from_array(value, name)
+def proto_of(value, name, type_proto):
+    """A TensorProto, SequenceProto or OptionalProto, as the graph declares the value."""
+    if isinstance(value, (TensorProto, onnx.SequenceProto, onnx.OptionalProto)):
+        return value
+    if type_proto.HasField("sequence_type"):
+        return numpy_helper.from_list(list(value), name)
+    if type_proto.HasField("optional_type"):
+        return numpy_helper.from_optional(value, name)
+    return numpy_helper.from_array(value, name)
+
+
+def write(path, value, info):
     with open(path, "wb") as f:
-        f.write(value.SerializeToString())
+        f.write(proto_of(value, info.name, info.type).SerializeToString())
 
 
 def main():
@@ -39,9 +48,9 @@ def main():
             os.makedirs(data, exist_ok=True)
             try:
                 for j, x in enumerate(inputs):
-                    write(os.path.join(data, f"input_{j}.pb"), x, graph.input[j].name)
+                    write(os.path.join(data, f"input_{j}.pb"), x, graph.input[j])
                 for j, x in enumerate(outputs):
-                    write(os.path.join(data, f"output_{j}.pb"), x, graph.output[j].name)
+                    write(os.path.join(data, f"output_{j}.pb"), x, graph.output[j])
             except Exception as e:  # sequences, optionals, maps: not TensorProto
                 with open(os.path.join(folder, "SKIPPED"), "w") as f:
                     f.write(f"{type(e).__name__}: {e}\n")
