@@ -1,10 +1,15 @@
 #include "executor.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <queue>
 #include <set>
 
 #include "ember/tensor/ops/creation.hpp"
+#include "ember/tensor/sync.hpp"
 
 namespace ember::onnx {
 namespace {
@@ -53,6 +58,44 @@ std::vector<std::string> reads_of(const Node& n) {
 int64_t opset_of(const ModelIR& ir, const std::string& domain) {
   const auto it = ir.opsets.find(domain);
   return it == ir.opsets.end() ? 0 : it->second;
+}
+
+// EMBER_ONNX_PROFILE=1: each node waits for its device and its time is added to its op type's
+// total; the totals are printed to stderr when the process ends, slowest first. For finding
+// where a model's time goes (docs/PERFORMANCE.md), not for production: it synchronises per node.
+struct Profile {
+  std::mutex mutex;
+  std::map<std::string, std::pair<double, int64_t>> by_op;  // ms, nodes
+  ~Profile() {
+    if (by_op.empty()) return;
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(by_op.begin(),
+                                                                         by_op.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0;
+    for (const auto& r : rows) total += r.second.first;
+    std::fprintf(stderr, "EMBER_ONNX_PROFILE: %.1f ms in nodes\n", total);
+    for (const auto& [op, v] : rows) {
+      std::fprintf(stderr, "  %-28s %10.2f ms %5.1f%% %8lld nodes\n", op.c_str(), v.first,
+                   100 * v.first / total, static_cast<long long>(v.second));
+    }
+  }
+};
+
+bool profile_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_ONNX_PROFILE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+void profile_add(const std::string& op, std::chrono::steady_clock::duration d) {
+  static Profile profile;
+  const std::lock_guard<std::mutex> lock(profile.mutex);
+  auto& [ms, n] = profile.by_op[op];
+  ms += std::chrono::duration<double, std::milli>(d).count();
+  ++n;
 }
 
 }  // namespace
@@ -256,7 +299,14 @@ std::vector<Value> Executor::run(const Graph& g, std::vector<Value> inputs,
     OpContext ctx(n, step.opset, device_, std::move(in), *this, scope);
     std::vector<Value> out;
     try {
-      out = (*step.fn)(ctx);
+      if (profile_enabled()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        out = (*step.fn)(ctx);
+        synchronize(device_);  // the node's own time, not the queue's
+        profile_add(n.op_type, std::chrono::steady_clock::now() - t0);
+      } else {
+        out = (*step.fn)(ctx);
+      }
     } catch (const Error& e) {
       const std::string what = e.what();
       if (what.rfind("[onnx]", 0) == 0) throw;  // already names its node
