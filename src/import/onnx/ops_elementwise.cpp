@@ -188,16 +188,46 @@ std::vector<Value> where_op(OpContext& c) {
   return one(where(cond, c.in(1), c.in(2)));
 }
 
-// BitShift is defined on unsigned integers only; u8 is Ember's one (the loader refuses the rest).
+// BitShift: unsigned integers up to opset 27 (u8 is Ember's one), signed ones too from opset 28.
+// A shift by a negative amount or by the bit width or more gives what the sign fill alone gives:
+// -1 for a right shift of a negative x, 0 otherwise (the reference's rule; C leaves it undefined,
+// so those lanes are shifted by 0 and replaced).
 std::vector<Value> bitshift_op(OpContext& c) {
   const DynTensor &x = c.in(0), &y = c.in(1);
-  if (x.dtype() != DType::u8 || y.dtype() != DType::u8) {
-    c.fail("unsupported: BitShift of ", x.dtype(), " by ", y.dtype(), " (Ember has u8 only)");
+  if (x.dtype() != y.dtype() || is_floating(x.dtype()) || x.dtype() == DType::boolean) {
+    c.fail("unsupported: BitShift of ", x.dtype(), " by ", y.dtype(),
+           " (Ember has the integer dtypes u8, i8, i32, i64)");
   }
   const std::string dir = c.attr_string("direction", "");
-  if (dir == "LEFT") return one(bitwise_left_shift(x, y));
-  if (dir == "RIGHT") return one(bitwise_right_shift(x, y));
-  c.fail("attribute 'direction' must be LEFT or RIGHT, got '", dir, "'");
+  if (dir != "LEFT" && dir != "RIGHT") {
+    c.fail("attribute 'direction' must be LEFT or RIGHT, got '", dir, "'");
+  }
+  const int64_t bits = 8 * int64_t(dtype_size(x.dtype()));
+  const DynTensor valid = logical_and(ge(y, 0), lt(y, bits));
+  const DynTensor amount = where(valid, y, zeros_like(y));
+  const DynTensor shifted =
+      dir == "LEFT" ? bitwise_left_shift(x, amount) : bitwise_right_shift(x, amount);
+  DynTensor fill = zeros_like(shifted);
+  if (dir == "RIGHT" && x.dtype() != DType::u8) fill = neg(cast(lt(x, 0), x.dtype()));
+  return one(where(valid, shifted, fill));
+}
+
+// BitwiseAnd/Or/Xor/Not (opset 18) on the integer dtypes.
+template <Unary F>
+std::vector<Value> bitwise_unary_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  if (is_floating(x.dtype()) || x.dtype() == DType::boolean) {
+    c.fail("bitwise operands must be integers, got ", x.dtype());
+  }
+  return one(F(x));
+}
+template <Binary F>
+std::vector<Value> bitwise_binary_op(OpContext& c) {
+  const DynTensor &a = c.in(0), &b = c.in(1);
+  if (a.dtype() != b.dtype() || is_floating(a.dtype()) || a.dtype() == DType::boolean) {
+    c.fail("bitwise operands must be integers of one dtype, got ", a.dtype(), " and ", b.dtype());
+  }
+  return one(F(a, b));
 }
 
 std::vector<Value> isinf_op(OpContext& c) {
@@ -709,6 +739,10 @@ void register_elementwise_ops(Registry& r) {
       {"DFT", dft_op, 17},
       {"STFT", stft_op, 17},
       {"MelWeightMatrix", mel_weight_matrix_op, 17},
+      {"BitwiseAnd", bitwise_binary_op<bitwise_and>, 18},
+      {"BitwiseOr", bitwise_binary_op<bitwise_or>, 18},
+      {"BitwiseXor", bitwise_binary_op<bitwise_xor>, 18},
+      {"BitwiseNot", bitwise_unary_op<bitwise_not>, 18},
       {"Mish", mish_op, 18},
       {"Gelu", gelu_op, 20},
   };
