@@ -159,11 +159,12 @@ std::vector<Value> top_k(OpContext& c) {
   return {Value::of(r.values), Value::of(r.indices)};
 }
 
-// ---- CumSum ----
+// ---- CumSum, CumProd ----
 
-// exclusive: each position sums the ones before it (a zero first, the last one dropped);
-// reverse: sums run from the end, computed on the flipped tensor.
-std::vector<Value> cum_sum(OpContext& c) {
+// exclusive: each position combines the ones before it (the identity first, the last one
+// dropped); reverse: runs from the end, computed on the flipped tensor.
+template <bool Product>
+std::vector<Value> cumulative(OpContext& c) {
   const DynTensor& x = c.in(0);
   const std::vector<int64_t> axes = c.ints(1);
   if (axes.size() != 1) c.fail("axis must hold one value, got ", axes.size());
@@ -173,11 +174,12 @@ std::vector<Value> cum_sum(OpContext& c) {
   if (axis < 0) axis += rank;
   const bool reverse = c.attr_int("reverse", 0) != 0;
   const DynTensor xs = reverse ? flip(x, {axis}) : x;
-  DynTensor y = cumsum(xs, axis);
+  DynTensor y = Product ? cumprod(xs, axis) : cumsum(xs, axis);
   if (y.dtype() != x.dtype()) y = cast(y, x.dtype());
   const int64_t n = x.size(static_cast<int>(axis));
   if (c.attr_int("exclusive", 0) != 0 && n > 0) {
-    y = cat({zeros_like(slice(xs, axis, 0, 1)), slice(y, axis, 0, n - 1)}, axis);
+    const DynTensor first = slice(xs, axis, 0, 1);
+    y = cat({Product ? ones_like(first) : zeros_like(first), slice(y, axis, 0, n - 1)}, axis);
   }
   return one(reverse ? flip(y, {axis}) : y);
 }
@@ -211,7 +213,8 @@ void register_reduce_ops(Registry& r) {
   r.add("", "ArgMax", arg_op(true), 1);
   r.add("", "ArgMin", arg_op(false), 1);
   r.add("", "TopK", top_k, 1);
-  r.add("", "CumSum", cum_sum, 11);
+  r.add("", "CumSum", cumulative<false>, 11);
+  r.add("", "CumProd", cumulative<true>, 26);
 }
 
 }  // namespace ember::onnx
