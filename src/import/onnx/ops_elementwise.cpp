@@ -467,14 +467,51 @@ DynTensor dft(const OpContext& c, const DynTensor& x, int64_t axis, int64_t leng
   return stack({transpose(out_re, axis, last - 1), transpose(out_im, axis, last - 1)}, -1);
 }
 
+// The inverse of a onesided transform (numpy's irfft): the bins [0, length / 2] of a Hermitian
+// spectrum along `axis` (cut or zero-padded to that many) -> a real signal of `length` samples,
+// [..., 1]. x[t] = (1 / length) sum_k w_k Re(X_k e^{2 pi i k t / length}), w_k = 2 for the bins
+// whose mirror image is implied, 1 for bin 0 and (length even) bin length / 2, whose imaginary
+// parts are ignored as numpy does.
+DynTensor irfft(const OpContext& c, const DynTensor& x, int64_t axis, int64_t length) {
+  const int64_t last = x.rank() - 1;
+  if (x.rank() < 2 || (x.size(-1) != 1 && x.size(-1) != 2)) {
+    c.fail("the input must end in a dim of 1 (real) or 2 (complex), got ", x.shape());
+  }
+  if (axis < 0 || axis >= last) c.fail("axis ", axis, " is out of range for input ", x.shape());
+  if (length < 1) c.fail("dft_length must be positive, got ", length);
+  const int64_t bins = length / 2 + 1;
+  auto prepare = [&](const DynTensor& part) {
+    DynTensor t = transpose(part, axis, last - 1);
+    const int64_t n = t.size(-1);
+    return n > bins ? narrow(t, -1, 0, bins) : n < bins ? pad(t, {0, bins - n}) : t;
+  };
+  const DynTensor k = unsqueeze(arange(0, bins, 1, DType::i64, x.device()), 1);
+  const DynTensor n = unsqueeze(arange(0, length, 1, DType::i64, x.device()), 0);
+  const double step = 2.0 * std::numbers::pi / static_cast<double>(length);
+  const DynTensor angle = mul(cast(remainder(mul(k, n), length), DType::f64), step);
+  // The weights w_k / length folded into the tables.
+  const DynTensor mirrored = logical_and(gt(k, 0), ne(mul(k, 2), length));
+  const DynTensor w = div(add(cast(mirrored, DType::f64), 1.0), static_cast<double>(length));
+  const DynTensor cs = cast(mul(cos(angle), w), x.dtype()),
+                  sn = cast(mul(sin(angle), w), x.dtype());
+  DynTensor out = matmul(prepare(select(x, last, 0)), cs);
+  if (x.size(-1) == 2) out = sub(out, matmul(prepare(select(x, last, 1)), sn));
+  return unsqueeze(transpose(out, axis, last - 1), -1);
+}
+
 // DFT: axis an attribute (default 1) in opset 17, an optional input (default -2) from opset 20.
+// An inverse onesided transform takes the non-redundant half of a spectrum to a real signal, of
+// 2 (n - 1) samples by default.
 std::vector<Value> dft_op(OpContext& c) {
   const DynTensor& x = c.in(0);
   int64_t axis = c.attr_int("axis", 1);
   if (c.opset() >= 20) axis = c.has(2) ? c.ints(2).at(0) : -2;
   if (axis < 0) axis += x.rank();
-  const int64_t length = c.has(1) ? c.ints(1).at(0) : x.size(int(axis));
+  if (axis < 0 || axis >= x.rank()) c.fail("axis is out of range for input ", x.shape());
   const bool inverse = c.attr_int("inverse", 0) != 0, onesided = c.attr_int("onesided", 0) != 0;
+  const int64_t n = x.size(int(axis));
+  const int64_t length = c.has(1) ? c.ints(1).at(0) : inverse && onesided ? 2 * (n - 1) : n;
+  if (inverse && onesided) return one(irfft(c, x, axis, length));
   return one(dft(c, x, axis, length, inverse, onesided));
 }
 
