@@ -713,6 +713,41 @@ std::vector<Value> det_op(OpContext& c) {
   return one(reshape(det, Shape(Ints(a.shape().begin(), a.shape().end() - 2))));
 }
 
+// ---- CenterCropPad (opset 18) ----
+
+// Each listed axis (all by default) cut or zero-padded to its target size around the centre: of
+// an odd difference, the smaller half goes at the start (the reference's rule).
+std::vector<Value> center_crop_pad_op(OpContext& c) {
+  DynTensor y = c.in(0);
+  const int64_t rank = y.rank();
+  const std::vector<int64_t> shape = c.ints(1);
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  if (!c.has_attr("axes")) {
+    axes.resize(size_t(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (shape.size() != axes.size()) {
+    c.fail("shape has ", shape.size(), " values for ", axes.size(), " axes");
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i];
+    if (a < -rank || a >= rank) c.fail("axis ", a, " is out of range for rank ", rank);
+    if (a < 0) a += rank;
+    const int64_t dim = y.size(int(a)), target = shape[i];
+    if (target < 0) c.fail("shape values must be non-negative, got ", target);
+    if (target < dim) {
+      y = narrow(y, a, (dim - target) / 2, target);
+    } else if (target > dim) {
+      // pad() lists (before, after) pairs from the last dim backwards.
+      std::vector<int64_t> pads(size_t(2 * (rank - a)), 0);
+      pads[pads.size() - 2] = (target - dim) / 2;
+      pads[pads.size() - 1] = target - dim - (target - dim) / 2;
+      y = pad(y, pads);
+    }
+  }
+  return one(y);
+}
+
 }  // namespace
 
 void register_shape_ops(Registry& r) {
@@ -747,6 +782,7 @@ void register_shape_ops(Registry& r) {
   r.add("SpaceToDepth", space_to_depth_op);
   r.add("Unique", unique_op);
   r.add("Det", det_op);
+  r.add("", "CenterCropPad", center_crop_pad_op, 18);
 }
 
 }  // namespace ember::onnx
