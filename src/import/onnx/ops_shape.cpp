@@ -748,6 +748,69 @@ std::vector<Value> center_crop_pad_op(OpContext& c) {
   return one(y);
 }
 
+// ---- Col2Im (opset 18) ----
+
+// The adjoint of im2col over any number of spatial dims: x [N, C * prod(block), L] -> [N, C,
+// image...], each column's values added at its block's positions. The target of every (kernel
+// offset, block) pair in the padded image is computed on the host from the shapes alone, then
+// one index_add sums them on the device; the padding (begin and end may differ) is cut off.
+std::vector<Value> col2im_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const std::vector<int64_t> image = c.ints(1), block = c.ints(2);
+  const size_t nd = image.size();
+  if (nd == 0 || block.size() != nd) {
+    c.fail("image_shape ", image.size(), " and block_shape ", block.size(),
+           " must list the same spatial dims");
+  }
+  const std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(nd, 1)),
+                             stride = c.attr_ints("strides", std::vector<int64_t>(nd, 1)),
+                             pads = c.attr_ints("pads", std::vector<int64_t>(2 * nd, 0));
+  if (dil.size() != nd || stride.size() != nd || pads.size() != 2 * nd) {
+    c.fail("dilations, strides and pads must have ", nd, ", ", nd, " and ", 2 * nd, " values");
+  }
+  std::vector<int64_t> padded(nd), blocks(nd);
+  int64_t kk = 1, n_blocks = 1, plane = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    padded[i] = image[i] + pads[i] + pads[i + nd];
+    blocks[i] = (padded[i] - dil[i] * (block[i] - 1) - 1) / stride[i] + 1;
+    if (block[i] < 1 || dil[i] < 1 || stride[i] < 1 || blocks[i] < 1) {
+      c.fail("block_shape, dilations and strides must be positive and fit the padded image");
+    }
+    kk *= block[i];
+    n_blocks *= blocks[i];
+    plane *= padded[i];
+  }
+  if (x.rank() != 3 || x.size(1) % kk != 0 || x.size(2) != n_blocks) {
+    c.fail("input ", x.shape(), " must be [N, C * ", kk, ", ", n_blocks, "]");
+  }
+  // Flat index into the padded image for each (kernel offset k, block b), k major as x's rows.
+  std::vector<int64_t> index(size_t(kk * n_blocks));
+  for (int64_t k = 0; k < kk; ++k) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      int64_t flat = 0, kr = k, br = b, kdiv = kk, bdiv = n_blocks;
+      for (size_t i = 0; i < nd; ++i) {
+        kdiv /= block[i];
+        bdiv /= blocks[i];
+        const int64_t off = kr / kdiv, pos = br / bdiv;
+        kr %= kdiv;
+        br %= bdiv;
+        flat = flat * padded[i] + pos * stride[i] + off * dil[i];
+      }
+      index[size_t(k * n_blocks + b)] = flat;
+    }
+  }
+  const int64_t n = x.size(0), ch = x.size(1) / kk;
+  const DynTensor idx =
+      to_device(from_data(TensorData::from(index, Shape{kk * n_blocks})), x.device());
+  const DynTensor src = reshape(x, Shape{n, ch, kk * n_blocks});
+  Shape padded_shape{n, ch};
+  for (int64_t d : padded) padded_shape.push_back(d);
+  DynTensor y = reshape(index_add(zeros(Shape{n, ch, plane}, x.dtype(), x.device()), 2, idx, src),
+                        padded_shape);
+  for (size_t i = 0; i < nd; ++i) y = narrow(y, int64_t(i) + 2, pads[i], image[i]);
+  return one(y);
+}
+
 }  // namespace
 
 void register_shape_ops(Registry& r) {
@@ -783,6 +846,7 @@ void register_shape_ops(Registry& r) {
   r.add("Unique", unique_op);
   r.add("Det", det_op);
   r.add("", "CenterCropPad", center_crop_pad_op, 18);
+  r.add("", "Col2Im", col2im_op, 18);
 }
 
 }  // namespace ember::onnx
