@@ -16,6 +16,7 @@
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "ember/tensor/ops/shape_linalg.hpp"
+#include "ember/tensor/ops/vision.hpp"
 #include "registry.hpp"
 
 namespace ember::onnx {
@@ -811,6 +812,24 @@ std::vector<Value> col2im_op(OpContext& c) {
   return one(y);
 }
 
+// ---- AffineGrid (opset 20) ----
+
+// PyTorch's affine_grid: theta [N, 2, 3] (or [N, 3, 4]) over the normalized coordinates of
+// size = [N, C, H, W] (or [N, C, D, H, W]).
+std::vector<Value> affine_grid_op(OpContext& c) {
+  const DynTensor& theta = c.in(0);
+  const std::vector<int64_t> size = c.ints(1);
+  if (size.size() != 4 && size.size() != 5) {
+    c.fail("size must be [N, C, H, W] or [N, C, D, H, W], got ", size.size(), " values");
+  }
+  const int64_t nd = int64_t(size.size()) - 2;
+  if (theta.rank() != 3 || theta.size(0) != size[0] || theta.size(1) != nd ||
+      theta.size(2) != nd + 1) {
+    c.fail("theta ", theta.shape(), " does not fit size ", Shape(size));
+  }
+  return one(affine_grid(theta, Shape(size), c.attr_int("align_corners", 0) != 0));
+}
+
 }  // namespace
 
 void register_shape_ops(Registry& r) {
@@ -847,6 +866,7 @@ void register_shape_ops(Registry& r) {
   r.add("Det", det_op);
   r.add("", "CenterCropPad", center_crop_pad_op, 18);
   r.add("", "Col2Im", col2im_op, 18);
+  r.add("", "AffineGrid", affine_grid_op, 20);
 }
 
 }  // namespace ember::onnx
