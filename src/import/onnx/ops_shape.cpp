@@ -830,6 +830,38 @@ std::vector<Value> affine_grid_op(OpContext& c) {
   return one(affine_grid(theta, Shape(size), c.attr_int("align_corners", 0) != 0));
 }
 
+// ---- DeformConv (opset 19) ----
+
+// torchvision's deform_conv2d, whose conventions ONNX's follow: offset [N, offset_group * kh * kw
+// * 2, oh, ow] as (dy, dx) per tap, offset groups major; mask [N, offset_group * kh * kw, oh, ow];
+// taps read bilinearly, points outside the image reading 0. Ember's takes one symmetric padding:
+// ONNX's begin/end pads are applied as explicit zeros instead, which reads the same. 2-D only.
+std::vector<Value> deform_conv_op(OpContext& c) {
+  const DynTensor &x = c.in(0), &w = c.in(1), &offset = c.in(2);
+  if (x.rank() != 4 || w.rank() != 4) {
+    c.fail("unsupported: DeformConv of ", x.rank() - 2, " spatial dims (Ember's is 2-D)");
+  }
+  const int64_t group = c.attr_int("group", 1), offset_group = c.attr_int("offset_group", 1);
+  const std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {w.size(2), w.size(3)});
+  if (kernel != std::vector<int64_t>{w.size(2), w.size(3)}) {
+    c.fail("kernel_shape does not match the weight ", w.shape());
+  }
+  if (group < 1 || w.size(1) * group != x.size(1)) {
+    c.fail("group ", group, " does not fit input ", x.shape(), " and weight ", w.shape());
+  }
+  if (offset.rank() != 4 || offset.size(1) != offset_group * 2 * w.size(2) * w.size(3)) {
+    c.fail("offset ", offset.shape(), " does not fit offset_group ", offset_group, " and kernel ",
+           w.shape());
+  }
+  const std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4) c.fail("pads must have 4 values, got ", pads.size());
+  const DynTensor xp = pad(x, {pads[1], pads[3], pads[0], pads[2]});
+  const DynTensor bias = c.has(3) ? c.in(3) : DynTensor{};
+  const DynTensor mask = c.has(4) ? c.in(4) : DynTensor{};
+  return one(deform_conv2d(xp, offset, w, bias, c.attr_ints("strides", {1, 1}), {0},
+                           c.attr_ints("dilations", {1, 1}), mask));
+}
+
 }  // namespace
 
 void register_shape_ops(Registry& r) {
@@ -866,6 +898,7 @@ void register_shape_ops(Registry& r) {
   r.add("Det", det_op);
   r.add("", "CenterCropPad", center_crop_pad_op, 18);
   r.add("", "Col2Im", col2im_op, 18);
+  r.add("", "DeformConv", deform_conv_op, 19);
   r.add("", "AffineGrid", affine_grid_op, 20);
 }
 
