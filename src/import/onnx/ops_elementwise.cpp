@@ -16,6 +16,7 @@
 #include "ember/tensor/ops/linalg.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/ops/shape_linalg.hpp"
 #include "registry.hpp"
 
 namespace ember::onnx {
@@ -100,15 +101,35 @@ DType cast_target(const OpContext& c) {
   c.fail("unknown Cast target type '", to.s, "'");
 }
 
-// A per-axis quantization parameter (1-D, one value per slice of x along `axis`) shaped to
-// broadcast against x; scalars and one-element tensors pass as they are.
+// A quantization parameter shaped to broadcast against x: scalars and one-element tensors pass as
+// they are; per-axis ones (1-D, one value per slice of x along `axis`) are reshaped; blocked ones
+// (opset 21: x's shape but for `axis`, one value per block_size slices there) are repeated along
+// it, the last block cut to fit.
 DynTensor along_axis(const OpContext& c, const DynTensor& p, const DynTensor& x) {
   if (p.rank() == 0 || (p.rank() == 1 && p.numel() == 1)) return p;
-  if (p.rank() != 1)
-    c.fail("a quantization scale or zero point must be 0-d or 1-D, got ", p.shape());
   int64_t axis = c.attr_int("axis", 1);
   if (axis < 0) axis += x.rank();
-  if (axis < 0 || axis >= x.rank() || x.size(int(axis)) != p.numel()) {
+  if (axis < 0 || axis >= x.rank()) {
+    c.fail("axis ", c.attr_int("axis", 1), " is out of range for x ", x.shape());
+  }
+  const int64_t block = c.attr_int("block_size", 0);
+  if (block > 0) {
+    const int64_t n = x.size(int(axis));
+    bool fits = p.rank() == x.rank() && p.size(int(axis)) == (n + block - 1) / block;
+    for (int64_t d = 0; fits && d < x.rank(); ++d) {
+      fits = d == axis || p.size(int(d)) == x.size(int(d));
+    }
+    if (!fits) {
+      c.fail("blocked parameter of shape ", p.shape(), " does not fit x ", x.shape(),
+             " with block_size ", block, " along axis ", axis);
+    }
+    return narrow(repeat_interleave(p, block, axis), axis, 0, n);
+  }
+  if (block < 0) c.fail("block_size must be non-negative, got ", block);
+  if (p.rank() != 1) {
+    c.fail("a quantization scale or zero point must be 0-d or 1-D, got ", p.shape());
+  }
+  if (x.size(int(axis)) != p.numel()) {
     c.fail("per-axis parameter of shape ", p.shape(), " does not match axis ",
            c.attr_int("axis", 1), " of x ", x.shape());
   }
@@ -360,25 +381,38 @@ std::pair<double, double> quant_range(const OpContext& c, DType t) {
   c.fail("unsupported: quantization to ", t, " (Ember has u8 and i8)");
 }
 
-// y = saturate(round_half_even(x / scale) + zero_point), in the zero point's dtype (u8 when none).
+// y = saturate(round_half_even(x / scale) + zero_point), in the zero point's dtype, else
+// output_dtype (opset 21), else u8. `precision` (opset 23) names the dtype of the division.
 std::vector<Value> quantize_linear_op(OpContext& c) {
   const DynTensor& x = c.in(0);
   const DynTensor scale = along_axis(c, c.in(1), x);
-  const DType qtype = c.has(2) ? c.in(2).dtype() : DType::u8;
+  DType qtype = c.has_attr("output_dtype")
+                    ? dtype_from_onnx(c, c.attr_int("output_dtype", 2), "QuantizeLinear to")
+                    : DType::u8;
+  if (c.has(2)) {
+    if (c.has_attr("output_dtype") && c.in(2).dtype() != qtype) {
+      c.fail("output_dtype ", qtype, " differs from the zero point's ", c.in(2).dtype());
+    }
+    qtype = c.in(2).dtype();
+  }
   const auto [lo, hi] = quant_range(c, qtype);
-  const DType ftype = scale.dtype();
-  DynTensor q = round(div(cast(x, ftype), scale));
+  const DType ftype = c.has_attr("precision")
+                          ? dtype_from_onnx(c, c.attr_int("precision", 1), "QuantizeLinear in")
+                          : scale.dtype();
+  DynTensor q = round(div(cast(x, ftype), cast(scale, ftype)));
   if (c.has(2)) q = add(q, cast(along_axis(c, c.in(2), x), ftype));
   return one(cast(clamp(q, lo, hi), qtype));
 }
 
-// y = (x - zero_point) * scale, in the scale's dtype.
+// y = (x - zero_point) * scale, in the scale's dtype or output_dtype (opset 23).
 std::vector<Value> dequantize_linear_op(OpContext& c) {
   const DynTensor& x = c.in(0);
   const DynTensor scale = along_axis(c, c.in(1), x);
   DynTensor v = cast(x, scale.dtype());
   if (c.has(2)) v = sub(v, cast(along_axis(c, c.in(2), x), scale.dtype()));
-  return one(mul(v, scale));
+  const DynTensor y = mul(v, scale);
+  if (!c.has_attr("output_dtype")) return one(y);
+  return one(cast(y, dtype_from_onnx(c, c.attr_int("output_dtype", 1), "DequantizeLinear to")));
 }
 
 // u8 quantization over the range of x widened to include 0: scale = (max - min) / 255,
