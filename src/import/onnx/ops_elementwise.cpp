@@ -370,6 +370,24 @@ std::vector<Value> cast_op(OpContext& c) {
   return one(cast(c.in(0), cast_target(c)));
 }
 
+// BitCast (opset 26): the same bits read as another dtype of the same width. Ember has no bit
+// reinterpretation op; between i8, u8 and bool a (two's complement, modular) cast keeps the
+// bits, so those are supported, float <-> integer is not.
+std::vector<Value> bitcast_op(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const DType to = dtype_from_onnx(c, c.attr_int("to", 0), "BitCast to");
+  if (dtype_size(to) != dtype_size(x.dtype())) {
+    c.fail("BitCast needs dtypes of one width, got ", x.dtype(), " to ", to);
+  }
+  if (to == x.dtype()) return one(x);
+  auto bytewise = [](DType t) { return t == DType::i8 || t == DType::u8 || t == DType::boolean; };
+  if (!bytewise(x.dtype()) || !bytewise(to)) {
+    c.fail("unsupported: BitCast of ", x.dtype(), " to ", to,
+           " (Ember has no bit reinterpretation between float and integer dtypes)");
+  }
+  return one(cast(x, to));
+}
+
 std::vector<Value> cast_like_op(OpContext& c) { return one(cast(c.in(0), c.in(1).dtype())); }
 
 // ---- Quantization -----------------------------------------------------------------------------
@@ -816,6 +834,7 @@ void register_elementwise_ops(Registry& r) {
       {"BitwiseNot", bitwise_unary_op<bitwise_not>, 18},
       {"Mish", mish_op, 18},
       {"Gelu", gelu_op, 20},
+      {"BitCast", bitcast_op, 26},
   };
   for (const Row& o : ops) r.add("", o.name, o.f, o.since);
 }
