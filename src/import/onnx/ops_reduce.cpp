@@ -154,11 +154,9 @@ std::vector<Value> top_k(OpContext& c) {
     c.fail("k = ", k, " is out of range for axis ", axis, " of shape ", x.shape());
   }
   const bool largest = c.attr_int("largest", 1) != 0;
-  // ONNX wants ties by lower index. Ember's topk promises it, but its LibTorch backend (ATen's
-  // topk) breaks ties in any order; Ember's sort is stable on every backend, so the first k of
-  // a sort are taken instead. Sorted output is a valid answer to sorted = 0 too.
-  const ValuesIndices r = sort(x, axis, largest, true);
-  return {Value::of(narrow(r.values, axis, 0, k)), Value::of(narrow(r.indices, axis, 0, k))};
+  // Ember's topk is always sorted (ties by lower index), a valid answer to sorted = 0 too.
+  const ValuesIndices r = topk(x, k, axis, largest, true);
+  return {Value::of(r.values), Value::of(r.indices)};
 }
 
 // ---- CumSum, CumProd ----
