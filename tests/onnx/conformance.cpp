@@ -4,7 +4,7 @@
 // PASS / FAIL / UNSUPPORTED / EXCLUDED per test and counts per folder.
 //
 //   onnx_conformance --data /usr/share/libonnx-testdata/data/node [--device cuda:0]
-//       [--filter substring] [--exclusions tests/onnx/exclusions.txt]
+//       [--filter substring] [--exclusions tests/onnx/exclusions.txt (repeatable)]
 //       [--pass-list tests/onnx/pass_node.txt] [--write-pass-list FILE] [--quiet]
 //
 // With --pass-list, exits 1 when a test on the list does not pass (a regression); without it,
@@ -32,7 +32,8 @@ namespace {
 struct Options {
   std::vector<std::string> data;
   Device device;
-  std::string filter, exclusions, pass_list, write_pass_list;
+  std::string filter, pass_list, write_pass_list;
+  std::vector<std::string> exclusions;
   bool quiet = false;
 };
 
@@ -193,7 +194,7 @@ int main(int argc, char** argv) {
     else if (a == "--filter")
       opt.filter = next();
     else if (a == "--exclusions")
-      opt.exclusions = next();
+      opt.exclusions.push_back(next());
     else if (a == "--pass-list")
       opt.pass_list = next();
     else if (a == "--write-pass-list")
@@ -209,7 +210,8 @@ int main(int argc, char** argv) {
     std::cout << "onnx_conformance: no Cuda device here: skipped\n";
     return 0;
   }
-  const auto excluded = read_list(opt.exclusions);
+  std::map<std::string, std::string> excluded;
+  for (const std::string& file : opt.exclusions) excluded.merge(read_list(file));
   const auto must_pass = read_list(opt.pass_list);
   std::set<std::string> passed;
   int regressions = 0;
