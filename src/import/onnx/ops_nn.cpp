@@ -1402,6 +1402,147 @@ std::vector<Value> qlinear_conv(OpContext& c) {
   const DynTensor k = div(mul(cast(c.in(1), DType::f64), w_scale), cast(c.in(6), DType::f64));
   return one(quantise(mul(acc, k), c.in(7)));
 }
+
+// ---- Attention (opset 23) -------------------------------------------------------------------
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// An additive bias of `dtype`: 0 where `allowed`, -inf elsewhere (select, not multiply, so
+/// no 0 * -inf = NaN).
+DynTensor bias_from(const DynTensor& allowed, DType dtype) {
+  return masked_fill(zeros(allowed.shape(), dtype, allowed.device()), logical_not(allowed), -kInf);
+}
+
+DynTensor add_bias(const DynTensor& bias, const DynTensor& term) {
+  return bias.defined() ? add(bias, term) : term;
+}
+
+/// [B, S, heads * size] -> [B, heads, S, size].
+DynTensor split_heads(const OpContext& c, const DynTensor& x, int64_t heads, const char* what) {
+  if (heads < 1 || x.size(2) % heads != 0)
+    c.fail(what, " ", x.shape(), ": its hidden size is not a multiple of ", heads, " heads");
+  return transpose(reshape(x, Shape{x.size(0), x.size(1), heads, x.size(2) / heads}), 1, 2);
+}
+
+/// ONNX's TensorProto float types for softmax_precision.
+DType float_dtype(const OpContext& c, int64_t t) {
+  switch (t) {
+    case 1:
+      return DType::f32;
+    case 10:
+      return DType::f16;
+    case 11:
+      return DType::f64;
+    case 16:
+      return DType::bf16;
+    default:
+      c.fail("unsupported: softmax_precision ", t);
+  }
+}
+
+// Scaled dot-product attention as ONNX's reference computes it: Q and K each scaled by
+// sqrt(scale), softcap before the bias, the bias the sum of the (padded) mask, the causal and
+// sliding-window frontiers (offset by the past length, or per batch by nonpad_kv_seqlen - S_q)
+// and the padding of nonpad_kv_seqlen. A query row whose bias is all -inf outputs zeros.
+std::vector<Value> attention(OpContext& c) {
+  DynTensor q = c.in(0), k = c.in(1), v = c.in(2);
+  const DType dtype = q.dtype();
+  const bool three_d = q.rank() == 3;
+  if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4))
+    c.fail("Q ", q.shape(), ", K ", k.shape(), " and V ", v.shape(), " must all be 3-D or 4-D");
+  const bool heads_given = c.has_attr("q_num_heads") || c.has_attr("kv_num_heads");
+  if (three_d) {
+    if (!c.has_attr("q_num_heads") || !c.has_attr("kv_num_heads"))
+      c.fail("3-D inputs need q_num_heads and kv_num_heads");
+    const int64_t kv_heads = c.attr_int("kv_num_heads", 0);
+    q = split_heads(c, q, c.attr_int("q_num_heads", 0), "Q");
+    k = split_heads(c, k, kv_heads, "K");
+    v = split_heads(c, v, kv_heads, "V");
+  } else if (c.opset() >= 25 && heads_given) {
+    c.fail("q_num_heads and kv_num_heads must not be given for 4-D inputs");
+  }
+  if (c.has(4) != c.has(5)) c.fail("past_key and past_value must be given together");
+  const bool has_past = c.has(4), has_nonpad = c.opset() >= 24 && c.has(6);
+  if (has_past && has_nonpad) c.fail("nonpad_kv_seqlen cannot be combined with past_key");
+  const int64_t past = has_past ? c.in(4).size(2) : 0;
+  if (has_past) {
+    k = cat({c.in(4), k}, 2);
+    v = cat({c.in(5), v}, 2);
+  }
+  const DynTensor present_key = k, present_value = v;
+  const int64_t batch = q.size(0), q_heads = q.size(1), kv_heads = k.size(1);
+  const int64_t q_len = q.size(2), kv_len = k.size(2);
+  const Device dev = q.device();
+
+  DynTensor bias;  // undefined: no masking at all
+  if (c.has(3)) {
+    DynTensor mask = c.in(3);
+    const int64_t short_by = kv_len - mask.size(-1);
+    const bool boolean = mask.dtype() == DType::boolean;
+    if (short_by > 0) {  // a mask shorter than the keys leaves the rest masked out
+      Ints p{0, short_by};
+      mask = boolean ? cast(pad(cast(mask, DType::u8), p), DType::boolean)
+                     : pad(mask, p, PadMode::Constant, -kInf);
+    }
+    bias = boolean ? bias_from(mask, dtype) : cast(mask, dtype);
+  }
+  // The causal and window frontiers compare key j with query i + offset.
+  const DynTensor i = reshape(arange(0, q_len, 1, DType::i64, dev), Shape{q_len, 1});
+  const DynTensor j = reshape(arange(0, kv_len, 1, DType::i64, dev), Shape{1, kv_len});
+  DynTensor at = add(i, past);  // [q, kv] or, with nonpad_kv_seqlen, [B, 1, q, 1]
+  if (has_nonpad) {
+    const DynTensor offset = sub(cast(c.in(6), DType::i64), q_len);
+    at = add(i, reshape(offset, Shape{batch, 1, 1, 1}));
+  }
+  if (c.attr_int("is_causal", 0) != 0) bias = add_bias(bias, bias_from(le(j, at), dtype));
+  const int64_t left = c.opset() >= 25 ? c.attr_int("left_window_size", -1) : -1;
+  const int64_t right = c.opset() >= 25 ? c.attr_int("right_window_size", -1) : -1;
+  if (left < -1 || right < -1) c.fail("left/right_window_size must be -1 or non-negative");
+  if (left >= 0) bias = add_bias(bias, bias_from(le(sub(at, j), left), dtype));
+  if (right >= 0) bias = add_bias(bias, bias_from(le(sub(j, at), right), dtype));
+  if (has_nonpad) {
+    const DynTensor valid = lt(j, reshape(cast(c.in(6), DType::i64), Shape{batch, 1}));
+    bias = add_bias(bias, reshape(bias_from(valid, dtype), Shape{batch, 1, 1, kv_len}));
+  }
+
+  if (q_heads != kv_heads) {  // grouped-query: each KV head serves q_heads / kv_heads queries
+    if (q_heads % kv_heads != 0 || v.size(1) != kv_heads)
+      c.fail("q_num_heads ", q_heads, " is not a multiple of kv_num_heads ", kv_heads);
+    k = repeat_interleave(k, q_heads / kv_heads, 1);
+    v = repeat_interleave(v, q_heads / kv_heads, 1);
+  }
+  const double scale = c.has_attr("scale") ? c.attr_float("scale", 1.0)
+                                           : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  // sqrt(scale) rounded to the inputs' type, as the reference and the function body do.
+  const DynTensor root = cast(full(Shape{}, std::sqrt(scale), dtype, dev), dtype);
+  DynTensor qk = matmul(mul(q, root), transpose(mul(k, root), 2, 3));
+  const double softcap = c.attr_float("softcap", 0.0);
+  if (softcap > 0) qk = mul(tanh(div(qk, softcap)), softcap);
+  const int64_t mode = c.attr_int("qk_matmul_output_mode", 0);
+  if (mode < 0 || mode > 3) c.fail("qk_matmul_output_mode ", mode, " is not 0 to 3");
+  DynTensor scores = bias.defined() ? add(qk, bias) : qk;
+  DynTensor qk_out = mode == 2 ? scores : qk;
+
+  // Softmax in softmax_precision (f16 / bf16 widened to f32); fully masked rows give zeros.
+  DType soft =
+      c.has_attr("softmax_precision") ? float_dtype(c, c.attr_int("softmax_precision", 1)) : dtype;
+  if (soft == DType::f16 || soft == DType::bf16) soft = DType::f32;
+  scores = cast(scores, soft);
+  DynTensor probs;
+  if (bias.defined()) {
+    const DynTensor dead = eq(amax(bias, {-1}, true), -kInf);
+    probs = masked_fill(softmax(masked_fill(scores, dead, 0.0), -1), dead, 0.0);
+  } else {
+    probs = softmax(scores, -1);
+  }
+  probs = cast(probs, dtype);
+  if (mode == 3) qk_out = probs;
+
+  DynTensor y = matmul(probs, v);
+  if (three_d) y = reshape(transpose(y, 1, 2), Shape{batch, q_len, -1});
+  return {Value::of(y), Value::of(present_key), Value::of(present_value),
+          Value::of(cast(qk_out, dtype))};
+}
 }  // namespace
 
 void register_nn_ops(Registry& r) {
@@ -1444,6 +1585,7 @@ void register_nn_ops(Registry& r) {
   r.add("", "ConvInteger", conv_integer, 10);
   r.add("", "QLinearMatMul", qlinear_matmul, 10);
   r.add("", "QLinearConv", qlinear_conv, 10);
+  r.add("", "Attention", attention, 23);
 }
 
 }  // namespace ember::onnx
