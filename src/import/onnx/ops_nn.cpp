@@ -1543,6 +1543,84 @@ std::vector<Value> attention(OpContext& c) {
   return {Value::of(y), Value::of(present_key), Value::of(present_value),
           Value::of(cast(qk_out, dtype))};
 }
+
+// ---- RMSNormalization, LpNormalization, RotaryEmbedding, Swish ------------------------------
+
+// x / sqrt(mean(x^2) + eps) * scale over the dims [axis, rank); f16 / bf16 in f32
+// (stash_type 1, the only one ONNX's reference defines).
+std::vector<Value> rms_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  if (c.attr_int("stash_type", 1) != 1)
+    c.fail("unsupported: stash_type ", c.attr_int("stash_type", 1));
+  const int64_t axis = axis_of(c, c.attr_int("axis", -1), x.rank());
+  Ints dims;
+  for (int64_t i = axis; i < x.rank(); ++i) dims.push_back(i);
+  const bool widen = x.dtype() == DType::f16 || x.dtype() == DType::bf16;
+  const DynTensor xs = widen ? cast(x, DType::f32) : x;
+  const DynTensor ms = mean(mul(xs, xs), dims, true);
+  const DynTensor y = mul(mul(xs, rsqrt(add(ms, c.attr_float("epsilon", 1e-5)))), c.in(1));
+  return one(cast(y, x.dtype()));
+}
+
+// x / ||x||_p along axis (p 1 or 2); a zero norm gives 0, not 0 / 0.
+std::vector<Value> lp_norm(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const int64_t p = c.attr_int("p", 2);
+  if (p != 1 && p != 2) c.fail("p must be 1 or 2, not ", p);
+  const int64_t axis = axis_of(c, c.attr_int("axis", -1), x.rank());
+  const DynTensor n = norm(x, static_cast<double>(p), {axis}, true);
+  return one(cast(where(eq(n, 0.0), 0.0, div(x, n)), x.dtype()));
+}
+
+// Rotates the first rotary_embedding_dim features of every head by the cached angles: as
+// pairs (x[2i], x[2i+1]) when interleaved, else (x[i], x[i + dim / 2]). The caches are
+// [max_position, dim / 2] indexed by position_ids, or already [B, S, dim / 2].
+std::vector<Value> rotary_embedding(OpContext& c) {
+  const DynTensor& in = c.in(0);
+  DynTensor x;  // [B, S, heads, head_size]
+  if (in.rank() == 4) {
+    x = transpose(in, 1, 2);
+  } else if (in.rank() == 3) {
+    const int64_t heads = c.attr_int("num_heads", 0);
+    if (heads < 1 || in.size(2) % heads != 0)
+      c.fail("input ", in.shape(), " needs num_heads dividing its hidden size, not ", heads);
+    x = reshape(in, Shape{in.size(0), in.size(1), heads, in.size(2) / heads});
+  } else {
+    c.fail("input ", in.shape(), " must be 3-D or 4-D");
+  }
+  const int64_t head = x.size(3);
+  int64_t dim = c.attr_int("rotary_embedding_dim", 0);
+  if (dim == 0) dim = head;
+  if (dim < 2 || dim > head || dim % 2 != 0)
+    c.fail("rotary_embedding_dim ", dim, " must be even and at most the head size ", head);
+  DynTensor cos_c = c.in(1), sin_c = c.in(2);
+  if (c.has(3)) {
+    const DynTensor& pos = c.in(3);
+    const DynTensor flat = reshape(cast(pos, DType::i64), Shape{-1});
+    cos_c = reshape(index_select(cos_c, 0, flat), Shape{pos.size(0), pos.size(1), -1});
+    sin_c = reshape(index_select(sin_c, 0, flat), Shape{pos.size(0), pos.size(1), -1});
+  }
+  if (cos_c.size(-1) != dim / 2 || sin_c.size(-1) != dim / 2)
+    c.fail("cos_cache ", cos_c.shape(), " and sin_cache ", sin_c.shape(), " need ", dim / 2,
+           " values per position");
+  cos_c = unsqueeze(cos_c, 2);
+  sin_c = unsqueeze(sin_c, 2);
+  const bool interleaved = c.attr_int("interleaved", 0) != 0;
+  const DynTensor rot = slice(x, 3, 0, dim);
+  const DynTensor x1 = interleaved ? slice(rot, 3, 0, dim, 2) : slice(rot, 3, 0, dim / 2);
+  const DynTensor x2 = interleaved ? slice(rot, 3, 1, dim, 2) : slice(rot, 3, dim / 2, dim);
+  const DynTensor real = sub(mul(cos_c, x1), mul(sin_c, x2));
+  const DynTensor imag = add(mul(sin_c, x1), mul(cos_c, x2));
+  DynTensor y = interleaved ? reshape(stack({real, imag}, -1), rot.shape()) : cat({real, imag}, 3);
+  if (dim < head) y = cat({y, slice(x, 3, dim, head)}, 3);
+  return one(in.rank() == 4 ? transpose(y, 1, 2) : reshape(y, in.shape()));
+}
+
+// x sigmoid(alpha x).
+std::vector<Value> swish(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  return one(cast(mul(x, sigmoid(mul(x, c.attr_float("alpha", 1.0)))), x.dtype()));
+}
 }  // namespace
 
 void register_nn_ops(Registry& r) {
@@ -1586,6 +1664,10 @@ void register_nn_ops(Registry& r) {
   r.add("", "QLinearMatMul", qlinear_matmul, 10);
   r.add("", "QLinearConv", qlinear_conv, 10);
   r.add("", "Attention", attention, 23);
+  r.add("", "RMSNormalization", rms_norm, 23);
+  r.add("LpNormalization", lp_norm);
+  r.add("", "RotaryEmbedding", rotary_embedding, 23);
+  r.add("", "Swish", swish, 24);
 }
 
 }  // namespace ember::onnx
