@@ -549,9 +549,9 @@ std::vector<Value> dropout(OpContext& c) {
   if (ratio < 0 || ratio >= 1) c.fail("ratio ", ratio, " must be in [0, 1)");
   const DType mask_dtype = c.opset() >= 10 ? DType::boolean : x.dtype();
   if (!training || ratio == 0) {
-    std::vector<Value> out{Value::of(x)};
-    if (wants(c, 1)) out.push_back(Value::of(ones(x.shape(), mask_dtype, x.device())));
-    return out;
+    // Built in one go: GCC 12's -Warray-bounds misfires on a push_back of a Value here.
+    if (!wants(c, 1)) return one(x);
+    return {Value::of(x), Value::of(ones(x.shape(), mask_dtype, x.device()))};
   }
   Generator gen(static_cast<uint64_t>(c.attr_int("seed", 0)));
   const DynTensor keep = bernoulli(x.shape(), 1 - ratio, DType::boolean, x.device(),
@@ -1621,6 +1621,91 @@ std::vector<Value> swish(OpContext& c) {
   const DynTensor& x = c.in(0);
   return one(cast(mul(x, sigmoid(mul(x, c.attr_float("alpha", 1.0)))), x.dtype()));
 }
+
+// ---- LinearAttention, CausalConvWithState (opset 27) ----------------------------------------
+
+// The recurrence token by token, in f32, as ONNX's reference runs it (chunk_size is only a
+// tuning hint): the state [B, H_kv, d_k, d_v] decays by exp(g_t) ("gated"), takes the outer
+// product k_t v_t' (with v_t replaced by beta_t (v_t - S' k_t) for "delta"), and each query
+// head reads scale q_t' S from its KV head.
+std::vector<Value> linear_attention(OpContext& c) {
+  const std::string rule = c.attr_string("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    c.fail("unsupported: update_rule '", rule, "'");
+  const bool gating = rule == "gated" || rule == "gated_delta";
+  const bool delta = rule == "delta" || rule == "gated_delta";
+  if (gating != c.has(4) || delta != c.has(5))
+    c.fail("update_rule '", rule, "' ", gating ? "needs" : "forbids", " decay and ",
+           delta ? "needs" : "forbids", " beta");
+  const int64_t q_heads = c.attr_int("q_num_heads", 0), kv_heads = c.attr_int("kv_num_heads", 0);
+  if (q_heads < 1 || kv_heads < 1 || q_heads % kv_heads != 0)
+    c.fail("q_num_heads ", q_heads, " must be a positive multiple of kv_num_heads ", kv_heads);
+  const DynTensor& query = c.in(0);
+  if (query.rank() != 3 || c.in(1).rank() != 3 || c.in(2).rank() != 3)
+    c.fail("query, key and value must be 3-D [B, T, heads * size]");
+  const auto f32 = [](const DynTensor& t) { return cast(t, DType::f32); };
+  const DynTensor q = f32(split_heads(c, query, q_heads, "query"));
+  const DynTensor k = f32(split_heads(c, c.in(1), kv_heads, "key"));
+  const DynTensor v = f32(split_heads(c, c.in(2), kv_heads, "value"));
+  const int64_t b = q.size(0), t = q.size(2), d_k = q.size(3), d_v = v.size(3);
+  const auto per_head = [&](const DynTensor& x, const char* what) {  // -> [B, heads, T, 1 or d_k]
+    if (x.rank() != 3) c.fail(what, " ", x.shape(), " must be 3-D");
+    if (x.size(2) == kv_heads * d_k) return f32(split_heads(c, x, kv_heads, what));
+    return f32(transpose(reshape(x, Shape{b, t, x.size(2), 1}), 1, 2));
+  };
+  const DynTensor decay = gating ? per_head(c.in(4), "decay") : DynTensor();
+  const DynTensor beta = delta ? per_head(c.in(5), "beta") : DynTensor();
+  DynTensor state =
+      c.has(3) ? f32(c.in(3)) : zeros(Shape{b, kv_heads, d_k, d_v}, DType::f32, q.device());
+  if (state.shape() != Shape{b, kv_heads, d_k, d_v})
+    c.fail("past_state ", state.shape(), " is not [", b, ", ", kv_heads, ", ", d_k, ", ", d_v, "]");
+  const double scale = c.attr_float("scale", 0.0) != 0.0
+                           ? c.attr_float("scale", 0.0)
+                           : 1.0 / std::sqrt(static_cast<double>(d_k));
+  std::vector<DynTensor> outs;
+  for (int64_t i = 0; i < t; ++i) {
+    const DynTensor k_t = select(k, 2, i);  // [B, H_kv, d_k]
+    DynTensor v_t = select(v, 2, i);        // [B, H_kv, d_v]
+    if (gating) state = mul(state, unsqueeze(exp(select(decay, 2, i)), -1));
+    if (delta) {
+      const DynTensor retrieved = squeeze(matmul(unsqueeze(k_t, 2), state), 2);
+      v_t = mul(select(beta, 2, i), sub(v_t, retrieved));
+    }
+    state = add(state, mul(unsqueeze(k_t, -1), unsqueeze(v_t, -2)));
+    const DynTensor read =
+        q_heads == kv_heads ? state : repeat_interleave(state, q_heads / kv_heads, 1);
+    outs.push_back(mul(matmul(unsqueeze(select(q, 2, i), 2), read), scale));  // [B, H_q, 1, d_v]
+  }
+  const DynTensor y = reshape(transpose(cat(outs, 2), 1, 2), Shape{b, t, q_heads * d_v});
+  return {Value::of(cast(y, query.dtype())),
+          Value::of(cast(state, c.has(3) ? c.in(3).dtype() : query.dtype()))};
+}
+
+// A depthwise causal 1-D convolution over [B, C, L] whose left context is past_state (zeros
+// when absent); present_state is the last k - 1 positions of that padded input.
+std::vector<Value> causal_conv_with_state(OpContext& c) {
+  const DynTensor& x = c.in(0);
+  const DynTensor& w = c.in(1);
+  if (x.rank() != 3 || w.rank() != 3 || w.size(0) != x.size(1) || w.size(1) != 1)
+    c.fail("input ", x.shape(), " must be [B, C, L] and weight ", w.shape(), " [C, 1, k]");
+  const std::string act = c.attr_string("activation", "none");
+  if (act != "none" && act != "silu" && act != "swish")
+    c.fail("unsupported: activation '", act, "'");
+  const int64_t k = w.size(2);
+  const DynTensor past =
+      c.has(3) ? c.in(3) : zeros(Shape{x.size(0), x.size(1), k - 1}, x.dtype(), x.device());
+  const DynTensor padded = cat({past, x}, 2);
+  ConvParams p;
+  p.spatial = 1;
+  p.groups = x.size(1);
+  DynTensor y = cast(convolution(padded, w, c.has(2) ? c.in(2) : DynTensor(), p, false), x.dtype());
+  if (act != "none") {
+    const DynTensor y32 = cast(y, DType::f32);
+    y = cast(mul(y32, sigmoid(y32)), x.dtype());
+  }
+  const int64_t len = padded.size(2);
+  return {Value::of(y), Value::of(slice(padded, 2, len - (k - 1), len))};
+}
 }  // namespace
 
 void register_nn_ops(Registry& r) {
@@ -1668,6 +1753,8 @@ void register_nn_ops(Registry& r) {
   r.add("LpNormalization", lp_norm);
   r.add("", "RotaryEmbedding", rotary_embedding, 23);
   r.add("", "Swish", swish, 24);
+  r.add("", "LinearAttention", linear_attention, 27);
+  r.add("", "CausalConvWithState", causal_conv_with_state, 27);
 }
 
 }  // namespace ember::onnx
