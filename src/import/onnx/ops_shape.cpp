@@ -22,8 +22,6 @@
 namespace ember::onnx {
 namespace {
 
-using Ints = std::vector<int64_t>;
-
 // ---- helpers -------------------------------------------------------------------------------
 
 /// A 1-D i64 tensor of host values on `device`.

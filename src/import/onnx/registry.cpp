@@ -33,6 +33,7 @@ const Registry& registry() {
     register_reduce_ops(t);
     register_control_ops(t);
     register_text_ops(t);
+    register_attention_ops(t);
     return t;
   }();
   return r;

@@ -114,8 +114,17 @@ void register_nn_ops(Registry& r);           // ops_nn.cpp: conv, pools, norms, 
 void register_reduce_ops(Registry& r);       // ops_reduce.cpp: reductions, arg/top-k, scans
 void register_control_ops(Registry& r);      // ops_control.cpp: If, Loop, Scan, sequences
 void register_text_ops(Registry& r);         // ops_text.cpp: TfIdfVectorizer
+void register_attention_ops(Registry& r);    // ops_attention.cpp: Attention, RoPE, RMSNorm (23+)
 
 /// Wraps a one-tensor result.
 inline std::vector<Value> one(DynTensor t) { return {Value::of(std::move(t))}; }
+
+using Ints = std::vector<int64_t>;
+
+/// `axis` in [-rank, rank) made non-negative; raises naming the node otherwise.
+inline int64_t axis_of(const OpContext& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) c.fail("axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
 
 }  // namespace ember::onnx
