@@ -244,10 +244,10 @@ enum class OpFamily : uint8_t {
   Scatter,
   IndexSelect,
   NonZero,
-  Conv,     // convolution forward, backward data (= transposed conv) and backward weight
-  Pool,     // max and average pooling (plain and adaptive), forward and backward
-  Norm,     // per-channel statistics and scale-shift: the fused normalisation kernels
-  Optim,    // fused optimizer updates (Adam / AdamW)
+  Conv,      // convolution forward, backward data (= transposed conv) and backward weight
+  Pool,      // max and average pooling (plain and adaptive), forward and backward
+  Norm,      // per-channel statistics and scale-shift: the fused normalisation kernels
+  Optim,     // fused optimizer updates (Adam / AdamW)
   ConvRelu,  // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
   Svd        // singular value decomposition (float and double)
 };
