@@ -86,6 +86,12 @@ struct OptionalData {
 };
 OptionalData read_optional_file(const std::string& path);
 
+/// ONNX's TensorProto element type (1 FLOAT, 7 INT64, ...) as Ember's dtype; false when Ember
+/// has none (uint16/32/64, int16, string, complex, float8, ...).
+bool dtype_of(int64_t onnx_type, DType* out);
+/// Its name ("FLOAT"), or "type N" for a number this schema does not know.
+std::string type_name(int64_t onnx_type);
+
 /// "" for ONNX's default domain, however the model spells it.
 inline std::string normal_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
 

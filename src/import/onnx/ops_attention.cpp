@@ -39,20 +39,11 @@ DynTensor split_heads(const OpContext& c, const DynTensor& x, int64_t heads, con
   return transpose(reshape(x, Shape{x.size(0), x.size(1), heads, x.size(2) / heads}), 1, 2);
 }
 
-/// ONNX's TensorProto float types for softmax_precision.
+/// softmax_precision: one of ONNX's float element types.
 DType float_dtype(const OpContext& c, int64_t t) {
-  switch (t) {
-    case 1:
-      return DType::f32;
-    case 10:
-      return DType::f16;
-    case 11:
-      return DType::f64;
-    case 16:
-      return DType::bf16;
-    default:
-      c.fail("unsupported: softmax_precision ", t);
-  }
+  const DType d = dtype_from_onnx(c, t, "softmax_precision");
+  if (!is_floating(d)) c.fail("softmax_precision must be a float type, got ", type_name(t));
+  return d;
 }
 
 // Scaled dot-product attention as ONNX's reference computes it: Q and K each scaled by

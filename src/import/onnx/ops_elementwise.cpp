@@ -54,39 +54,6 @@ OpFn binary(Binary f) {
   };
 }
 
-// ONNX's TensorProto.DataType -> Ember's dtype; "unsupported" for the types Ember has none of.
-DType dtype_from_onnx(const OpContext& c, int64_t t, const char* what) {
-  switch (t) {
-    case 1:
-      return DType::f32;
-    case 2:
-      return DType::u8;
-    case 3:
-      return DType::i8;
-    case 6:
-      return DType::i32;
-    case 7:
-      return DType::i64;
-    case 9:
-      return DType::boolean;
-    case 10:
-      return DType::f16;
-    case 11:
-      return DType::f64;
-    case 16:
-      return DType::bf16;
-    default:
-      break;
-  }
-  static const char* const names[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
-                                      "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
-                                      "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
-                                      "COMPLEX128", "BFLOAT16"};
-  const char* name = t >= 0 && t < int64_t(std::size(names)) ? names[t] : "number";
-  c.fail("unsupported: ", what, " element type ", name, " (", t,
-         "; Ember has f32, f64, f16, bf16, i64, i32, i8, u8 and bool)");
-}
-
 // Cast-1 named the type with a string ("FLOAT"); later versions use the enum.
 DType cast_target(const OpContext& c) {
   const Attribute& to = c.attr("to");

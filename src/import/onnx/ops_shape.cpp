@@ -59,32 +59,6 @@ Ints axes_arg(const OpContext& c, size_t index, int64_t since) {
   return c.has(index) ? c.ints(index) : Ints{};
 }
 
-/// ONNX's TensorProto element type (the `dtype` attributes) as Ember's.
-DType onnx_dtype(const OpContext& c, int64_t t) {
-  switch (t) {
-    case 1:
-      return DType::f32;
-    case 2:
-      return DType::u8;
-    case 3:
-      return DType::i8;
-    case 6:
-      return DType::i32;
-    case 7:
-      return DType::i64;
-    case 9:
-      return DType::boolean;
-    case 10:
-      return DType::f16;
-    case 11:
-      return DType::f64;
-    case 16:
-      return DType::bf16;
-    default:
-      c.fail("unsupported: element type ", t, " (Ember has no such dtype)");
-  }
-}
-
 std::vector<Value> many(std::vector<DynTensor> ts) {
   std::vector<Value> out;
   for (DynTensor& t : ts) out.push_back(Value::of(std::move(t)));
@@ -509,7 +483,8 @@ std::vector<Value> one_hot_op(OpContext& c) {
 std::vector<Value> eye_like_op(OpContext& c) {
   const DynTensor& x = c.in(0);
   if (x.rank() != 2) c.fail("expects a 2-D input, got shape ", x.shape());
-  const DType dtype = c.has_attr("dtype") ? onnx_dtype(c, c.attr_int("dtype", 1)) : x.dtype();
+  const DType dtype =
+      c.has_attr("dtype") ? dtype_from_onnx(c, c.attr_int("dtype", 1), "EyeLike of") : x.dtype();
   const int64_t k = c.attr_int("k", 0);
   const DynTensor rows = unsqueeze(arange(0, x.size(0), 1, DType::i64, c.device()), 1);
   const DynTensor cols = unsqueeze(arange(0, x.size(1), 1, DType::i64, c.device()), 0);

@@ -52,8 +52,10 @@ std::string read_bytes(const std::string& path, int64_t max_bytes, const char* w
   return bytes;
 }
 
-// ONNX's element type -> Ember's dtype (false: none) and its size in the file.
-bool dtype_of(int32_t t, DType* out) {
+}  // namespace
+
+// ONNX's element type -> Ember's dtype (false: none).
+bool dtype_of(int64_t t, DType* out) {
   switch (t) {
     case pb::TensorProto::FLOAT:
       *out = DType::f32;
@@ -87,10 +89,14 @@ bool dtype_of(int32_t t, DType* out) {
   }
 }
 
-std::string type_name(int32_t t) {
-  const std::string& n = pb::TensorProto::DataType_Name(static_cast<pb::TensorProto::DataType>(t));
+std::string type_name(int64_t t) {
+  const bool known = pb::TensorProto::DataType_IsValid(static_cast<int>(t));
+  const std::string n =
+      known ? pb::TensorProto::DataType_Name(static_cast<pb::TensorProto::DataType>(t)) : "";
   return n.empty() ? "type " + std::to_string(t) : n;
 }
+
+namespace {
 
 // External data must be a plain file under the model's folder: a relative name without "..",
 // reached through no symbolic link, with one hard link (CVE-2022-25882, CVE-2024-27318).

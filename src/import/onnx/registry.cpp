@@ -125,6 +125,15 @@ std::string node_label(const Node& n) {
   return "node '" + name + "' (" + (n.domain.empty() ? "" : n.domain + ":") + n.op_type + ")";
 }
 
+DType dtype_from_onnx(const OpContext& c, int64_t onnx_type, const char* what) {
+  DType d{};
+  if (!dtype_of(onnx_type, &d)) {
+    c.fail("unsupported: ", what, " element type ", type_name(onnx_type),
+           " (Ember has f32, f64, f16, bf16, i64, i32, i8, u8 and bool)");
+  }
+  return d;
+}
+
 std::string OpContext::label() const { return node_label(node_); }
 
 }  // namespace ember::onnx

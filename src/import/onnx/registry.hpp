@@ -121,6 +121,10 @@ inline std::vector<Value> one(DynTensor t) { return {Value::of(std::move(t))}; }
 
 using Ints = std::vector<int64_t>;
 
+/// An element-type attribute (Cast's `to`, `dtype`, `output_dtype`) as Ember's dtype; raises
+/// "unsupported: <what> element type UINT16 ..." for types Ember has none of.
+DType dtype_from_onnx(const OpContext& c, int64_t onnx_type, const char* what);
+
 /// `axis` in [-rank, rank) made non-negative; raises naming the node otherwise.
 inline int64_t axis_of(const OpContext& c, int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) c.fail("axis ", axis, " is out of range for rank ", rank);
