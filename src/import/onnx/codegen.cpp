@@ -1,0 +1,1160 @@
+// `ember onnx2cpp`: an ONNX graph written out as a C++ module a person would write. The nodes
+// become one line each in the executor's order: an nn layer where the node is one (Conv with a
+// constant weight -> nn::Conv2d, Gemm -> nn::Linear, BatchNormalization -> nn::BatchNorm2d),
+// Ember's own function where its semantics are ONNX's (Relu -> relu, Add on floats -> add), and
+// onnx::call, the executor's own function for the op, for everything else. Initialisers no
+// layer takes become Params (floating) or Buffers; Constant nodes become Buffers. Every Param and
+// Buffer goes to <name>.safetensors under its module path, so ember::load restores the model.
+#include "codegen.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <set>
+
+#include "ember/io/safetensors.hpp"
+#include "ember/tensor/ops/creation.hpp"
+
+namespace ember::onnx {
+namespace {
+
+// ---- Names ------------------------------------------------------------------------------------
+
+// Identifiers the generated code must not declare: C++ keywords, GNU's predefined macros, the
+// names it uses (types, functions it calls, the module's members).
+const std::set<std::string>& reserved_names() {
+  // clang-format off
+  static const std::set<std::string> r = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+      "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+      "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+      "if", "import", "inline", "int", "long", "module", "mutable", "namespace", "new", "noexcept",
+      "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+      "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "final", "override",
+      "linux", "unix", "i386", "NULL", "errno", "assert", "INT64_MIN", "INT64_MAX", "std", "ember",
+      "nn", "onnx", "DynTensor", "Tensor", "TensorData", "Shape", "DType", "Int", "Bool", "Float",
+      "Device", "Outputs", "forward", "device", "kOpset", "num_params", "train", "eval", "to",
+      "freeze", "unfreeze", "valid", "deep_copy", "summary", "ember_visit", "ember_visitor",
+      "ember_module_name", "relu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "floor",
+      "ceil", "reciprocal", "sin", "cos", "erf", "add", "sub", "mul", "div", "pow", "matmul",
+      "main"};
+  // clang-format on
+  return r;
+}
+
+// A C identifier from an ONNX name: other characters become '_' (runs of them one), PyTorch's
+// "_output_0" suffix goes, a leading digit gets a 'v' before it, a reserved word a '_' after.
+std::string sanitize(std::string_view raw) {
+  std::string s;
+  for (const char c : raw) {
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) != 0 && static_cast<unsigned char>(c) < 128;
+    if (ok) {
+      s += c;
+    } else if (!s.empty() && s.back() != '_') {
+      s += '_';
+    }
+  }
+  while (!s.empty() && s.back() == '_') s.pop_back();
+  const std::string suffix = "_output_0";
+  if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0)
+    s.resize(s.size() - suffix.size());
+  if (s.empty()) return "v";
+  if (std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  if (reserved_names().count(s)) s += "_";
+  return s;
+}
+
+class Names {
+ public:
+  void reserve(const std::string& n) { used_.insert(n); }
+  /// sanitize(raw), numbered from _2 on when already taken.
+  std::string unique(std::string_view raw) {
+    const std::string base = sanitize(raw);
+    std::string n = base;
+    for (int k = 2; used_.count(n); ++k) n = base + "_" + std::to_string(k);
+    used_.insert(n);
+    return n;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+// ---- Literals ---------------------------------------------------------------------------------
+
+template <class T>
+std::string shortest(T v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A double as ONNX gave it: a float literal when it is a float's value (ONNX's FLOAT attributes
+// are), so that the compiled value is exactly the importer's.
+std::string float_literal(double v, bool in_float_list = false) {
+  const char* type = in_float_list ? "float" : "double";
+  if (std::isnan(v)) return std::string("std::numeric_limits<") + type + ">::quiet_NaN()";
+  if (std::isinf(v))
+    return std::string(v > 0 ? "" : "-") + "std::numeric_limits<" + type + ">::infinity()";
+  const float f = static_cast<float>(v);
+  if (in_float_list || static_cast<double>(f) == v) return shortest(f) + "f";
+  return shortest(v);
+}
+
+std::string int_literal(int64_t v) {
+  return v == std::numeric_limits<int64_t>::min() ? "INT64_MIN" : std::to_string(v);
+}
+
+std::string string_literal(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 32 || u >= 127) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", u);  // octal: never runs into the next char
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep = ", ") {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+std::string ints_list(const std::vector<int64_t>& v) {
+  std::vector<std::string> p;
+  for (const int64_t x : v) p.push_back(int_literal(x));
+  return "{" + join(p) + "}";
+}
+
+std::vector<int64_t> dims_of(const Shape& s) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
+  return d;
+}
+
+std::string dtype_expr(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "DType::f32";
+    case DType::f64:
+      return "DType::f64";
+    case DType::f16:
+      return "DType::f16";
+    case DType::bf16:
+      return "DType::bf16";
+    case DType::i64:
+      return "DType::i64";
+    case DType::i32:
+      return "DType::i32";
+    case DType::i8:
+      return "DType::i8";
+    case DType::u8:
+      return "DType::u8";
+    case DType::boolean:
+      return "DType::boolean";
+  }
+  return "DType::f32";
+}
+
+// The C++ element type whose std::vector holds `t`'s values, or "" (f16, bf16: no literal).
+const char* element_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::i64:
+      return "int64_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::i8:
+      return "int8_t";
+    case DType::u8:
+      return "uint8_t";
+    case DType::boolean:
+      return "bool";
+    default:
+      return "";
+  }
+}
+
+// "1.5f, -2.0f" / "1, -1" / "true": the values of `t` (one of element_type's dtypes).
+std::string element_literals(const TensorData& t) {
+  std::vector<std::string> p;
+  if (t.dtype == DType::f32) {
+    for (const float v : t.to_vector<float>()) p.push_back(float_literal(v, true));
+  } else if (t.dtype == DType::f64) {
+    for (const double v : t.to_vector<double>()) {
+      p.push_back(std::isfinite(v) ? shortest(v) : float_literal(v));
+    }
+  } else if (t.dtype == DType::boolean) {
+    for (const bool v : t.to_vector<bool>()) p.push_back(v ? "true" : "false");
+  } else {
+    for (const int64_t v : t.to_vector<int64_t>()) p.push_back(int_literal(v));
+  }
+  return join(p);
+}
+
+/// A TensorData expression for an attribute (ConstantOfShape's value, ...).
+std::string tensor_literal(const TensorData& t) {
+  const std::string shape = "Shape" + ints_list(dims_of(t.shape));
+  const std::string type = element_type(t.dtype);
+  if (!type.empty()) {
+    return "TensorData::from(std::vector<" + type + ">{" + element_literals(t) + "}, " + shape +
+           ")";
+  }
+  std::vector<std::string> bytes;
+  for (const unsigned char b : t.bytes) bytes.push_back(std::to_string(b));
+  return "TensorData(std::vector<unsigned char>{" + join(bytes) + "}, " + shape + ", " +
+         dtype_expr(t.dtype) + ")";
+}
+
+std::string attribute_literal(const Node& n, const std::string& name, const Attribute& a) {
+  switch (a.kind) {
+    case Attribute::Kind::Int:
+      return int_literal(a.i);
+    case Attribute::Kind::Float:
+      return float_literal(a.f);
+    case Attribute::Kind::String:
+      return string_literal(a.s);
+    case Attribute::Kind::Ints:
+      return "onnx::Ints" + ints_list(a.ints);
+    case Attribute::Kind::Floats: {
+      std::vector<std::string> p;
+      for (const double f : a.floats) p.push_back(float_literal(f));
+      return "onnx::Floats{" + join(p) + "}";
+    }
+    case Attribute::Kind::Strings: {
+      std::vector<std::string> p;
+      for (const std::string& s : a.strings) p.push_back(string_literal(s));
+      return "onnx::Strings{" + join(p) + "}";
+    }
+    case Attribute::Kind::Tensor:
+      return tensor_literal(a.t);
+    default:
+      EMBER_FAIL("onnx2cpp: ", node_label(n), ": attribute '", name, "' of kind ",
+                 kind_name(a.kind), " is not supported yet");
+  }
+}
+
+// ---- Types ------------------------------------------------------------------------------------
+
+// What the generator knows of a value before running anything: its dtype and rank, where the
+// op's rule gives them (nn layers and Ember's functions are chosen only where they are known).
+struct Type {
+  std::optional<DType> dtype;
+  int rank = -1;
+};
+
+std::optional<DType> onnx_dtype(int64_t t) {
+  switch (t) {
+    case 1:
+      return DType::f32;
+    case 2:
+      return DType::u8;
+    case 3:
+      return DType::i8;
+    case 6:
+      return DType::i32;
+    case 7:
+      return DType::i64;
+    case 9:
+      return DType::boolean;
+    case 10:
+      return DType::f16;
+    case 11:
+      return DType::f64;
+    case 16:
+      return DType::bf16;
+    default:
+      return std::nullopt;
+  }
+}
+
+int broadcast_rank(const std::vector<Type>& in) {
+  int r = 0;
+  for (const Type& t : in) {
+    if (t.rank < 0) return -1;
+    r = std::max(r, t.rank);
+  }
+  return in.empty() ? -1 : r;
+}
+
+std::vector<Type> infer(const Node& n, const std::vector<Type>& in) {
+  // clang-format off
+  static const std::set<std::string> keeps_type = {
+      "Identity", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Neg", "Sqrt", "Floor", "Ceil",
+      "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+      "Atanh", "Erf", "Sign", "Round", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid",
+      "HardSwish", "Softplus", "Softsign", "Mish", "Gelu", "ThresholdedRelu", "Shrink", "Clip",
+      "Softmax", "LogSoftmax", "Hardmax", "Dropout", "BatchNormalization", "Conv", "ConvTranspose",
+      "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
+      "Pad", "Transpose", "LRN", "InstanceNormalization", "LayerNormalization",
+      "GroupNormalization", "MeanVarianceNormalization", "CumSum", "Resize", "Upsample",
+      "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Trilu", "Concat", "Slice", "Tile",
+      "Split", "GatherElements", "ScatterElements", "ScatterND", "Scatter"};
+  // clang-format on
+  static const std::set<std::string> broadcasts = {"Add",   "Sub", "Mul", "Div", "Pow", "Mod",
+                                                   "PRelu", "Min", "Max", "Sum", "Mean"};
+  static const std::set<std::string> compares = {"Equal",          "Less", "Greater", "LessOrEqual",
+                                                 "GreaterOrEqual", "And",  "Or",      "Xor"};
+  const Type first = in.empty() ? Type{} : in[0];
+  const size_t n_out = n.outputs.size();
+  std::vector<Type> out(n_out);
+  if (n_out == 0 || !normal_domain(n.domain).empty()) return out;
+  const std::string& op = n.op_type;
+  auto attr_int = [&](const char* name, int64_t fallback) {
+    const auto it = n.attributes.find(name);
+    return it != n.attributes.end() && it->second.kind == Attribute::Kind::Int ? it->second.i
+                                                                               : fallback;
+  };
+  if (keeps_type.count(op)) {
+    out[0] = first;
+    if (op == "Split") std::fill(out.begin(), out.end(), first);
+    if (op == "MaxPool" && n_out > 1) out[1] = {DType::i64, first.rank};
+  } else if (broadcasts.count(op)) {
+    out[0] = {first.dtype, broadcast_rank(in)};
+  } else if (compares.count(op)) {
+    out[0] = {DType::boolean, broadcast_rank(in)};
+  } else if (op == "Not" || op == "IsNaN" || op == "IsInf") {
+    out[0] = {DType::boolean, first.rank};
+  } else if (op == "Where" && in.size() == 3) {
+    out[0] = {in[1].dtype, broadcast_rank(in)};
+  } else if (op == "MatMul" && in.size() == 2) {
+    const int a = in[0].rank, b = in[1].rank;
+    const int rank = a < 0 || b < 0     ? -1
+                     : a == 1 && b == 1 ? 0
+                     : a == 1 || b == 1 ? std::max(a, b) - 1
+                                        : std::max(a, b);
+    out[0] = {first.dtype, rank};
+  } else if (op == "Gemm") {
+    out[0] = {first.dtype, 2};
+  } else if (op == "Flatten") {
+    out[0] = {first.dtype, 2};
+  } else if (op == "Shape") {
+    out[0] = {DType::i64, 1};
+  } else if (op == "Size") {
+    out[0] = {DType::i64, 0};
+  } else if (op == "Cast") {
+    out[0] = {onnx_dtype(attr_int("to", 0)), first.rank};
+  } else if (op == "CastLike" && in.size() == 2) {
+    out[0] = {in[1].dtype, first.rank};
+  } else if (op == "ArgMax" || op == "ArgMin") {
+    out[0] = {DType::i64, attr_int("keepdims", 1) ? first.rank : -1};
+  } else if (op == "NonZero") {
+    out[0] = {DType::i64, 2};
+  } else if (op == "TopK") {
+    out[0] = {first.dtype, first.rank};
+    if (n_out > 1) out[1] = {DType::i64, first.rank};
+  } else if (op.rfind("Reduce", 0) == 0 || op == "Reshape" || op == "Squeeze" ||
+             op == "Unsqueeze" || op == "Gather" || op == "GatherND" || op == "Expand" ||
+             op == "Compress" || op == "Range") {
+    out[0] = {first.dtype, op == "Range" ? 1 : -1};
+  }
+  return out;
+}
+
+bool floating(const Type& t) { return t.dtype && is_floating(*t.dtype); }
+
+// ---- Graph walking ----------------------------------------------------------------------------
+
+template <class F>
+void for_each_subgraph(const Node& n, F&& f) {
+  for (const auto& [name, a] : n.attributes) {
+    if (a.g) f(*a.g);
+    for (const auto& g : a.graphs) f(*g);
+  }
+}
+
+// The nodes in the executor's order: Kahn's algorithm, the file's order among ready nodes.
+std::vector<const Node*> execution_order(const Graph& g) {
+  std::set<std::string> defined;
+  for (const ValueInfo& v : g.inputs) defined.insert(v.name);
+  for (const auto& [name, t] : g.initializers) defined.insert(name);
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const std::string& o : g.nodes[i].outputs) {
+      if (o.empty()) continue;
+      EMBER_CHECK(producer.emplace(o, i).second, "onnx2cpp: value '", o,
+                  "' is produced by two nodes");
+    }
+  }
+  std::vector<int64_t> waiting(g.nodes.size(), 0);
+  std::vector<std::vector<size_t>> readers(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const std::string& r : g.nodes[i].inputs) {
+      if (r.empty()) continue;
+      const auto p = producer.find(r);
+      if (p != producer.end()) {
+        ++waiting[i];
+        readers[p->second].push_back(i);
+      } else {
+        EMBER_CHECK(defined.count(r), "onnx2cpp: ", node_label(g.nodes[i]), " reads '", r,
+                    "', which no node, graph input or initialiser defines");
+      }
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (waiting[i] == 0) ready.push(i);
+  }
+  std::vector<const Node*> order;
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    order.push_back(&g.nodes[i]);
+    for (const size_t r : readers[i]) {
+      if (--waiting[r] == 0) ready.push(r);
+    }
+  }
+  EMBER_CHECK(order.size() == g.nodes.size(), "onnx2cpp: the graph '", g.name, "' has a cycle");
+  for (const ValueInfo& v : g.outputs) {
+    EMBER_CHECK(producer.count(v.name) || defined.count(v.name), "onnx2cpp: graph output '", v.name,
+                "' is defined by no node, input or initialiser");
+  }
+  return order;
+}
+
+// What the generated code cannot express yet, refused before anything is written.
+void refuse_unsupported_kinds(const Graph& g) {
+  static const std::set<std::string> sequence_ops = {
+      "SequenceConstruct", "SequenceEmpty",  "SequenceInsert",     "SequenceErase",
+      "SequenceAt",        "SequenceLength", "SplitToSequence",    "ConcatFromSequence",
+      "SequenceMap",       "Optional",       "OptionalHasElement", "OptionalGetElement"};
+  for (const ValueInfo& v : g.inputs) {
+    if (g.initializers.count(v.name)) continue;
+    EMBER_CHECK(v.dtype_name != "sequence" && v.dtype_name != "optional",
+                "onnx2cpp: sequence and optional values are not supported yet (graph input '",
+                v.name, "' is a ", v.dtype_name, ")");
+    EMBER_CHECK(v.known_dtype, "onnx2cpp: graph input '", v.name, "' has type ", v.dtype_name,
+                ", which Ember has no dtype for");
+  }
+  for (const ValueInfo& v : g.outputs) {
+    EMBER_CHECK(v.dtype_name != "sequence" && v.dtype_name != "optional",
+                "onnx2cpp: sequence and optional values are not supported yet (graph output '",
+                v.name, "' is a ", v.dtype_name, ")");
+  }
+  for (const Node& n : g.nodes) {
+    bool subgraph = false;
+    for_each_subgraph(n, [&](const Graph&) { subgraph = true; });
+    EMBER_CHECK(!subgraph, "onnx2cpp: If/Loop/Scan are not supported yet (", node_label(n),
+                " has a subgraph)");
+    EMBER_CHECK(!(normal_domain(n.domain).empty() && sequence_ops.count(n.op_type)),
+                "onnx2cpp: sequence and optional values are not supported yet (", node_label(n),
+                ")");
+  }
+}
+
+// ---- The generator ----------------------------------------------------------------------------
+
+class Generator {
+ public:
+  Generator(const ModelIR& ir, const std::string& name, const std::string& source_name)
+      : ir_(ir), g_(*ir.graph), name_(name), source_(source_name) {
+    const auto it = ir.opsets.find("");
+    opset_ = it == ir.opsets.end() ? 1 : it->second;
+    for (const std::string& r : reserved_names()) names_.reserve(r);
+    names_.reserve(name);
+  }
+
+  GeneratedModule run() {
+    refuse_unsupported_kinds(g_);
+    const std::vector<const Node*> order = execution_order(g_);
+    for (const Node* n : order) {
+      for (const std::string& i : n->inputs) ++readers_[i];
+    }
+    for (const ValueInfo& v : g_.outputs) graph_outputs_.insert(v.name);
+    for (const ValueInfo& v : g_.inputs) {
+      if (g_.initializers.count(v.name)) continue;
+      const std::string param = names_.unique(v.name);
+      expr_[v.name] = param;
+      types_[v.name] = {v.dtype, v.has_shape ? static_cast<int>(v.shape.size()) : -1};
+      inputs_.push_back({param, v});
+    }
+    for (const Node* n : order) emit(*n);
+    if (!unsupported_.empty()) {
+      std::string list;
+      for (const auto& [op, count] : unsupported_) {
+        list += (list.empty() ? "" : ", ") + op + ", " + std::to_string(count) +
+                (count == 1 ? " node)" : " nodes)");
+      }
+      EMBER_FAIL("onnx2cpp: unsupported operators: ", list);
+    }
+    std::vector<std::string> returned;
+    for (const ValueInfo& v : g_.outputs) returned.push_back(value(v.name));
+    out_.header = header();
+    out_.source = source(returned);
+    out_.weights = std::move(weights_);
+    return std::move(out_);
+  }
+
+ private:
+  struct Field {
+    std::string type, name, init, comment;
+  };
+  struct Input {
+    std::string param;
+    ValueInfo info;
+  };
+
+  std::string opset_expr(const Node& n) const {
+    const std::string domain = normal_domain(n.domain);
+    if (domain.empty()) return "kOpset";
+    const auto it = ir_.opsets.find(domain);
+    return std::to_string(it == ir_.opsets.end() ? 1 : it->second);
+  }
+  int64_t opset_of(const Node& n) const {
+    const auto it = ir_.opsets.find(normal_domain(n.domain));
+    return it == ir_.opsets.end() ? 1 : it->second;
+  }
+  Type type_of(const std::string& v) const {
+    const auto it = types_.find(v);
+    return it == types_.end() ? Type{} : it->second;
+  }
+  const TensorData* initializer(const std::string& v) const {
+    const auto it = g_.initializers.find(v);
+    return it == g_.initializers.end() ? nullptr : &it->second;
+  }
+  /// An initialiser a layer may own: constant, floating, of `rank`, not yet given to anyone.
+  const TensorData* free_initializer(const Node& n, size_t i, int rank) const {
+    if (i >= n.inputs.size() || n.inputs[i].empty() || expr_.count(n.inputs[i])) return nullptr;
+    const TensorData* t = initializer(n.inputs[i]);
+    if (t == nullptr || !is_floating(t->dtype) || t->shape.rank() != rank) return nullptr;
+    return t;
+  }
+  static std::vector<std::string> used_outputs(const Node& n) {
+    std::vector<std::string> o = n.outputs;
+    while (!o.empty() && o.back().empty()) o.pop_back();
+    return o;
+  }
+
+  /// The expression reading ONNX value `v`; an initialiser read for the first time becomes a
+  /// Param (floating) or a Buffer of the module.
+  std::string value(const std::string& v) {
+    const auto it = expr_.find(v);
+    if (it != expr_.end()) return it->second;
+    const TensorData* t = initializer(v);
+    EMBER_CHECK(t != nullptr, "onnx2cpp: value '", v, "' has no definition");
+    const std::string field = tensor_field(v, *t, is_floating(t->dtype), "initialiser");
+    expr_[v] = field + ".dyn()";
+    types_[v] = {t->dtype, t->shape.rank()};
+    return expr_[v];
+  }
+
+  /// A Param (trainable) or Buffer field holding `t`, named after `onnx_name`; its value goes to
+  /// the weights file, and small non-trainable ones are also written in the constructor.
+  std::string tensor_field(const std::string& onnx_name, const TensorData& t, bool trainable,
+                           const std::string& what) {
+    const int rank = t.shape.rank();
+    EMBER_CHECK(rank <= kMaxRank, "onnx2cpp: '", onnx_name, "' has rank ", rank,
+                ", more than Ember's ", kMaxRank);
+    const std::string name = names_.unique(onnx_name);
+    const std::string r = std::to_string(rank);
+    const std::string kind = is_floating(t.dtype)        ? ""
+                             : t.dtype == DType::boolean ? ", Bool"
+                                                         : ", Int";
+    const std::string tensor = "Tensor<" + r + kind + ">";
+    const DType kind_default = is_floating(t.dtype)        ? DType::f32
+                               : t.dtype == DType::boolean ? DType::boolean
+                                                           : DType::i64;
+    Field f;
+    f.name = name;
+    f.type = trainable ? "ember::nn::Param<" + r + ">"
+                       : "ember::nn::Buffer<" + r +
+                             (kind.empty() ? "" : ", ember::" + kind.substr(2)) + ">";
+    const std::string dims = ints_list(dims_of(t.shape));
+    const std::string type = element_type(t.dtype);
+    const bool literal = !trainable && !type.empty() && t.numel() <= 16 &&
+                         (t.dtype != DType::f32 || finite_values(t));
+    if (literal) {
+      f.init = tensor + "::from_vector<" + type + ">({" + element_literals(t) + "}, " + dims +
+               ", device)";
+    } else {
+      f.init = tensor + "::zeros(" + dims + ", device" +
+               (t.dtype == kind_default ? "" : ", " + dtype_expr(t.dtype)) + ")";
+    }
+    f.comment = what + " '" + onnx_name + "', " + std::string(dtype_name(t.dtype)) + " " +
+                to_string(t.shape);
+    fields_.push_back(f);
+    weights_.emplace_back(name, t);
+    uses_device_ = true;
+    return name;
+  }
+  static bool finite_values(const TensorData& t) {
+    for (const float v : t.to_vector<float>()) {
+      if (!std::isfinite(v)) return false;
+    }
+    return true;
+  }
+
+  void line(const std::string& text) { body_.push_back("  " + text); }
+
+  /// `const DynTensor name = expr;` for a node's only output.
+  void bind(const std::string& onnx_name, const std::string& expr,
+            const std::string& comment = "") {
+    const std::string local = names_.unique(onnx_name);
+    line("const DynTensor " + local + " = " + expr + ";" +
+         (comment.empty() ? "" : "  // " + comment));
+    expr_[onnx_name] = local;
+  }
+
+  void emit(const Node& n) {
+    std::vector<Type> in;
+    for (const std::string& i : n.inputs) {
+      if (!i.empty() && initializer(i) && !expr_.count(i)) {
+        in.push_back({initializer(i)->dtype, initializer(i)->shape.rank()});
+      } else {
+        in.push_back(i.empty() ? Type{} : type_of(i));
+      }
+    }
+    std::vector<Type> out = infer(n, in);
+    if (normal_domain(n.domain).empty() && n.op_type == "Constant") {
+      emit_constant(n);
+      return;
+    }
+    if (emit_layer(n, in)) {
+      ++out_.layers;
+    } else if (emit_function(n, in)) {
+      ++out_.functions;
+    } else {
+      emit_call(n);
+      ++out_.calls;
+    }
+    for (size_t j = 0; j < n.outputs.size() && j < out.size(); ++j) types_[n.outputs[j]] = out[j];
+  }
+
+  // Constant: run once here by the registry's own function; the value becomes a Buffer.
+  void emit_constant(const Node& n) {
+    std::vector<Value> v;
+    try {
+      v = run_node(n, opset_of(n), {}, Device::cpu());
+    } catch (const Error& e) {
+      EMBER_FAIL("onnx2cpp: ", e.what());
+    }
+    EMBER_CHECK(!v.empty() && v[0].kind == Value::Kind::Tensor && !n.outputs.empty(),
+                "onnx2cpp: ", node_label(n), " gives no tensor");
+    const TensorData t = v[0].tensor.to_data();
+    const std::string field = tensor_field(n.outputs[0], t, false, "Constant");
+    expr_[n.outputs[0]] = field + ".dyn()";
+    types_[n.outputs[0]] = {t.dtype, t.shape.rank()};
+  }
+
+  bool emit_function(const Node& n, const std::vector<Type>& in) {
+    static const std::map<std::string, std::string> unary = {{"Relu", "relu"},
+                                                             {"Sigmoid", "sigmoid"},
+                                                             {"Tanh", "tanh"},
+                                                             {"Exp", "exp"},
+                                                             {"Log", "log"},
+                                                             {"Abs", "abs"},
+                                                             {"Neg", "neg"},
+                                                             {"Sqrt", "sqrt"},
+                                                             {"Floor", "floor"},
+                                                             {"Ceil", "ceil"},
+                                                             {"Reciprocal", "reciprocal"},
+                                                             {"Sin", "sin"},
+                                                             {"Cos", "cos"},
+                                                             {"Erf", "erf"}};
+    static const std::map<std::string, std::string> binary = {{"Add", "add"}, {"Sub", "sub"},
+                                                              {"Mul", "mul"}, {"Div", "div"},
+                                                              {"Pow", "pow"}, {"MatMul", "matmul"}};
+    if (!normal_domain(n.domain).empty() || used_outputs(n).size() != 1) return false;
+    for (const std::string& i : n.inputs) {
+      if (i.empty()) return false;
+    }
+    const std::string& out = n.outputs[0];
+    if (n.op_type == "Identity" && n.inputs.size() == 1) {
+      bind(out, value(n.inputs[0]));
+      return true;
+    }
+    if (const auto u = unary.find(n.op_type);
+        u != unary.end() && n.inputs.size() == 1 && floating(in[0]) && n.attributes.empty()) {
+      bind(out, u->second + "(" + value(n.inputs[0]) + ")");
+      return true;
+    }
+    // Before opset 7, a `broadcast` with an `axis` aligns B at that axis: not numpy's rule.
+    const bool legacy = opset_of(n) < 7 && n.attributes.count("axis");
+    if (const auto b = binary.find(n.op_type); b != binary.end() && n.inputs.size() == 2 &&
+                                               !legacy && floating(in[0]) && floating(in[1]) &&
+                                               *in[0].dtype == *in[1].dtype) {
+      bind(out, b->second + "(" + value(n.inputs[0]) + ", " + value(n.inputs[1]) + ")");
+      return true;
+    }
+    return false;
+  }
+
+  void emit_call(const Node& n) {
+    const int64_t opset = opset_of(n);
+    if (registry().find(normal_domain(n.domain), n.op_type, opset) == nullptr) {
+      const std::string domain = normal_domain(n.domain);
+      ++unsupported_[n.op_type + " (" + (domain.empty() ? "ai.onnx" : domain) + " opset " +
+                     std::to_string(opset)];
+      for (const std::string& o : n.outputs) expr_[o] = "<unsupported>";  // listed at the end
+      return;
+    }
+    uses_call_ = true;
+    std::vector<std::string> args;
+    for (const std::string& i : n.inputs) args.push_back(i.empty() ? "DynTensor()" : value(i));
+    std::vector<std::string> attrs;
+    for (const auto& [name, a] : n.attributes) {
+      attrs.push_back("{" + string_literal(name) + ", " + attribute_literal(n, name, a) + "}");
+    }
+    const std::vector<std::string> outs = used_outputs(n);
+    std::vector<std::string> call_args = {string_literal(n.op_type), "{" + join(args) + "}",
+                                          "{" + join(attrs) + "}", opset_expr(n)};
+    const std::string domain = normal_domain(n.domain);
+    if (outs.size() != 1 || !domain.empty()) call_args.push_back(std::to_string(outs.size()));
+    if (!domain.empty()) call_args.push_back(string_literal(domain));
+    if (outs.empty()) {
+      line(wrap("onnx::call(", call_args, ");"));
+      return;
+    }
+    if (outs.size() == 1) {
+      const std::string local = names_.unique(outs[0]);
+      line(wrap("const DynTensor " + local + " = onnx::call(", call_args, ")[0];"));
+      expr_[outs[0]] = local;
+      return;
+    }
+    std::string base = n.name;
+    if (std::none_of(base.begin(), base.end(),
+                     [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
+      base = n.op_type;
+      base[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(base[0])));
+    }
+    const std::string all = names_.unique(base);
+    line(wrap("const std::vector<DynTensor> " + all + " = onnx::call(", call_args, ");"));
+    for (size_t j = 0; j < outs.size(); ++j) {
+      if (outs[j].empty() || (!readers_.count(outs[j]) && !graph_outputs_.count(outs[j]))) continue;
+      const std::string local = names_.unique(outs[j]);
+      line("const DynTensor& " + local + " = " + all + "[" + std::to_string(j) + "];");
+      expr_[outs[j]] = local;
+    }
+  }
+
+  /// `head args tail` on one line when it fits in 100 columns, else the arguments on their own
+  /// lines (4 columns in), each as long as fits.
+  static std::string wrap(const std::string& head, const std::vector<std::string>& args,
+                          const std::string& tail) {
+    const std::string flat = head + join(args) + tail;
+    if (flat.size() + 2 <= 100) return flat;
+    std::string s = head, cur = "\n      ";
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string piece = args[i] + (i + 1 < args.size() ? "," : tail);
+      if (cur.size() > 7 && cur.size() + 1 + piece.size() > 101) {
+        s += cur;
+        cur = "\n      ";
+      }
+      cur += (cur.size() > 7 ? " " : "") + piece;
+    }
+    return s + cur;
+  }
+
+  // ---- Layers ---------------------------------------------------------------------------------
+
+  /// A layer's field name: its weight's name without ".weight" (PyTorch's module path), else the
+  /// node's name, else `fallback`.
+  std::string layer_name(const Node& n, const std::string& fallback) {
+    auto has_letter = [](const std::string& s) {
+      return std::any_of(s.begin(), s.end(),
+                         [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+    };
+    std::string w = n.inputs.size() > 1 ? n.inputs[1] : "";
+    for (const char* suffix : {".weight", "_weight", ".W"}) {
+      const size_t len = std::strlen(suffix);
+      if (w.size() > len && w.compare(w.size() - len, len, suffix) == 0) {
+        w.resize(w.size() - len);
+        break;
+      }
+    }
+    if (has_letter(w) && w.find("::") == std::string::npos) return names_.unique(w);
+    if (has_letter(n.name)) return names_.unique(n.name);
+    return names_.unique(fallback);
+  }
+
+  int64_t attr_int(const Node& n, const std::string& name, int64_t fallback) const {
+    const auto it = n.attributes.find(name);
+    return it == n.attributes.end() || it->second.kind != Attribute::Kind::Int ? fallback
+                                                                               : it->second.i;
+  }
+  std::optional<double> attr_float(const Node& n, const std::string& name) const {
+    const auto it = n.attributes.find(name);
+    if (it == n.attributes.end() || it->second.kind != Attribute::Kind::Float) return std::nullopt;
+    return it->second.f;
+  }
+  std::optional<std::vector<int64_t>> attr_ints(const Node& n, const std::string& name) const {
+    const auto it = n.attributes.find(name);
+    if (it == n.attributes.end() || it->second.kind != Attribute::Kind::Ints) return std::nullopt;
+    return it->second.ints;
+  }
+  /// Attributes other than `known` make the node a call (the layer could not honour them).
+  static bool only_attributes(const Node& n, const std::set<std::string>& known) {
+    for (const auto& [name, a] : n.attributes) {
+      if (!known.count(name)) return false;
+    }
+    return true;
+  }
+
+  bool emit_layer(const Node& n, const std::vector<Type>& in) {
+    if (!normal_domain(n.domain).empty() || used_outputs(n).size() != 1 || n.inputs.empty() ||
+        n.inputs[0].empty()) {
+      return false;
+    }
+    if (n.op_type == "Conv") return conv_layer(n, in);
+    if (n.op_type == "Gemm") return linear_layer(n, in);
+    if (n.op_type == "BatchNormalization") return batch_norm_layer(n, in);
+    return false;
+  }
+
+  // Takes the initialisers of a layer: later readers see them through the layer.
+  void give(const std::string& onnx_name, const std::string& expr, const std::string& path,
+            const TensorData& t) {
+    expr_[onnx_name] = expr;
+    types_[onnx_name] = {t.dtype, t.shape.rank()};
+    weights_.emplace_back(path, t);
+  }
+
+  void add_layer(const Node& n, const std::string& type, const std::string& name,
+                 const std::string& init, const std::string& header) {
+    Field f;
+    f.type = type;
+    f.name = name;
+    f.init = init;
+    f.comment = n.op_type + (n.name.empty() ? "" : " '" + n.name + "'");
+    fields_.push_back(f);
+    headers_.insert(header);
+    uses_device_ = true;
+    bind(n.outputs[0], name + ".forward(" + value(n.inputs[0]) + ")");
+  }
+
+  // Conv with a constant weight (and bias) and symmetric explicit padding: nn::Conv1d/2d/3d,
+  // which runs the same convolution as the executor's Conv.
+  bool conv_layer(const Node& n, const std::vector<Type>& in) {
+    if (n.inputs.size() < 2 || n.inputs.size() > 3) return false;
+    const TensorData* w = nullptr;
+    int spatial = 0;
+    for (int s = 1; s <= 3 && w == nullptr; ++s) {
+      w = free_initializer(n, 1, s + 2);
+      spatial = s;
+    }
+    if (w == nullptr) return false;
+    const bool has_bias = n.inputs.size() == 3 && !n.inputs[2].empty();
+    const TensorData* b = has_bias ? free_initializer(n, 2, 1) : nullptr;
+    if (has_bias && (b == nullptr || n.inputs[2] == n.inputs[1] || b->dtype != w->dtype ||
+                     b->shape[0] != w->shape[0])) {
+      return false;
+    }
+    if (in[0].dtype && *in[0].dtype != w->dtype) return false;
+    if (in[0].rank >= 0 && in[0].rank != spatial + 2) return false;
+    if (!only_attributes(n, {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}))
+      return false;
+    const auto it = n.attributes.find("auto_pad");
+    const std::string auto_pad =
+        it == n.attributes.end() || it->second.kind != Attribute::Kind::String ? "NOTSET"
+                                                                               : it->second.s;
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
+    std::vector<int64_t> kernel;
+    for (int i = 0; i < spatial; ++i) kernel.push_back(w->shape[2 + i]);
+    if (attr_ints(n, "kernel_shape").value_or(kernel) != kernel) return false;
+    const auto ones = std::vector<int64_t>(spatial, 1);
+    const std::vector<int64_t> stride = attr_ints(n, "strides").value_or(ones);
+    const std::vector<int64_t> dilation = attr_ints(n, "dilations").value_or(ones);
+    std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+    if (auto_pad == "VALID") pads.assign(2 * spatial, 0);
+    const int64_t groups = attr_int(n, "group", 1);
+    if (static_cast<int>(stride.size()) != spatial ||
+        static_cast<int>(dilation.size()) != spatial ||
+        static_cast<int>(pads.size()) != 2 * spatial || groups < 1 || w->shape[0] % groups != 0) {
+      return false;
+    }
+    std::vector<int64_t> padding(pads.begin(), pads.begin() + spatial);
+    for (int i = 0; i < spatial; ++i) {
+      if (pads[i] != pads[spatial + i] || pads[i] < 0 || stride[i] < 1 || dilation[i] < 1)
+        return false;
+    }
+    const std::string name = layer_name(n, "conv");
+    const std::string d = std::to_string(spatial);
+    std::string config = "nn::Conv" + d + "dConfig(" + std::to_string(w->shape[1] * groups) + ", " +
+                         std::to_string(w->shape[0]) + ", " + ints_list(kernel) + ")";
+    if (stride != ones) config += ".stride(" + ints_list(stride) + ")";
+    if (padding != std::vector<int64_t>(spatial, 0))
+      config += ".padding(" + ints_list(padding) + ")";
+    if (dilation != ones) config += ".dilation(" + ints_list(dilation) + ")";
+    if (groups != 1) config += ".groups(" + std::to_string(groups) + ")";
+    if (!has_bias) config += ".bias(false)";
+    if (w->dtype != DType::f32) config += ".with_dtype(" + dtype_expr(w->dtype) + ")";
+    give(n.inputs[1], name + ".weight.dyn()", name + ".weight", *w);
+    if (has_bias) give(n.inputs[2], name + ".bias->dyn()", name + ".bias", *b);
+    add_layer(n, "ember::nn::Conv" + d + "d", name, config + ", device", "ember/nn/conv.hpp");
+    return true;
+  }
+
+  // Gemm computing x W^T + b (transB = 1, alpha = beta = 1) with a constant W [out, in] and b
+  // [out]: nn::Linear, whose linear() is the same matmul and add.
+  bool linear_layer(const Node& n, const std::vector<Type>& in) {
+    if (n.inputs.size() < 2 || n.inputs.size() > 3) return false;
+    if (!only_attributes(n, {"transA", "transB", "alpha", "beta", "broadcast"})) return false;
+    if (attr_int(n, "transA", 0) != 0 || attr_int(n, "transB", 0) != 1) return false;
+    if (attr_float(n, "alpha").value_or(1.0) != 1.0) return false;
+    const TensorData* w = free_initializer(n, 1, 2);
+    if (w == nullptr || (in[0].dtype && *in[0].dtype != w->dtype)) return false;
+    const bool has_bias = n.inputs.size() == 3 && !n.inputs[2].empty();
+    if (has_bias && attr_float(n, "beta").value_or(1.0) != 1.0) return false;
+    const TensorData* b = has_bias ? free_initializer(n, 2, 1) : nullptr;
+    if (has_bias && (b == nullptr || n.inputs[2] == n.inputs[1] || b->dtype != w->dtype ||
+                     b->shape[0] != w->shape[0])) {
+      return false;
+    }
+    const std::string name = layer_name(n, "linear");
+    std::string config = "nn::LinearConfig(" + std::to_string(w->shape[1]) + ", " +
+                         std::to_string(w->shape[0]) + ")";
+    if (!has_bias) config += ".bias(false)";
+    if (w->dtype != DType::f32) config += ".with_dtype(" + dtype_expr(w->dtype) + ")";
+    give(n.inputs[1], name + ".weight.dyn()", name + ".weight", *w);
+    if (has_bias) give(n.inputs[2], name + ".bias->dyn()", name + ".bias", *b);
+    add_layer(n, "ember::nn::Linear", name, config + ", device", "ember/nn/linear.hpp");
+    return true;
+  }
+
+  // BatchNormalization in inference (the given statistics) with constant scale, bias, mean and
+  // variance of one dtype: nn::BatchNorm1d/2d in evaluation mode.
+  bool batch_norm_layer(const Node& n, const std::vector<Type>& in) {
+    if (n.inputs.size() != 5) return false;
+    const int rank = in[0].rank;
+    if (rank < 2 || rank > 4) return false;
+    const int64_t opset = opset_of(n);
+    if (opset >= 14 && attr_int(n, "training_mode", 0) != 0) return false;
+    if (opset < 9 && attr_int(n, "spatial", 1) != 1) return false;
+    if (!only_attributes(
+            n, {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"})) {
+      return false;
+    }
+    std::set<std::string> distinct(n.inputs.begin() + 1, n.inputs.end());
+    if (distinct.size() != 4) return false;
+    const TensorData* t[4];
+    for (int i = 0; i < 4; ++i) {
+      t[i] = free_initializer(n, static_cast<size_t>(i + 1), 1);
+      if (t[i] == nullptr || t[i]->dtype != t[0]->dtype || t[i]->shape != t[0]->shape) return false;
+    }
+    const DType dtype = t[0]->dtype;
+    if ((dtype != DType::f32 && dtype != DType::f64) || (in[0].dtype && *in[0].dtype != dtype))
+      return false;
+    const std::string name = layer_name(n, "batch_norm");
+    std::string config = "nn::BatchNormConfig(" + std::to_string(t[0]->shape[0]) + ")";
+    if (const auto eps = attr_float(n, "epsilon"))
+      config += ".epsilon(" + float_literal(*eps) + ")";
+    // ONNX's momentum weighs the running value, PyTorch's the batch's (used when fine-tuning).
+    if (const auto m = attr_float(n, "momentum"))
+      config += ".with_momentum(1 - " + float_literal(*m) + ")";
+    if (dtype != DType::f32) config += ".with_dtype(" + dtype_expr(dtype) + ")";
+    const char* paths[4] = {".weight", ".bias", ".running_mean", ".running_var"};
+    const char* exprs[4] = {".weight->dyn()", ".bias->dyn()", ".running_mean->dyn()",
+                            ".running_var->dyn()"};
+    for (int i = 0; i < 4; ++i) give(n.inputs[i + 1], name + exprs[i], name + paths[i], *t[i]);
+    weights_.emplace_back(name + ".num_batches_tracked",
+                          TensorData::from(std::vector<int64_t>{0}, Shape{}));
+    has_batch_norm_ = true;
+    add_layer(n, rank == 4 ? "ember::nn::BatchNorm2d" : "ember::nn::BatchNorm1d", name,
+              config + ", device", "ember/nn/norm.hpp");
+    return true;
+  }
+
+  // ---- Files ----------------------------------------------------------------------------------
+
+  std::string opening(const std::string& what) const {
+    const std::string producer = ir_.producer.empty() ? "" : ", producer '" + ir_.producer + "'";
+    std::string s = "Generated by `ember onnx2cpp` from " + source_ + producer +
+                    ", ai.onnx opset " + std::to_string(opset_) + ".";
+    for (char& c : s) {
+      if (static_cast<unsigned char>(c) < 32) c = ' ';  // names from the file stay on one line
+    }
+    return "// " + what + "\n// " + s + "\n";
+  }
+
+  static std::string shape_text(const ValueInfo& v) {
+    std::string s = v.dtype_name;
+    if (!v.has_shape) return s;
+    std::vector<std::string> dims;
+    for (const Dim& d : v.shape) {
+      dims.push_back(d.size >= 0 ? std::to_string(d.size) : d.symbol.empty() ? "?" : d.symbol);
+    }
+    return s + " [" + join(dims) + "]";
+  }
+
+  std::string header() const {
+    std::string h = opening("The model as a module.");
+    h += "// Edit freely: it is ordinary Ember code. Its weights are in " + name_ +
+         ".safetensors:\n//\n//   " + name_ + " model(device);\n//   ember::load(model, \"" +
+         name_ + ".safetensors\");\n//   " + name_ + "::Outputs out = model.forward(" +
+         (inputs_.empty() ? "" : "...") + ");\n#pragma once\n\n";
+    h += "#include \"ember/nn/module.hpp\"\n";
+    for (const std::string& inc : headers_) h += "#include \"" + inc + "\"\n";
+    h += "#include \"ember/nn/serialize.hpp\"\n\n";
+    h += "struct " + name_ + " {\n";
+    if (!fields_.empty())
+      h += "  // Layers, parameters and buffers, by their path in the weights file.\n";
+    std::vector<std::string> names;
+    for (const Field& f : fields_) {
+      h += "  " + f.type + " " + f.name + ";  // " + f.comment + "\n";
+      names.push_back(f.name);
+    }
+    h += "  EMBER_MODULE(" + name_ + (names.empty() ? "" : ", " + join(names)) + ")\n\n";
+    h += "  /// The default domain's opset the graph was written for (onnx::call's semantics).\n";
+    h += "  static constexpr int64_t kOpset = " + std::to_string(opset_) + ";\n\n";
+    h += "  /// The graph's outputs.\n  struct Outputs {\n";
+    Names out_names;
+    for (const ValueInfo& v : g_.outputs) {
+      h += "    ember::DynTensor " + output_field(out_names, v) + ";  // " + shape_text(v) + "\n";
+    }
+    h += "  };\n\n";
+    h += "  /// Placeholder values until ember::load reads the weights";
+    h += has_batch_norm_ ? "; evaluation mode (BatchNorm uses its running statistics).\n" : ".\n";
+    h += "  explicit " + name_ + "(ember::Device device = ember::default_device());\n";
+    std::vector<std::string> params;
+    for (const Input& i : inputs_) {
+      h += "  /// " + i.param + ": '" + i.info.name + "', " + shape_text(i.info) + "\n";
+      params.push_back("const ember::DynTensor& " + i.param);
+    }
+    h += "  Outputs forward(" + join(params) + ") const;\n};\n";
+    return h;
+  }
+
+  static std::string output_field(Names& names, const ValueInfo& v) { return names.unique(v.name); }
+
+  std::string source(const std::vector<std::string>& returned) const {
+    std::string body;
+    body += name_ + "::" + name_ + "(Device " + (uses_device_ ? "device" : "/*device*/") + ")";
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      body += (i == 0 ? "\n    : " : ",\n      ") + fields_[i].name + "(" + fields_[i].init + ")";
+    }
+    body += has_batch_norm_ ? " {\n  eval();  // ONNX graphs infer: train() to fine-tune\n}\n\n"
+                            : " {}\n\n";
+    std::vector<std::string> params;
+    for (const Input& i : inputs_) {
+      bool used = false;
+      for (const std::string& b : body_) used = used || mentions(b, i.param);
+      for (const std::string& r : returned) used = used || r == i.param;
+      params.push_back(std::string(used ? "" : "[[maybe_unused]] ") + "const DynTensor& " +
+                       i.param);
+    }
+    body += name_ + "::Outputs " + name_ + "::forward(" + join(params) + ") const {\n";
+    for (const std::string& b : body_) body += b + "\n";
+    body += "  return {" + join(returned) + "};\n}\n";
+
+    std::string s = opening("The model's layers and forward pass.");
+    s += "// forward() runs the graph's nodes in the executor's order: nn layers, Ember's\n"
+         "// functions, and onnx::call (the importer's own operator) where Ember has no function\n"
+         "// with ONNX's semantics.\n";
+    s += "#include \"" + name_ + ".hpp\"\n\n";
+    if (body.find("std::numeric_limits") != std::string::npos) s += "#include <limits>\n\n";
+    if (uses_call_) s += "#include \"ember/import/onnx_ops.hpp\"\n";
+    s += "#include \"ember/tensor/tensor.hpp\"\n\nusing namespace ember;\n\n";
+    return s + body;
+  }
+
+  static bool mentions(const std::string& text, const std::string& id) {
+    for (size_t at = text.find(id); at != std::string::npos; at = text.find(id, at + 1)) {
+      const auto word = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      };
+      const bool before = at > 0 && word(text[at - 1]);
+      const bool after = at + id.size() < text.size() && word(text[at + id.size()]);
+      if (!before && !after) return true;
+    }
+    return false;
+  }
+
+  const ModelIR& ir_;
+  const Graph& g_;
+  std::string name_, source_;
+  int64_t opset_ = 1;
+  Names names_;
+  std::vector<Field> fields_;
+  std::vector<Input> inputs_;
+  std::vector<std::pair<std::string, TensorData>> weights_;
+  std::map<std::string, std::string> expr_;  // ONNX value -> the C++ expression reading it
+  std::map<std::string, Type> types_;
+  std::map<std::string, int> readers_;
+  std::set<std::string> graph_outputs_;
+  std::set<std::string> headers_;
+  std::vector<std::string> body_;
+  std::map<std::string, int64_t> unsupported_;
+  GeneratedModule out_;
+  bool has_batch_norm_ = false, uses_call_ = false, uses_device_ = false;
+};
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (std::isalnum(static_cast<unsigned char>(c)) && static_cast<unsigned char>(c) < 128) ||
+           c == '_';
+  });
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  EMBER_CHECK(f.good(), "onnx2cpp: cannot write ", path, ": ", std::strerror(errno));
+}
+
+}  // namespace
+
+GeneratedModule generate_cpp(const ModelIR& ir, const std::string& name,
+                             const std::string& source_name) {
+  EMBER_CHECK(is_identifier(name) && !reserved_names().count(name), "onnx2cpp: the name '", name,
+              "' is not a C++ identifier Ember's generated code can use");
+  EMBER_CHECK(ir.graph != nullptr, "onnx2cpp: the model has no graph");
+  return Generator(ir, name, source_name).run();
+}
+
+WrittenModule write_cpp(const std::string& model_path, const std::string& out_dir,
+                        const std::string& name) {
+  namespace fs = std::filesystem;
+  const ModelIR ir = read_model(model_path, LoadOptions{});
+  GeneratedModule m = generate_cpp(ir, name, fs::path(model_path).filename().string());
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  EMBER_CHECK(!ec, "onnx2cpp: cannot create ", out_dir, ": ", ec.message());
+  WrittenModule w;
+  const fs::path dir(out_dir);
+  w.paths = {(dir / (name + ".hpp")).string(), (dir / (name + ".cpp")).string(),
+             (dir / (name + ".safetensors")).string()};
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const auto& [path, data] : m.weights)
+    tensors.emplace_back(path, from_data(data, Device::cpu()));
+  io::save_safetensors(tensors, w.paths[2], {{"source", "ember onnx2cpp"}});
+  write_text(w.paths[0], m.header);
+  write_text(w.paths[1], m.source);
+  w.layers = m.layers;
+  w.functions = m.functions;
+  w.calls = m.calls;
+  w.tensors = static_cast<int64_t>(m.weights.size());
+  return w;
+}
+
+}  // namespace ember::onnx
