@@ -1,11 +1,14 @@
 // The `ember` command line: train the Fashion-MNIST CNN, evaluate a saved model, inspect a
-// safetensors file. Every failure is one line on stderr and a non-zero exit status.
+// safetensors or ONNX file, turn an ONNX model into C++ source. Every failure is one line on
+// stderr and a non-zero exit status.
 //
 //   ember train fashion-mnist --epochs 5 --out runs/fashion-mnist
 //   ember eval runs/fashion-mnist/model.safetensors
 //   ember inspect runs/fashion-mnist/model.safetensors
+//   ember onnx2cpp model.onnx --out src/model --name Model
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -21,6 +24,7 @@
 
 #include "ember/data/data.hpp"
 #ifdef EMBER_HAVE_ONNX
+#include "codegen.hpp"  // src/import/onnx: ember onnx2cpp
 #include "ember/import/onnx.hpp"
 #endif
 #include "ember/ember.hpp"
@@ -52,6 +56,12 @@ struct TrainOptions {
   std::string data_dir = data::FashionMnist::default_dir();
   int64_t limit = 0;  // training images used (0: all)
   int64_t show = 8;   // test images classified at the end
+};
+
+struct Onnx2CppOptions {
+  std::string model;
+  std::string out;
+  std::string name = "Model";
 };
 
 struct EvalOptions {
@@ -101,6 +111,19 @@ const CLI::Validator kPositiveNumber(
       return "'" + text + "' is not a number > 0";
     },
     "> 0");
+
+// onnx2cpp's --name: the generated struct's name, so a C++ identifier.
+const CLI::Validator kIdentifier(
+    [](std::string& text) -> std::string {
+      const auto word = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_';
+      };
+      const bool ok = !text.empty() && !(text[0] >= '0' && text[0] <= '9') &&
+                      std::all_of(text.begin(), text.end(), word);
+      return ok ? "" : "'" + text + "' is not a C++ identifier";
+    },
+    "IDENTIFIER");
 
 // The file of <dir>/<name> that the MNIST reader opens (name.gz first, then name), which must
 // be a regular file; "" when neither is there.
@@ -476,6 +499,28 @@ int run_inspect(const std::string& path) {
   return 0;
 }
 
+// `ember onnx2cpp model.onnx --out DIR`: the model as C++ source and its weights.
+int run_onnx2cpp(const Onnx2CppOptions& o) {
+#ifdef EMBER_HAVE_ONNX
+  onnx::WrittenModule w;
+  try {
+    w = onnx::write_cpp(o.model, o.out, o.name);
+  } catch (const Error& e) {
+    // "onnx2cpp: " starts the generator's own messages; the command's name is said already.
+    const std::string what = e.what();
+    EMBER_FAIL(what.rfind("onnx2cpp: ", 0) == 0 ? what.substr(10) : what);
+  }
+  std::cout << "wrote " << shown(w.paths[0], 4096).text << ", " << shown(w.paths[1], 4096).text
+            << " and " << shown(w.paths[2], 4096).text << " (" << w.tensors << " tensors)\n";
+  std::cout << "nodes: " << w.layers << " as nn layers, " << w.functions << " as Ember functions, "
+            << w.calls << " as onnx::call\n";
+  return 0;
+#else
+  EMBER_FAIL("this Ember was built without the ONNX importer (apt-get install libonnx-dev ",
+             "libprotobuf-dev, then configure again): cannot read ", o.model);
+#endif
+}
+
 // Output the user asked for that never arrived (a full disk, a closed pipe) is an error: one
 // message on stderr, and an exit status that is not 0.
 bool g_stdout_failure_reported = false;
@@ -491,7 +536,7 @@ int report_stdout_failure(const std::string& cmd) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"Ember: train, evaluate and inspect models", "ember"};
+  CLI::App app{"Ember: train, evaluate, inspect and import models", "ember"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ember 0.1.0");
 
@@ -565,22 +610,38 @@ int run(int argc, char** argv) {
       ->required()
       ->check(kRegularFile);
 
+  Onnx2CppOptions c;
+  CLI::App* onnx2cpp = app.add_subcommand(
+      "onnx2cpp",
+      "Write an ONNX model as C++ source: DIR/NAME.hpp and NAME.cpp (an EMBER_MODULE struct with "
+      "its nn layers, parameters and forward) and its weights as DIR/NAME.safetensors");
+  onnx2cpp->add_option("model", c.model, "An .onnx file")->required()->check(kRegularFile);
+  onnx2cpp->add_option("--out", c.out, "Output directory (created when missing)")->required();
+  onnx2cpp->add_option("--name", c.name, "The generated struct's name, and its files'")
+      ->capture_default_str()
+      ->check(kIdentifier);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
     if (err.get_exit_code() == 0) return app.exit(err);  // --help, --version
-    const CLI::App* where = train->parsed()     ? train
-                            : eval->parsed()    ? eval
-                            : inspect->parsed() ? inspect
-                                                : &app;
+    const CLI::App* where = train->parsed()      ? train
+                            : eval->parsed()     ? eval
+                            : inspect->parsed()  ? inspect
+                            : onnx2cpp->parsed() ? onnx2cpp
+                                                 : &app;
     const std::string cmd = where == &app ? "ember" : "ember " + where->get_name();
     std::cerr << cmd << ": error: " << err.what() << " (see " << cmd << " --help)\n";
     return 2;
   }
-  const CLI::App* cmd = train->parsed() ? train : eval->parsed() ? eval : inspect;
+  const CLI::App* cmd = train->parsed()      ? train
+                        : eval->parsed()     ? eval
+                        : onnx2cpp->parsed() ? onnx2cpp
+                                             : inspect;
   try {
     if (cmd == train) return run_train(t);
     if (cmd == eval) return run_eval(e);
+    if (cmd == onnx2cpp) return run_onnx2cpp(c);
     return run_inspect(inspect_path);
   } catch (const std::exception& ex) {
     // std::cout's failure (not caught by type: GCC 12 throws it in the old ABI, PR 66145).
