@@ -513,7 +513,9 @@ int run_onnx2cpp(const Onnx2CppOptions& o) {
   std::cout << "wrote " << shown(w.paths[0], 4096).text << ", " << shown(w.paths[1], 4096).text
             << " and " << shown(w.paths[2], 4096).text << " (" << w.tensors << " tensors)\n";
   std::cout << "nodes: " << w.layers << " as nn layers, " << w.functions << " as Ember functions, "
-            << w.calls << " as onnx::call\n";
+            << w.calls << " as onnx::call";
+  if (w.control > 0) std::cout << ", " << w.control << " as C++ if/for (If, Loop)";
+  std::cout << "\n";
   return 0;
 #else
   EMBER_FAIL("this Ember was built without the ONNX importer (apt-get install libonnx-dev ",

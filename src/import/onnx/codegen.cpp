@@ -392,9 +392,43 @@ void for_each_subgraph(const Node& n, F&& f) {
   }
 }
 
+// Names a graph reads from its outer scopes: read by its nodes (or their subgraphs) or listed as
+// its outputs, and defined by none of its inputs, initialisers or nodes.
+std::set<std::string> free_names(const Graph& g) {
+  std::set<std::string> defined, read;
+  for (const ValueInfo& v : g.inputs) defined.insert(v.name);
+  for (const auto& [name, t] : g.initializers) defined.insert(name);
+  for (const Node& n : g.nodes) {
+    for (const std::string& o : n.outputs) defined.insert(o);
+    for (const std::string& i : n.inputs) read.insert(i);
+    for_each_subgraph(n, [&](const Graph& sub) {
+      for (const std::string& f : free_names(sub)) read.insert(f);
+    });
+  }
+  for (const ValueInfo& v : g.outputs) read.insert(v.name);
+  std::set<std::string> out;
+  for (const std::string& r : read) {
+    if (!r.empty() && !defined.count(r)) out.insert(r);
+  }
+  return out;
+}
+
+// What node n reads: its inputs and its subgraphs' free names.
+std::vector<std::string> reads_of(const Node& n) {
+  std::vector<std::string> r;
+  for (const std::string& i : n.inputs) {
+    if (!i.empty()) r.push_back(i);
+  }
+  for_each_subgraph(n, [&](const Graph& sub) {
+    for (const std::string& f : free_names(sub)) r.push_back(f);
+  });
+  return r;
+}
+
 // The nodes in the executor's order: Kahn's algorithm, the file's order among ready nodes.
-std::vector<const Node*> execution_order(const Graph& g) {
-  std::set<std::string> defined;
+// `outer`: the names the graph's scope sees from outside (a subgraph's).
+std::vector<const Node*> execution_order(const Graph& g, const std::set<std::string>& outer) {
+  std::set<std::string> defined = outer;
   for (const ValueInfo& v : g.inputs) defined.insert(v.name);
   for (const auto& [name, t] : g.initializers) defined.insert(name);
   std::map<std::string, size_t> producer;
@@ -408,8 +442,7 @@ std::vector<const Node*> execution_order(const Graph& g) {
   std::vector<int64_t> waiting(g.nodes.size(), 0);
   std::vector<std::vector<size_t>> readers(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const std::string& r : g.nodes[i].inputs) {
-      if (r.empty()) continue;
+    for (const std::string& r : reads_of(g.nodes[i])) {
       const auto p = producer.find(r);
       if (p != producer.end()) {
         ++waiting[i];
@@ -441,14 +474,15 @@ std::vector<const Node*> execution_order(const Graph& g) {
   return order;
 }
 
-// What the generated code cannot express yet, refused before anything is written.
-void refuse_unsupported_kinds(const Graph& g) {
+// What the generated code cannot express yet, refused before anything is written: sequences and
+// optionals, subgraphs other than If's branches and Loop's body.
+void refuse_unsupported_kinds(const Graph& g, bool main) {
   static const std::set<std::string> sequence_ops = {
       "SequenceConstruct", "SequenceEmpty",  "SequenceInsert",     "SequenceErase",
       "SequenceAt",        "SequenceLength", "SplitToSequence",    "ConcatFromSequence",
       "SequenceMap",       "Optional",       "OptionalHasElement", "OptionalGetElement"};
   for (const ValueInfo& v : g.inputs) {
-    if (g.initializers.count(v.name)) continue;
+    if (main && g.initializers.count(v.name)) continue;
     EMBER_CHECK(v.dtype_name != "sequence" && v.dtype_name != "optional",
                 "onnx2cpp: sequence and optional values are not supported yet (graph input '",
                 v.name, "' is a ", v.dtype_name, ")");
@@ -461,13 +495,16 @@ void refuse_unsupported_kinds(const Graph& g) {
                 v.name, "' is a ", v.dtype_name, ")");
   }
   for (const Node& n : g.nodes) {
-    bool subgraph = false;
-    for_each_subgraph(n, [&](const Graph&) { subgraph = true; });
-    EMBER_CHECK(!subgraph, "onnx2cpp: If/Loop/Scan are not supported yet (", node_label(n),
-                " has a subgraph)");
-    EMBER_CHECK(!(normal_domain(n.domain).empty() && sequence_ops.count(n.op_type)),
+    const bool onnx = normal_domain(n.domain).empty();
+    EMBER_CHECK(!(onnx && sequence_ops.count(n.op_type)),
                 "onnx2cpp: sequence and optional values are not supported yet (", node_label(n),
                 ")");
+    const bool control = onnx && (n.op_type == "If" || n.op_type == "Loop");
+    for_each_subgraph(n, [&](const Graph& sub) {
+      EMBER_CHECK(control, "onnx2cpp: ", n.op_type, " is not supported yet (", node_label(n),
+                  " has a subgraph; If and Loop become C++ control flow)");
+      refuse_unsupported_kinds(sub, false);
+    });
   }
 }
 
@@ -484,12 +521,8 @@ class Generator {
   }
 
   GeneratedModule run() {
-    refuse_unsupported_kinds(g_);
-    const std::vector<const Node*> order = execution_order(g_);
-    for (const Node* n : order) {
-      for (const std::string& i : n->inputs) ++readers_[i];
-    }
-    for (const ValueInfo& v : g_.outputs) graph_outputs_.insert(v.name);
+    refuse_unsupported_kinds(g_, true);
+    note_reads(g_);
     for (const ValueInfo& v : g_.inputs) {
       if (g_.initializers.count(v.name)) continue;
       const std::string param = names_.unique(v.name);
@@ -497,7 +530,7 @@ class Generator {
       types_[v.name] = {v.dtype, v.has_shape ? static_cast<int>(v.shape.size()) : -1};
       inputs_.push_back({param, v});
     }
-    for (const Node* n : order) emit(*n);
+    emit_graph(g_);
     if (!unsupported_.empty()) {
       std::string list;
       for (const auto& [op, count] : unsupported_) {
@@ -522,6 +555,44 @@ class Generator {
     std::string param;
     ValueInfo info;
   };
+  static constexpr const char* kUnsupported = "<unsupported>";
+
+  // Every value some node of any graph reads, or some graph gives as an output.
+  void note_reads(const Graph& g) {
+    for (const ValueInfo& v : g.outputs) read_.insert(v.name);
+    for (const Node& n : g.nodes) {
+      for (const std::string& i : n.inputs) read_.insert(i);
+      for_each_subgraph(n, [&](const Graph& sub) { note_reads(sub); });
+    }
+  }
+
+  /// Emits `g`'s nodes in the executor's order; a subgraph's initialisers become Buffers first
+  /// (the executor holds them as constants).
+  void emit_graph(const Graph& g) {
+    std::set<std::string> outer;
+    if (&g != &g_) {
+      for (const auto& [name, e] : expr_) outer.insert(name);
+      for (const auto& [name, t] : g_.initializers) outer.insert(name);
+      for (const auto& [name, t] : g.initializers) {
+        expr_[name] = tensor_field(name, t, false, "subgraph initialiser") + ".dyn()";
+        types_[name] = {t.dtype, t.shape.rank()};
+      }
+    }
+    for (const Node* n : execution_order(g, outer)) emit(*n);
+  }
+
+  /// Runs `f` with the values and types it defines forgotten afterwards (a branch or a body:
+  /// ONNX lets sibling subgraphs reuse names), its lines indented one level more.
+  template <class F>
+  void scoped(F&& f) {
+    const auto saved_expr = expr_;
+    const auto saved_types = types_;
+    indent_ += "  ";
+    f();
+    indent_.resize(indent_.size() - 2);
+    expr_ = saved_expr;
+    types_ = saved_types;
+  }
 
   std::string opset_expr(const Node& n) const {
     const std::string domain = normal_domain(n.domain);
@@ -535,7 +606,9 @@ class Generator {
   }
   Type type_of(const std::string& v) const {
     const auto it = types_.find(v);
-    return it == types_.end() ? Type{} : it->second;
+    if (it != types_.end()) return it->second;
+    const TensorData* t = initializer(v);
+    return t == nullptr ? Type{} : Type{t->dtype, t->shape.rank()};
   }
   const TensorData* initializer(const std::string& v) const {
     const auto it = g_.initializers.find(v);
@@ -543,7 +616,8 @@ class Generator {
   }
   /// An initialiser a layer may own: constant, floating, of `rank`, not yet given to anyone.
   const TensorData* free_initializer(const Node& n, size_t i, int rank) const {
-    if (i >= n.inputs.size() || n.inputs[i].empty() || expr_.count(n.inputs[i])) return nullptr;
+    if (i >= n.inputs.size() || n.inputs[i].empty() || init_expr_.count(n.inputs[i]))
+      return nullptr;
     const TensorData* t = initializer(n.inputs[i]);
     if (t == nullptr || !is_floating(t->dtype) || t->shape.rank() != rank) return nullptr;
     return t;
@@ -559,12 +633,12 @@ class Generator {
   std::string value(const std::string& v) {
     const auto it = expr_.find(v);
     if (it != expr_.end()) return it->second;
+    const auto init = init_expr_.find(v);
+    if (init != init_expr_.end()) return init->second;
     const TensorData* t = initializer(v);
     EMBER_CHECK(t != nullptr, "onnx2cpp: value '", v, "' has no definition");
     const std::string field = tensor_field(v, *t, is_floating(t->dtype), "initialiser");
-    expr_[v] = field + ".dyn()";
-    types_[v] = {t->dtype, t->shape.rank()};
-    return expr_[v];
+    return init_expr_[v] = field + ".dyn()";
   }
 
   /// A Param (trainable) or Buffer field holding `t`, named after `onnx_name`; its value goes to
@@ -613,29 +687,31 @@ class Generator {
     return true;
   }
 
-  void line(const std::string& text) { body_.push_back("  " + text); }
+  void line(const std::string& text) { body_.push_back("  " + indent_ + text); }
 
   /// `const DynTensor name = expr;` for a node's only output.
   void bind(const std::string& onnx_name, const std::string& expr,
             const std::string& comment = "") {
     const std::string local = names_.unique(onnx_name);
-    line("const DynTensor " + local + " = " + expr + ";" +
-         (comment.empty() ? "" : "  // " + comment));
+    const std::string head = "const DynTensor " + local + " =";
+    const std::string end = ";" + (comment.empty() ? "" : "  // " + comment);
+    const bool fits = 2 + indent_.size() + head.size() + 1 + expr.size() + end.size() <= 100;
+    line(head + (fits ? " " : "\n" + std::string(6 + indent_.size(), ' ')) + expr + end);
     expr_[onnx_name] = local;
   }
 
   void emit(const Node& n) {
     std::vector<Type> in;
-    for (const std::string& i : n.inputs) {
-      if (!i.empty() && initializer(i) && !expr_.count(i)) {
-        in.push_back({initializer(i)->dtype, initializer(i)->shape.rank()});
-      } else {
-        in.push_back(i.empty() ? Type{} : type_of(i));
-      }
-    }
+    for (const std::string& i : n.inputs) in.push_back(i.empty() ? Type{} : type_of(i));
     std::vector<Type> out = infer(n, in);
-    if (normal_domain(n.domain).empty() && n.op_type == "Constant") {
+    const bool onnx = normal_domain(n.domain).empty();
+    if (onnx && n.op_type == "Constant") {
       emit_constant(n);
+      return;
+    }
+    if (onnx && (n.op_type == "If" || n.op_type == "Loop")) {
+      n.op_type == "If" ? emit_if(n) : emit_loop(n);
+      ++out_.control;
       return;
     }
     if (emit_layer(n, in)) {
@@ -714,7 +790,7 @@ class Generator {
       const std::string domain = normal_domain(n.domain);
       ++unsupported_[n.op_type + " (" + (domain.empty() ? "ai.onnx" : domain) + " opset " +
                      std::to_string(opset)];
-      for (const std::string& o : n.outputs) expr_[o] = "<unsupported>";  // listed at the end
+      for (const std::string& o : n.outputs) expr_[o] = kUnsupported;  // listed at the end
       return;
     }
     uses_call_ = true;
@@ -749,29 +825,167 @@ class Generator {
     const std::string all = names_.unique(base);
     line(wrap("const std::vector<DynTensor> " + all + " = onnx::call(", call_args, ");"));
     for (size_t j = 0; j < outs.size(); ++j) {
-      if (outs[j].empty() || (!readers_.count(outs[j]) && !graph_outputs_.count(outs[j]))) continue;
+      if (outs[j].empty() || !read_.count(outs[j])) continue;
       const std::string local = names_.unique(outs[j]);
       line("const DynTensor& " + local + " = " + all + "[" + std::to_string(j) + "];");
       expr_[outs[j]] = local;
     }
   }
 
-  /// `head args tail` on one line when it fits in 100 columns, else the arguments on their own
-  /// lines (4 columns in), each as long as fits.
-  static std::string wrap(const std::string& head, const std::vector<std::string>& args,
-                          const std::string& tail) {
+  /// `head args tail` on one line when it fits in 100 columns at the current indentation, else
+  /// the arguments on continuation lines 4 columns further in, as many to a line as fit.
+  std::string wrap(const std::string& head, const std::vector<std::string>& args,
+                   const std::string& tail) const {
+    const size_t margin = 2 + indent_.size();
     const std::string flat = head + join(args) + tail;
-    if (flat.size() + 2 <= 100) return flat;
-    std::string s = head, cur = "\n      ";
+    if (margin + flat.size() <= 100) return flat;
+    const std::string next = "\n" + std::string(margin + 4, ' ');
+    std::string s = head, cur;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string piece = args[i] + (i + 1 < args.size() ? "," : tail);
-      if (cur.size() > 7 && cur.size() + 1 + piece.size() > 101) {
-        s += cur;
-        cur = "\n      ";
+      if (!cur.empty() && margin + 4 + cur.size() + 1 + piece.size() > 100) {
+        s += next + cur;
+        cur.clear();
       }
-      cur += (cur.size() > 7 ? " " : "") + piece;
+      cur += (cur.empty() ? "" : " ") + piece;
     }
-    return s + cur;
+    return s + next + cur;
+  }
+
+  // ---- Control flow ---------------------------------------------------------------------------
+
+  const Graph& graph_attr(const Node& n, const std::string& name) const {
+    const auto it = n.attributes.find(name);
+    EMBER_CHECK(it != n.attributes.end() && it->second.kind == Attribute::Kind::Graph &&
+                    it->second.g != nullptr,
+                "onnx2cpp: ", node_label(n), ": attribute '", name, "' must be a graph");
+    return *it->second.g;
+  }
+
+  static Type declared(const ValueInfo& v) {
+    if (!v.known_dtype) return {};
+    return {v.dtype, v.has_shape ? static_cast<int>(v.shape.size()) : -1};
+  }
+
+  // If: a C++ if over the condition's one element, each branch's nodes inline (they read the
+  // outer values by name, as C++ scopes do), its outputs assigned to variables declared before.
+  void emit_if(const Node& n) {
+    const Graph& then_g = graph_attr(n, "then_branch");
+    const Graph& else_g = graph_attr(n, "else_branch");
+    EMBER_CHECK(n.inputs.size() == 1 && !n.inputs[0].empty(), "onnx2cpp: ", node_label(n),
+                " needs its condition");
+    EMBER_CHECK(
+        then_g.outputs.size() == n.outputs.size() && else_g.outputs.size() == n.outputs.size(),
+        "onnx2cpp: ", node_label(n), ": the branches give ", then_g.outputs.size(), " and ",
+        else_g.outputs.size(), " outputs, the node has ", n.outputs.size());
+    const std::string cond = value(n.inputs[0]);
+    std::vector<std::string> results(n.outputs.size());
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      if (n.outputs[j].empty()) continue;
+      results[j] = names_.unique(n.outputs[j]);
+      line("DynTensor " + results[j] + ";");
+    }
+    auto branch = [&](const Graph& g) {
+      scoped([&] {
+        emit_graph(g);
+        for (size_t j = 0; j < results.size(); ++j) {
+          if (!results[j].empty()) line(results[j] + " = " + value(g.outputs[j].name) + ";");
+        }
+      });
+    };
+    line("if (" + cond + ".item<bool>()) {  // " + node_label(n));
+    branch(then_g);
+    line("} else {");
+    branch(else_g);
+    line("}");
+    for (size_t j = 0; j < results.size(); ++j) {
+      if (results[j].empty()) continue;
+      expr_[n.outputs[j]] = results[j];
+      types_[n.outputs[j]] = declared(then_g.outputs[j]);
+    }
+  }
+
+  // Loop: a C++ for over the trip count M while the condition holds (ONNX's four cases: the
+  // body's condition counts only when the node has one), the loop-carried values in variables
+  // the body reassigns, the scan outputs collected and stacked along a new first axis.
+  void emit_loop(const Node& n) {
+    const Graph& body = graph_attr(n, "body");
+    EMBER_CHECK(n.inputs.size() >= 2, "onnx2cpp: ", node_label(n),
+                " needs its M and cond inputs (either may be empty)");
+    const size_t n_carried = n.inputs.size() - 2;
+    EMBER_CHECK(body.inputs.size() == 2 + n_carried && body.outputs.size() >= 1 + n_carried,
+                "onnx2cpp: ", node_label(n), ": the body takes ", body.inputs.size(),
+                " inputs and gives ", body.outputs.size(), " outputs, for ", n_carried,
+                " loop-carried values");
+    const size_t n_scan = body.outputs.size() - 1 - n_carried;
+    const bool has_m = !n.inputs[0].empty(), has_cond = !n.inputs[1].empty();
+    auto output_name = [&](size_t j, const std::string& fallback) {
+      return j < n.outputs.size() && !n.outputs[j].empty() ? n.outputs[j] : fallback;
+    };
+    // Where the iteration number and the condition are made: the executor's device.
+    std::string device = "default_device()";
+    for (const std::string& i : n.inputs) {
+      if (!i.empty()) {
+        device = value(i) + ".device()";
+        break;
+      }
+    }
+    line("// " + node_label(n));
+    std::vector<std::string> carried, scans;
+    for (size_t k = 0; k < n_carried; ++k) {
+      carried.push_back(names_.unique(output_name(k, body.outputs[1 + k].name)));
+      const std::string init = n.inputs[2 + k].empty() ? "DynTensor()" : value(n.inputs[2 + k]);
+      line("DynTensor " + carried[k] + " = " + init + ";");
+    }
+    for (size_t k = 0; k < n_scan; ++k) {
+      scans.push_back(names_.unique(body.outputs[1 + n_carried + k].name + "_steps"));
+      line("std::vector<DynTensor> " + scans[k] + ";");
+    }
+    const std::string trips = names_.unique("trips"), go = names_.unique("go"),
+                      i = names_.unique("i");
+    line("const int64_t " + trips + " = " +
+         (has_m ? value(n.inputs[0]) + ".item<int64_t>()" : "INT64_MAX") + ";");
+    line("bool " + go + " = " + (has_cond ? value(n.inputs[1]) + ".item<bool>()" : "true") + ";");
+    line("for (int64_t " + i + " = 0; " + i + " < " + trips + " && " + go + "; ++" + i + ") {");
+    scoped([&] {
+      const std::vector<std::string> first = {
+          "full(Shape{}, " + i + ", DType::i64, " + device + ")",
+          "full(Shape{}, " + go + ", DType::boolean, " + device + ")"};
+      for (size_t k = 0; k < body.inputs.size(); ++k) {
+        const std::string& name = body.inputs[k].name;
+        bind(name, k < 2 ? first[k] : carried[k - 2]);
+        types_[name] = k == 0   ? Type{DType::i64, 0}
+                       : k == 1 ? Type{DType::boolean, 0}
+                                : type_of(n.inputs[k]);
+      }
+      emit_graph(body);
+      if (has_cond) line(go + " = " + value(body.outputs[0].name) + ".item<bool>();");
+      for (size_t k = 0; k < n_carried; ++k)
+        line(carried[k] + " = " + value(body.outputs[1 + k].name) + ";");
+      for (size_t k = 0; k < n_scan; ++k)
+        line(scans[k] + ".push_back(" + value(body.outputs[1 + n_carried + k].name) + ");");
+    });
+    line("}");
+    for (size_t k = 0; k < n_carried; ++k) {
+      const std::string out = output_name(k, "");
+      if (out.empty()) continue;
+      expr_[out] = carried[k];
+      types_[out] = declared(body.outputs[1 + k]);
+    }
+    for (size_t k = 0; k < n_scan; ++k) {
+      const std::string out = output_name(n_carried + k, "");
+      if (out.empty()) continue;
+      // No iteration: empty along the new axis, the other dims as the body declares them.
+      const ValueInfo& v = body.outputs[1 + n_carried + k];
+      std::vector<int64_t> dims = {0};
+      for (const Dim& d : v.shape) dims.push_back(std::max<int64_t>(d.size, 0));
+      const std::string none = "zeros(Shape" + ints_list(dims) + ", " +
+                               dtype_expr(v.known_dtype ? v.dtype : DType::f32) + ", " + device +
+                               ")";
+      bind(out, scans[k] + ".empty() ? " + none + " : stack(" + scans[k] + ", 0)");
+      const Type t = declared(v);
+      types_[out] = {t.dtype, t.rank < 0 ? -1 : t.rank + 1};
+    }
   }
 
   // ---- Layers ---------------------------------------------------------------------------------
@@ -833,8 +1047,7 @@ class Generator {
   // Takes the initialisers of a layer: later readers see them through the layer.
   void give(const std::string& onnx_name, const std::string& expr, const std::string& path,
             const TensorData& t) {
-    expr_[onnx_name] = expr;
-    types_[onnx_name] = {t.dtype, t.shape.rank()};
+    init_expr_[onnx_name] = expr;
     weights_.emplace_back(path, t);
   }
 
@@ -1039,7 +1252,7 @@ class Generator {
       h += "  /// " + i.param + ": '" + i.info.name + "', " + shape_text(i.info) + "\n";
       params.push_back("const ember::DynTensor& " + i.param);
     }
-    h += "  Outputs forward(" + join(params) + ") const;\n};\n";
+    h += "  Outputs forward(" + parameter_list(params, 18) + ") const;\n};\n";
     return h;
   }
 
@@ -1061,7 +1274,8 @@ class Generator {
       params.push_back(std::string(used ? "" : "[[maybe_unused]] ") + "const DynTensor& " +
                        i.param);
     }
-    body += name_ + "::Outputs " + name_ + "::forward(" + join(params) + ") const {\n";
+    const std::string head = name_ + "::Outputs " + name_ + "::forward(";
+    body += head + parameter_list(params, head.size()) + ") const {\n";
     for (const std::string& b : body_) body += b + "\n";
     body += "  return {" + join(returned) + "};\n}\n";
 
@@ -1074,6 +1288,13 @@ class Generator {
     if (uses_call_) s += "#include \"ember/import/onnx_ops.hpp\"\n";
     s += "#include \"ember/tensor/tensor.hpp\"\n\nusing namespace ember;\n\n";
     return s + body;
+  }
+
+  /// "a, b" when the declaration fits in 100 columns, else one parameter a line, aligned.
+  static std::string parameter_list(const std::vector<std::string>& params, size_t column) {
+    const std::string flat = join(params);
+    if (column + flat.size() + 10 <= 100) return flat;
+    return join(params, (",\n" + std::string(column, ' ')).c_str());
   }
 
   static bool mentions(const std::string& text, const std::string& id) {
@@ -1096,10 +1317,11 @@ class Generator {
   std::vector<Field> fields_;
   std::vector<Input> inputs_;
   std::vector<std::pair<std::string, TensorData>> weights_;
-  std::map<std::string, std::string> expr_;  // ONNX value -> the C++ expression reading it
+  std::map<std::string, std::string> expr_;       // ONNX value -> the C++ expression reading it
+  std::map<std::string, std::string> init_expr_;  // the same for the main graph's initialisers
   std::map<std::string, Type> types_;
-  std::map<std::string, int> readers_;
-  std::set<std::string> graph_outputs_;
+  std::set<std::string> read_;
+  std::string indent_;
   std::set<std::string> headers_;
   std::vector<std::string> body_;
   std::map<std::string, int64_t> unsupported_;
@@ -1153,6 +1375,7 @@ WrittenModule write_cpp(const std::string& model_path, const std::string& out_di
   w.layers = m.layers;
   w.functions = m.functions;
   w.calls = m.calls;
+  w.control = m.control;
   w.tensors = static_cast<int64_t>(m.weights.size());
   return w;
 }

@@ -22,7 +22,8 @@ struct GeneratedModule {
   std::string header, source;  // <name>.hpp, <name>.cpp
   /// <name>.safetensors: every Param and Buffer of the module by its path (`conv1.weight`).
   std::vector<std::pair<std::string, TensorData>> weights;
-  int layers = 0, functions = 0, calls = 0;  // nodes written as nn layers, Ember functions, calls
+  // Nodes written as nn layers, Ember functions, onnx::call, C++ control flow (If, Loop).
+  int layers = 0, functions = 0, calls = 0, control = 0;
 };
 
 /// The module of `ir` as a struct called `name` (a C++ identifier). `source_name` (the model's
@@ -35,7 +36,7 @@ GeneratedModule generate_cpp(const ModelIR& ir, const std::string& name,
 /// Returns what was written, with the generator's counts.
 struct WrittenModule {
   std::vector<std::string> paths;
-  int layers = 0, functions = 0, calls = 0;
+  int layers = 0, functions = 0, calls = 0, control = 0;
   int64_t tensors = 0;
 };
 WrittenModule write_cpp(const std::string& model_path, const std::string& out_dir,

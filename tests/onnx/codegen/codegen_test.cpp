@@ -13,8 +13,10 @@
 #include "Conv2d.hpp"
 #include "Embedding.hpp"
 #include "Glu.hpp"
+#include "IfBranches.hpp"
 #include "Linear.hpp"
 #include "LinearNoBias.hpp"
+#include "LoopScan.hpp"
 #include "NonFloatParams.hpp"
 #include "OperatorParams.hpp"
 #include "PixelShuffle.hpp"
@@ -146,6 +148,21 @@ TEST(OnnxCodegen, ReduceSum) {
                    [](const ReduceSum& m, const Tensors& in) {
                      return Tensors{m.forward(in[0], in[1]).reduced};
                    });
+}
+
+// If as a C++ if, its branches' Constant nodes as buffers.
+TEST(OnnxCodegen, IfBranches) {
+  check<IfBranches>("node/test_if", [](const IfBranches& m, const Tensors& in) {
+    return Tensors{m.forward(in[0]).res};
+  });
+}
+
+// Loop as a C++ for: a loop-carried value, a scan output, calls and functions in the body.
+TEST(OnnxCodegen, LoopScan) {
+  check<LoopScan>("node/test_loop11", [](const LoopScan& m, const Tensors& in) {
+    const LoopScan::Outputs out = m.forward(in[0], in[1], in[2]);
+    return Tensors{out.res_y, out.res_scan};
+  });
 }
 
 // The nn layers: Conv -> nn::Conv2d, Gemm -> nn::Linear, BatchNormalization -> nn::BatchNorm2d.

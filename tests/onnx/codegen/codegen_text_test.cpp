@@ -250,6 +250,41 @@ TEST(OnnxCodegenText, AttributeLiterals) {
   EXPECT_TRUE(contains(m.source, R"({"other", 0.1})")) << m.source;
 }
 
+// If's branches inline, reading outer values by name; a name both branches define is told apart.
+TEST(OnnxCodegenText, IfBranchesInline) {
+  ModelIR ir = model();
+  Graph& g = *ir.graph;
+  g.inputs = {input("c", {}), input("x", {2})};
+  g.inputs[0].dtype_name = "BOOL";
+  g.inputs[0].dtype = DType::boolean;
+  g.outputs = {output("y")};
+  auto branch = [](const std::string& op) {
+    Attribute a;
+    a.kind = Attribute::Kind::Graph;
+    auto sub = std::make_shared<Graph>();
+    sub->nodes = {node(op, {"x"}, {"t"})};
+    sub->outputs = {output("t")};
+    a.g = sub;
+    return a;
+  };
+  g.nodes = {
+      node("If", {"c"}, {"y"}, {{"then_branch", branch("Relu")}, {"else_branch", branch("Neg")}})};
+  const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
+  EXPECT_TRUE(contains(m.source,
+                       "  DynTensor y;\n"
+                       "  if (c.item<bool>()) {  // node 'y' (If)\n"
+                       "    const DynTensor t = relu(x);\n"
+                       "    y = t;\n"
+                       "  } else {\n"
+                       "    const DynTensor t_2 = neg(x);\n"
+                       "    y = t_2;\n"
+                       "  }\n"
+                       "  return {y};\n"))
+      << m.source;
+  EXPECT_EQ(m.control, 1);
+  EXPECT_EQ(m.functions, 2);
+}
+
 TEST(OnnxCodegenText, Refusals) {
   {
     ModelIR ir = model();
@@ -259,8 +294,8 @@ TEST(OnnxCodegenText, Refusals) {
     Attribute branch;
     branch.kind = Attribute::Kind::Graph;
     branch.g = std::make_shared<Graph>();
-    g.nodes = {node("If", {"c"}, {"y"}, {{"then_branch", branch}, {"else_branch", branch}})};
-    expect_refused(ir, "onnx2cpp: If/Loop/Scan are not supported yet");
+    g.nodes = {node("Scan", {"c"}, {"y"}, {{"body", branch}, {"num_scan_inputs", integer(1)}})};
+    expect_refused(ir, "onnx2cpp: Scan is not supported yet");
   }
   {
     ModelIR ir = model();
