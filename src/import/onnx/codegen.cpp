@@ -56,9 +56,29 @@ const std::set<std::string>& reserved_names() {
   return r;
 }
 
+// PyTorch's scoped names without their repeats: "/layer1/layer1.0/conv1/Conv" names the module
+// layer1.0's conv1, so "layer1/" goes: "layer1.0/conv1/Conv".
+std::string drop_scope_repeats(std::string_view raw) {
+  if (raw.find('/') == std::string_view::npos) return std::string(raw);
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= raw.size()) {
+    const size_t end = std::min(raw.find('/', start), raw.size());
+    if (end > start) parts.emplace_back(raw.substr(start, end - start));
+    start = end + 1;
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool repeated = i + 1 < parts.size() && parts[i + 1].rfind(parts[i] + ".", 0) == 0;
+    if (!repeated) out += (out.empty() ? "" : "/") + parts[i];
+  }
+  return out;
+}
+
 // A C identifier from an ONNX name: other characters become '_' (runs of them one), PyTorch's
 // "_output_0" suffix goes, a leading digit gets a 'v' before it, a reserved word a '_' after.
-std::string sanitize(std::string_view raw) {
+std::string sanitize(std::string_view name) {
+  const std::string raw = drop_scope_repeats(name);
   std::string s;
   for (const char c : raw) {
     const bool ok =
@@ -486,8 +506,9 @@ void refuse_unsupported_kinds(const Graph& g, bool main) {
     EMBER_CHECK(v.dtype_name != "sequence" && v.dtype_name != "optional",
                 "onnx2cpp: sequence and optional values are not supported yet (graph input '",
                 v.name, "' is a ", v.dtype_name, ")");
-    EMBER_CHECK(v.known_dtype, "onnx2cpp: graph input '", v.name, "' has type ", v.dtype_name,
-                ", which Ember has no dtype for");
+    // A subgraph's inputs may leave their types to the node (Loop's body).
+    EMBER_CHECK(!main || v.known_dtype, "onnx2cpp: graph input '", v.name, "' has type ",
+                v.dtype_name, ", which Ember has no dtype for");
   }
   for (const ValueInfo& v : g.outputs) {
     EMBER_CHECK(v.dtype_name != "sequence" && v.dtype_name != "optional",
@@ -512,12 +533,17 @@ void refuse_unsupported_kinds(const Graph& g, bool main) {
 
 class Generator {
  public:
-  Generator(const ModelIR& ir, const std::string& name, const std::string& source_name)
-      : ir_(ir), g_(*ir.graph), name_(name), source_(source_name) {
+  /// `parted`: the fields go into nested structs of up to kPartSize fields each.
+  Generator(const ModelIR& ir, const std::string& name, const std::string& source_name, bool parted)
+      : ir_(ir), g_(*ir.graph), name_(name), source_(source_name), parted_(parted) {
     const auto it = ir.opsets.find("");
     opset_ = it == ir.opsets.end() ? 1 : it->second;
     for (const std::string& r : reserved_names()) names_.reserve(r);
     names_.reserve(name);
+    for (int k = 0; parted && k < 256; ++k) {
+      names_.reserve("part" + std::to_string(k));
+      names_.reserve("Part" + std::to_string(k));
+    }
   }
 
   GeneratedModule run() {
@@ -541,6 +567,7 @@ class Generator {
     }
     std::vector<std::string> returned;
     for (const ValueInfo& v : g_.outputs) returned.push_back(value(v.name));
+    out_.fields = static_cast<int>(fields_.size());
     out_.header = header();
     out_.source = source(returned);
     out_.weights = std::move(weights_);
@@ -550,20 +577,48 @@ class Generator {
  private:
   struct Field {
     std::string type, name, init, comment;
+    int part;  // -1: a field of the module itself
   };
+  static constexpr size_t kPartSize = 256;
   struct Input {
     std::string param;
     ValueInfo info;
   };
   static constexpr const char* kUnsupported = "<unsupported>";
 
-  // Every value some node of any graph reads, or some graph gives as an output.
+  // Every value some node of any graph reads (and which nodes), or some graph gives as an
+  // output; the main graph's Identity nodes of initialisers, which become aliases.
   void note_reads(const Graph& g) {
-    for (const ValueInfo& v : g.outputs) read_.insert(v.name);
+    for (const ValueInfo& v : g.outputs) {
+      read_.insert(v.name);
+      graph_outputs_.insert(v.name);
+    }
     for (const Node& n : g.nodes) {
-      for (const std::string& i : n.inputs) read_.insert(i);
+      for (const std::string& i : n.inputs) {
+        read_.insert(i);
+        if (!i.empty()) consumers_[i].push_back(&n);
+      }
       for_each_subgraph(n, [&](const Graph& sub) { note_reads(sub); });
     }
+    if (&g != &g_) return;
+    for (bool more = true; more;) {  // chains of Identity, in any order
+      more = false;
+      for (const Node& n : g.nodes) {
+        if (n.op_type != "Identity" || !normal_domain(n.domain).empty() || n.inputs.size() != 1 ||
+            n.outputs.size() != 1 || alias_.count(n.outputs[0]))
+          continue;
+        if (initializer(n.inputs[0]) != nullptr) {
+          alias_[n.outputs[0]] = root(n.inputs[0]);
+          more = true;
+        }
+      }
+    }
+  }
+
+  /// The initialiser an Identity chain of the main graph reads, or `v` itself.
+  const std::string& root(const std::string& v) const {
+    const auto it = alias_.find(v);
+    return it == alias_.end() ? v : it->second;
   }
 
   /// Emits `g`'s nodes in the executor's order; a subgraph's initialisers become Buffers first
@@ -578,7 +633,10 @@ class Generator {
         types_[name] = {t.dtype, t.shape.rank()};
       }
     }
+    const Graph* outer_graph = graph_;
+    graph_ = &g;
     for (const Node* n : execution_order(g, outer)) emit(*n);
+    graph_ = outer_graph;
   }
 
   /// Runs `f` with the values and types it defines forgotten afterwards (a branch or a body:
@@ -610,17 +668,10 @@ class Generator {
     const TensorData* t = initializer(v);
     return t == nullptr ? Type{} : Type{t->dtype, t->shape.rank()};
   }
+  /// The main graph's initialiser `v` (through Identity aliases), or null.
   const TensorData* initializer(const std::string& v) const {
-    const auto it = g_.initializers.find(v);
+    const auto it = g_.initializers.find(root(v));
     return it == g_.initializers.end() ? nullptr : &it->second;
-  }
-  /// An initialiser a layer may own: constant, floating, of `rank`, not yet given to anyone.
-  const TensorData* free_initializer(const Node& n, size_t i, int rank) const {
-    if (i >= n.inputs.size() || n.inputs[i].empty() || init_expr_.count(n.inputs[i]))
-      return nullptr;
-    const TensorData* t = initializer(n.inputs[i]);
-    if (t == nullptr || !is_floating(t->dtype) || t->shape.rank() != rank) return nullptr;
-    return t;
   }
   static std::vector<std::string> used_outputs(const Node& n) {
     std::vector<std::string> o = n.outputs;
@@ -630,7 +681,8 @@ class Generator {
 
   /// The expression reading ONNX value `v`; an initialiser read for the first time becomes a
   /// Param (floating) or a Buffer of the module.
-  std::string value(const std::string& v) {
+  std::string value(const std::string& name) {
+    const std::string& v = root(name);
     const auto it = expr_.find(v);
     if (it != expr_.end()) return it->second;
     const auto init = init_expr_.find(v);
@@ -657,28 +709,36 @@ class Generator {
     const DType kind_default = is_floating(t.dtype)        ? DType::f32
                                : t.dtype == DType::boolean ? DType::boolean
                                                            : DType::i64;
-    Field f;
-    f.name = name;
-    f.type = trainable ? "ember::nn::Param<" + r + ">"
-                       : "ember::nn::Buffer<" + r +
-                             (kind.empty() ? "" : ", ember::" + kind.substr(2)) + ">";
+    const std::string field_type =
+        trainable
+            ? "ember::nn::Param<" + r + ">"
+            : "ember::nn::Buffer<" + r + (kind.empty() ? "" : ", ember::" + kind.substr(2)) + ">";
     const std::string dims = ints_list(dims_of(t.shape));
     const std::string type = element_type(t.dtype);
     const bool literal = !trainable && !type.empty() && t.numel() <= 16 &&
                          (t.dtype != DType::f32 || finite_values(t));
-    if (literal) {
-      f.init = tensor + "::from_vector<" + type + ">({" + element_literals(t) + "}, " + dims +
-               ", device)";
-    } else {
-      f.init = tensor + "::zeros(" + dims + ", device" +
-               (t.dtype == kind_default ? "" : ", " + dtype_expr(t.dtype)) + ")";
-    }
-    f.comment = what + " '" + onnx_name + "', " + std::string(dtype_name(t.dtype)) + " " +
-                to_string(t.shape);
+    const std::string init =
+        literal ? tensor + "::from_vector<" + type + ">({" + element_literals(t) + "}, " + dims +
+                      ", device)"
+                : tensor + "::zeros(" + dims + ", device" +
+                      (t.dtype == kind_default ? "" : ", " + dtype_expr(t.dtype)) + ")";
+    const std::string path =
+        add_field(field_type, name, init,
+                  what + " '" + onnx_name + "', " + std::string(dtype_name(t.dtype)) + " " +
+                      to_string(t.shape));
+    weights_.emplace_back(path, t);
+    return path;
+  }
+
+  /// A field of the module, in part N / kPartSize when the module is parted (EMBER_MODULE lists
+  /// up to 256 fields); returns its path from the module ("conv1", "part1.conv1").
+  std::string add_field(const std::string& type, const std::string& name, const std::string& init,
+                        const std::string& comment) {
+    Field f{type, name, init, comment, -1};
+    if (parted_) f.part = static_cast<int>(fields_.size() / kPartSize);
     fields_.push_back(f);
-    weights_.emplace_back(name, t);
     uses_device_ = true;
-    return name;
+    return f.part < 0 ? name : "part" + std::to_string(f.part) + "." + name;
   }
   static bool finite_values(const TensorData& t) {
     for (const float v : t.to_vector<float>()) {
@@ -705,6 +765,8 @@ class Generator {
     for (const std::string& i : n.inputs) in.push_back(i.empty() ? Type{} : type_of(i));
     std::vector<Type> out = infer(n, in);
     const bool onnx = normal_domain(n.domain).empty();
+    if (fused_.count(&n)) return;  // written with the layer before it (MatMul + Add)
+    if (n.outputs.size() == 1 && alias_.count(n.outputs[0])) return;  // Identity of a constant
     if (onnx && n.op_type == "Constant") {
       emit_constant(n);
       return;
@@ -802,7 +864,7 @@ class Generator {
     }
     const std::vector<std::string> outs = used_outputs(n);
     std::vector<std::string> call_args = {string_literal(n.op_type), "{" + join(args) + "}",
-                                          "{" + join(attrs) + "}", opset_expr(n)};
+                                          braced(attrs, 2 + indent_.size() + 4), opset_expr(n)};
     const std::string domain = normal_domain(n.domain);
     if (outs.size() != 1 || !domain.empty()) call_args.push_back(std::to_string(outs.size()));
     if (!domain.empty()) call_args.push_back(string_literal(domain));
@@ -843,6 +905,12 @@ class Generator {
     std::string s = head, cur;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string piece = args[i] + (i + 1 < args.size() ? "," : tail);
+      if (piece.find('\n') != std::string::npos) {  // a list broken already: lines of its own
+        if (!cur.empty()) s += next + cur;
+        s += next + piece;
+        cur.clear();
+        continue;
+      }
       if (!cur.empty() && margin + 4 + cur.size() + 1 + piece.size() > 100) {
         s += next + cur;
         cur.clear();
@@ -850,6 +918,26 @@ class Generator {
       cur += (cur.empty() ? "" : " ") + piece;
     }
     return s + next + cur;
+  }
+
+  /// "{a, b}", broken into lines of up to 100 columns when it starts at `column` and is longer,
+  /// the items of later lines under the first.
+  static std::string braced(const std::vector<std::string>& items, size_t column) {
+    std::string s = "{";
+    size_t at = column + 1;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string piece = items[i] + (i + 1 < items.size() ? "," : "");
+      if (i > 0 && at + 1 + piece.size() + (i + 1 == items.size() ? 1 : 0) > 100) {
+        s += "\n" + std::string(column + 1, ' ');
+        at = column + 1;
+      } else if (i > 0) {
+        s += " ";
+        ++at;
+      }
+      s += piece;
+      at += piece.size();
+    }
+    return s + "}";
   }
 
   // ---- Control flow ---------------------------------------------------------------------------
@@ -990,22 +1078,27 @@ class Generator {
 
   // ---- Layers ---------------------------------------------------------------------------------
 
-  /// A layer's field name: its weight's name without ".weight" (PyTorch's module path), else the
-  /// node's name, else `fallback`.
-  std::string layer_name(const Node& n, const std::string& fallback) {
+  /// A layer's field name, most telling first: its weight's (or bias's) name without
+  /// ".weight" (PyTorch's module path), the node's scope ("/layer1/layer1.0/conv1/Conv" ->
+  /// layer1_0_conv1), the node's name, else `fallback`.
+  std::string layer_name(const Node& n, const std::vector<std::string>& params,
+                         const std::string& fallback) {
     auto has_letter = [](const std::string& s) {
       return std::any_of(s.begin(), s.end(),
                          [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
     };
-    std::string w = n.inputs.size() > 1 ? n.inputs[1] : "";
-    for (const char* suffix : {".weight", "_weight", ".W"}) {
-      const size_t len = std::strlen(suffix);
-      if (w.size() > len && w.compare(w.size() - len, len, suffix) == 0) {
-        w.resize(w.size() - len);
-        break;
+    for (const std::string& p : params) {
+      for (const char* suffix : {".weight", "_weight", ".bias", "_bias"}) {
+        const size_t len = std::strlen(suffix);
+        if (p.size() > len && p.compare(p.size() - len, len, suffix) == 0 &&
+            p.find("::") == std::string::npos) {
+          return names_.unique(p.substr(0, p.size() - len));
+        }
       }
     }
-    if (has_letter(w) && w.find("::") == std::string::npos) return names_.unique(w);
+    const size_t slash = n.name.rfind('/');
+    if (slash != std::string::npos && slash > 0 && has_letter(n.name.substr(0, slash)))
+      return names_.unique(n.name.substr(0, slash));
     if (has_letter(n.name)) return names_.unique(n.name);
     return names_.unique(fallback);
   }
@@ -1039,29 +1132,42 @@ class Generator {
       return false;
     }
     if (n.op_type == "Conv") return conv_layer(n, in);
-    if (n.op_type == "Gemm") return linear_layer(n, in);
+    if (n.op_type == "Gemm") return gemm_linear(n, in);
+    if (n.op_type == "MatMul") return matmul_add_linear(n, in);
     if (n.op_type == "BatchNormalization") return batch_norm_layer(n, in);
     return false;
   }
 
-  // Takes the initialisers of a layer: later readers see them through the layer.
+  /// A main-graph initialiser a layer may take as input i: floating, of `rank`, read by no
+  /// non-layer node before (that one made it a Param: the layer would untie them).
+  const TensorData* layer_initializer(const Node& n, size_t i, int rank) const {
+    if (i >= n.inputs.size() || n.inputs[i].empty()) return nullptr;
+    const std::string& name = root(n.inputs[i]);
+    if (init_expr_.count(name) && !layer_owned_.count(name)) return nullptr;
+    const TensorData* t = initializer(name);
+    if (t == nullptr || !is_floating(t->dtype) || t->shape.rank() != rank) return nullptr;
+    return t;
+  }
+
+  // An initialiser given to a layer: later non-layer readers read it through that layer. Another
+  // layer given it gets its own copy: PyTorch's exporter shares equal tensors (the zero biases
+  // of folded BatchNorms), which the PyTorch model held apart.
   void give(const std::string& onnx_name, const std::string& expr, const std::string& path,
             const TensorData& t) {
-    init_expr_[onnx_name] = expr;
+    const std::string& name = root(onnx_name);
+    if (!layer_owned_.count(name)) {
+      layer_owned_.insert(name);
+      init_expr_[name] = expr;
+    }
     weights_.emplace_back(path, t);
   }
 
-  void add_layer(const Node& n, const std::string& type, const std::string& name,
-                 const std::string& init, const std::string& header) {
-    Field f;
-    f.type = type;
-    f.name = name;
-    f.init = init;
-    f.comment = n.op_type + (n.name.empty() ? "" : " '" + n.name + "'");
-    fields_.push_back(f);
+  /// The layer's field; returns its path from the module (partN. when parted).
+  std::string layer_field(const Node& n, const std::string& type, const std::string& name,
+                          const std::string& config, const std::string& header) {
     headers_.insert(header);
-    uses_device_ = true;
-    bind(n.outputs[0], name + ".forward(" + value(n.inputs[0]) + ")");
+    return add_field(type, name, config + ", device",
+                     n.op_type + (n.name.empty() ? "" : " '" + n.name + "'"));
   }
 
   // Conv with a constant weight (and bias) and symmetric explicit padding: nn::Conv1d/2d/3d,
@@ -1071,16 +1177,14 @@ class Generator {
     const TensorData* w = nullptr;
     int spatial = 0;
     for (int s = 1; s <= 3 && w == nullptr; ++s) {
-      w = free_initializer(n, 1, s + 2);
+      w = layer_initializer(n, 1, s + 2);
       spatial = s;
     }
     if (w == nullptr) return false;
     const bool has_bias = n.inputs.size() == 3 && !n.inputs[2].empty();
-    const TensorData* b = has_bias ? free_initializer(n, 2, 1) : nullptr;
-    if (has_bias && (b == nullptr || n.inputs[2] == n.inputs[1] || b->dtype != w->dtype ||
-                     b->shape[0] != w->shape[0])) {
+    const TensorData* b = has_bias ? layer_initializer(n, 2, 1) : nullptr;
+    if (has_bias && (b == nullptr || b->dtype != w->dtype || b->shape[0] != w->shape[0]))
       return false;
-    }
     if (in[0].dtype && *in[0].dtype != w->dtype) return false;
     if (in[0].rank >= 0 && in[0].rank != spatial + 2) return false;
     if (!only_attributes(n, {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}))
@@ -1109,7 +1213,6 @@ class Generator {
       if (pads[i] != pads[spatial + i] || pads[i] < 0 || stride[i] < 1 || dilation[i] < 1)
         return false;
     }
-    const std::string name = layer_name(n, "conv");
     const std::string d = std::to_string(spatial);
     std::string config = "nn::Conv" + d + "dConfig(" + std::to_string(w->shape[1] * groups) + ", " +
                          std::to_string(w->shape[0]) + ", " + ints_list(kernel) + ")";
@@ -1120,36 +1223,91 @@ class Generator {
     if (groups != 1) config += ".groups(" + std::to_string(groups) + ")";
     if (!has_bias) config += ".bias(false)";
     if (w->dtype != DType::f32) config += ".with_dtype(" + dtype_expr(w->dtype) + ")";
-    give(n.inputs[1], name + ".weight.dyn()", name + ".weight", *w);
-    if (has_bias) give(n.inputs[2], name + ".bias->dyn()", name + ".bias", *b);
-    add_layer(n, "ember::nn::Conv" + d + "d", name, config + ", device", "ember/nn/conv.hpp");
+    const std::string name =
+        layer_name(n, {n.inputs[1], has_bias ? n.inputs[2] : std::string()}, "conv");
+    const std::string path =
+        layer_field(n, "ember::nn::Conv" + d + "d", name, config, "ember/nn/conv.hpp");
+    give(n.inputs[1], path + ".weight.dyn()", path + ".weight", *w);
+    if (has_bias) give(n.inputs[2], path + ".bias->dyn()", path + ".bias", *b);
+    bind(n.outputs[0], path + ".forward(" + value(n.inputs[0]) + ")");
     return true;
+  }
+
+  /// nn::Linear(in, out) with weight `w` [out, in] and bias `b` (or none), whose forward
+  /// computes `output` from `x`.
+  void linear(const Node& n, const std::string& x, const std::string& w_name, const TensorData& w,
+              const std::string& b_name, const TensorData* b, const std::string& output) {
+    std::string config =
+        "nn::LinearConfig(" + std::to_string(w.shape[1]) + ", " + std::to_string(w.shape[0]) + ")";
+    if (b == nullptr) config += ".bias(false)";
+    if (w.dtype != DType::f32) config += ".with_dtype(" + dtype_expr(w.dtype) + ")";
+    const std::string name = layer_name(n, {w_name, b_name}, "linear");
+    const std::string path =
+        layer_field(n, "ember::nn::Linear", name, config, "ember/nn/linear.hpp");
+    give(w_name, path + ".weight.dyn()", path + ".weight", w);
+    if (b != nullptr) give(b_name, path + ".bias->dyn()", path + ".bias", *b);
+    bind(output, path + ".forward(" + value(x) + ")");
   }
 
   // Gemm computing x W^T + b (transB = 1, alpha = beta = 1) with a constant W [out, in] and b
   // [out]: nn::Linear, whose linear() is the same matmul and add.
-  bool linear_layer(const Node& n, const std::vector<Type>& in) {
+  bool gemm_linear(const Node& n, const std::vector<Type>& in) {
     if (n.inputs.size() < 2 || n.inputs.size() > 3) return false;
     if (!only_attributes(n, {"transA", "transB", "alpha", "beta", "broadcast"})) return false;
     if (attr_int(n, "transA", 0) != 0 || attr_int(n, "transB", 0) != 1) return false;
     if (attr_float(n, "alpha").value_or(1.0) != 1.0) return false;
-    const TensorData* w = free_initializer(n, 1, 2);
+    const TensorData* w = layer_initializer(n, 1, 2);
     if (w == nullptr || (in[0].dtype && *in[0].dtype != w->dtype)) return false;
     const bool has_bias = n.inputs.size() == 3 && !n.inputs[2].empty();
     if (has_bias && attr_float(n, "beta").value_or(1.0) != 1.0) return false;
-    const TensorData* b = has_bias ? free_initializer(n, 2, 1) : nullptr;
-    if (has_bias && (b == nullptr || n.inputs[2] == n.inputs[1] || b->dtype != w->dtype ||
-                     b->shape[0] != w->shape[0])) {
+    const TensorData* b = has_bias ? layer_initializer(n, 2, 1) : nullptr;
+    if (has_bias && (b == nullptr || b->dtype != w->dtype || b->shape[0] != w->shape[0]))
+      return false;
+    linear(n, n.inputs[0], n.inputs[1], *w, has_bias ? n.inputs[2] : "", b, n.outputs[0]);
+    return true;
+  }
+
+  // MatMul by a constant W [in, out] whose only reader adds a constant b [out]: PyTorch's
+  // export of nn.Linear on inputs of rank 3 and more. The layer holds W transposed ([out, in],
+  // PyTorch's layout) and computes x (W^T)^T + b: the same values, the operand read through a
+  // transposed view.
+  bool matmul_add_linear(const Node& n, const std::vector<Type>& in) {
+    if (n.inputs.size() != 2 || !floating(in[0])) return false;
+    const TensorData* w = layer_initializer(n, 1, 2);
+    if (w == nullptr || *in[0].dtype != w->dtype) return false;
+    const auto readers = consumers_.find(n.outputs[0]);
+    if (readers == consumers_.end() || readers->second.size() != 1 ||
+        graph_outputs_.count(n.outputs[0])) {
       return false;
     }
-    const std::string name = layer_name(n, "linear");
-    std::string config = "nn::LinearConfig(" + std::to_string(w->shape[1]) + ", " +
-                         std::to_string(w->shape[0]) + ")";
-    if (!has_bias) config += ".bias(false)";
-    if (w->dtype != DType::f32) config += ".with_dtype(" + dtype_expr(w->dtype) + ")";
-    give(n.inputs[1], name + ".weight.dyn()", name + ".weight", *w);
-    if (has_bias) give(n.inputs[2], name + ".bias->dyn()", name + ".bias", *b);
-    add_layer(n, "ember::nn::Linear", name, config + ", device", "ember/nn/linear.hpp");
+    const Node& add = *readers->second[0];
+    const bool same_graph =
+        &add >= graph_->nodes.data() && &add < graph_->nodes.data() + graph_->nodes.size();
+    if (!same_graph || !normal_domain(add.domain).empty() || add.op_type != "Add" ||
+        add.inputs.size() != 2 || used_outputs(add).size() != 1 || !add.attributes.empty()) {
+      return false;
+    }
+    const size_t bias_at = add.inputs[0] == n.outputs[0] ? 1 : 0;
+    if (add.inputs[1 - bias_at] != n.outputs[0]) return false;
+    const TensorData* b = layer_initializer(add, bias_at, 1);
+    if (b == nullptr || b->dtype != w->dtype || b->shape[0] != w->shape[1]) return false;
+    // W^T, contiguous.
+    const int64_t rows = w->shape[0], cols = w->shape[1];
+    const size_t item = w->bytes.size() / static_cast<size_t>(std::max<int64_t>(rows * cols, 1));
+    std::vector<unsigned char> bytes(w->bytes.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        std::memcpy(&bytes[static_cast<size_t>(c * rows + r) * item],
+                    &w->bytes[static_cast<size_t>(r * cols + c) * item], item);
+      }
+    }
+    const TensorData wt(std::move(bytes), Shape{cols, rows}, w->dtype);
+    fused_.insert(&add);
+    const bool first_owner = !layer_owned_.count(root(n.inputs[1]));
+    linear(n, n.inputs[0], n.inputs[1], wt, add.inputs[bias_at], b, add.outputs[0]);
+    // Other readers of W see it through the layer's weight, transposed back.
+    std::string& w_expr = init_expr_[root(n.inputs[1])];
+    if (first_owner) w_expr = "transpose(" + w_expr + ", 0, 1)";
     return true;
   }
 
@@ -1166,17 +1324,14 @@ class Generator {
             n, {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"})) {
       return false;
     }
-    std::set<std::string> distinct(n.inputs.begin() + 1, n.inputs.end());
-    if (distinct.size() != 4) return false;
     const TensorData* t[4];
     for (int i = 0; i < 4; ++i) {
-      t[i] = free_initializer(n, static_cast<size_t>(i + 1), 1);
+      t[i] = layer_initializer(n, static_cast<size_t>(i + 1), 1);
       if (t[i] == nullptr || t[i]->dtype != t[0]->dtype || t[i]->shape != t[0]->shape) return false;
     }
     const DType dtype = t[0]->dtype;
     if ((dtype != DType::f32 && dtype != DType::f64) || (in[0].dtype && *in[0].dtype != dtype))
       return false;
-    const std::string name = layer_name(n, "batch_norm");
     std::string config = "nn::BatchNormConfig(" + std::to_string(t[0]->shape[0]) + ")";
     if (const auto eps = attr_float(n, "epsilon"))
       config += ".epsilon(" + float_literal(*eps) + ")";
@@ -1184,15 +1339,18 @@ class Generator {
     if (const auto m = attr_float(n, "momentum"))
       config += ".with_momentum(1 - " + float_literal(*m) + ")";
     if (dtype != DType::f32) config += ".with_dtype(" + dtype_expr(dtype) + ")";
+    const std::string name = layer_name(n, {n.inputs[1], n.inputs[2]}, "batch_norm");
+    const std::string path =
+        layer_field(n, rank == 4 ? "ember::nn::BatchNorm2d" : "ember::nn::BatchNorm1d", name,
+                    config, "ember/nn/norm.hpp");
     const char* paths[4] = {".weight", ".bias", ".running_mean", ".running_var"};
     const char* exprs[4] = {".weight->dyn()", ".bias->dyn()", ".running_mean->dyn()",
                             ".running_var->dyn()"};
-    for (int i = 0; i < 4; ++i) give(n.inputs[i + 1], name + exprs[i], name + paths[i], *t[i]);
-    weights_.emplace_back(name + ".num_batches_tracked",
+    for (int i = 0; i < 4; ++i) give(n.inputs[i + 1], path + exprs[i], path + paths[i], *t[i]);
+    weights_.emplace_back(path + ".num_batches_tracked",
                           TensorData::from(std::vector<int64_t>{0}, Shape{}));
     has_batch_norm_ = true;
-    add_layer(n, rank == 4 ? "ember::nn::BatchNorm2d" : "ember::nn::BatchNorm1d", name,
-              config + ", device", "ember/nn/norm.hpp");
+    bind(n.outputs[0], path + ".forward(" + value(n.inputs[0]) + ")");
     return true;
   }
 
@@ -1231,9 +1389,28 @@ class Generator {
     if (!fields_.empty())
       h += "  // Layers, parameters and buffers, by their path in the weights file.\n";
     std::vector<std::string> names;
-    for (const Field& f : fields_) {
-      h += "  " + f.type + " " + f.name + ";  // " + f.comment + "\n";
-      names.push_back(f.name);
+    if (parted_) {
+      h += "  // (in parts: one EMBER_MODULE lists up to 256 fields)\n";
+      for (int k = 0; k < parts(); ++k) {
+        const std::string part = "Part" + std::to_string(k);
+        h += "  struct " + part + " {\n";
+        std::vector<std::string> members;
+        for (const Field& f : fields_) {
+          if (f.part != k) continue;
+          h += "    " + f.type + " " + f.name + ";  // " + f.comment + "\n";
+          members.push_back(f.name);
+        }
+        h += "    EMBER_MODULE(" + part + ", " + join(members) + ")\n";
+        h += "    explicit " + part + "(ember::Device device);\n  };\n";
+        names.push_back("part" + std::to_string(k));
+      }
+      for (int k = 0; k < parts(); ++k)
+        h += "  Part" + std::to_string(k) + " " + names[static_cast<size_t>(k)] + ";\n";
+    } else {
+      for (const Field& f : fields_) {
+        h += "  " + f.type + " " + f.name + ";  // " + f.comment + "\n";
+        names.push_back(f.name);
+      }
     }
     h += "  EMBER_MODULE(" + name_ + (names.empty() ? "" : ", " + join(names)) + ")\n\n";
     h += "  /// The default domain's opset the graph was written for (onnx::call's semantics).\n";
@@ -1258,11 +1435,29 @@ class Generator {
 
   static std::string output_field(Names& names, const ValueInfo& v) { return names.unique(v.name); }
 
+  int parts() const { return fields_.empty() ? 0 : fields_.back().part + 1; }
+
   std::string source(const std::vector<std::string>& returned) const {
     std::string body;
+    for (int k = 0; parted_ && k < parts(); ++k) {
+      const std::string part = "Part" + std::to_string(k);
+      body += name_ + "::" + part + "::" + part + "(Device device)";
+      bool first = true;
+      for (const Field& f : fields_) {
+        if (f.part != k) continue;
+        body += (first ? "\n    : " : ",\n      ") + f.name + "(" + f.init + ")";
+        first = false;
+      }
+      body += " {}\n\n";
+    }
     body += name_ + "::" + name_ + "(Device " + (uses_device_ ? "device" : "/*device*/") + ")";
-    for (size_t i = 0; i < fields_.size(); ++i) {
-      body += (i == 0 ? "\n    : " : ",\n      ") + fields_[i].name + "(" + fields_[i].init + ")";
+    if (parted_) {
+      for (int k = 0; k < parts(); ++k)
+        body += (k == 0 ? "\n    : " : ",\n      ") + ("part" + std::to_string(k)) + "(device)";
+    } else {
+      for (size_t i = 0; i < fields_.size(); ++i) {
+        body += (i == 0 ? "\n    : " : ",\n      ") + fields_[i].name + "(" + fields_[i].init + ")";
+      }
     }
     body += has_batch_norm_ ? " {\n  eval();  // ONNX graphs infer: train() to fine-tune\n}\n\n"
                             : " {}\n\n";
@@ -1319,8 +1514,14 @@ class Generator {
   std::vector<std::pair<std::string, TensorData>> weights_;
   std::map<std::string, std::string> expr_;       // ONNX value -> the C++ expression reading it
   std::map<std::string, std::string> init_expr_;  // the same for the main graph's initialisers
+  std::map<std::string, std::string> alias_;      // Identity of an initialiser -> the initialiser
+  std::set<std::string> layer_owned_;             // initialisers given to a layer
   std::map<std::string, Type> types_;
-  std::set<std::string> read_;
+  std::set<std::string> read_, graph_outputs_;
+  std::map<std::string, std::vector<const Node*>> consumers_;
+  std::set<const Node*> fused_;
+  const Graph* graph_ = nullptr;  // the graph being written
+  bool parted_ = false;
   std::string indent_;
   std::set<std::string> headers_;
   std::vector<std::string> body_;
@@ -1351,7 +1552,10 @@ GeneratedModule generate_cpp(const ModelIR& ir, const std::string& name,
   EMBER_CHECK(is_identifier(name) && !reserved_names().count(name), "onnx2cpp: the name '", name,
               "' is not a C++ identifier Ember's generated code can use");
   EMBER_CHECK(ir.graph != nullptr, "onnx2cpp: the model has no graph");
-  return Generator(ir, name, source_name).run();
+  GeneratedModule m = Generator(ir, name, source_name, false).run();
+  // Too many fields for one EMBER_MODULE: again, in parts.
+  if (m.fields > 256) m = Generator(ir, name, source_name, true).run();
+  return m;
 }
 
 WrittenModule write_cpp(const std::string& model_path, const std::string& out_dir,

@@ -24,6 +24,7 @@ struct GeneratedModule {
   std::vector<std::pair<std::string, TensorData>> weights;
   // Nodes written as nn layers, Ember functions, onnx::call, C++ control flow (If, Loop).
   int layers = 0, functions = 0, calls = 0, control = 0;
+  int fields = 0;  // of the struct (layers, Params, Buffers)
 };
 
 /// The module of `ir` as a struct called `name` (a C++ identifier). `source_name` (the model's

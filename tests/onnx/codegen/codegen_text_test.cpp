@@ -173,10 +173,10 @@ TEST(OnnxCodegenText, NotLayers) {
     const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
     EXPECT_EQ(m.layers, 0);
     EXPECT_TRUE(contains(m.header, "ember::nn::Param<4> w;")) << m.header;
-    EXPECT_TRUE(contains(m.source,
-                         "onnx::call(\"Conv\", {x, w.dyn()}, {{\"pads\", "
-                         "onnx::Ints{0, 0, 1, 1}}}, kOpset)[0]"))
+    EXPECT_TRUE(contains(m.source, R"("Conv", {x, w.dyn()}, {{"pads", onnx::Ints{0, 0, 1, 1}}})"))
         << m.source;
+    EXPECT_TRUE(contains(m.source, R"("Gemm", {y, fc.dyn()}, {}, kOpset)")) << m.source;
+    EXPECT_TRUE(contains(m.source, R"({{"training_mode", 1}})")) << m.source;
   } else {
     expect_refused(ir, "onnx2cpp: unsupported operators: ");
   }
@@ -192,9 +192,81 @@ TEST(OnnxCodegenText, SharedWeightReadThroughTheLayer) {
   g.nodes = {node("Gemm", {"x", "w"}, {"y"}, {{"transB", integer(1)}}),
              node("Add", {"w", "z"}, {"s"})};
   const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
-  EXPECT_TRUE(contains(m.source, "w(nn::LinearConfig(8, 4).bias(false), device)")) << m.source;
-  EXPECT_TRUE(contains(m.source, "const DynTensor s = add(w.weight.dyn(), z);")) << m.source;
-  EXPECT_EQ(paths(m), std::vector<std::string>{"w.weight"});
+  EXPECT_TRUE(contains(m.source, "linear(nn::LinearConfig(8, 4).bias(false), device)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "const DynTensor s = add(linear.weight.dyn(), z);")) << m.source;
+  EXPECT_EQ(paths(m), std::vector<std::string>{"linear.weight"});
+}
+
+// PyTorch's exports: Identity nodes of deduplicated initialisers read as the initialiser; each
+// layer given one gets its own copy; layers named after the node's scope.
+TEST(OnnxCodegenText, DeduplicatedBiasesAndScopes) {
+  ModelIR ir = model();
+  Graph& g = *ir.graph;
+  g.inputs = {input("x", {1, 3, 8, 8})};
+  g.outputs = {output("y")};
+  g.initializers["onnx::Conv_1"] = filled({4, 3, 3, 3});
+  g.initializers["onnx::Conv_2"] = filled({4});
+  g.initializers["onnx::Conv_3"] = filled({4, 4, 3, 3});
+  Node conv1 = node("Conv", {"x", "onnx::Conv_1", "onnx::Conv_2"}, {"/conv1/Conv_output_0"});
+  conv1.name = "/conv1/Conv";
+  Node conv2 = node("Conv", {"/conv1/Conv_output_0", "onnx::Conv_3", "onnx::Conv_4"}, {"y"});
+  conv2.name = "/layer1/layer1.0/conv2/Conv";
+  g.nodes = {node("Identity", {"onnx::Conv_2"}, {"onnx::Conv_4"}), conv1, conv2};
+  const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
+  EXPECT_EQ(m.layers, 2);
+  EXPECT_FALSE(contains(m.source, "onnx_Conv_4")) << m.source;
+  EXPECT_TRUE(contains(m.source, "const DynTensor conv1_Conv = conv1.forward(x);")) << m.source;
+  EXPECT_TRUE(contains(m.source, "const DynTensor y = layer1_0_conv2.forward(conv1_Conv);"))
+      << m.source;
+  EXPECT_EQ(paths(m), (std::vector<std::string>{"conv1.bias", "conv1.weight", "layer1_0_conv2.bias",
+                                                "layer1_0_conv2.weight"}));
+}
+
+// MatMul by a constant [in, out] then Add of a constant [out]: nn::Linear holding W^T.
+TEST(OnnxCodegenText, MatMulAddIsLinear) {
+  ModelIR ir = model();
+  Graph& g = *ir.graph;
+  g.inputs = {input("x", {2, 5, 3})};
+  g.outputs = {output("y")};
+  g.initializers["onnx::MatMul_7"] =
+      TensorData::from(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{3, 2});
+  g.initializers["fc.bias"] = filled({2});
+  g.nodes = {node("MatMul", {"x", "onnx::MatMul_7"}, {"m"}), node("Add", {"m", "fc.bias"}, {"y"})};
+  const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
+  EXPECT_EQ(m.layers, 1);
+  EXPECT_TRUE(contains(m.source, "fc(nn::LinearConfig(3, 2), device)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "const DynTensor y = fc.forward(x);")) << m.source;
+  ASSERT_EQ(paths(m), (std::vector<std::string>{"fc.bias", "fc.weight"}));
+  for (const auto& [path, t] : m.weights) {
+    if (path == "fc.weight") {
+      EXPECT_EQ(t.shape, Shape({2, 3}));
+      EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 3, 5, 2, 4, 6}));
+    }
+  }
+}
+
+// More fields than one EMBER_MODULE lists: nested parts of 256.
+TEST(OnnxCodegenText, ManyFieldsInParts) {
+  ModelIR ir = model();
+  Graph& g = *ir.graph;
+  g.inputs = {input("x", {2})};
+  std::string last = "x";
+  for (int i = 0; i < 300; ++i) {
+    std::string p = "p", v = "v";  // (not "p" + ...: GCC 12's -Wrestrict false positive)
+    p += std::to_string(i);
+    v += std::to_string(i);
+    g.initializers[p] = filled({2});
+    g.nodes.push_back(node("Add", {last, p}, {v}));
+    last = v;
+  }
+  g.outputs = {output(last)};
+  const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
+  EXPECT_EQ(m.fields, 300);
+  EXPECT_TRUE(contains(m.header, "  struct Part1 {\n    ember::nn::Param<1> p256;")) << m.header;
+  EXPECT_TRUE(contains(m.header, "EMBER_MODULE(Net, part0, part1)")) << m.header;
+  EXPECT_TRUE(contains(m.source, "Net::Part1::Part1(Device device)")) << m.source;
+  EXPECT_TRUE(contains(m.source, "add(v298, part1.p299.dyn())")) << m.source;
+  EXPECT_EQ(m.weights[299].first, "part1.p299");
 }
 
 // ONNX names become identifiers: invalid characters, leading digits, keywords, Ember's own names
