@@ -1305,6 +1305,7 @@ class Generator {
     fused_.insert(&add);
     const bool first_owner = !layer_owned_.count(root(n.inputs[1]));
     linear(n, n.inputs[0], n.inputs[1], wt, add.inputs[bias_at], b, add.outputs[0]);
+    types_[add.outputs[0]] = {w->dtype, in[0].rank};  // the Add is written here, not typed later
     // Other readers of W see it through the layer's weight, transposed back.
     std::string& w_expr = init_expr_[root(n.inputs[1])];
     if (first_owner) w_expr = "transpose(" + w_expr + ", 0, 1)";

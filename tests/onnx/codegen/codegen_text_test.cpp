@@ -227,15 +227,17 @@ TEST(OnnxCodegenText, MatMulAddIsLinear) {
   ModelIR ir = model();
   Graph& g = *ir.graph;
   g.inputs = {input("x", {2, 5, 3})};
-  g.outputs = {output("y")};
+  g.outputs = {output("z")};
   g.initializers["onnx::MatMul_7"] =
       TensorData::from(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{3, 2});
   g.initializers["fc.bias"] = filled({2});
-  g.nodes = {node("MatMul", {"x", "onnx::MatMul_7"}, {"m"}), node("Add", {"m", "fc.bias"}, {"y"})};
+  g.nodes = {node("MatMul", {"x", "onnx::MatMul_7"}, {"m"}), node("Add", {"fc.bias", "m"}, {"y"}),
+             node("Relu", {"y"}, {"z"})};
   const GeneratedModule m = generate_cpp(ir, "Net", "net.onnx");
   EXPECT_EQ(m.layers, 1);
   EXPECT_TRUE(contains(m.source, "fc(nn::LinearConfig(3, 2), device)")) << m.source;
   EXPECT_TRUE(contains(m.source, "const DynTensor y = fc.forward(x);")) << m.source;
+  EXPECT_TRUE(contains(m.source, "const DynTensor z = relu(y);")) << m.source;  // y is typed
   ASSERT_EQ(paths(m), (std::vector<std::string>{"fc.bias", "fc.weight"}));
   for (const auto& [path, t] : m.weights) {
     if (path == "fc.weight") {
