@@ -863,8 +863,9 @@ class Generator {
       attrs.push_back("{" + string_literal(name) + ", " + attribute_literal(n, name, a) + "}");
     }
     const std::vector<std::string> outs = used_outputs(n);
-    std::vector<std::string> call_args = {string_literal(n.op_type), "{" + join(args) + "}",
-                                          braced(attrs, 2 + indent_.size() + 4), opset_expr(n)};
+    const size_t column = 2 + indent_.size() + 4;  // of an argument on a line of its own
+    std::vector<std::string> call_args = {string_literal(n.op_type), braced(args, column),
+                                          braced(attrs, column), opset_expr(n)};
     const std::string domain = normal_domain(n.domain);
     if (outs.size() != 1 || !domain.empty()) call_args.push_back(std::to_string(outs.size()));
     if (!domain.empty()) call_args.push_back(string_literal(domain));
