@@ -1551,8 +1551,9 @@ void write_text(const std::string& path, const std::string& text) {
 
 GeneratedModule generate_cpp(const ModelIR& ir, const std::string& name,
                              const std::string& source_name) {
-  EMBER_CHECK(is_identifier(name) && !reserved_names().count(name), "onnx2cpp: the name '", name,
-              "' is not a C++ identifier Ember's generated code can use");
+  EMBER_CHECK(is_identifier(name), "onnx2cpp: the name '", name, "' is not a C++ identifier");
+  EMBER_CHECK(!reserved_names().count(name), "onnx2cpp: the name '", name,
+              "' is a C++ keyword or a name the generated code uses");
   EMBER_CHECK(ir.graph != nullptr, "onnx2cpp: the model has no graph");
   GeneratedModule m = Generator(ir, name, source_name, false).run();
   // Too many fields for one EMBER_MODULE: again, in parts.

@@ -98,6 +98,15 @@ void expect_refused(const ModelIR& ir, const std::string& message) {
   }
 }
 
+void expect_refused_name(const std::string& name, const std::string& message) {
+  try {
+    generate_cpp(model(), name, "model.onnx");
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), message)) << e.what();
+  }
+}
+
 }  // namespace
 
 // Conv -> BatchNormalization -> Relu -> Flatten -> Gemm: three nn layers, a function, a call.
@@ -400,8 +409,9 @@ TEST(OnnxCodegenText, Refusals) {
     g.nodes = {node("Add", {"x", "z"}, {"y"}), node("Relu", {"y"}, {"z"})};
     expect_refused(ir, "onnx2cpp: the graph '' has a cycle");
   }
-  EXPECT_THROW(generate_cpp(model(), "3d", "m.onnx"), Error);
-  EXPECT_THROW(generate_cpp(model(), "class", "m.onnx"), Error);
+  expect_refused_name("3d", "onnx2cpp: the name '3d' is not a C++ identifier");
+  expect_refused_name("class", "onnx2cpp: the name 'class' is a C++ keyword or a name the");
+  expect_refused_name("Tensor", "onnx2cpp: the name 'Tensor' is a C++ keyword or a name the");
 }
 
 // ---- onnx::call ----
