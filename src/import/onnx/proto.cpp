@@ -122,8 +122,13 @@ std::string external_path(const Reader& r, const std::string& location, const st
   if (st.st_nlink > 1) refuse("has other hard links");
   char dir_real[PATH_MAX], file_real[PATH_MAX];
   if (::realpath(r.dir.c_str(), dir_real) == nullptr ||
-      ::realpath(walked.c_str(), file_real) == nullptr ||
-      std::strncmp(file_real, dir_real, std::strlen(dir_real)) != 0) {
+      ::realpath(walked.c_str(), file_real) == nullptr) {
+    refuse("cannot be resolved");
+  }
+  // Under the folder: its path, then a separator ("/a/bc" is not under "/a/b").
+  const size_t n = std::strlen(dir_real);
+  const bool root = n == 1;  // "/": every absolute path is under it
+  if (std::strncmp(file_real, dir_real, n) != 0 || (!root && file_real[n] != '/')) {
     refuse("leaves the model's folder");
   }
   return walked;
