@@ -14,47 +14,6 @@
 namespace ember::onnx {
 namespace {
 
-template <class F>
-void for_each_subgraph(const Node& n, F&& f) {
-  for (const auto& [name, a] : n.attributes) {
-    if (a.g) f(*a.g);
-    for (const auto& g : a.graphs) f(*g);
-  }
-}
-
-// Names a graph reads from its outer scopes: read by its nodes (or their subgraphs) or listed
-// as its outputs, and defined by none of its inputs, initialisers or nodes.
-std::set<std::string> free_names(const Graph& g) {
-  std::set<std::string> defined, read;
-  for (const ValueInfo& v : g.inputs) defined.insert(v.name);
-  for (const auto& [name, t] : g.initializers) defined.insert(name);
-  for (const Node& n : g.nodes) {
-    for (const std::string& o : n.outputs) defined.insert(o);
-    for (const std::string& i : n.inputs) read.insert(i);
-    for_each_subgraph(n, [&](const Graph& sub) {
-      for (const std::string& f : free_names(sub)) read.insert(f);
-    });
-  }
-  for (const ValueInfo& v : g.outputs) read.insert(v.name);
-  std::set<std::string> out;
-  for (const std::string& r : read) {
-    if (!r.empty() && !defined.count(r)) out.insert(r);
-  }
-  return out;
-}
-
-// What node n reads: its inputs and its subgraphs' free names.
-std::vector<std::string> reads_of(const Node& n) {
-  std::vector<std::string> r;
-  for (const std::string& i : n.inputs) {
-    if (!i.empty()) r.push_back(i);
-  }
-  for_each_subgraph(n, [&](const Graph& sub) {
-    for (const std::string& f : free_names(sub)) r.push_back(f);
-  });
-  return r;
-}
-
 int64_t opset_of(const ModelIR& ir, const std::string& domain) {
   const auto it = ir.opsets.find(domain);
   return it == ir.opsets.end() ? 0 : it->second;
@@ -99,6 +58,39 @@ void profile_add(const std::string& op, std::chrono::steady_clock::duration d) {
 }
 
 }  // namespace
+
+// Names a graph reads from its outer scopes: read by its nodes (or their subgraphs) or listed
+// as its outputs, and defined by none of its inputs, initialisers or nodes.
+std::set<std::string> free_names(const Graph& g) {
+  std::set<std::string> defined, read;
+  for (const ValueInfo& v : g.inputs) defined.insert(v.name);
+  for (const auto& [name, t] : g.initializers) defined.insert(name);
+  for (const Node& n : g.nodes) {
+    for (const std::string& o : n.outputs) defined.insert(o);
+    for (const std::string& i : n.inputs) read.insert(i);
+    for_each_subgraph(n, [&](const Graph& sub) {
+      for (const std::string& f : free_names(sub)) read.insert(f);
+    });
+  }
+  for (const ValueInfo& v : g.outputs) read.insert(v.name);
+  std::set<std::string> out;
+  for (const std::string& r : read) {
+    if (!r.empty() && !defined.count(r)) out.insert(r);
+  }
+  return out;
+}
+
+// What node n reads: its inputs and its subgraphs' free names.
+std::vector<std::string> reads_of(const Node& n) {
+  std::vector<std::string> r;
+  for (const std::string& i : n.inputs) {
+    if (!i.empty()) r.push_back(i);
+  }
+  for_each_subgraph(n, [&](const Graph& sub) {
+    for (const std::string& f : free_names(sub)) r.push_back(f);
+  });
+  return r;
+}
 
 const Value* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s != nullptr; s = s->parent) {

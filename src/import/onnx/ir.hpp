@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,20 @@ OptionalData read_optional_file(const std::string& path);
 bool dtype_of(int64_t onnx_type, DType* out);
 /// Its name ("FLOAT"), or "type N" for a number this schema does not know.
 std::string type_name(int64_t onnx_type);
+
+/// Calls f(graph) for each subgraph attribute of `n` (If's branches, Loop's and Scan's bodies).
+template <class F>
+void for_each_subgraph(const Node& n, F&& f) {
+  for (const auto& [name, a] : n.attributes) {
+    if (a.g) f(*a.g);
+    for (const auto& g : a.graphs) f(*g);
+  }
+}
+/// Names a graph reads from its outer scopes: read by its nodes (or their subgraphs) or listed
+/// as its outputs, and defined by none of its inputs, initialisers or nodes.
+std::set<std::string> free_names(const Graph& g);
+/// What node n reads: its inputs and its subgraphs' free names.
+std::vector<std::string> reads_of(const Node& n);
 
 /// "" for ONNX's default domain, however the model spells it.
 inline std::string normal_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
