@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> excluded;
   for (const std::string& file : opt.exclusions) excluded.merge(read_list(file));
   const auto must_pass = read_list(opt.pass_list);
-  std::set<std::string> passed;
+  std::set<std::string> passed, seen;
   int regressions = 0;
   for (const std::string& data : opt.data) {
     std::vector<fs::path> tests;
@@ -232,6 +232,7 @@ int main(int argc, char** argv) {
         if (!opt.quiet) std::cout << "EXCLUDED " << name << " #" << excluded.at(name) << "\n";
         continue;
       }
+      seen.insert(name);
       bool unsupported = false;
       std::string why;
       try {
@@ -266,6 +267,15 @@ int main(int argc, char** argv) {
   if (!opt.write_pass_list.empty()) {
     std::ofstream out(opt.write_pass_list);
     for (const std::string& p : passed) out << p << "\n";
+  }
+  // A listed test that is not there at all (a missing data folder, a renamed test) would pass
+  // vacuously: it counts as a regression too, unless --filter chose a subset.
+  if (opt.filter.empty()) {
+    for (const auto& [name, why] : must_pass) {
+      if (seen.count(name) || excluded.count(name)) continue;
+      ++regressions;
+      std::cout << "REGRESSED MISSING " << name << ": on the pass list but not in the data\n";
+    }
   }
   if (regressions > 0) {
     std::cout << "onnx_conformance: " << regressions
