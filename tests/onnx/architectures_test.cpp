@@ -20,6 +20,7 @@
 #include "minilm.hpp"
 #include "mobilenet_v3_small.hpp"
 #include "resnet18.hpp"
+#include "shape_inference.hpp"
 
 namespace ember::test {
 namespace {
@@ -159,6 +160,28 @@ TEST_P(Architectures, GeneratedSourceMatchesOnnxRuntimeAndExecutor) {
   // The same operators on the same inputs: only the order of a few float sums may differ.
   std::printf("%s: max |onnx2cpp - executor| = %.3g\n", GetParam().c_str(), r.max_executor);
   EXPECT_LE(r.max_executor, 1e-5 * std::max(1.0, r.max_ref)) << GetParam();
+}
+
+// Ember's shape inference keeps the exporter's symbols: from the inputs alone (the declared
+// outputs are not read) it reaches the output types PyTorch declares, e.g. MiniLM's
+// [batch, sequence, 384] through its Shape / Gather / Concat / Reshape chains.
+TEST_P(Architectures, ShapeInferenceReachesTheDeclaredOutputs) {
+  if (!have_model(GetParam())) GTEST_SKIP() << "no exported model in EMBER_ONNX_MODELS";
+  const onnx::ModelIR ir = onnx::read_model((model_dir(GetParam()) / "model.onnx").string(), {});
+  const auto types = onnx::infer_types(*ir.graph, ir.opsets.at(""));
+  for (const onnx::ValueInfo& declared : ir.graph->outputs) {
+    const onnx::ValueInfo& inferred = types.at(declared.name);
+    std::printf("%s: output '%s' declared %s %s, inferred %s %s\n", GetParam().c_str(),
+                declared.name.c_str(), declared.dtype_name.c_str(),
+                onnx::shape_text(declared).c_str(), inferred.dtype_name.c_str(),
+                onnx::shape_text(inferred).c_str());
+    EXPECT_EQ(inferred.dtype_name, declared.dtype_name) << declared.name;
+    // PyTorch names an If's output dims after the node (Ify_dim_0, Ify_dim_1); Ember follows
+    // both branches and the Loop before them back to the input x: [batch, 8].
+    const std::string want =
+        GetParam() == "if_loop" ? std::string("[batch, 8]") : onnx::shape_text(declared);
+    EXPECT_EQ(onnx::shape_text(inferred), want) << declared.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Onnx, Architectures,

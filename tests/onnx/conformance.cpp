@@ -23,6 +23,7 @@
 #include "ember/ember.hpp"
 #include "ember/import/onnx.hpp"
 #include "executor.hpp"
+#include "shape_inference.hpp"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -129,6 +130,57 @@ std::string compare_output(const std::string& what, const onnx::Value& got, cons
   return compare(what, got.tensor, onnx::read_tensor_file(file, nullptr, bf16));
 }
 
+// Ember's shape inference (shape_inference.hpp) against what the run produced: where it infers
+// an element type or a size, the output must have it; a symbol must stand for one size, the one
+// the inputs gave it. "" when consistent.
+// Tensor outputs checked, and those whose type and every size were inferred (the summary line).
+int g_outputs_checked = 0, g_outputs_inferred = 0;
+
+std::string check_inferred(const std::map<std::string, onnx::ValueInfo>& types,
+                           const std::vector<onnx::ValueInfo>& inputs,
+                           const std::map<std::string, onnx::Value>& given,
+                           const std::vector<onnx::ValueInfo>& outputs,
+                           const std::vector<onnx::Value>& outs) {
+  std::map<std::string, int64_t> symbols;
+  for (const onnx::ValueInfo& v : inputs) {
+    const auto it = given.find(v.name);
+    if (it == given.end() || it->second.kind != onnx::Value::Kind::Tensor) continue;
+    const Shape& s = it->second.tensor.shape();
+    for (size_t d = 0; d < v.shape.size() && static_cast<int>(d) < s.rank(); ++d) {
+      if (!v.shape[d].symbol.empty()) symbols.emplace(v.shape[d].symbol, s[static_cast<int>(d)]);
+    }
+  }
+  for (size_t o = 0; o < outputs.size() && o < outs.size(); ++o) {
+    if (outs[o].kind != onnx::Value::Kind::Tensor) continue;
+    const auto it = types.find(outputs[o].name);
+    if (it == types.end()) continue;
+    const onnx::ValueInfo& t = it->second;
+    const DynTensor& got = outs[o].tensor;
+    ++g_outputs_checked;
+    g_outputs_inferred += t.known_dtype && t.has_shape &&
+                          std::all_of(t.shape.begin(), t.shape.end(),
+                                      [](const onnx::Dim& d) { return d.size >= 0; });
+    const std::string head = "shape inference: output '" + outputs[o].name + "' inferred " +
+                             t.dtype_name + " " + onnx::shape_text(t) + ", ran to " +
+                             std::string(dtype_name(got.dtype())) + " " + to_string(got.shape());
+    // bfloat16 travels as UINT16 in ONNX 1.12's files: compare dtypes Ember has only.
+    if (t.known_dtype && t.dtype != got.dtype() && t.elem_type != 4) return head;
+    if (!t.has_shape) continue;
+    if (static_cast<int>(t.shape.size()) != got.rank()) return head;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const onnx::Dim& dim = t.shape[d];
+      const int64_t size = got.size(static_cast<int>(d));
+      if (dim.size >= 0 && dim.size != size) return head;
+      if (dim.size < 0 && !dim.symbol.empty()) {
+        const auto bound = symbols.emplace(dim.symbol, size).first;
+        if (bound->second != size) return head + " (" + dim.symbol + " is " +
+                                          std::to_string(bound->second) + ")";
+      }
+    }
+  }
+  return "";
+}
+
 // "" when it passed, else why not; *unsupported when the model cannot be loaded for that reason.
 std::string run_test(const fs::path& dir, Device device, bool* unsupported) {
   onnx::Model model;
@@ -140,6 +192,10 @@ std::string run_test(const fs::path& dir, Device device, bool* unsupported) {
     return what;
   }
   const onnx::ModelSummary summary = onnx::inspect((dir / "model.onnx").string());
+  const onnx::ModelIR ir = onnx::read_model((dir / "model.onnx").string(), {});
+  const auto opset = ir.opsets.find("");
+  const std::map<std::string, onnx::ValueInfo> types =
+      onnx::infer_types(*ir.graph, opset == ir.opsets.end() ? 1 : opset->second);
   std::vector<fs::path> sets;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
@@ -173,6 +229,9 @@ std::string run_test(const fs::path& dir, Device device, bool* unsupported) {
       const std::string diff = compare_output(what, outs[o], file, summary.outputs[o]);
       if (!diff.empty()) return diff;
     }
+    const std::string inferred =
+        check_inferred(types, ir.graph->inputs, inputs, ir.graph->outputs, outs);
+    if (!inferred.empty()) return set.filename().string() + ": " + inferred;
   }
   return "";
 }
@@ -263,6 +322,9 @@ int main(int argc, char** argv) {
         "excluded\n",
         data.c_str(), to_string(opt.device).c_str(), n_pass, n_fail, n_unsupported, total,
         total ? 100.0 * n_pass / total : 0.0, n_excluded);
+    std::printf("shape inference: %d of %d tensor outputs inferred whole (a contradiction fails its test)\n",
+                g_outputs_inferred, g_outputs_checked);
+    g_outputs_inferred = g_outputs_checked = 0;
   }
   if (!opt.write_pass_list.empty()) {
     std::ofstream out(opt.write_pass_list);

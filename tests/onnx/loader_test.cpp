@@ -184,6 +184,21 @@ TEST(OnnxLoader, BadInputsToRun) {
       {"input 'x' must have size 3 in dim 1, got shape [1, 4]"});
 }
 
+// Two inputs declared [batch, 3]: one dim_param names one size, so mismatched batches fail
+// before anything runs, naming both inputs.
+TEST(OnnxLoader, ASymbolIsOneSizeAcrossInputs) {
+  pb::ModelProto model = tiny_model();
+  pb::GraphProto* g = model.mutable_graph();
+  g->mutable_initializer()->Clear();
+  add_input(g, "w", pb::TensorProto::FLOAT, {0, 3}, "batch");
+  const std::string path = write(model, "symbols");
+  const onnx::Model m = onnx::load(path);
+  const DynTensor two = x_of({1, 2, 3, 4, 5, 6}, 2);
+  EXPECT_EQ(m.run({{"x", two}, {"w", two}}).at("y").shape(), (Shape{2, 3}));
+  expect_error([&] { m.run({{"x", two}, {"w", x_of({1, 2, 3}, 1)}}); },
+               {path, "input 'w' dim 0 (batch) is 1, but input 'x' dim 0 gave batch = 2"});
+}
+
 TEST(OnnxLoader, CorruptAndTruncatedFiles) {
   const pb::ModelProto good = tiny_model();
   std::string bytes;

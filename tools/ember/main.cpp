@@ -409,7 +409,7 @@ std::string dims_text(const onnx::ValueInfo& v) {
 }
 
 // `ember inspect model.onnx`: what the model declares, its operators, and what Ember lacks.
-int run_inspect_onnx(const std::string& path) {
+int run_inspect_onnx(const std::string& path, bool values) {
   const onnx::ModelSummary m = onnx::inspect(path);
   std::cout << shown(path, 4096).text << ": ONNX IR version " << m.ir_version << ", producer '"
             << shown(m.producer, kValueChars).text << "'\n";
@@ -423,6 +423,13 @@ int run_inspect_onnx(const std::string& path) {
        {std::pair{"inputs", &m.inputs}, std::pair{"outputs", &m.outputs}}) {
     std::cout << title << ":\n";
     for (const onnx::ValueInfo& v : *values) {
+      std::cout << "  " << shown(v.name, kNameChars).text << "  " << v.dtype_name << "  "
+                << shown(dims_text(v), kValueChars).text << "\n";
+    }
+  }
+  if (values) {
+    std::cout << "values (inferred):\n";
+    for (const onnx::ValueInfo& v : m.values) {
       std::cout << "  " << shown(v.name, kNameChars).text << "  " << v.dtype_name << "  "
                 << shown(dims_text(v), kValueChars).text << "\n";
     }
@@ -447,10 +454,10 @@ int run_inspect_onnx(const std::string& path) {
 }
 #endif
 
-int run_inspect(const std::string& path) {
+int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
 #ifdef EMBER_HAVE_ONNX
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
-    return run_inspect_onnx(path);
+    return run_inspect_onnx(path, values);
   }
 #endif
   const io::SafetensorsFile file = io::load_safetensors(path);
@@ -611,6 +618,10 @@ int run(int argc, char** argv) {
   inspect->add_option("file", inspect_path, "A .safetensors or .onnx file")
       ->required()
       ->check(kRegularFile);
+  bool inspect_values = false;
+  inspect->add_flag("--values", inspect_values,
+                    "ONNX: also list every value the graph computes, with its inferred type and "
+                    "shape (symbolic dims stay symbolic)");
 
   Onnx2CppOptions c;
   CLI::App* onnx2cpp = app.add_subcommand(
@@ -644,7 +655,7 @@ int run(int argc, char** argv) {
     if (cmd == train) return run_train(t);
     if (cmd == eval) return run_eval(e);
     if (cmd == onnx2cpp) return run_onnx2cpp(c);
-    return run_inspect(inspect_path);
+    return run_inspect(inspect_path, inspect_values);
   } catch (const std::exception& ex) {
     // std::cout's failure (not caught by type: GCC 12 throws it in the old ABI, PR 66145).
     if (std::cout.bad()) return report_stdout_failure("ember " + cmd->get_name());

@@ -36,6 +36,7 @@ struct ValueInfo {
   std::string dtype_name;
   DType dtype = DType::f32;
   bool known_dtype = true;
+  int64_t elem_type = 0;  // ONNX's element type number (FLOAT 1, INT64 7); 0: unknown or none
   bool has_shape = false;
   std::vector<Dim> shape;
 };
@@ -53,7 +54,10 @@ struct ModelSummary {
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opsets;  // domain -> version
   std::string producer;
-  std::vector<ValueInfo> inputs, outputs;
+  std::vector<ValueInfo> inputs, outputs;  // outputs the file does not type: Ember's inference
+  /// Every value the main graph's nodes compute, in node order, typed by Ember's shape
+  /// inference from the declared inputs: symbolic dims ("batch") stay symbolic, "?" is unknown.
+  std::vector<ValueInfo> values;
   std::map<std::string, int64_t> op_histogram;  // "Conv" or "domain:Op" -> nodes, subgraphs too
   int64_t num_initializers = 0, num_parameters = 0;  // tensors, elements
   std::vector<UnsupportedOp> unsupported;

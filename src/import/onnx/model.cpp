@@ -3,6 +3,7 @@
 
 #include "ember/tensor/ops/creation.hpp"
 #include "executor.hpp"
+#include "shape_inference.hpp"
 
 namespace ember::onnx {
 
@@ -49,9 +50,13 @@ std::string describe(const std::vector<UnsupportedOp>& ops) {
   return s;
 }
 
-// An input against its declaration: dtype, rank and the fixed (non-symbolic) sizes.
+// A symbolic dim's size, as the first input that has it gave it: symbol -> (size, where).
+using Symbols = std::map<std::string, std::pair<int64_t, std::string>>;
+
+// An input against its declaration: dtype, rank, the fixed sizes, and one size per symbol
+// across all inputs (ONNX: one dim_param names one size within a graph).
 void check_input(const std::string& path, const ValueInfo& want, const DynTensor& x,
-                 Device device) {
+                 Device device, Symbols& symbols) {
   EMBER_CHECK(x.defined(), "[onnx] ", path, ": input '", want.name, "' is an undefined tensor");
   EMBER_CHECK(!want.known_dtype || x.dtype() == want.dtype, "[onnx] ", path, ": input '", want.name,
               "' must be ", want.dtype, " (", want.dtype_name, "), got ", x.dtype());
@@ -62,9 +67,15 @@ void check_input(const std::string& path, const ValueInfo& want, const DynTensor
               want.name, "' must have rank ", want.shape.size(), ", got shape ", x.shape());
   for (size_t d = 0; d < want.shape.size(); ++d) {
     const Dim& dim = want.shape[d];
-    EMBER_CHECK(dim.size < 0 || dim.size == x.size(static_cast<int>(d)), "[onnx] ", path,
-                ": input '", want.name, "' must have size ", dim.size, " in dim ", d,
-                ", got shape ", x.shape());
+    const int64_t size = x.size(static_cast<int>(d));
+    EMBER_CHECK(dim.size < 0 || dim.size == size, "[onnx] ", path, ": input '", want.name,
+                "' must have size ", dim.size, " in dim ", d, ", got shape ", x.shape());
+    if (dim.size >= 0 || dim.symbol.empty()) continue;
+    const std::string where = "input '" + want.name + "' dim " + std::to_string(d);
+    const auto [it, first] = symbols.emplace(dim.symbol, std::pair{size, where});
+    EMBER_CHECK(first || it->second.first == size, "[onnx] ", path, ": ", where, " (",
+                dim.symbol, ") is ", size, ", but ", it->second.second, " gave ", dim.symbol,
+                " = ", it->second.first, " (got shape ", x.shape(), ")");
   }
 }
 
@@ -123,6 +134,7 @@ std::map<std::string, DynTensor> Model::run(const std::map<std::string, DynTenso
                 "' (its inputs: ", names_of(m.inputs), ")");
   }
   std::vector<Value> bound;
+  Symbols symbols;
   for (const ValueInfo& v : g.inputs) {
     const auto it = inputs.find(v.name);
     if (it == inputs.end()) {
@@ -132,7 +144,7 @@ std::map<std::string, DynTensor> Model::run(const std::map<std::string, DynTenso
       bound.push_back(Value::of(p->second));
       continue;
     }
-    check_input(m.path, v, it->second, m.device);
+    check_input(m.path, v, it->second, m.device, symbols);
     bound.push_back(Value::of(it->second));
   }
   std::vector<Value> outs = m.executor->run(g, std::move(bound), nullptr);
@@ -154,6 +166,22 @@ ModelSummary inspect(const std::string& path, const LoadOptions& options) {
   s.producer = ir.producer;
   s.inputs = ir.graph->inputs;
   s.outputs = ir.graph->outputs;
+  const auto opset = ir.opsets.find("");
+  const auto types = infer_types(*ir.graph, opset == ir.opsets.end() ? 1 : opset->second);
+  for (const Node& n : ir.graph->nodes) {
+    for (const std::string& o : n.outputs) {
+      if (!o.empty()) s.values.push_back(types.at(o));
+    }
+  }
+  for (ValueInfo& out : s.outputs) {
+    const auto it = types.find(out.name);
+    if (it == types.end()) continue;
+    if (out.dtype_name == "unknown") out = it->second;
+    if (!out.has_shape && it->second.has_shape) {
+      out.has_shape = true;
+      out.shape = it->second.shape;
+    }
+  }
   scan_ops(ir, *ir.graph, &s.op_histogram, &s.unsupported);
   for (const auto& [name, t] : ir.graph->initializers) {
     ++s.num_initializers;

@@ -255,6 +255,7 @@ ValueInfo convert_value_info(const pb::ValueInfoProto& v) {
   }
   const auto& tt = type.tensor_type();
   info.dtype_name = type_name(tt.elem_type());
+  info.elem_type = tt.elem_type();
   info.known_dtype = dtype_of(tt.elem_type(), &info.dtype);
   if (tt.has_shape()) {
     info.has_shape = true;
