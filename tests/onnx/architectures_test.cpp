@@ -77,11 +77,11 @@ Result check(const std::string& name, const onnx::Model& m, const ModelRun& run,
     EXPECT_EQ(outs.size(), m.outputs().size()) << name;
     const auto reference = against_executor ? m.run(named) : decltype(m.run(named)){};
     for (size_t o = 0; o < std::min(outs.size(), m.outputs().size()); ++o) {
-      const std::string what = name + " " + set.filename().string() + " output " +
-                               std::to_string(o);
+      const std::string what =
+          name + " " + set.filename().string() + " output " + std::to_string(o);
       track(outs[o],
-            onnx::read_tensor_file((set / ("output_" + std::to_string(o) + ".pb")).string()),
-            what, r.max_abs, &r.max_ref);
+            onnx::read_tensor_file((set / ("output_" + std::to_string(o) + ".pb")).string()), what,
+            r.max_abs, &r.max_ref);
       if (against_executor) {
         track(outs[o], reference.at(m.outputs()[o].name).to_data(), what, r.max_executor);
       }
@@ -97,9 +97,7 @@ void expect_matches_ort(const std::string& name, const char* path, const Result&
   EXPECT_LE(r.max_abs, 1e-4 * std::max(1.0, r.max_ref)) << name << " " << path;
 }
 
-bool have_model(const std::string& name) {
-  return fs::exists(model_dir(name) / "model.onnx");
-}
+bool have_model(const std::string& name) { return fs::exists(model_dir(name) / "model.onnx"); }
 
 class Architectures : public ::testing::TestWithParam<std::string> {};
 
@@ -123,8 +121,7 @@ TEST_P(Architectures, ExecutorMatchesOnnxRuntime) {
 template <class M, class F>
 ModelRun generated(F forward) {
   auto model = std::make_shared<M>(default_device());
-  load(*model, std::string(EMBER_ARCH_CODEGEN_DIR) + "/" + M::ember_module_name() +
-                   ".safetensors");
+  load(*model, std::string(EMBER_ARCH_CODEGEN_DIR) + "/" + M::ember_module_name() + ".safetensors");
   auto frozen = std::make_shared<const M>(model->valid());
   return [frozen, forward](const Tensors& in) { return forward(*frozen, in); };
 }

@@ -157,9 +157,9 @@ std::string check_inferred(const std::map<std::string, onnx::ValueInfo>& types,
     const onnx::ValueInfo& t = it->second;
     const DynTensor& got = outs[o].tensor;
     ++g_outputs_checked;
-    g_outputs_inferred += t.known_dtype && t.has_shape &&
-                          std::all_of(t.shape.begin(), t.shape.end(),
-                                      [](const onnx::Dim& d) { return d.size >= 0; });
+    g_outputs_inferred +=
+        t.known_dtype && t.has_shape &&
+        std::all_of(t.shape.begin(), t.shape.end(), [](const onnx::Dim& d) { return d.size >= 0; });
     const std::string head = "shape inference: output '" + outputs[o].name + "' inferred " +
                              t.dtype_name + " " + onnx::shape_text(t) + ", ran to " +
                              std::string(dtype_name(got.dtype())) + " " + to_string(got.shape());
@@ -173,8 +173,8 @@ std::string check_inferred(const std::map<std::string, onnx::ValueInfo>& types,
       if (dim.size >= 0 && dim.size != size) return head;
       if (dim.size < 0 && !dim.symbol.empty()) {
         const auto bound = symbols.emplace(dim.symbol, size).first;
-        if (bound->second != size) return head + " (" + dim.symbol + " is " +
-                                          std::to_string(bound->second) + ")";
+        if (bound->second != size)
+          return head + " (" + dim.symbol + " is " + std::to_string(bound->second) + ")";
       }
     }
   }
@@ -322,8 +322,10 @@ int main(int argc, char** argv) {
         "excluded\n",
         data.c_str(), to_string(opt.device).c_str(), n_pass, n_fail, n_unsupported, total,
         total ? 100.0 * n_pass / total : 0.0, n_excluded);
-    std::printf("shape inference: %d of %d tensor outputs inferred whole (a contradiction fails its test)\n",
-                g_outputs_inferred, g_outputs_checked);
+    std::printf(
+        "shape inference: %d of %d tensor outputs inferred whole (a contradiction fails its "
+        "test)\n",
+        g_outputs_inferred, g_outputs_checked);
     g_outputs_inferred = g_outputs_checked = 0;
   }
   if (!opt.write_pass_list.empty()) {

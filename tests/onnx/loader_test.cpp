@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "ember/ember.hpp"
 #include "ember/import/onnx.hpp"
@@ -195,8 +196,11 @@ TEST(OnnxLoader, ASymbolIsOneSizeAcrossInputs) {
   const onnx::Model m = onnx::load(path);
   const DynTensor two = x_of({1, 2, 3, 4, 5, 6}, 2);
   EXPECT_EQ(m.run({{"x", two}, {"w", two}}).at("y").shape(), (Shape{2, 3}));
-  expect_error([&] { m.run({{"x", two}, {"w", x_of({1, 2, 3}, 1)}}); },
-               {path, "input 'w' dim 0 (batch) is 1, but input 'x' dim 0 gave batch = 2"});
+  expect_error(
+      [&] {
+        m.run({{"x", two}, {"w", x_of({1, 2, 3}, 1)}});
+      },
+      {path, "input 'w' dim 0 (batch) is 1, but input 'x' dim 0 gave batch = 2"});
 }
 
 TEST(OnnxLoader, CorruptAndTruncatedFiles) {
@@ -297,6 +301,58 @@ TEST(OnnxLoader, AbsurdSizes) {
   small.max_file_bytes = 10;
   const std::string path = write(tiny_model(), "limit");
   expect_error([&] { onnx::load(path, Device::cpu(), small); }, {"is over the limit of 10 bytes"});
+}
+
+// Shape inference on hostile attributes (inspect runs it): zero strides, pads and kernels near
+// 2^63, repeats that overflow. No crash and no wrapped size: the dims come out unknown.
+TEST(OnnxLoader, ShapeInferenceSurvivesAbsurdAttributes) {
+  pb::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  pb::GraphProto* g = m.mutable_graph();
+  add_input(g, "x", pb::TensorProto::FLOAT, {1, 1, 4000000000000000000, 5});
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  const auto pool = [&](const std::string& out, std::vector<int64_t> strides,
+                        std::vector<int64_t> pads, std::vector<int64_t> kernel) {
+    pb::NodeProto* n = g->add_node();
+    n->set_op_type("MaxPool");
+    n->add_input("x");
+    n->add_output(out);
+    auto add_ints = [&](const char* name, const std::vector<int64_t>& v) {
+      pb::AttributeProto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(pb::AttributeProto::INTS);
+      for (int64_t i : v) a->add_ints(i);
+    };
+    add_ints("strides", strides);
+    add_ints("pads", pads);
+    add_ints("kernel_shape", kernel);
+    g->add_output()->set_name(out);
+  };
+  pool("zero_stride", {0, 0}, {0, 0, 0, 0}, {2, 2});
+  pool("huge_pads", {1, 1}, {huge, huge, huge, huge}, {2, 2});
+  pool("huge_kernel", {1, 1}, {0, 0, 0, 0}, {huge, huge});
+  pb::TensorProto* repeats = g->add_initializer();
+  repeats->set_name("repeats");
+  repeats->set_data_type(pb::TensorProto::INT64);
+  repeats->add_dims(4);
+  for (int64_t r : {huge, int64_t{2}, int64_t{3}, huge}) repeats->add_int64_data(r);
+  pb::NodeProto* tile = g->add_node();
+  tile->set_op_type("Tile");
+  tile->add_input("x");
+  tile->add_input("repeats");
+  tile->add_output("tiled");
+  g->add_output()->set_name("tiled");
+  const onnx::ModelSummary s = onnx::inspect(write(m, "absurd_attributes"));
+  ASSERT_EQ(s.outputs.size(), 4u);
+  for (const onnx::ValueInfo& v : s.outputs) {
+    ASSERT_TRUE(v.has_shape) << v.name;
+    ASSERT_EQ(v.shape.size(), 4u) << v.name;
+    for (const onnx::Dim& d : v.shape) EXPECT_LE(d.size, int64_t{1} << 62) << v.name;
+  }
+  EXPECT_EQ(s.outputs[0].shape[3].size, -1);  // zero stride: unknown
+  EXPECT_EQ(s.outputs[3].shape[0].size, -1);  // 1 * (2^63 - 1) repeats: past 2^62, unknown
+  EXPECT_EQ(s.outputs[3].shape[1].size, 2);
 }
 
 // The weights in a file beside the model: read when confined to the model's folder, refused

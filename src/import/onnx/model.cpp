@@ -55,8 +55,8 @@ using Symbols = std::map<std::string, std::pair<int64_t, std::string>>;
 
 // An input against its declaration: dtype, rank, the fixed sizes, and one size per symbol
 // across all inputs (ONNX: one dim_param names one size within a graph).
-void check_input(const std::string& path, const ValueInfo& want, const DynTensor& x,
-                 Device device, Symbols& symbols) {
+void check_input(const std::string& path, const ValueInfo& want, const DynTensor& x, Device device,
+                 Symbols& symbols) {
   EMBER_CHECK(x.defined(), "[onnx] ", path, ": input '", want.name, "' is an undefined tensor");
   EMBER_CHECK(!want.known_dtype || x.dtype() == want.dtype, "[onnx] ", path, ": input '", want.name,
               "' must be ", want.dtype, " (", want.dtype_name, "), got ", x.dtype());
@@ -73,9 +73,9 @@ void check_input(const std::string& path, const ValueInfo& want, const DynTensor
     if (dim.size >= 0 || dim.symbol.empty()) continue;
     const std::string where = "input '" + want.name + "' dim " + std::to_string(d);
     const auto [it, first] = symbols.emplace(dim.symbol, std::pair{size, where});
-    EMBER_CHECK(first || it->second.first == size, "[onnx] ", path, ": ", where, " (",
-                dim.symbol, ") is ", size, ", but ", it->second.second, " gave ", dim.symbol,
-                " = ", it->second.first, " (got shape ", x.shape(), ")");
+    EMBER_CHECK(first || it->second.first == size, "[onnx] ", path, ": ", where, " (", dim.symbol,
+                ") is ", size, ", but ", it->second.second, " gave ", dim.symbol, " = ",
+                it->second.first, " (got shape ", x.shape(), ")");
   }
 }
 

@@ -79,7 +79,13 @@ Dims dims_of(const Items& is) {
   return out;
 }
 
-Dim known(int64_t n) { return Dim{n, ""}; }
+// Sizes, pads and strides come from untrusted files: arithmetic on them is done in 128 bits
+// (no formula here multiplies more than two 64-bit values), and a result that is negative or
+// past 2^62 is an unknown dim rather than a wrapped one.
+__extension__ typedef __int128 Wide;
+constexpr Wide kMaxSize = Wide{1} << 62;
+
+Dim known(Wide n) { return n >= 0 && n <= kMaxSize ? Dim{static_cast<int64_t>(n), ""} : Dim{}; }
 bool is_known(const Dim& d) { return d.size >= 0; }
 bool same(const Dim& a, const Dim& b) {
   return is_known(a) ? a.size == b.size : !a.symbol.empty() && a.symbol == b.symbol;
@@ -180,15 +186,17 @@ std::optional<int64_t> axis_in(int64_t axis, int64_t rank) {
 }
 
 std::optional<int64_t> product(const Dims& ds, size_t from, size_t to) {
-  int64_t p = 1;
+  Wide p = 1;
   for (size_t i = from; i < to; ++i) {
     if (!is_known(ds[i])) return std::nullopt;
     p *= ds[i].size;
+    if (p > kMaxSize) return std::nullopt;
   }
-  return p;
+  return static_cast<int64_t>(p);
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// For b > 0.
+Wide ceil_div(Wide a, Wide b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
 class Inference {
  public:
@@ -417,11 +425,11 @@ class Inference {
   }
   static Item combine(const std::string& op, const Item& x, const Item& y) {
     if (x.value && y.value) {
-      const int64_t a = *x.value, b = *y.value;
-      if (op == "Add") return {a + b, ""};
-      if (op == "Sub") return {a - b, ""};
-      if (op == "Mul") return {a * b, ""};
-      return a >= 0 && b > 0 ? Item{a / b, ""} : Item{};  // C++ and ONNX agree when positive
+      const Wide a = *x.value, b = *y.value;
+      const Wide r = op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : -1;
+      if (op == "Div") return a >= 0 && b > 0 ? Item{*x.value / *y.value, ""} : Item{};
+      if (r < -kMaxSize || r > kMaxSize) return {};
+      return {static_cast<int64_t>(r), ""};
     }
     // A symbol times or divided by 1, plus or minus 0, stays itself.
     const bool identity =
@@ -472,15 +480,15 @@ class Inference {
   // Output size of one spatial dim (ONNX's formula, auto_pad and ceil_mode included).
   static Dim window_out(const Dim& size, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
                         const std::string& auto_pad, bool ceil_mode) {
-    if (!is_known(size)) return Dim{};
-    const int64_t span = d * (k - 1) + 1;
+    if (!is_known(size) || k < 1 || s < 1 || d < 1) return Dim{};
+    const Wide span = Wide{d} * (k - 1) + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return known(ceil_div(size.size, s));
-    if (auto_pad == "VALID") return known(std::max<int64_t>(0, ceil_div(size.size - span + 1, s)));
-    const int64_t room = size.size + pb + pe - span;
+    if (auto_pad == "VALID") return known(std::max<Wide>(0, ceil_div(size.size - span + 1, s)));
+    const Wide room = Wide{size.size} + pb + pe - span;
     if (room < 0) return Dim{};
-    int64_t out = (ceil_mode ? ceil_div(room, s) : room / s) + 1;
+    Wide out = (ceil_mode ? ceil_div(room, s) : room / s) + 1;
     // A last window starting in the end padding is dropped (PyTorch's and ONNX's rule).
-    if (ceil_mode && (out - 1) * s >= size.size + pb) --out;
+    if (ceil_mode && (out - 1) * s >= Wide{size.size} + pb) --out;
     return known(out);
   }
   void windowed(const Node& n) {
@@ -524,7 +532,7 @@ class Inference {
     }
     const size_t spatial = x.shape.size() - 2;
     const int64_t group = attr_i(n, "group", 1);
-    Dims out{x.shape[0], is_known(w.shape[1]) ? known(w.shape[1].size * group) : Dim{}};
+    Dims out{x.shape[0], is_known(w.shape[1]) ? known(Wide{w.shape[1].size} * group) : Dim{}};
     const Ints strides = attr_is(n, "strides").value_or(Ints(spatial, 1));
     const Ints dilations = attr_is(n, "dilations").value_or(Ints(spatial, 1));
     const Ints pads = attr_is(n, "pads").value_or(Ints(2 * spatial, 0));
@@ -541,11 +549,11 @@ class Inference {
       } else if (!sane || !is_known(size) || !is_known(k)) {
         out.push_back(Dim{});
       } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-        out.push_back(known(size.size * strides[i]));
+        out.push_back(known(Wide{size.size} * strides[i]));
       } else {
-        const int64_t p = auto_pad == "VALID" ? 0 : pads[i] + pads[spatial + i];
-        out.push_back(
-            known(strides[i] * (size.size - 1) + extra[i] + (k.size - 1) * dilations[i] + 1 - p));
+        const Wide p = auto_pad == "VALID" ? 0 : Wide{pads[i]} + pads[spatial + i];
+        out.push_back(known(Wide{strides[i]} * (size.size - 1) + extra[i] +
+                            Wide{k.size - 1} * dilations[i] + 1 - p));
       }
     }
     set(n, 0, tensor(x.elem_type, out));
@@ -781,7 +789,7 @@ class Inference {
       return;
     }
     Dims out = first.shape;
-    int64_t total = 0;
+    Wide total = 0;
     bool sum_known = true;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const ValueInfo& v = in(n, i);
@@ -898,8 +906,9 @@ class Inference {
   }
   static int64_t slice_length(int64_t size, int64_t start, int64_t end, int64_t step) {
     clamp_range(size, step, start, end);
-    const int64_t len = step > 0 ? ceil_div(end - start, step) : ceil_div(start - end, -step);
-    return std::max<int64_t>(0, len);
+    const Wide len =
+        step > 0 ? ceil_div(Wide{end} - start, step) : ceil_div(Wide{start} - end, -Wide{step});
+    return static_cast<int64_t>(std::max<Wide>(0, len));
   }
   void split(const Node& n) {
     const ValueInfo& x = in(n, 0);
@@ -912,10 +921,11 @@ class Inference {
     const Dim& whole = x.shape[static_cast<size_t>(*ax)];
     if (!given && is_known(whole) && parts > 0) {
       // Equal parts; from opset 18 the last may be smaller (ceil division).
-      const int64_t each = ceil_div(whole.size, static_cast<int64_t>(parts));
+      const Wide each = ceil_div(whole.size, static_cast<Wide>(parts));
       sizes = Ints{};
       for (size_t i = 0; i < parts; ++i) {
-        sizes->push_back(std::max<int64_t>(0, std::min(each, whole.size - each * int64_t(i))));
+        const Wide part = std::max<Wide>(0, std::min(each, whole.size - each * Wide(i)));
+        sizes->push_back(static_cast<int64_t>(part));
       }
     }
     for (size_t i = 0; i < parts; ++i) {
@@ -949,7 +959,7 @@ class Inference {
     Dims out;
     for (size_t i = 0; i < x.shape.size(); ++i) {
       out.push_back((*repeats)[i] == 1     ? x.shape[i]
-                    : is_known(x.shape[i]) ? known(x.shape[i].size * (*repeats)[i])
+                    : is_known(x.shape[i]) ? known(Wide{x.shape[i].size} * (*repeats)[i])
                                            : Dim{});
     }
     set(n, 0, tensor(x.elem_type, out));
@@ -965,7 +975,7 @@ class Inference {
     const size_t r = x.shape.size();
     Dims out;
     for (size_t i = 0; i < r; ++i) {
-      const int64_t add = (*pads)[i] + (*pads)[r + i];
+      const Wide add = Wide{(*pads)[i]} + (*pads)[r + i];
       out.push_back(add == 0               ? x.shape[i]
                     : is_known(x.shape[i]) ? known(x.shape[i].size + add)
                                            : Dim{});
@@ -1017,10 +1027,11 @@ class Inference {
   void range(const Node& n) {
     const auto start = ints(n, 0), limit = ints(n, 1), delta = ints(n, 2);
     Dim len;
-    if (start && limit && delta && start->size() == 1 && limit->size() == 1 &&
-        delta->size() == 1 && (*delta)[0] != 0) {
+    if (start && limit && delta && start->size() == 1 && limit->size() == 1 && delta->size() == 1 &&
+        (*delta)[0] != 0) {
       const int64_t s = (*start)[0], l = (*limit)[0], dl = (*delta)[0];
-      len = known(std::max<int64_t>(0, dl > 0 ? ceil_div(l - s, dl) : ceil_div(s - l, -dl)));
+      len = known(
+          std::max<Wide>(0, dl > 0 ? ceil_div(Wide{l} - s, dl) : ceil_div(Wide{s} - l, -Wide{dl})));
     } else if (start == Ints{0} && delta == Ints{1} && data(n, 1) && data(n, 1)->size() == 1) {
       len = dim_of(data(n, 1)->front());  // arange(sequence): position ids
     }
