@@ -13,13 +13,13 @@ random (seeded); the comparison is Ember's executor against ONNX Runtime, not ac
 Several data sets per model exercise dynamic shapes (batch sizes, sequence lengths).
 """
 import argparse
+import inspect
 import math
 import os
 
 import numpy as np
 import onnxruntime as ort
 import torch
-import torchvision
 from onnx import numpy_helper
 
 OPSET = 17  # the newest PyTorch 1.13 exports
@@ -141,9 +141,13 @@ def export(name, model, example, input_names, output_names, dynamic_axes, data_s
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
     model.eval()
+    # PyTorch >= 2.9 exports through dynamo by default; the TorchScript exporter (Debian's 1.13
+    # has only it) keeps scripted If/Loop and gives the same graphs on every version.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     with torch.no_grad():
         torch.onnx.export(model, example, path, input_names=input_names, output_names=output_names,
-                          dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True)
+                          dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True,
+                          **legacy)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for k, inputs in enumerate(data_sets):
         feed = {n: a for n, a in zip(input_names, inputs)}
@@ -161,13 +165,18 @@ def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     images = lambda b: rng.standard_normal((b, 3, 224, 224)).astype(np.float32)
+
+    def torchvision_model(name):
+        import torchvision  # only these two need it (the GPU machine's Python has none)
+        return busy(getattr(torchvision.models, name)())
+
     models = {
         "resnet18": lambda: export(
-            "resnet18", busy(torchvision.models.resnet18()), torch.randn(1, 3, 224, 224), ["input"],
+            "resnet18", torchvision_model("resnet18"), torch.randn(1, 3, 224, 224), ["input"],
             ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}}, [[images(1)], [images(2)]],
             args.out),
         "mobilenet_v3_small": lambda: export(
-            "mobilenet_v3_small", busy(torchvision.models.mobilenet_v3_small()), torch.randn(1, 3, 224, 224),
+            "mobilenet_v3_small", torchvision_model("mobilenet_v3_small"), torch.randn(1, 3, 224, 224),
             ["input"], ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}},
             [[images(1)], [images(2)]], args.out),
         "minilm": lambda: export(
