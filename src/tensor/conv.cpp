@@ -394,7 +394,11 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
   return r;
 }
 
-ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtype) {
+namespace {
+// max_pool with indices of `index_dtype`, or none (an undefined tensor) when `with_indices` is
+// false and nothing records the op.
+ValuesIndices max_pool_impl(const DynTensor& x, const PoolParams& p, DType index_dtype,
+                            bool with_indices) {
   const std::string op = pool_name("max_pool", p.spatial);
   EMBER_CHECK(p.spatial >= 1 && p.spatial <= 3, "[max_pool] supports 1 to 3 spatial dims");
   const Shape out_shape = pool_shape(x, p, op);
@@ -405,11 +409,24 @@ ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtyp
   int64_t plane = 1;
   for (int i = 0; i < p.spatial; ++i) plane *= x.size(x.rank() - p.spatial + i);
   if (plane > INT32_MAX) index_dtype = DType::i64;
-  ValuesIndices r{detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str()),
-                  detail::make_empty(out_shape, index_dtype, x.device(), op.c_str())};
+  ValuesIndices r;
+  r.values = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
+  if (with_indices) r.indices = detail::make_empty(out_shape, index_dtype, x.device(), op.c_str());
   detail::backend_of(xc).max_pool(xc.raw(), p, r.values.raw(), r.indices.raw());
-  detail::record(ops::max_pool, {&x}, r.values, PoolIndices{p, r.indices});
+  if (with_indices) detail::record(ops::max_pool, {&x}, r.values, PoolIndices{p, r.indices});
   return r;
+}
+}  // namespace
+
+ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtype) {
+  return max_pool_impl(x, p, index_dtype, true);
+}
+
+DynTensor max_pool_values(const DynTensor& x, const PoolParams& p) {
+  detail::check_defined(x, pool_name("max_pool", p.spatial).c_str());
+  const DynTensor* in[] = {&x};
+  const bool recorded = ops::max_pool.grad != nullptr && detail::any_tracked(in);
+  return max_pool_impl(x, p, detail::backend_of(x).pool_index_dtype(), recorded).values;
 }
 
 DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
@@ -506,19 +523,15 @@ ValuesIndices max_pool2d_with_indices(const DynTensor& x, const SpatialArg& kern
 }
 DynTensor max_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
                      const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
-  // Indices kept only for the gradient: in the dtype the backend writes directly.
   detail::check_defined(x, "max_pool1d");
-  return max_pool(x, window_params("max_pool1d", 1, kernel, stride, padding, dilation, ceil_mode),
-                  detail::backend_of(x).pool_index_dtype())
-      .values;
+  return max_pool_values(
+      x, window_params("max_pool1d", 1, kernel, stride, padding, dilation, ceil_mode));
 }
 DynTensor max_pool2d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,
                      const SpatialArg& padding, const SpatialArg& dilation, bool ceil_mode) {
-  // Indices kept only for the gradient: in the dtype the backend writes directly.
   detail::check_defined(x, "max_pool2d");
-  return max_pool(x, window_params("max_pool2d", 2, kernel, stride, padding, dilation, ceil_mode),
-                  detail::backend_of(x).pool_index_dtype())
-      .values;
+  return max_pool_values(
+      x, window_params("max_pool2d", 2, kernel, stride, padding, dilation, ceil_mode));
 }
 
 DynTensor avg_pool1d(const DynTensor& x, const SpatialArg& kernel, const SpatialArg& stride,

@@ -260,13 +260,14 @@ PoolParams adaptive_params(const std::string& op, int spatial, const SpatialArg&
   return p;
 }
 
-// max_pool over `spatial` dims, its indices as the backend writes them when only the values
-// are wanted (they serve the gradient only), i64 otherwise.
+// max_pool over `spatial` dims: the values alone (indices only where the gradient needs them),
+// or the values and i64 indices.
 ValuesIndices max_pool_nd(const DynTensor& x, const PoolParams& p, bool values_only,
                           const char* op) {
   detail::check_defined(x, op);
   return as_op(op, [&] {
-    return max_pool(x, p, values_only ? detail::backend_of(x).pool_index_dtype() : DType::i64);
+    return values_only ? ValuesIndices{max_pool_values(x, p), DynTensor()}
+                       : max_pool(x, p, DType::i64);
   });
 }
 

@@ -583,6 +583,12 @@ const std::vector<PoolCase>& pool_cases() {
       {K::Max, 2, Shape{2, 2, 8, 8}, {3}, {2}, {1}, {1}, true, true, Layout::Transposed},
       {K::Max, 2, Shape{2, 7, 7}, {3}, {2}, {0}, {1}, true},  // unbatched, ceil_mode
       {K::Max, 2, Shape{1, 3, 5, 6}, {2}, {1}, {1}, {2}, false, true, Layout::Strided},
+      // ResNet's stem pool, 3x3 / 2 / pad 1: rows of 19 outputs (two vectors and a tail of 3)
+      {K::Max, 2, Shape{2, 3, 13, 37}, {3}, {2}, {1}},
+      {K::Max, 2, Shape{1, 2, 9, 21}, {3}, {1}, {1}},                // stride 1: 21 = 16 + 5
+      {K::Max, 2, Shape{1, 3, 11, 40}, {3}, {2}, {1}, {2}},          // stride 2, dilated
+      {K::Max, 2, Shape{1, 2, 10, 30}, {3}, {3}, {1}, {1}, true},    // stride 3: the scalar loop
+      {K::Max, 2, Shape{2, 1, 9, 34}, {2, 3}, {2}, {1}, {1}, true},  // ceil_mode past the end
       {K::Max, 1, Shape{2, 3, 11}, {3}, {2}, {1}},
       {K::Max, 1, Shape{3, 12}, {4}, {3}, {2}, {1}, true},
       {K::Max, 1, Shape{2, 2, 10}, {2}, {1}, {0}, {3}, false, true, Layout::Strided},
@@ -636,6 +642,12 @@ TEST(PoolTable, Pool) {
         continue;
       }
       expect_close(y, shape, want, tol_for(dtype), what);
+      if (c.kind == PoolKind::Max) {  // the values alone: no indices (nothing records)
+        const DynTensor v = c.spatial == 1
+                                ? max_pool1d(x, c.k, c.stride, c.padding, c.dilation, c.ceil_mode)
+                                : max_pool2d(x, c.k, c.stride, c.padding, c.dilation, c.ceil_mode);
+        expect_close(v, shape, want, tol_for(dtype), what + " values only");
+      }
       if (idx.defined()) {
         // Random values have no ties, so the argmax is unique (also after rounding, mostly:
         // compare the values there instead of the positions).
@@ -692,6 +704,44 @@ TEST(PoolTable, MaxPool2x2SpecialValues) {
         const double want = v[static_cast<size_t>(arg)];
         EXPECT_TRUE(gv[o] == want || (std::isnan(gv[o]) && std::isnan(want))) << w << " " << o;
       }
+    }
+  }
+}
+
+// The values-only max pool (no indices) on NaNs, infinities and signed zeros: the same values as
+// the indexed loops' (NaN wins), in vectors of 8 with tails, at strides 1, 2 and 3, with padding,
+// dilation and ceil_mode.
+TEST(PoolTable, MaxPoolValuesSpecialValues) {
+  struct Case {
+    int64_t h, w, k, s, p, d;
+    bool ceil_mode;
+  };
+  const std::vector<Case> cases = {{9, 37, 3, 2, 1, 1, false}, {7, 21, 3, 1, 1, 1, false},
+                                   {8, 26, 2, 2, 0, 1, false}, {9, 30, 3, 2, 1, 2, true},
+                                   {6, 13, 3, 3, 1, 1, true},  {5, 5, 3, 2, 1, 1, false}};
+  for (const Case& c : cases) {
+    std::vector<double> v(static_cast<size_t>(2 * c.h * c.w));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const int r = static_cast<int>((i * 7919 + (i * i) % 13) % 17);
+      v[i] = r == 0   ? NAN
+             : r == 1 ? INFINITY
+             : r < 5  ? -INFINITY
+             : r == 5 ? -0.0
+             : r == 6 ? 0.0
+                      : (r % 4) - 2.5;
+    }
+    const DynTensor x = cast(from_data(TensorData::from(v, Shape{1, 2, c.h, c.w})), DType::f32);
+    std::string what = "h";  // appended (GCC 12 flags "h" + to_string as a bad memcpy)
+    for (const int64_t n : {c.h, c.w, c.k, c.s}) what += std::to_string(n) + " ";
+    const std::vector<double> got =
+        max_pool2d(x, {c.k}, {c.s}, {c.p}, {c.d}, c.ceil_mode).to_vector<double>();
+    const std::vector<double> want =
+        max_pool2d_with_indices(x, {c.k}, {c.s}, {c.p}, {c.d}, c.ceil_mode)
+            .values.to_vector<double>();
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])))
+          << what << " output " << i << ": " << got[i] << " vs " << want[i];
     }
   }
 }

@@ -155,7 +155,7 @@ class Backend {
   // Pooling (OpFamily::Pool) over the trailing `p.spatial` dims of contiguous [B..., *in]
   // tensors; out's shape gives the output size. Max pooling writes, per output, the flat index
   // of its maximum within the input's spatial plane (i64, PyTorch's convention, or i32: the indices
-  // tensor's dtype; NaN wins).
+  // tensor's dtype; NaN wins); `indices` undefined: the values only (nothing records the op).
   virtual void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
                         const RawTensor& indices);
   /// grad_in (zeroed by the kernel) += grad_out at `indices`.

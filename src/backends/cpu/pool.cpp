@@ -161,9 +161,9 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
   using C = Compute<T>;
   const T* xp = x.data_as<T>();
   T* yp = out.data_as<T>();
-  I* ip = indices.data_as<I>();
+  I* ip = indices.defined() ? indices.data_as<I>() : nullptr;  // null: the values only
   const bool flat2d = g.in[0] == 1 && g.k[0] == 1 && g.d[1] == 1 && g.d[2] == 1;
-  const bool pool2x2 = two_by_two(g);
+  const bool pool2x2 = two_by_two(g) && ip != nullptr;
   for_planes(g, g.out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t b) {
     const T* plane = xp + b * g.in_size;
     int64_t o = b * g.out_size;
@@ -221,7 +221,7 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
               }
             }
             yp[o] = static_cast<T>(best);
-            ip[o] = static_cast<I>(arg);
+            if (ip) ip[o] = static_cast<I>(arg);
             continue;
           }
           const int64_t d0 = od * g.s[0] - g.p[0], h0 = oh * g.s[1] - g.p[1],
@@ -267,11 +267,114 @@ void max_pool_kernel(const RawTensor& x, const Geo& g, const RawTensor& out,
             }
           }
           yp[o] = static_cast<T>(best);
-          ip[o] = static_cast<I>(arg);
+          if (ip) ip[o] = static_cast<I>(arg);
         }
       }
     }
   });
+}
+
+// The larger of best and v, NaN winning (either one's): the same value as the indexed loops.
+template <class C>
+C max_nan(C best, C v) {
+  return ((v > best) | (v != v)) ? v : best;
+}
+
+#if defined(__AVX2__)
+__m256 max_nan(__m256 best, __m256 v) {
+  // max_ps returns its second operand when either is NaN: v's NaN passes, best's is blended back.
+  return _mm256_blendv_ps(_mm256_max_ps(best, v), best, _mm256_cmp_ps(best, best, _CMP_UNORD_Q));
+}
+// The even-indexed floats of 16 consecutive ones, in order: a stride-2 window's column.
+__m256 even_floats(const float* p) {
+  const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+  return _mm256_castpd_ps(
+      _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+}
+#endif
+
+// Max pooling's values alone (no indices: nothing records the op), in two separable passes per
+// output row: the max over the window's rows into a row padded with -inf (what the indexed loops
+// give an empty window, and no match for any input), then the max over each window's columns.
+// f32 takes 8 columns a vector, at stride 1 and 2.
+template <class T>
+void max_pool_values_kernel(const RawTensor& x, const Geo& g, const RawTensor& out) {
+  using C = Compute<T>;
+  const T* xp = x.data_as<T>();
+  T* yp = out.data_as<T>();
+  const int64_t in_w = g.in[2], out_w = g.out[2], s = g.s[2], d = g.d[2], pad = g.p[2];
+  // The padded row: room for whole vectors of outputs past out_w and their 16-float loads.
+  const int64_t span = (out_w + 8) * s + (g.k[2] - 1) * d + 16;
+  const int64_t width = std::max(span, pad + in_w);
+  const int64_t rows = g.planes * g.out[0] * g.out[1];
+  const int64_t work = g.k[0] * g.k[1] * in_w + g.k[2] * out_w;
+  parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, work)),
+               [&](int64_t lo, int64_t hi) {
+                 std::vector<C> buf(static_cast<size_t>(width), static_cast<C>(-INFINITY));
+                 C* row = buf.data();
+                 C* in_row = row + pad;
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const int64_t b = r / (g.out[0] * g.out[1]);
+                   const int64_t od = r / g.out[1] % g.out[0], oh = r % g.out[1];
+                   const T* plane = xp + b * g.in_size;
+                   bool first = true;
+                   for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                     const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+                     if (id < 0 || id >= g.in[0]) continue;
+                     for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                       const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+                       if (ih < 0 || ih >= g.in[1]) continue;
+                       const T* src = plane + (id * g.in[1] + ih) * in_w;
+                       int64_t i = 0;
+#if defined(__AVX2__)
+                       if constexpr (std::is_same_v<T, float>) {
+                         for (; i + 8 <= in_w; i += 8) {
+                           const __m256 v = _mm256_loadu_ps(src + i);
+                           _mm256_storeu_ps(in_row + i,
+                                            first ? v : max_nan(_mm256_loadu_ps(in_row + i), v));
+                         }
+                       }
+#endif
+                       for (; i < in_w; ++i) {
+                         const C v = static_cast<C>(src[i]);
+                         in_row[i] = first ? v : max_nan(in_row[i], v);
+                       }
+                       first = false;
+                     }
+                   }
+                   if (first)
+                     std::fill(in_row, in_row + in_w, static_cast<C>(-INFINITY));  // no row inside
+                   T* y = yp + r * out_w;
+                   int64_t ow = 0;
+#if defined(__AVX2__)
+                   if constexpr (std::is_same_v<T, float>) {
+                     if (s <= 2) {
+                       for (; ow < out_w; ow += 8) {
+                         const float* at = row + ow * s;
+                         __m256 best = s == 1 ? _mm256_loadu_ps(at) : even_floats(at);
+                         for (int64_t kw = 1; kw < g.k[2]; ++kw) {
+                           at += d;
+                           best = max_nan(best, s == 1 ? _mm256_loadu_ps(at) : even_floats(at));
+                         }
+                         if (ow + 8 <= out_w) {
+                           _mm256_storeu_ps(y + ow, best);
+                         } else {
+                           float tail[8];
+                           _mm256_storeu_ps(tail, best);
+                           std::copy(tail, tail + (out_w - ow), y + ow);
+                         }
+                       }
+                     }
+                   }
+#endif
+                   for (; ow < out_w; ++ow) {
+                     const C* at = row + ow * s;
+                     C best = at[0];
+                     for (int64_t kw = 1; kw < g.k[2]; ++kw) best = max_nan(best, at[kw * d]);
+                     y[ow] = static_cast<T>(best);
+                   }
+                 }
+               });
 }
 
 template <class T, class I>
@@ -404,6 +507,9 @@ void CpuBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTens
   if (out.numel() == 0) return;
   const Geo g = geometry(x.shape, out.shape, p);
   dispatch_float(x.dtype, "max_pool", [&](auto t) {
+    if (!indices.defined() && !p.adaptive) {
+      return max_pool_values_kernel<decltype(t)>(x, g, out);
+    }
     if (indices.dtype == DType::i32) {
       return max_pool_kernel<decltype(t), int32_t>(x, g, out, indices);
     }

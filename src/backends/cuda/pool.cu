@@ -102,7 +102,7 @@ __global__ void max_pool_kernel(const T* x, Geo g, T* y, I* indices) {
       }
     }
     y[o] = static_cast<T>(best);
-    indices[o] = static_cast<I>(arg);
+    if (indices != nullptr) indices[o] = static_cast<I>(arg);  // null: the values only
   }
 }
 
@@ -184,12 +184,13 @@ void launch_max_pool(const RawTensor& x, const Geo& g, const RawTensor& out,
                      const RawTensor& indices, const char* op) {
   const int64_t n = g.planes * g.out_size;
   const cudaStream_t stream = stream_of(out);
-  if (indices.dtype == DType::i32) {
+  if (indices.defined() && indices.dtype == DType::i32) {
     max_pool_kernel<T, int32_t><<<grid_for(n), kThreads, 0, stream>>>(
         x.data_as<T>(), g, out.data_as<T>(), indices.data_as<int32_t>());
   } else {
     max_pool_kernel<T, int64_t><<<grid_for(n), kThreads, 0, stream>>>(
-        x.data_as<T>(), g, out.data_as<T>(), indices.data_as<int64_t>());
+        x.data_as<T>(), g, out.data_as<T>(),
+        indices.defined() ? indices.data_as<int64_t>() : nullptr);
   }
   EMBER_CUDA_LAUNCHED(op);
 }

@@ -225,8 +225,17 @@ void LibTorchBackend::max_pool(const RawTensor& x, const PoolParams& p, const Ra
   run("max_pool", [&] {
     const PoolArgs a = pool_args(p, x);
     const at::Tensor v = pool_layout(compute_view(x), p);
+    if (!indices.defined() && !p.adaptive) {  // the values only
+      assign(out, shaped_like(a.dims == 3 ? at::max_pool3d(v, a.kernel, a.stride, a.padding,
+                                                           a.dilation, p.ceil_mode)
+                                          : at::max_pool2d(v, a.kernel, a.stride, a.padding,
+                                                           a.dilation, p.ceil_mode),
+                              out));
+      return;
+    }
     const bool i32 = indices.dtype == DType::i32;
-    at::Tensor o = !p.adaptive && direct(out, {&x}) ? pool_out_view(out, p) : at::Tensor();
+    at::Tensor o = !p.adaptive && direct(out, {&x}) && indices.defined() ? pool_out_view(out, p)
+                                                                         : at::Tensor();
     if (o.defined()) {
       // Straight into out, and into i64 indices (i32 ones, the front end's choice for max_pool2d,
       // are ATen's i64 converted).
@@ -255,7 +264,7 @@ void LibTorchBackend::max_pool(const RawTensor& x, const PoolParams& p, const Ra
           at::max_pool2d_with_indices(v, a.kernel, a.stride, a.padding, a.dilation, p.ceil_mode);
     }
     assign(out, shaped_like(r, out));
-    assign(indices, shaped_like(i, indices));  // flat within the plane: 1-d pools have H = 1
+    if (indices.defined()) assign(indices, shaped_like(i, indices));  // flat in the plane
   });
 }
 

@@ -269,9 +269,10 @@ std::vector<Value> max_pool_op(OpContext& c) {
   const DynTensor xf = is_floating(x.dtype()) ? x : cast(x, DType::f32);
   const bool fits = pool_pads_fit(g);
   const DynTensor xp = fits ? xf : pad_spatial(xf, g, -std::numeric_limits<double>::infinity());
-  const ValuesIndices r = ember::max_pool(xp, pool_params(g, ceil_mode, fits), DType::i64);
+  const PoolParams p = pool_params(g, ceil_mode, fits);
+  if (!wants(c, 1)) return one(cast(max_pool_values(xp, p), x.dtype()));
+  const ValuesIndices r = ember::max_pool(xp, p, DType::i64);
   const DynTensor y = cast(r.values, x.dtype());
-  if (!wants(c, 1)) return one(y);
   const Ints from = spatial_dims(xp.shape()), offset = fits ? Ints(g.n, 0) : g.begin;
   const bool column_major = c.attr_int("storage_order", 0) != 0;
   return {Value::of(y),

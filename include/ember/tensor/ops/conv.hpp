@@ -105,6 +105,9 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
 /// i32 when asked and the plane has under 2^31 elements (max_pool1d/2d keep theirs for the
 /// gradient only, in half the memory).
 ValuesIndices max_pool(const DynTensor& x, const PoolParams& p, DType index_dtype = DType::i64);
+/// Max pooling's values alone: the backend computes no indices unless the op is recorded (its
+/// gradient reads them, kept in the backend's pool_index_dtype()).
+DynTensor max_pool_values(const DynTensor& x, const PoolParams& p);
 /// Scatters grad_out to the maxima at `indices` (i64 or i32), into a zero tensor of
 /// `input_shape`.
 DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
