@@ -894,6 +894,10 @@ class Inference {
   }
   // ONNX Slice's clamping of start and end to a dim of `size`.
   static void clamp_range(int64_t size, int64_t step, int64_t& start, int64_t& end) {
+    if (size <= 0) {  // nothing to select (and std::clamp needs lo <= hi)
+      start = end = 0;
+      return;
+    }
     if (start < 0) start += size;
     if (end < 0) end += size;
     if (step > 0) {
