@@ -22,6 +22,7 @@
 #include "codegen_text.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/tensor/ops/creation.hpp"
+#include "shape_inference.hpp"
 
 namespace ember::onnx {
 namespace {
@@ -35,112 +36,25 @@ struct Type {
   int rank = -1;
 };
 
-std::optional<DType> onnx_dtype(int64_t t) {
-  switch (t) {
-    case 1:
-      return DType::f32;
-    case 2:
-      return DType::u8;
-    case 3:
-      return DType::i8;
-    case 6:
-      return DType::i32;
-    case 7:
-      return DType::i64;
-    case 9:
-      return DType::boolean;
-    case 10:
-      return DType::f16;
-    case 11:
-      return DType::f64;
-    case 16:
-      return DType::bf16;
-    default:
-      return std::nullopt;
-  }
+// The type shape inference (shape_inference.hpp) gives a value.
+Type type_from(const ValueInfo& v) {
+  Type t;
+  if (v.elem_type != 0 && v.known_dtype) t.dtype = v.dtype;
+  if (v.has_shape) t.rank = static_cast<int>(v.shape.size());
+  return t;
 }
 
-int broadcast_rank(const std::vector<Type>& in) {
-  int r = 0;
-  for (const Type& t : in) {
-    if (t.rank < 0) return -1;
-    r = std::max(r, t.rank);
+// The other way, for a scope's values shape inference starts from (a Loop body's inputs).
+ValueInfo value_info(const Type& t) {
+  ValueInfo v;
+  v.known_dtype = t.dtype.has_value();
+  if (t.dtype) {
+    v.dtype = *t.dtype;
+    v.elem_type = onnx_type_of(*t.dtype);
   }
-  return in.empty() ? -1 : r;
-}
-
-std::vector<Type> infer(const Node& n, const std::vector<Type>& in) {
-  // clang-format off
-  static const std::set<std::string> keeps_type = {
-      "Identity", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Neg", "Sqrt", "Floor", "Ceil",
-      "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
-      "Atanh", "Erf", "Sign", "Round", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid",
-      "HardSwish", "Softplus", "Softsign", "Mish", "Gelu", "ThresholdedRelu", "Shrink", "Clip",
-      "Softmax", "LogSoftmax", "Hardmax", "Dropout", "BatchNormalization", "Conv", "ConvTranspose",
-      "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
-      "Pad", "Transpose", "LRN", "InstanceNormalization", "LayerNormalization",
-      "GroupNormalization", "MeanVarianceNormalization", "CumSum", "Resize", "Upsample",
-      "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Trilu", "Concat", "Slice", "Tile",
-      "Split", "GatherElements", "ScatterElements", "ScatterND", "Scatter"};
-  // clang-format on
-  static const std::set<std::string> broadcasts = {"Add",   "Sub", "Mul", "Div", "Pow", "Mod",
-                                                   "PRelu", "Min", "Max", "Sum", "Mean"};
-  static const std::set<std::string> compares = {"Equal",          "Less", "Greater", "LessOrEqual",
-                                                 "GreaterOrEqual", "And",  "Or",      "Xor"};
-  const Type first = in.empty() ? Type{} : in[0];
-  const size_t n_out = n.outputs.size();
-  std::vector<Type> out(n_out);
-  if (n_out == 0 || !normal_domain(n.domain).empty()) return out;
-  const std::string& op = n.op_type;
-  auto attr_int = [&](const char* name, int64_t fallback) {
-    const auto it = n.attributes.find(name);
-    return it != n.attributes.end() && it->second.kind == Attribute::Kind::Int ? it->second.i
-                                                                               : fallback;
-  };
-  if (keeps_type.count(op)) {
-    out[0] = first;
-    if (op == "Split") std::fill(out.begin(), out.end(), first);
-    if (op == "MaxPool" && n_out > 1) out[1] = {DType::i64, first.rank};
-  } else if (broadcasts.count(op)) {
-    out[0] = {first.dtype, broadcast_rank(in)};
-  } else if (compares.count(op)) {
-    out[0] = {DType::boolean, broadcast_rank(in)};
-  } else if (op == "Not" || op == "IsNaN" || op == "IsInf") {
-    out[0] = {DType::boolean, first.rank};
-  } else if (op == "Where" && in.size() == 3) {
-    out[0] = {in[1].dtype, broadcast_rank(in)};
-  } else if (op == "MatMul" && in.size() == 2) {
-    const int a = in[0].rank, b = in[1].rank;
-    const int rank = a < 0 || b < 0     ? -1
-                     : a == 1 && b == 1 ? 0
-                     : a == 1 || b == 1 ? std::max(a, b) - 1
-                                        : std::max(a, b);
-    out[0] = {first.dtype, rank};
-  } else if (op == "Gemm") {
-    out[0] = {first.dtype, 2};
-  } else if (op == "Flatten") {
-    out[0] = {first.dtype, 2};
-  } else if (op == "Shape") {
-    out[0] = {DType::i64, 1};
-  } else if (op == "Size") {
-    out[0] = {DType::i64, 0};
-  } else if (op == "Cast") {
-    out[0] = {onnx_dtype(attr_int("to", 0)), first.rank};
-  } else if (op == "CastLike" && in.size() == 2) {
-    out[0] = {in[1].dtype, first.rank};
-  } else if (op == "ArgMax" || op == "ArgMin") {
-    out[0] = {DType::i64, attr_int("keepdims", 1) ? first.rank : -1};
-  } else if (op == "NonZero") {
-    out[0] = {DType::i64, 2};
-  } else if (op == "TopK") {
-    out[0] = {first.dtype, first.rank};
-    if (n_out > 1) out[1] = {DType::i64, first.rank};
-  } else if (op.rfind("Reduce", 0) == 0 || op == "Reshape" || op == "Squeeze" ||
-             op == "Unsqueeze" || op == "Gather" || op == "GatherND" || op == "Expand" ||
-             op == "Compress" || op == "Range") {
-    out[0] = {first.dtype, op == "Range" ? 1 : -1};
-  }
-  return out;
+  v.has_shape = t.rank >= 0;
+  v.shape.resize(static_cast<size_t>(std::max(t.rank, 0)));
+  return v;
 }
 
 bool floating(const Type& t) { return t.dtype && is_floating(*t.dtype); }
@@ -335,10 +249,16 @@ class Generator {
         types_[name] = {t.dtype, t.shape.rank()};
       }
     }
+    // The scope's types: the main graph's from its inputs, a subgraph's from what it sees.
+    const auto outer_inferred = inferred_;
+    std::map<std::string, ValueInfo> seen = inferred_;
+    for (const auto& [name, t] : types_) seen.emplace(name, value_info(t));
+    inferred_ = infer_types(g, opset_, seen);
     const Graph* outer_graph = graph_;
     graph_ = &g;
     for (const Node* n : execution_order(g, outer)) emit(*n);
     graph_ = outer_graph;
+    inferred_ = outer_inferred;
   }
 
   /// Runs `f` with the values and types it defines forgotten afterwards (a branch or a body:
@@ -465,7 +385,11 @@ class Generator {
   void emit(const Node& n) {
     std::vector<Type> in;
     for (const std::string& i : n.inputs) in.push_back(i.empty() ? Type{} : type_of(i));
-    std::vector<Type> out = infer(n, in);
+    std::vector<Type> out;
+    for (const std::string& o : n.outputs) {
+      const auto it = inferred_.find(o);
+      out.push_back(o.empty() || it == inferred_.end() ? Type{} : type_from(it->second));
+    }
     const bool onnx = normal_domain(n.domain).empty();
     if (fused_.count(&n)) return;  // written with the layer before it (MatMul + Add)
     if (n.outputs.size() == 1 && alias_.count(n.outputs[0])) return;  // Identity of a constant
@@ -1221,6 +1145,7 @@ class Generator {
   std::map<std::string, std::string> alias_;      // Identity of an initialiser -> the initialiser
   std::set<std::string> layer_owned_;             // initialisers given to a layer
   std::map<std::string, Type> types_;
+  std::map<std::string, ValueInfo> inferred_;  // shape inference over the current scope
   std::set<std::string> read_, graph_outputs_;
   std::map<std::string, std::vector<const Node*>> consumers_;
   std::set<const Node*> fused_;

@@ -213,6 +213,8 @@ class Inference {
     }
     for (const ValueInfo& v : g.inputs) {
       if (g.initializers.count(v.name) && v.has_shape) continue;  // the tensor's own shape
+      // An untyped subgraph input keeps what the enclosing scope says of it.
+      if (v.elem_type == 0 && !v.has_shape && types_.count(v.name)) continue;
       types_[v.name] = v;
     }
     for (const Node& n : g.nodes) node(n);

@@ -18,6 +18,7 @@ ValueInfo input(const std::string& name, std::vector<int64_t> dims) {
   ValueInfo v;
   v.name = name;
   v.dtype_name = "FLOAT";
+  v.elem_type = 1;
   v.has_shape = true;
   for (const int64_t d : dims) v.shape.push_back({d, ""});
   return v;
@@ -27,6 +28,7 @@ ValueInfo output(const std::string& name) {
   ValueInfo v;
   v.name = name;
   v.dtype_name = "FLOAT";
+  v.elem_type = 1;
   return v;
 }
 
@@ -339,6 +341,7 @@ TEST(OnnxCodegenText, IfBranchesInline) {
   Graph& g = *ir.graph;
   g.inputs = {input("c", {}), input("x", {2})};
   g.inputs[0].dtype_name = "BOOL";
+  g.inputs[0].elem_type = 9;
   g.inputs[0].dtype = DType::boolean;
   g.outputs = {output("y")};
   auto branch = [](const std::string& op) {
