@@ -220,8 +220,11 @@ DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& b
       !detail::backend_of(x).supports(OpFamily::ConvRelu, x.dtype())) {
     return detail::conv_relu_composite(x, w, bias, p);
   }
-  return detail::recorded(transposed ? ops::conv_transpose : ops::convolution, {&x, &w, &bias}, p,
-                          [&] { return convolution_unrecorded(x, w, bias, p, transposed); });
+  // A weight nothing trains here (inference, a frozen layer) may stay in the backend's layout.
+  ConvParams q = p;
+  q.constant_weight = !transposed && w.defined() && !(w.requires_grad() && grad_enabled());
+  return detail::recorded(transposed ? ops::conv_transpose : ops::convolution, {&x, &w, &bias}, q,
+                          [&] { return convolution_unrecorded(x, w, bias, q, transposed); });
 }
 
 namespace {
@@ -287,7 +290,9 @@ DynTensor convolution_unrecorded(const DynTensor& x, const DynTensor& w, const D
   // The kernels allocate workspace (im2col columns, oneDNN buffers): a failure there names op.
   if (!transposed) {
     const DynTensor bc = bias.defined() ? contiguous(bias) : DynTensor();
-    as_op(op.c_str(), [&] { be.conv(xc.raw(), wc.raw(), bc.raw(), p, out.raw()); });
+    ConvParams q = p;  // a contiguous copy made here is no weight to keep
+    q.constant_weight = p.constant_weight && wc.raw().storage == w.raw().storage;
+    as_op(op.c_str(), [&] { be.conv(xc.raw(), wc.raw(), bc.raw(), q, out.raw()); });
     return out;
   }
   // The transposed conv is the data gradient of the conv from its output back to its input.

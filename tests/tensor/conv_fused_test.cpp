@@ -218,6 +218,45 @@ TEST(ConvFused, WeightGradientUsesOnlyItsOwnInputsBlockedCopy) {
   check(conv_backward_weight(x4, g, ws, p), want_for(x4), "a new input in a freed buffer");
 }
 
+// A weight nothing trains (ConvParams::constant_weight) may be kept in the backend's layout
+// across calls: every later weight must still be read, whether it is a new tensor in a freed
+// buffer, another slice of the same storage, the same weight trained under grad mode, or a
+// weight in a second model of the same shapes.
+TEST(ConvFused, KeptWeightsFollowTheirTensors) {
+  const Shape xs{2, 16, 10, 9}, ws{24, 16, 3, 3};
+  ConvParams p;
+  p.padding[0] = p.padding[1] = 1;
+  const DynTensor x = make_input(xs, DType::f32, Layout::Contiguous, -2, 2, 71);
+  auto check = [&](const DynTensor& w, const std::string& what) {
+    const DynTensor got = convolution(x, w, {}, p, false);
+    const DynTensor want = convolution(cast(x, DType::f64), cast(w, DType::f64), {}, p, false);
+    double scale = 0;
+    const double gap = worst_gap(got, want, &scale);
+    EXPECT_LE(gap, 2e-5 * (1 + scale)) << what;
+  };
+  auto guard = no_grad();
+  for (uint32_t i = 0; i < 4; ++i) {  // new weights, likely in the buffer the last one freed
+    const DynTensor w = make_input(ws, DType::f32, Layout::Contiguous, -1, 1, 72 + i);
+    check(w, "weight " + std::to_string(i));
+    check(w, "weight " + std::to_string(i) + " again");
+  }
+  // Two slices of one storage: the same shape at different offsets.
+  const DynTensor both = make_input(Shape{48, 16, 3, 3}, DType::f32, Layout::Contiguous, -1, 1, 80);
+  check(slice(both, 0, 0, 24), "first slice");
+  check(slice(both, 0, 24, 48), "second slice");
+  check(slice(both, 0, 0, 24), "first slice again");
+  // A weight trained (recorded) between two inference calls: each call reads its tensor.
+  DynTensor w = make_input(ws, DType::f32, Layout::Contiguous, -1, 1, 81);
+  check(w, "before a step");
+  {
+    auto on = enable_grad();
+    DynTensor wt = require_grad(w);
+    const DynTensor loss = sum(convolution(x, wt, {}, p, false));
+    w = detach(sub(wt, mul(grad(loss, {wt})[0], 0.1)));
+  }
+  check(w, "after a step");
+}
+
 // The new entry points' bad input: one clear error naming the op and the values.
 TEST(ConvFused, ErrorsNameTheOpAndTheShapes) {
   const DynTensor x = make_input(Shape{2, 3, 6, 6}, DType::f32, Layout::Contiguous, -1, 1, 1);

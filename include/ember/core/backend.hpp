@@ -132,7 +132,8 @@ class Backend {
   // Convolution (OpFamily::Conv), NC + spatial layouts as in PyTorch: x [N, C, *in],
   // w [O, C / groups, *k], out [N, O, *out]. Every operand is contiguous and of one float dtype;
   // the front end has checked the geometry. `bias` ([O]) may be undefined. With p.relu, conv
-  // writes relu(conv + bias) (a fused activation; the backward entries ignore the flag).
+  // writes relu(conv + bias) (a fused activation; the backward entries ignore the flag); with
+  // p.constant_weight it may reuse a copy of w made by an earlier call on the same storage.
   virtual void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                     const ConvParams& p, const RawTensor& out);
   /// grad_in [N, C, *in] = the gradient of conv w.r.t. x for grad_out [N, O, *out]: the

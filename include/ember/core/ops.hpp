@@ -200,6 +200,10 @@ struct ConvParams {
   int64_t output_padding[3] = {0, 0, 0};
   int64_t groups = 1;
   bool relu = false;  // forward only: the output is relu(conv + bias), one fused pass
+  // Forward only: nothing trains the weight in this call (it is not recorded), so a backend may
+  // keep it in its own layout for the next call on the same storage (a storage's contents never
+  // change once an op has returned it).
+  bool constant_weight = false;
 };
 
 /// Geometry of a pooling window over `spatial` (1 to 3) dims. Adaptive pooling ignores kernel,

@@ -489,9 +489,49 @@ Arg bind_input(const RawTensor& x, const dnnl::memory::desc& plain, const dnnl::
   return bind(plain, want, x.data(), s, true);
 }
 
+// Forward weights in the primitive's blocked layout, kept across calls for weights that nothing
+// trains (ConvParams::constant_weight): the reorder read and wrote every weight on every call
+// (ResNet-18's 47 MB at batch 1). An entry matches only the storage it was made from (by
+// ownership, as BlockedInput: a freed and reused buffer never matches), whose contents never
+// change; entries of freed storages go at the next lookup, the oldest past 256 MB in all.
+struct KeptWeight {
+  std::weak_ptr<Storage> storage;
+  int64_t offset = 0;
+  Shape shape;
+  dnnl::memory::desc desc;
+  std::shared_ptr<Storage> copy;
+};
+std::mutex kept_mu;
+std::vector<KeptWeight> kept_weights;  // oldest first
+
+Arg bind_weight(const RawTensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,
+                dnnl::stream& s) {
+  if (want == plain) return bind(plain, want, w.data(), s, true);
+  std::lock_guard<std::mutex> lock(kept_mu);
+  std::erase_if(kept_weights, [](const KeptWeight& e) { return e.storage.expired(); });
+  for (const KeptWeight& e : kept_weights) {
+    if (!e.storage.owner_before(w.storage) && !w.storage.owner_before(e.storage) &&
+        e.offset == w.offset && e.shape == w.shape && e.desc == want) {
+      return {dnnl::memory(plain, engine(), w.data()), dnnl::memory(want, engine(), e.copy->data()),
+              e.copy};
+    }
+  }
+  Arg a = bind(plain, want, w.data(), s, true);
+  constexpr size_t kBudget = size_t{256} << 20;
+  size_t held = want.get_size();
+  for (const KeptWeight& e : kept_weights) held += e.copy->nbytes();
+  while (!kept_weights.empty() && held > kBudget) {
+    held -= kept_weights.front().copy->nbytes();
+    kept_weights.erase(kept_weights.begin());
+  }
+  if (held <= kBudget) kept_weights.push_back({w.storage, w.offset, w.shape, want, a.buffer});
+  return a;
+}
+
 // `bias`: the forward's bias, or the bias gradient backward weights writes (may be undefined).
+// `keep_weight`: the forward's weight may be kept in the primitive's layout (bind_weight).
 void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
-               const RawTensor& bias, bool relu, const RawTensor& y) {
+               const RawTensor& bias, bool relu, const RawTensor& y, bool keep_weight = false) {
   const Cached c = primitive_for(op, g, spatial, bias.defined(), relu);
   const DnnlDescs d = descs(g, spatial);
   dnnl::stream s(engine());
@@ -500,7 +540,8 @@ void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const R
   Arg src =
       src_in ? bind_input(x, d.src_plain, c.src, s) : bind(d.src_plain, c.src, x.data(), s, false);
   if (op == DnnlOp::Forward) remember_blocked_input(x, src);
-  Arg wei = bind(d.wei_plain, c.wei, w.data(), s, wei_in);
+  Arg wei = op == DnnlOp::Forward && keep_weight ? bind_weight(w, d.wei_plain, c.wei, s)
+                                                 : bind(d.wei_plain, c.wei, w.data(), s, wei_in);
   Arg dst = bind(d.dst_plain, c.dst, y.data(), s, dst_in);
   std::unordered_map<int, dnnl::memory> args;
   switch (op) {
@@ -534,9 +575,9 @@ void conv_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const R
 // Runs oneDNN; false when it rejects the geometry (an output_padding past the right padding),
 // so the caller falls back to the portable kernel.
 bool try_dnnl(DnnlOp op, const Geo& g, int spatial, const RawTensor& x, const RawTensor& w,
-              const RawTensor& bias, bool relu, const RawTensor& y) {
+              const RawTensor& bias, bool relu, const RawTensor& y, bool keep_weight = false) {
   try {
-    conv_dnnl(op, g, spatial, x, w, bias, relu, y);
+    conv_dnnl(op, g, spatial, x, w, bias, relu, y, keep_weight);
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -687,7 +728,8 @@ void CpuBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& b
 #if defined(EMBER_HAVE_DNNL)
       // oneDNN's relu post-op is free in its blocked kernels but made the plain-layout (GEMM)
       // one 5x slower (1.1 -> 5.4 ms on the CNN's first layer): there relu is a pass after.
-      if (try_dnnl(DnnlOp::Forward, g, p.spatial, x, w, bias, p.relu && !plain_layouts(g), out)) {
+      if (try_dnnl(DnnlOp::Forward, g, p.spatial, x, w, bias, p.relu && !plain_layouts(g), out,
+                   p.constant_weight)) {
         if (p.relu && plain_layouts(g)) relu_in_place<float>(out);
         return;
       }
@@ -698,7 +740,9 @@ void CpuBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& b
     case DType::f16:
     case DType::bf16: {
       const RawTensor y32 = empty_raw(out.shape, DType::f32);
-      conv(to_f32(*this, x), to_f32(*this, w), to_f32(*this, bias), p, y32);
+      ConvParams q = p;
+      q.constant_weight = false;  // the f32 weight is a copy made for this call
+      conv(to_f32(*this, x), to_f32(*this, w), to_f32(*this, bias), q, y32);
       return copy(y32, out);
     }
     default:
