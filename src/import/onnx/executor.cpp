@@ -195,6 +195,7 @@ void Executor::plan(const Graph& g, const std::vector<std::string>& outer_names)
     }
   }
   fold_constants(g, p);
+  fuse(g, p);
   plans_[&g] = std::move(p);
 
   // Subgraphs see everything defined here.

@@ -3,6 +3,7 @@
 // buffers back to the device allocator for the next nodes (the memory plan).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -41,9 +42,11 @@ class Executor {
     std::vector<Step> steps;
     // Subgraph initialisers (the main graph's are params_) and folded values.
     std::map<std::string, DynTensor> constants;
+    std::deque<Node> fused;  // the fused steps' nodes (fusion.cpp); a deque keeps their addresses
   };
   void plan(const Graph& g, const std::vector<std::string>& outer_names);
   void fold_constants(const Graph& g, Plan& p);
+  void fuse(const Graph& g, Plan& p);  // fusion.cpp
 
   const ModelIR& ir_;
   Device device_;

@@ -132,14 +132,16 @@ ConvParams conv_params(const Geometry& g, int64_t groups) {
   return p;
 }
 
-/// Convolution with ONNX's padding: symmetric pads go to the kernel, others pad x first.
-DynTensor onnx_conv(const OpContext& c, const DynTensor& x, const DynTensor& w,
-                    const DynTensor& b) {
+/// Convolution with ONNX's padding: symmetric pads go to the kernel, others pad x first; with
+/// `relu`, relu(conv) in one pass where the backend fuses it.
+DynTensor onnx_conv(const OpContext& c, const DynTensor& x, const DynTensor& w, const DynTensor& b,
+                    bool relu = false) {
   spatial_rank(c, x);
   if (w.rank() != x.rank()) c.fail("weight ", w.shape(), " does not match input ", x.shape());
   const Geometry g =
       geometry(c, spatial_dims(x.shape()), c.attr_ints("kernel_shape", spatial_dims(w.shape())));
   ConvParams p = conv_params(g, c.attr_int("group", 1));
+  p.relu = relu;
   if (g.symmetric()) {
     for (int i = 0; i < g.n; ++i) p.padding[i] = g.begin[i];
     return convolution(x, w, b, p, false);
@@ -149,6 +151,10 @@ DynTensor onnx_conv(const OpContext& c, const DynTensor& x, const DynTensor& w,
 
 std::vector<Value> conv(OpContext& c) {
   return one(onnx_conv(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : DynTensor()));
+}
+// Conv -> Relu as one step (fusion.cpp): the Conv node's inputs and attributes, Relu's output.
+std::vector<Value> conv_relu(OpContext& c) {
+  return one(onnx_conv(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : DynTensor(), true));
 }
 
 // The transposed convolution runs unpadded (full size (in - 1) stride + (k - 1) dilation + 1),
@@ -1401,6 +1407,7 @@ std::vector<Value> qlinear_conv(OpContext& c) {
 
 void register_nn_ops(Registry& r) {
   r.add("Conv", conv);
+  r.add(kFusedDomain, "Conv+Relu", conv_relu);
   r.add("ConvTranspose", conv_transpose);
   r.add("MaxPool", max_pool_op);
   r.add("AveragePool", average_pool);

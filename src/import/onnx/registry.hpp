@@ -107,6 +107,10 @@ class Registry {
 /// The table, built on first use.
 const Registry& registry();
 
+/// The domain of the executor's fused steps (fusion.cpp): ops no model names, each the same as
+/// the chain of ONNX nodes it replaces ("Conv+Relu").
+inline constexpr const char* kFusedDomain = "ember.fused";
+
 // One per family file.
 void register_elementwise_ops(Registry& r);  // ops_elementwise.cpp: math, logic, activations, Cast
 void register_shape_ops(Registry& r);        // ops_shape.cpp: shapes, slicing, gather/scatter
