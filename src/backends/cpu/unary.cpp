@@ -52,6 +52,15 @@ template <class C>
   }
 }
 
+template <class C>
+[[gnu::always_inline]] inline C erf_of(C v) {
+  if constexpr (std::is_same_v<C, float>) {
+    return verf(v);
+  } else {
+    return std::erf(v);
+  }
+}
+
 template <class T>
 void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const RawTensor& out) {
   using C = Compute<T>;
@@ -107,7 +116,7 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::Tanh:
       return map_unary<T, T>(x, out, [](C v) { return tanh_of(v); });
     case UnaryOp::Erf:
-      return map_unary<T, T>(x, out, [](C v) { return std::erf(v); });
+      return map_unary<T, T>(x, out, [](C v) { return erf_of(v); });
     case UnaryOp::Erfinv:
       return map_unary<T, T>(x, out, [](C v) { return C(special::erfinv(v)); });
     case UnaryOp::Lgamma:
@@ -121,9 +130,8 @@ void unary_float(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const R
     case UnaryOp::Sigmoid:
       return map_unary<T, T>(x, out, [](C v) { return C(1) / (C(1) + exp_of(-v)); });
     case UnaryOp::Gelu:
-      return map_unary<T, T>(x, out, [](C v) {
-        return C(0.5) * v * (C(1) + std::erf(v * C(0.70710678118654752440)));
-      });
+      return map_unary<T, T>(
+          x, out, [](C v) { return C(0.5) * v * (C(1) + erf_of(v * C(0.70710678118654752440))); });
     case UnaryOp::GeluTanh:
       return map_unary<T, T>(x, out, [](C v) {
         const C inner = C(0.79788456080286535588) * (v + C(0.044715) * v * v * v);

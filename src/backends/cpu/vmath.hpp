@@ -57,4 +57,36 @@ namespace ember::cpu {
   return x != x ? x : r;
 }
 
+/// erf(x) for float, branch-free: x + x Q(x^2) below 1, 1 - exp(-x^2) R(1/x) from 1 on with
+/// x's sign (Q and R minimax fits, relative errors 1.2e-9 and 1.5e-8; |x| is clamped at 4, where
+/// 1 - erfc rounds to 1). Within 2 ulp of the correctly rounded result (std::erf does not
+/// vectorise: 17 ms of MiniLM's batch of 32 went to it); keeps the sign of zero, passes NaN.
+[[gnu::always_inline]] inline float verf(float x) {
+  const float a = std::fabs(x);
+  const float t = x * x;
+  float q = 7.853979e-05f;
+  q = q * t - 0.00080102327f;
+  q = q * t + 0.0051883324f;
+  q = q * t - 0.026853815f;
+  q = q * t + 0.112835854f;
+  q = q * t - 0.37612626f;
+  q = q * t + 0.12837917f;  // 2 / sqrt(pi) - 1: x + x q keeps x's own bits in the sum
+  const float small = x + x * q;
+  const float b = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
+  const float u = 1.0f / b;
+  float r = 0.030713676f;
+  r = r * u - 0.17971103f;
+  r = r * u + 0.43823567f;
+  r = r * u - 0.536942f;
+  r = r * u + 0.2383279f;
+  r = r * u + 0.2303986f;
+  r = r * u - 0.37586436f;
+  r = r * u + 0.020536132f;
+  r = r * u + 0.56176794f;
+  r = r * u + 0.00012108025f;  // erfc(b) exp(b^2)
+  const float big = std::copysign(1.0f - vexp(-b * b) * r, x);
+  const float res = a < 1.0f ? small : big;
+  return x != x ? x : res;
+}
+
 }  // namespace ember::cpu
