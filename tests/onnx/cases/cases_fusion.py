@@ -41,3 +41,27 @@ test('fuse_conv_output_kept', [node('Conv', ['x', 'w', 'b'], ['c'], pads=[1, 1, 
 test('fuse_conv_two_readers', [node('Conv', ['x', 'w', 'b'], ['c'], pads=[1, 1, 1, 1]), node('Relu', ['c'], ['r']),
                                node('Add', ['c', 'r'], ['y'])],
      [('x', x), ('w', w), ('b', b)], [('y', (y + np.maximum(y, 0)).astype(f32))], 13)
+# PyTorch's exported exact GELU, x * (1 + erf(x / sqrt 2)) * 0.5, with Constant nodes (fused into
+# one Gelu), with its operands swapped (fused), with another divisor (not a GELU: not fused) and
+# with erf's output read twice (not fused).
+import math
+xg = (rng.standard_normal((3, 5)) * 3).astype(f32)
+erf = np.vectorize(math.erf)
+def gelu_graph(divisor, swap=False, extra=False):
+    nodes = [node('Constant', [], ['d'], value=np.array(divisor, f32)),
+             node('Constant', [], ['one'], value=np.array(1.0, f32)),
+             node('Constant', [], ['half'], value=np.array(0.5, f32)),
+             node('Div', ['x', 'd'], ['q']), node('Erf', ['q'], ['e']),
+             node('Add', ['one', 'e'] if swap else ['e', 'one'], ['a']),
+             node('Mul', ['a', 'x'] if swap else ['x', 'a'], ['m']),
+             node('Mul', ['half', 'm'] if swap else ['m', 'half'], ['y'])]
+    if extra: nodes.append(node('Identity', ['e'], ['e2']))
+    x64 = xg.astype(np.float64)
+    e = erf(x64 / np.float64(f32(divisor)))
+    outs = [('y', (x64 * (1 + e) * 0.5).astype(f32))]
+    if extra: outs.append(('e2', e.astype(f32)))
+    return nodes, outs
+for name, args in [('fuse_gelu', (math.sqrt(2),)), ('fuse_gelu_swapped', (math.sqrt(2), True)),
+                   ('fuse_gelu_other_divisor', (2.0,)), ('fuse_gelu_erf_read_twice', (math.sqrt(2), False, True))]:
+    nodes, outs = gelu_graph(*args)
+    test(name, nodes, [('x', xg)], outs, 17)
