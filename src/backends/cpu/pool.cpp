@@ -303,8 +303,11 @@ void max_pool_values_kernel(const RawTensor& x, const Geo& g, const RawTensor& o
   const T* xp = x.data_as<T>();
   T* yp = out.data_as<T>();
   const int64_t in_w = g.in[2], out_w = g.out[2], s = g.s[2], d = g.d[2], pad = g.p[2];
-  // The padded row: room for whole vectors of outputs past out_w and their 16-float loads.
-  const int64_t span = (out_w + 8) * s + (g.k[2] - 1) * d + 16;
+  // The padded row: room for whole vectors of outputs past out_w and their 16-float loads at
+  // stride 1 or 2; a wider stride runs the scalar loop, whose last window starts at
+  // (out_w - 1) * s (no product when out_w is 1: a stride near 2^63 takes one window).
+  const int64_t last = out_w > 1 ? (out_w - 1) * s : 0;
+  const int64_t span = (s <= 2 ? (out_w + 8) * s + 16 : last + 1) + (g.k[2] - 1) * d;
   const int64_t width = std::max(span, pad + in_w);
   const int64_t rows = g.planes * g.out[0] * g.out[1];
   const int64_t work = g.k[0] * g.k[1] * in_w + g.k[2] * out_w;
