@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace ember {
+class Storage;
+}
+
 namespace ember::io::detail {
 
 /// Bytes that tensors may share: a file mapping or an owned buffer.
@@ -34,6 +38,11 @@ class BufferBytes final : public Bytes {
  private:
   std::vector<unsigned char> buffer_;
 };
+
+/// A Cpu storage over [at, at + nbytes) of `bytes`, which it keeps alive: a tensor made on it
+/// shares the file's memory (read-only: ops never write to their inputs).
+std::shared_ptr<Storage> storage_over(std::shared_ptr<const Bytes> bytes, const unsigned char* at,
+                                      size_t nbytes);
 
 /// A whole file mapped read-only (PROT_READ, MAP_PRIVATE); unmapped when destroyed. `what` names
 /// the caller in errors ("[safetensors]").

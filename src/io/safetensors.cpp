@@ -353,10 +353,6 @@ class HeaderReader {
   size_t metadata_bytes_ = 0;
 };
 
-void release_owner(void* context, void*, size_t) {
-  delete static_cast<std::shared_ptr<const detail::Bytes>*>(context);
-}
-
 }  // namespace
 
 SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const detail::Bytes> bytes,
@@ -417,12 +413,8 @@ DynTensor SafetensorsFile::tensor(const std::string& name, Device device) const 
   }
   DynTensor cpu;
   if (nbytes > 0 && zero_copy(name)) {
-    // The storage shares the mapping: its release callback drops one owner of the bytes.
-    auto owner = std::make_unique<std::shared_ptr<const detail::Bytes>>(bytes_);
     RawTensor raw;
-    raw.storage = std::make_shared<Storage>(const_cast<unsigned char*>(src), nbytes, Device::cpu(),
-                                            &release_owner, owner.get());
-    owner.release();
+    raw.storage = detail::storage_over(bytes_, src, nbytes);
     raw.shape = t.shape;
     raw.strides = contiguous_strides(t.shape);
     raw.dtype = type;

@@ -106,4 +106,12 @@ Tensor<2> mean_pooling(const Tensor<3>& last_hidden_state, const Tensor<2, Int>&
   return (last_hidden_state * mask).sum(1) / clamp_min(mask.sum(1), 1e-9);
 }
 
+nn::KeyMap bert_hf_key_map() {
+  return {{R"(^bert\.)", ""},
+          {R"(^embeddings\.position_ids$)", ""},
+          {R"(^(cls|classifier|qa_outputs)\..*)", ""},
+          {R"(LayerNorm\.gamma$)", "LayerNorm.weight"},
+          {R"(LayerNorm\.beta$)", "LayerNorm.bias"}};
+}
+
 }  // namespace ember::models

@@ -86,4 +86,11 @@ Tensor<3> Gpt2::forward(const Tensor<2, Int>& input_ids) const {
   return Tensor<3>(matmul(hidden_states(input_ids).dyn(), transpose(wte.dyn(), 0, 1)));
 }
 
+nn::KeyMap gpt2_hf_key_map() {
+  return {{R"(^transformer\.)", ""},
+          {R"(^(wte|wpe)\.weight$)", "$1"},
+          {R"(^h\.\d+\.attn\.(bias|masked_bias)$)", ""},
+          {R"(^lm_head\.weight$)", ""}};
+}
+
 }  // namespace ember::models

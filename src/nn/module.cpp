@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "ember/core/error.hpp"
+#include "ember/tensor/print.hpp"
 
 namespace ember::nn {
 
@@ -39,6 +40,8 @@ void TensorSlot::set_checked(const DynTensor& value, const char* op) {
               " has shape ", value_.shape());
   set_dyn(value);
 }
+
+std::ostream& operator<<(std::ostream& os, const TensorSlot& p) { return os << p.dyn(); }
 
 void TensorSlot::set_trainable(bool on) {
   if (kind_ == Kind::Buffer) return;

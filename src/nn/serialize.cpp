@@ -1,11 +1,98 @@
 #include "ember/nn/serialize.hpp"
 
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
 #include <set>
 
 #include "ember/core/error.hpp"
+#include "ember/io/pytorch.hpp"
 #include "ember/io/safetensors.hpp"
 
 namespace ember::nn {
+namespace {
+
+// What load needs of a weights file, whichever format it is.
+struct Source {
+  std::vector<std::string> names;
+  std::function<Shape(const std::string&)> shape;
+  std::function<DynTensor(const std::string&, Device, DType)> tensor;
+};
+
+Source safetensors_source(const std::string& path) {
+  auto file = std::make_shared<io::SafetensorsFile>(io::load_safetensors(path));
+  return {file->names(), [file](const std::string& n) { return file->shape(n); },
+          [file](const std::string& n, Device d, DType t) { return file->tensor(n, d, t); }};
+}
+
+Source pytorch_source(const std::string& path, const std::string& key) {
+  auto file = std::make_shared<io::PytorchFile>(io::load_pytorch(path, key));
+  return {file->names(), [file](const std::string& n) { return file->shape(n); },
+          [file](const std::string& n, Device d, DType t) { return file->tensor(n, d, t); }};
+}
+
+bool is_zip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[2] = {};
+  return in.read(magic, 2) && magic[0] == 'P' && magic[1] == 'K';
+}
+
+LoadReport load_from(const ModuleTree& tree, const Source& file, const std::string& path,
+                     const LoadOptions& options) {
+  std::vector<std::pair<std::regex, std::string>> rules;
+  for (const auto& [pattern, replacement] : options.rename) {
+    try {
+      rules.emplace_back(std::regex(pattern, std::regex::ECMAScript), replacement);
+    } catch (const std::regex_error& e) {
+      EMBER_FAIL("[load] the rename pattern '", pattern, "' is not a regex: ", e.what());
+    }
+  }
+  LoadReport report;
+  std::map<std::string, std::string> by_module_name;  // module's name -> the file's
+  std::vector<std::string> renamed_order;
+  for (const std::string& name : file.names) {
+    std::string renamed = name;
+    for (const auto& [re, replacement] : rules)
+      renamed = std::regex_replace(renamed, re, replacement);
+    if (renamed.empty()) {
+      report.ignored.push_back(name);
+      continue;
+    }
+    const auto [it, fresh] = by_module_name.emplace(renamed, name);
+    EMBER_CHECK(fresh, "[load] ", path, ": '", it->second, "' and '", name,
+                "' are both renamed to '", renamed, "'");
+    renamed_order.push_back(renamed);
+  }
+
+  std::set<std::string> in_module;
+  std::vector<std::pair<const NamedTensor*, std::string>> matching;
+  const std::vector<NamedTensor> named = named_tensors(tree);
+  for (const NamedTensor& t : named) {
+    in_module.insert(t.path);
+    const auto it = by_module_name.find(t.path);
+    if (it == by_module_name.end()) {
+      report.missing.push_back(t.path);
+    } else if (const Shape s = file.shape(it->second); !(s == t.slot->dyn().shape())) {
+      report.mismatched.push_back({t.path, s, t.slot->dyn().shape()});
+    } else {
+      matching.emplace_back(&t, it->second);
+    }
+  }
+  for (const std::string& name : renamed_order) {
+    if (!in_module.count(name)) report.unexpected.push_back(name);
+  }
+  EMBER_CHECK(!options.strict || report.complete(), "[load] ", path, " does not match the ",
+              tree.empty() ? "module" : tree[0].type, " (nothing was loaded):", report.describe());
+  for (const auto& [t, file_name] : matching) {
+    const DynTensor& current = t->slot->dyn();
+    t->slot->set_dyn(file.tensor(file_name, current.device(), current.dtype()));
+    report.loaded.push_back(t->path);
+  }
+  return report;
+}
+
+}  // namespace
 
 std::string LoadReport::describe() const {
   std::string out;
@@ -27,32 +114,15 @@ void save_tree(const ModuleTree& tree, const std::string& path,
 }
 
 LoadReport load_tree(const ModuleTree& tree, const std::string& path, const LoadOptions& options) {
-  const io::SafetensorsFile file = io::load_safetensors(path);
-  const std::vector<NamedTensor> named = named_tensors(tree);
-  LoadReport report;
-  std::set<std::string> in_module;
-  std::vector<const NamedTensor*> matching;
-  for (const NamedTensor& t : named) {
-    in_module.insert(t.path);
-    if (!file.contains(t.path)) {
-      report.missing.push_back(t.path);
-    } else if (!(file.shape(t.path) == t.slot->dyn().shape())) {
-      report.mismatched.push_back({t.path, file.shape(t.path), t.slot->dyn().shape()});
-    } else {
-      matching.push_back(&t);
-    }
-  }
-  for (const std::string& name : file.names()) {
-    if (!in_module.count(name)) report.unexpected.push_back(name);
-  }
-  EMBER_CHECK(!options.strict || report.complete(), "[load] ", path, " does not match the ",
-              tree.empty() ? "module" : tree[0].type, " (nothing was loaded):", report.describe());
-  for (const NamedTensor* t : matching) {
-    const DynTensor& current = t->slot->dyn();
-    t->slot->set_dyn(file.tensor(t->path, current.device(), current.dtype()));
-    report.loaded.push_back(t->path);
-  }
-  return report;
+  if (is_zip(path)) return load_pytorch_tree(tree, path, options);
+  EMBER_CHECK(options.key.empty(), "[load] ", path, ": options.key ('", options.key,
+              "') picks an entry of a torch.save checkpoint, but this is not one");
+  return load_from(tree, safetensors_source(path), path, options);
+}
+
+LoadReport load_pytorch_tree(const ModuleTree& tree, const std::string& path,
+                             const LoadOptions& options) {
+  return load_from(tree, pytorch_source(path, options.key), path, options);
 }
 
 }  // namespace ember::nn

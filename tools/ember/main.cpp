@@ -1,10 +1,12 @@
 // The `ember` command line: train the Fashion-MNIST CNN, evaluate a saved model, inspect a
-// safetensors or ONNX file, turn an ONNX model into C++ source. Every failure is one line on
+// safetensors, torch.save or ONNX file, convert a torch.save file to safetensors, turn an ONNX
+// model into C++ source. Every failure is one line on
 // stderr and a non-zero exit status.
 //
 //   ember train fashion-mnist --epochs 5 --out runs/fashion-mnist
 //   ember eval runs/fashion-mnist/model.safetensors
 //   ember inspect runs/fashion-mnist/model.safetensors
+//   ember convert pytorch_model.bin model.safetensors
 //   ember onnx2cpp model.onnx --out src/model --name Model
 #include <CLI/CLI.hpp>
 
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -29,6 +32,7 @@
 #endif
 #include "ember/ember.hpp"
 #include "ember/io/file.hpp"
+#include "ember/io/pytorch.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/models/fashion_cnn.hpp"
 #include "ember/nn/serialize.hpp"
@@ -62,6 +66,12 @@ struct Onnx2CppOptions {
   std::string model;
   std::string out;
   std::string name = "Model";
+};
+
+struct ConvertOptions {
+  std::string in;
+  std::string out;
+  std::string key;
 };
 
 struct EvalOptions {
@@ -454,20 +464,24 @@ int run_inspect_onnx(const std::string& path, bool values) {
 }
 #endif
 
-int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
-#ifdef EMBER_HAVE_ONNX
-  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
-    return run_inspect_onnx(path, values);
-  }
-#endif
-  const io::SafetensorsFile file = io::load_safetensors(path);
+// One row of `ember inspect`'s tensor table.
+struct TensorRow {
+  std::string name, dtype;
+  Shape shape;
+};
+
+// The table of names, dtypes and shapes, the parameter count, then `extra` (metadata, or the
+// values of a checkpoint) under its title; long names and values are cut, odd bytes escaped.
+void print_tensors(const std::string& path, const std::vector<TensorRow>& rows,
+                   const std::string& extra_title,
+                   const std::vector<std::pair<std::string, std::string>>& extra) {
   int64_t total = 0;
   size_t width = 4, cut = 0;
   bool escaped = false;
   std::vector<Shown> names;
-  names.reserve(file.size());
-  for (const std::string& n : file.names()) {
-    names.push_back(shown(n, kNameChars));
+  names.reserve(rows.size());
+  for (const TensorRow& r : rows) {
+    names.push_back(shown(r.name, kNameChars));
     width = std::max(width, names.back().chars);
     cut += names.back().cut;
     escaped |= names.back().escaped;
@@ -475,19 +489,20 @@ int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
   auto pad = [](const Shown& s, size_t w) {
     return s.text + std::string(w > s.chars ? w - s.chars : 0, ' ');
   };
-  std::cout << shown(path, 4096).text << ": " << file.size() << " tensors\n";
-  std::cout << "  " << pad(shown("name", 4), width) << "  dtype   shape\n";
-  size_t row = 0;
-  for (const std::string& n : file.names()) {
-    const io::TensorInfo& info = file.info(n);
-    total += info.shape.numel();
-    const Shown dtype = shown(info.format_dtype, 16);
-    std::cout << "  " << pad(names[row++], width) << "  " << pad(dtype, 6) << "  "
-              << to_string(info.shape) << "\n";
+  size_t dtype_width = 6;
+  for (const TensorRow& r : rows) dtype_width = std::max(dtype_width, shown(r.dtype, 16).chars);
+  std::cout << shown(path, 4096).text << ": " << rows.size() << " tensors\n";
+  std::cout << "  " << pad(shown("name", 4), width) << "  " << pad(shown("dtype", 5), dtype_width)
+            << "  shape\n";
+  for (size_t row = 0; row < rows.size(); ++row) {
+    total += rows[row].shape.numel();
+    std::cout << "  " << pad(names[row], width) << "  "
+              << pad(shown(rows[row].dtype, 16), dtype_width) << "  " << to_string(rows[row].shape)
+              << "\n";
   }
   std::cout << "parameters (elements of every tensor): " << total << "\n";
-  if (!file.metadata().empty()) std::cout << "metadata:\n";
-  for (const auto& [k, v] : file.metadata()) {
+  if (!extra.empty()) std::cout << extra_title << ":\n";
+  for (const auto& [k, v] : extra) {
     const Shown key = shown(k, kNameChars), value = shown(v, kValueChars);
     escaped |= key.escaped || value.escaped;
     cut += key.cut;
@@ -503,6 +518,52 @@ int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
     std::cout << "(control characters and bytes that are not UTF-8 are shown as escapes: \\n, "
                  "\\x1b, ...)\n";
   }
+}
+
+// A zip archive is read as a torch.save file, anything else (but .onnx) as safetensors.
+bool starts_as_zip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[2] = {};
+  return in.read(magic, 2) && magic[0] == 'P' && magic[1] == 'K';
+}
+
+int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
+#ifdef EMBER_HAVE_ONNX
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+    return run_inspect_onnx(path, values);
+  }
+#endif
+  std::vector<TensorRow> rows;
+  if (starts_as_zip(path)) {
+    const io::PytorchFile file = io::load_pytorch(path);
+    for (const std::string& n : file.names()) {
+      const io::PytorchTensorInfo& info = file.info(n);
+      rows.push_back({n, info.torch_dtype.substr(6), info.shape});  // "torch.float32" -> "float32"
+    }
+    print_tensors(path, rows, "values", file.values());
+    return 0;
+  }
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  for (const std::string& n : file.names())
+    rows.push_back({n, file.info(n).format_dtype, file.shape(n)});
+  const std::vector<std::pair<std::string, std::string>> metadata(file.metadata().begin(),
+                                                                  file.metadata().end());
+  print_tensors(path, rows, "metadata", metadata);
+  return 0;
+}
+
+// `ember convert model.pt model.safetensors`: a torch.save state dict (or one entry of a
+// checkpoint, --key) as a safetensors file, read without running the pickle.
+int run_convert(const ConvertOptions& o) {
+  const io::PytorchFile file = io::load_pytorch(o.in, o.key);
+  EMBER_CHECK(file.size() > 0, "[convert] ", o.in, " holds no tensors",
+              file.top_level_keys().empty() ? std::string()
+                                            : " at its top level (pick an entry with --key)");
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  for (const std::string& n : file.names()) tensors.emplace_back(n, file.tensor(n, Device::cpu()));
+  io::save_safetensors(tensors, o.out, {{"format", "pt"}});
+  std::cout << "wrote " << shown(o.out, 4096).text << " (" << tensors.size() << " tensors from "
+            << shown(o.in, 4096).text << ")\n";
   return 0;
 }
 
@@ -613,15 +674,26 @@ int run(int argc, char** argv) {
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand(
       "inspect",
-      "Tensor names, dtypes, shapes, parameter count and metadata of a safetensors file; inputs, "
-      "outputs, opsets, operators and what is unsupported of an ONNX model");
-  inspect->add_option("file", inspect_path, "A .safetensors or .onnx file")
+      "Tensor names, dtypes, shapes, parameter count and metadata of a safetensors file, or "
+      "values of a torch.save file; inputs, outputs, opsets, operators and what is unsupported "
+      "of an ONNX model");
+  inspect->add_option("file", inspect_path, "A .safetensors, .pt or .onnx file")
       ->required()
       ->check(kRegularFile);
   bool inspect_values = false;
   inspect->add_flag("--values", inspect_values,
                     "ONNX: also list every value the graph computes, with its inferred type and "
                     "shape (symbolic dims stay symbolic)");
+
+  ConvertOptions v;
+  CLI::App* convert = app.add_subcommand(
+      "convert",
+      "Write the tensors of a torch.save file (.pt, .pth, pytorch_model.bin) as a safetensors "
+      "file, reading the pickle without running it");
+  convert->add_option("in", v.in, "A torch.save file")->required()->check(kRegularFile);
+  convert->add_option("out", v.out, "The .safetensors file to write (atomically)")->required();
+  convert->add_option("--key", v.key,
+                      "The entry of a checkpoint dict that holds the weights (model, state_dict)");
 
   Onnx2CppOptions c;
   CLI::App* onnx2cpp = app.add_subcommand(
@@ -642,6 +714,7 @@ int run(int argc, char** argv) {
                             : eval->parsed()     ? eval
                             : inspect->parsed()  ? inspect
                             : onnx2cpp->parsed() ? onnx2cpp
+                            : convert->parsed()  ? convert
                                                  : &app;
     const std::string cmd = where == &app ? "ember" : "ember " + where->get_name();
     std::cerr << cmd << ": error: " << err.what() << " (see " << cmd << " --help)\n";
@@ -650,11 +723,13 @@ int run(int argc, char** argv) {
   const CLI::App* cmd = train->parsed()      ? train
                         : eval->parsed()     ? eval
                         : onnx2cpp->parsed() ? onnx2cpp
+                        : convert->parsed()  ? convert
                                              : inspect;
   try {
     if (cmd == train) return run_train(t);
     if (cmd == eval) return run_eval(e);
     if (cmd == onnx2cpp) return run_onnx2cpp(c);
+    if (cmd == convert) return run_convert(v);
     return run_inspect(inspect_path, inspect_values);
   } catch (const std::exception& ex) {
     // std::cout's failure (not caught by type: GCC 12 throws it in the old ABI, PR 66145).

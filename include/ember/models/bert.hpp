@@ -8,6 +8,7 @@
 #include "ember/nn/dropout.hpp"
 #include "ember/nn/linear.hpp"
 #include "ember/nn/norm.hpp"
+#include "ember/nn/serialize.hpp"
 
 namespace ember::models {
 
@@ -100,6 +101,12 @@ struct Bert {
   BertOutputs forward(const Tensor<2, Int>& input_ids, const Tensor<2, Int>& attention_mask = {},
                       const Tensor<2, Int>& token_type_ids = {}) const;
 };
+
+/// Renames for checkpoints of Hugging Face's BERT family (pytorch_model.bin, model.safetensors):
+/// BertModel's names are Ember's already; this drops the position_ids buffer, the "bert." prefix
+/// of BertFor* models and their task heads ("cls.", "classifier."), and renames the
+/// LayerNorm.gamma/beta of old TensorFlow-converted files. Use as LoadOptions::rename.
+nn::KeyMap bert_hf_key_map();
 
 /// Mean of the last hidden states over the real tokens: the sentence embedding of
 /// sentence-transformers models (all-MiniLM-L6-v2 then L2-normalises it).

@@ -7,6 +7,7 @@
 
 #include "ember/nn/dropout.hpp"
 #include "ember/nn/norm.hpp"
+#include "ember/nn/serialize.hpp"
 
 namespace ember::models {
 
@@ -74,5 +75,11 @@ struct Gpt2 {
   Tensor<3> forward(const Tensor<2, Int>& input_ids) const;
   Tensor<3> operator()(const Tensor<2, Int>& input_ids) const { return forward(input_ids); }
 };
+
+/// Renames for checkpoints of Hugging Face's GPT2Model and GPT2LMHeadModel: strips the
+/// "transformer." prefix, reads wte.weight and wpe.weight as the wte and wpe parameters, and drops
+/// lm_head.weight (tied to wte) and the attention-mask buffers (attn.bias, attn.masked_bias)
+/// older versions saved. Use as LoadOptions::rename.
+nn::KeyMap gpt2_hf_key_map();
 
 }  // namespace ember::models

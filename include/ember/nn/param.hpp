@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
+#include <vector>
 
 #include "ember/tensor/tensor.hpp"
 
@@ -34,6 +36,23 @@ class TensorSlot {
   /// A new id (deep copies).
   void renew_id() { id_ = next_param_id(); }
 
+  // The held tensor's metadata and data, so that a parameter reads as a torch.nn.Parameter
+  // does: p.to_vector<float>(), p.dtype(), std::cout << p.
+  const Shape& shape() const { return value_.shape(); }
+  int64_t size(int dim) const { return value_.size(dim); }
+  int64_t numel() const { return value_.numel(); }
+  int rank() const { return value_.rank(); }
+  DType dtype() const { return value_.dtype(); }
+  Device device() const { return value_.device(); }
+  template <class T>
+  T item() const {
+    return value_.item<T>();
+  }
+  template <class T>
+  std::vector<T> to_vector() const {
+    return value_.to_vector<T>();
+  }
+
  protected:
   TensorSlot(Kind kind, const DynTensor& value, bool trainable);
   TensorSlot() = default;
@@ -59,8 +78,7 @@ class Param : public TensorSlot {
   void set(const Tensor<D>& value) { set_checked(value.dyn(), "Param::set"); }
   // The most used tensor members, so that a Param reads like its tensor in forward().
   Tensor<D> t() const requires(D == 2) { return value().t(); }
-  const Shape& shape() const { return dyn().shape(); }
-  int64_t size(int dim) const { return dyn().size(dim); }
+  typename Tensor<D>::Dims dims() const { return value().dims(); }
 };
 
 /// A tensor of rank D and kind K saved and moved with the module, never trained.
@@ -73,7 +91,11 @@ class Buffer : public TensorSlot {
   Tensor<D, K> value() const { return Tensor<D, K>(dyn()); }
   operator Tensor<D, K>() const { return value(); }
   void set(const Tensor<D, K>& value) { set_checked(value.dyn(), "Buffer::set"); }
+  typename Tensor<D, K>::Dims dims() const { return value().dims(); }
 };
+
+/// Prints the held tensor, as printing the tensor would (ember/tensor/print.hpp).
+std::ostream& operator<<(std::ostream& os, const TensorSlot& p);
 
 /// Training or evaluation mode of a module that behaves differently in each (Dropout,
 /// BatchNorm). train()/eval() on any enclosing module set every flag below it.
