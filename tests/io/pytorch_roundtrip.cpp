@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     Generator gen(16);
     models::ResNet fresh(config, default_device(), &gen);
     save(fresh, dir + "/ember_resnet18.safetensors");
-    io::save_safetensors({{"output", fresh.valid()(x).dyn()}}, dir + "/ember_resnet18_io.safetensors");
+    io::save_safetensors({{"output", fresh.valid()(x).dyn()}},
+                         dir + "/ember_resnet18_io.safetensors");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pytorch_roundtrip: %s\n", e.what());

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
@@ -71,6 +72,25 @@ Net make_net() {
 }
 
 }  // namespace
+
+TEST(Module, AParameterReadsAsTheTensorItHolds) {
+  nn::Linear fc(3, 2);
+  nn::BatchNorm1d bn(2);
+  // As a torch.nn.Parameter: data, metadata and printing without .value() or .dyn().
+  EXPECT_EQ(fc.weight.to_vector<float>(), fc.weight.value().to_vector<float>());
+  EXPECT_EQ(fc.weight.dims(), (std::array<int64_t, 2>{2, 3}));
+  EXPECT_EQ(fc.weight.numel(), 6);
+  EXPECT_EQ(fc.weight.rank(), 2);
+  EXPECT_EQ(fc.weight.dtype(), DType::f32);
+  EXPECT_EQ(fc.weight.device(), default_device());
+  EXPECT_EQ(bn.num_batches_tracked->item<int64_t>(), 0);
+  EXPECT_EQ(bn.running_var->to_vector<float>(), (std::vector<float>{1, 1}));
+  std::ostringstream param, tensor;
+  param << fc.weight;
+  tensor << fc.weight.value();
+  EXPECT_EQ(param.str(), tensor.str());
+  EXPECT_EQ(param.str().rfind("tensor([[", 0), 0u) << param.str();
+}
 
 TEST(Module, NestedPathsFollowPyTorch) {
   Net net = make_net();

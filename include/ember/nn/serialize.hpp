@@ -23,10 +23,10 @@ struct LoadOptions {
   /// Otherwise the matching tensors are loaded and the report lists the rest.
   bool strict = true;
   /// Renames applied to the file's names (see KeyMap); models/ ship maps for Hugging Face files.
-  KeyMap rename;
+  KeyMap rename{};
   /// torch.save files: the entry of a checkpoint dict that holds the weights ("model",
   /// "state_dict"); empty for a file that is the state dict itself.
-  std::string key;
+  std::string key{};
 };
 
 /// What load() found. Tensors are converted to each parameter's dtype and device.
