@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ember/core/error.hpp"
+#include "ember/core/shape.hpp"
 
 namespace ember::io::detail {
 
@@ -24,7 +25,6 @@ const std::vector<TorchDType>& torch_dtypes() {
 namespace {
 
 using Kind = PickleValue::Kind;
-constexpr int kMaxRank = 64;  // torch allows 64 dimensions; anything past it is hostile
 
 // torch's other spellings of its dtypes (torch.float is torch.float32).
 constexpr std::pair<const char*, const char*> kDTypeAliases[] = {
@@ -295,8 +295,9 @@ class Unpickler {
     const PickleValue& v = at(args[i]);
     if (v.kind != Kind::Tuple && v.kind != Kind::List)
       fail(fn, ": ", role, " is ", describe(out_, args[i]), ", not a tuple of integers");
-    if (v.items.size() > static_cast<size_t>(kMaxRank))
-      fail(fn, ": ", role, " has ", v.items.size(), " dimensions (torch allows ", kMaxRank, ")");
+    if (v.items.size() > static_cast<size_t>(ember::kMaxRank))
+      fail(fn, ": ", role, " has ", v.items.size(), " dimensions, more than Ember's maximum of ",
+           ember::kMaxRank);
     std::vector<int64_t> out;
     for (size_t k = 0; k < v.items.size(); ++k) out.push_back(int_arg(v.items, k, fn, role));
     return out;

@@ -148,6 +148,7 @@ TEST(Pytorch, EveryHostileFileIsRefusedWithItsReason) {
       {"offset_out_of_bounds.pt", {"at offset 6", "reaches past the end of storage '0'"}},
       {"negative_stride.pt", {"with stride [-1] has a negative entry"}},
       {"huge_sizes.pt", {"has more than 2^63 elements"}},
+      {"rank_13.pt", {"the size has 13 dimensions, more than Ember's maximum of 12"}},
       {"missing_record.pt", {"storage '7' has no record 'archive/data/7'"}},
       {"complex_storage.pt", {"torch.ComplexFloatStorage has no Ember dtype"}},
       {"nesting_bomb.pt", {"nests more than 100 levels deep", "recursion bomb"}},
