@@ -16,7 +16,7 @@ best() {  # best NAME FLAGS... : the fastest of 3 compiles, in seconds
   for _ in 1 2 3; do
     local start end
     start=$(date +%s.%N)
-    g++ -std=c++20 -O2 "$@" -c -o "$out/$name.o"
+    g++ -std=c++20 -O2 "$@" -c -o "$out/object.o"
     end=$(date +%s.%N)
     best=$(echo "$best $start $end" | awk '{t = $3 - $2; print (t < $1 ? t : $1)}')
   done
