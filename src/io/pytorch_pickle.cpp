@@ -362,9 +362,10 @@ class Unpickler {
     return s + "]";
   }
 
-  uint32_t call(uint32_t fn_id, const std::vector<uint32_t>& args, const char* op, int depth = 0) {
+  // `args` is a copy: making a value may move every value, and the items of one with them.
+  uint32_t call(uint32_t fn_id, const std::vector<uint32_t> args, const char* op, int depth = 0) {
     const Callable c = callable_of(fn_id, op);
-    const std::string& name = at(fn_id).s;
+    const std::string name = at(fn_id).s;  // a copy, for the same reason
     const char* fn = name.c_str();
     switch (c) {
       case Callable::OrderedDict: {
