@@ -23,8 +23,8 @@ struct Expected {
   std::vector<std::string> values;  // as Python printed them
 };
 
-std::vector<Expected> read_expected() {
-  std::ifstream in(kDir + "expected.txt");
+std::vector<Expected> read_expected(const std::string& dir) {
+  std::ifstream in(dir + "expected.txt");
   std::vector<Expected> out;
   std::string line;
   while (std::getline(in, line)) {
@@ -42,33 +42,38 @@ std::vector<Expected> read_expected() {
   return out;
 }
 
+// PyTorch 1.13 wrote the files of pytorch/, PyTorch 2.11 those of pytorch/torch2/ (its archives
+// add .format_version, .storage_alignment, byteorder and .data/serialization_id records).
 TEST(Pytorch, EveryTensorOfTheFixturesMatchesPyTorch) {
-  const std::vector<Expected> expected = read_expected();
-  ASSERT_EQ(expected.size(), 74u) << "expected.txt is missing or short";
-  std::map<std::string, PytorchFile> files;
-  for (const Expected& e : expected) {
-    SCOPED_TRACE(e.file + " " + e.name);
-    if (!files.count(e.file)) files.emplace(e.file, load_pytorch(kDir + e.file));
-    const PytorchFile& f = files.at(e.file);
-    ASSERT_TRUE(f.contains(e.name));
-    const DynTensor t = f.tensor(e.name);
-    EXPECT_EQ(t.device(), default_device());
-    EXPECT_EQ(dtype_name(t.dtype()), e.dtype);
-    EXPECT_EQ(t.shape(), e.shape);
-    ASSERT_EQ(static_cast<size_t>(t.numel()), e.values.size());
-    if (is_floating(t.dtype())) {
-      const std::vector<double> got = cast(t, DType::f64).to_vector<double>();
-      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], std::stod(e.values[i])) << i;
-    } else {
-      const std::vector<int64_t> got = cast(t, DType::i64).to_vector<int64_t>();
-      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], std::stoll(e.values[i])) << i;
+  for (const std::string& dir : {kDir, kDir + "torch2/"}) {
+    SCOPED_TRACE(dir);
+    const std::vector<Expected> expected = read_expected(dir);
+    ASSERT_EQ(expected.size(), 74u) << "expected.txt is missing or short";
+    std::map<std::string, PytorchFile> files;
+    for (const Expected& e : expected) {
+      SCOPED_TRACE(e.file + " " + e.name);
+      if (!files.count(e.file)) files.emplace(e.file, load_pytorch(dir + e.file));
+      const PytorchFile& f = files.at(e.file);
+      ASSERT_TRUE(f.contains(e.name));
+      const DynTensor t = f.tensor(e.name);
+      EXPECT_EQ(t.device(), default_device());
+      EXPECT_EQ(dtype_name(t.dtype()), e.dtype);
+      EXPECT_EQ(t.shape(), e.shape);
+      ASSERT_EQ(static_cast<size_t>(t.numel()), e.values.size());
+      if (is_floating(t.dtype())) {
+        const std::vector<double> got = cast(t, DType::f64).to_vector<double>();
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], std::stod(e.values[i])) << i;
+      } else {
+        const std::vector<int64_t> got = cast(t, DType::i64).to_vector<int64_t>();
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], std::stoll(e.values[i])) << i;
+      }
     }
-  }
-  // Every tensor of each file is listed in expected.txt: nothing extra is made up.
-  for (const auto& [file, f] : files) {
-    size_t listed = 0;
-    for (const Expected& e : expected) listed += e.file == file;
-    EXPECT_EQ(f.size(), listed) << file;
+    // Every tensor of each file is listed in expected.txt: nothing extra is made up.
+    for (const auto& [file, f] : files) {
+      size_t listed = 0;
+      for (const Expected& e : expected) listed += e.file == file;
+      EXPECT_EQ(f.size(), listed) << file;
+    }
   }
 }
 
