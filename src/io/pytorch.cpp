@@ -1,6 +1,7 @@
 #include "ember/io/pytorch.hpp"
 
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <unordered_set>
 
@@ -279,6 +280,13 @@ DynTensor PytorchFile::tensor(const std::string& name, Device device) const {
 
 DynTensor PytorchFile::tensor(const std::string& name, Device device, DType dtype) const {
   return to_device(cast(tensor(name, Device::cpu()), dtype), device);
+}
+
+bool is_pytorch_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[9] = {};
+  if (!in.read(reinterpret_cast<char*>(head), sizeof head)) return false;
+  return detail::looks_like_zip(head, sizeof head) && head[8] != '{';
 }
 
 PytorchFile load_pytorch(const std::string& path, const std::string& key) {

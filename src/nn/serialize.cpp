@@ -1,6 +1,5 @@
 #include "ember/nn/serialize.hpp"
 
-#include <fstream>
 #include <functional>
 #include <map>
 #include <regex>
@@ -30,12 +29,6 @@ Source pytorch_source(const std::string& path, const std::string& key) {
   auto file = std::make_shared<io::PytorchFile>(io::load_pytorch(path, key));
   return {file->names(), [file](const std::string& n) { return file->shape(n); },
           [file](const std::string& n, Device d, DType t) { return file->tensor(n, d, t); }};
-}
-
-bool is_zip(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[2] = {};
-  return in.read(magic, 2) && magic[0] == 'P' && magic[1] == 'K';
 }
 
 LoadReport load_from(const ModuleTree& tree, const Source& file, const std::string& path,
@@ -114,7 +107,7 @@ void save_tree(const ModuleTree& tree, const std::string& path,
 }
 
 LoadReport load_tree(const ModuleTree& tree, const std::string& path, const LoadOptions& options) {
-  if (is_zip(path)) return load_pytorch_tree(tree, path, options);
+  if (io::is_pytorch_file(path)) return load_pytorch_tree(tree, path, options);
   EMBER_CHECK(options.key.empty(), "[load] ", path, ": options.key ('", options.key,
               "') picks an entry of a torch.save checkpoint, but this is not one");
   return load_from(tree, safetensors_source(path), path, options);

@@ -141,6 +141,18 @@ TEST(Pytorch, Zip64ArchivesAndUnalignedRecordsReadTheSame) {
         << n;
 }
 
+TEST(Pytorch, TheFormatIsToldFromTheFirstBytes) {
+  EXPECT_TRUE(is_pytorch_file(kDir + "nested.pt"));
+  EXPECT_TRUE(is_pytorch_file(kDir + "hostile/compressed.pt"));
+  EXPECT_FALSE(is_pytorch_file(std::string(EMBER_IO_FIXTURES) + "/python_written.safetensors"));
+  EXPECT_FALSE(is_pytorch_file(kDir + "missing.pt"));
+  // A safetensors header length whose low bytes spell "PK\3\4" is still safetensors: its JSON
+  // opens at byte 8.
+  TempDir dir;
+  write_file(dir.file("pk.safetensors"), st_bytes("{}", "", 0x04034B50));
+  EXPECT_FALSE(is_pytorch_file(dir.file("pk.safetensors")));
+}
+
 TEST(Pytorch, EveryHostileFileIsRefusedWithItsReason) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> table = {
       {"os_system.pt", {"the global 'posix.system'", "refused", "never run"}},

@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -520,13 +519,6 @@ void print_tensors(const std::string& path, const std::vector<TensorRow>& rows,
   }
 }
 
-// A zip archive is read as a torch.save file, anything else (but .onnx) as safetensors.
-bool starts_as_zip(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[2] = {};
-  return in.read(magic, 2) && magic[0] == 'P' && magic[1] == 'K';
-}
-
 int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
 #ifdef EMBER_HAVE_ONNX
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
@@ -534,7 +526,7 @@ int run_inspect(const std::string& path, [[maybe_unused]] bool values) {
   }
 #endif
   std::vector<TensorRow> rows;
-  if (starts_as_zip(path)) {
+  if (io::is_pytorch_file(path)) {  // else (but .onnx) a safetensors file
     const io::PytorchFile file = io::load_pytorch(path);
     for (const std::string& n : file.names()) {
       const io::PytorchTensorInfo& info = file.info(n);

@@ -72,6 +72,11 @@ class PytorchFile {
   std::vector<std::string> top_keys_;
 };
 
+/// True when the file at `path` starts as a torch.save archive does (a zip local header) and not
+/// as a safetensors file (whose 9th byte opens its JSON header): how load() and `ember inspect`
+/// tell the formats apart. False for a file that cannot be read.
+bool is_pytorch_file(const std::string& path);
+
 /// Opens a torch.save file (mapped read-only) and reads its pickle. `key` picks one entry of a
 /// checkpoint dict ({"model": ..., "optimizer": ...}): its tensors are then named from inside it.
 /// Every problem is an ember::Error naming the file, and what was refused and why.
