@@ -42,6 +42,15 @@ std::vector<Expected> read_expected(const std::string& dir) {
   return out;
 }
 
+// The same names, and the same values in each tensor.
+void expect_same_tensors(const PytorchFile& a, const PytorchFile& b) {
+  EXPECT_EQ(a.names(), b.names());
+  for (const std::string& n : a.names())
+    EXPECT_EQ(a.tensor(n, Device::cpu(), DType::f64).to_vector<double>(),
+              b.tensor(n, Device::cpu(), DType::f64).to_vector<double>())
+        << n;
+}
+
 // PyTorch 1.13 wrote the files of pytorch/, PyTorch 2.11 those of pytorch/torch2/ (its archives
 // add .format_version, .storage_alignment, byteorder and .data/serialization_id records).
 TEST(Pytorch, EveryTensorOfTheFixturesMatchesPyTorch) {
@@ -122,23 +131,15 @@ TEST(Pytorch, ProtocolFourAndMemoryBuffersReadAsTheFileDoes) {
   const PytorchFile p2 = load_pytorch(kDir + "nested.pt");
   const PytorchFile p4 = parse_pytorch(read_file(kDir + "protocol4.pt"), "p4");
   EXPECT_EQ(p4.path(), "p4");
-  EXPECT_EQ(p2.names(), p4.names());
   EXPECT_EQ(p2.values(), p4.values());
-  for (const std::string& n : p2.names())
-    EXPECT_EQ(p2.tensor(n, Device::cpu(), DType::f64).to_vector<double>(),
-              p4.tensor(n, Device::cpu(), DType::f64).to_vector<double>())
-        << n;
+  expect_same_tensors(p2, p4);
 }
 
 TEST(Pytorch, Zip64ArchivesAndUnalignedRecordsReadTheSame) {
   // zip64.pt: nested.pt's records with ZIP64 sizes, offsets and end record, no longer aligned.
   const PytorchFile plain = load_pytorch(kDir + "nested.pt");
   const PytorchFile zip64 = load_pytorch(kDir + "zip64.pt");
-  EXPECT_EQ(plain.names(), zip64.names());
-  for (const std::string& n : plain.names())
-    EXPECT_EQ(plain.tensor(n, Device::cpu(), DType::f64).to_vector<double>(),
-              zip64.tensor(n, Device::cpu(), DType::f64).to_vector<double>())
-        << n;
+  expect_same_tensors(plain, zip64);
 }
 
 TEST(Pytorch, TheFormatIsToldFromTheFirstBytes) {

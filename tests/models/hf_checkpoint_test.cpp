@@ -160,6 +160,20 @@ TEST(PytorchLoad, StrictModeListsEveryProblemAndLoadsNothing) {
   EXPECT_EQ(r.mismatched[0].in_module, Shape({5, 4}));
   EXPECT_TRUE(r.missing.empty());
 
+  // A key picks an entry of a torch.save checkpoint; a safetensors file has none.
+  nn::LoadOptions keyed;
+  keyed.key = "model";
+  models::Bert bert(models::BertConfig{99, 32, 2, 4, 37, 64, 2, 0.1, 0.1, 1e-12});
+  try {
+    load(bert, kModels + "bert_tiny.safetensors", keyed);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("options.key ('model') picks an entry of a torch.save "
+                                         "checkpoint, but this is not one"),
+              std::string::npos)
+        << e.what();
+  }
+
   o.rename.push_back({"(", "x"});
   EXPECT_THROW(load_pytorch(narrow, kIo + "nested.pt", o), Error);
   o.rename = {{".*", "same"}};
