@@ -227,9 +227,7 @@ PytorchFile PytorchFile::parse(std::shared_ptr<const detail::Bytes> bytes, std::
 
 DynTensor PytorchFile::tensor(const std::string& name, Device device) const {
   const PytorchTensorInfo& t = info(name);
-  int index = 0;
-  while (std::string("torch.") + torch_dtype(index).name != t.torch_dtype) ++index;
-  const detail::TorchDType& d = torch_dtype(index);
+  const detail::TorchDType& d = torch_dtype(detail::torch_dtype_index(t.torch_dtype.substr(6)));
   const unsigned char* src;
   uint64_t nbytes;
   std::shared_ptr<Storage> storage;

@@ -31,7 +31,7 @@ constexpr std::pair<const char*, const char*> kDTypeAliases[] = {
     {"float", "float32"}, {"double", "float64"}, {"half", "float16"},
     {"long", "int64"},    {"int", "int32"},      {"short", "int16"}};
 
-int dtype_by_name(const std::string& name) {
+int dtype_by_name_impl(const std::string& name) {
   std::string n = name;
   for (const auto& [alias, canonical] : kDTypeAliases) {
     if (n == alias) n = canonical;
@@ -255,7 +255,7 @@ class Unpickler {
     v.kind = Kind::Global;
     v.s = full;
     if (module == "torch") {
-      if (const int d = dtype_by_name(name); d >= 0) {
+      if (const int d = torch_dtype_index(name); d >= 0) {
         v.dtype = d;
         v.i = static_cast<int64_t>(Callable::DTypeValue);
         return make(std::move(v));
@@ -801,5 +801,7 @@ Pickle unpickle_torch(const unsigned char* data, size_t size, const char* what,
 }
 
 std::string describe(const Pickle& p, uint32_t v) { return describe_at(p, v, 0); }
+
+int torch_dtype_index(const std::string& name) { return dtype_by_name_impl(name); }
 
 }  // namespace ember::io::detail

@@ -25,6 +25,8 @@ struct TorchDType {
 /// Index into torch_dtypes(); kUntyped for a torch.UntypedStorage (bytes).
 inline constexpr int kUntyped = -1;
 const std::vector<TorchDType>& torch_dtypes();
+/// The index in torch_dtypes() of a dtype's name ("float32", or torch's alias "float"); -2 if none.
+int torch_dtype_index(const std::string& name);
 
 struct PickleValue {
   enum class Kind : uint8_t {
