@@ -7,6 +7,7 @@
 
 #include "../tensor/internal.hpp"
 #include "ember/autodiff/node.hpp"
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
@@ -150,6 +151,7 @@ std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
 
   // 2. Run the rules in topological order; rules are recorded only under create_graph.
   const GradModeGuard mode(options.create_graph);
+  const detail::AutocastSuspend no_autocast;  // gradients run in the forward's types
   BackwardOptions opts = options;
   opts.retain_graph = options.retain_graph || options.create_graph;
   std::vector<DynTensor> results(stops.size());

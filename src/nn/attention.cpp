@@ -7,6 +7,7 @@
 
 #include "config_json.hpp"
 #include "ember/core/error.hpp"
+#include "ember/tensor/autocast.hpp"
 
 namespace ember::nn {
 namespace {
@@ -58,6 +59,11 @@ DynTensor scaled_dot_product_attention(const DynTensor& q, const DynTensor& k, c
               k.shape(), ", v ", v.shape());
   EMBER_CHECK(!(is_causal && attn_mask.defined()),
               "[scaled_dot_product_attention] give attn_mask or is_causal, not both");
+  if (ember::detail::autocast_lowers(q, k, v)) {
+    using ember::detail::autocast_lower;
+    return scaled_dot_product_attention(autocast_lower(q), autocast_lower(k), autocast_lower(v),
+                                        attn_mask, dropout_p, is_causal, scale, gen);
+  }
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   DynTensor scores = mul(matmul(q, transpose(k, -2, -1)), s);
   if (is_causal) {

@@ -4,6 +4,7 @@
 
 #include "config_json.hpp"
 #include "ember/core/error.hpp"
+#include "ember/tensor/autocast.hpp"
 
 namespace ember::nn {
 
@@ -13,6 +14,10 @@ DynTensor linear(const DynTensor& x, const DynTensor& weight, const DynTensor& b
   EMBER_CHECK(x.rank() >= 1 && x.size(-1) == weight.size(1), "[linear] input ", x.shape(),
               " does not end in the weight's in_features ", weight.size(1), " (weight ",
               weight.shape(), ")");
+  if (ember::detail::autocast_lowers(x, weight, bias)) {  // the bias too: the result stays 16-bit
+    using ember::detail::autocast_lower;
+    return linear(autocast_lower(x), autocast_lower(weight), autocast_lower(bias));
+  }
   const DynTensor y = matmul(x, transpose(weight, 0, 1));
   if (!bias.defined()) return y;
   EMBER_CHECK(bias.rank() == 1 && bias.size(0) == weight.size(0), "[linear] bias ", bias.shape(),

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "ember/autodiff/node.hpp"
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/sync.hpp"
 #include "losses_internal.hpp"
 
@@ -34,6 +35,10 @@ void check_reduction(Reduction r, const char* op) {
   EMBER_CHECK(r != Reduction::BatchMean, "[", op,
               "] Reduction::BatchMean is only for kl_div; use Mean, Sum or None");
 }
+
+// Losses are on autocast's float32 list: 16-bit inputs are widened first (as PyTorch does).
+bool widened(const DynTensor& t) { return ember::detail::autocast_widens(t); }
+DynTensor widen(const DynTensor& t) { return ember::detail::autocast_widen(t); }
 
 DynTensor reduce_loss(const DynTensor& loss, Reduction r, const char* op) {
   check_reduction(r, op);
@@ -321,6 +326,7 @@ Tensor<0> reduced(DynTensor loss, Reduction reduction, const char* op) {
 
 DynTensor cross_entropy(const DynTensor& input, const DynTensor& target,
                         const CrossEntropyOptions& options) {
+  if (widened(input)) return cross_entropy(cast(input, DType::f32), target, options);
   check_floating(input, "cross_entropy", "input");
   EMBER_CHECK(target.defined(), "[cross_entropy] target is undefined");
   return as_op("cross_entropy", [&] {
@@ -330,6 +336,7 @@ DynTensor cross_entropy(const DynTensor& input, const DynTensor& target,
 }
 
 DynTensor nll_loss(const DynTensor& input, const DynTensor& target, const NllLossOptions& o) {
+  if (widened(input)) return nll_loss(cast(input, DType::f32), target, o);
   constexpr const char* op = "nll_loss";
   check_reduction(o.reduction, op);
   const ClassTargets ct = class_targets(input, target, o.weight, o.ignore_index, op);
@@ -337,12 +344,14 @@ DynTensor nll_loss(const DynTensor& input, const DynTensor& target, const NllLos
 }
 
 DynTensor mse_loss(const DynTensor& input, const DynTensor& target, Reduction reduction) {
+  if (widened(input) || widened(target)) return mse_loss(widen(input), widen(target), reduction);
   check_floating(input, "mse_loss", "input");
   check_same_shape(input, target, "mse_loss", "target");
   return reduce_loss(square(sub(input, target)), reduction, "mse_loss");
 }
 
 DynTensor l1_loss(const DynTensor& input, const DynTensor& target, Reduction reduction) {
+  if (widened(input) || widened(target)) return l1_loss(widen(input), widen(target), reduction);
   check_floating(input, "l1_loss", "input");
   check_same_shape(input, target, "l1_loss", "target");
   return reduce_loss(abs(sub(input, target)), reduction, "l1_loss");
@@ -350,6 +359,9 @@ DynTensor l1_loss(const DynTensor& input, const DynTensor& target, Reduction red
 
 DynTensor huber_loss(const DynTensor& input, const DynTensor& target, Reduction reduction,
                      double delta) {
+  if (widened(input) || widened(target)) {
+    return huber_loss(widen(input), widen(target), reduction, delta);
+  }
   check_floating(input, "huber_loss", "input");
   check_same_shape(input, target, "huber_loss", "target");
   EMBER_CHECK(delta > 0.0, "[huber_loss] delta must be positive, got ", delta);
@@ -417,6 +429,9 @@ DynTensor binary_cross_entropy(const DynTensor& input, const DynTensor& target,
 
 DynTensor binary_cross_entropy_with_logits(const DynTensor& input, const DynTensor& target,
                                            const BceWithLogitsOptions& o) {
+  if (widened(input) || widened(target)) {
+    return binary_cross_entropy_with_logits(widen(input), widen(target), o);
+  }
   constexpr const char* op = "binary_cross_entropy_with_logits";
   check_floating(input, op, "input");
   check_same_shape(input, target, op, "target");
@@ -469,6 +484,9 @@ DynTensor binary_cross_entropy_with_logits(const DynTensor& input, const DynTens
 
 DynTensor kl_div(const DynTensor& input, const DynTensor& target, Reduction reduction,
                  bool log_target) {
+  if (widened(input) || widened(target)) {
+    return kl_div(widen(input), widen(target), reduction, log_target);
+  }
   check_floating(input, "kl_div", "input");
   check_same_shape(input, target, "kl_div", "target");
   check_floating(target, "kl_div", "target");
@@ -598,6 +616,7 @@ DynTensor gaussian_nll_loss(const DynTensor& input, const DynTensor& target, con
 }
 
 DynTensor lp_loss(const DynTensor& input, const DynTensor& target, double p, Reduction reduction) {
+  if (widened(input) || widened(target)) return lp_loss(widen(input), widen(target), p, reduction);
   constexpr const char* op = "lp_loss";
   check_floating(input, op, "input");
   check_same_shape(input, target, op, "target");

@@ -6,6 +6,7 @@
 #include "config_json.hpp"
 #include "ember/autodiff/node.hpp"
 #include "ember/core/error.hpp"
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/ops/norm.hpp"
 
 namespace ember::nn {
@@ -58,6 +59,9 @@ void check_channels(const DynTensor& x, const DynTensor& p, const char* op, cons
 
 DynTensor layer_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
                      const DynTensor& weight, const DynTensor& bias, double eps) {
+  if (ember::detail::autocast_widens(x)) {
+    return layer_norm(cast(x, DType::f32), normalized_shape, weight, bias, eps);
+  }
   const Dims dims = last_dims(x, normalized_shape, "layer_norm");
   return as_op("layer_norm", [&] {
     DynTensor y = normalize(x, dims, eps);
@@ -69,6 +73,8 @@ DynTensor layer_norm(const DynTensor& x, const std::vector<int64_t>& normalized_
 
 DynTensor rms_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
                    const DynTensor& weight, std::optional<double> eps) {
+  if (ember::detail::autocast_widens(x))
+    return rms_norm(cast(x, DType::f32), normalized_shape, weight, eps);
   const Dims dims = last_dims(x, normalized_shape, "rms_norm");
   double e = 0;
   if (eps) {
@@ -99,6 +105,9 @@ DynTensor rms_norm(const DynTensor& x, const std::vector<int64_t>& normalized_sh
 
 DynTensor group_norm(const DynTensor& x, int64_t num_groups, const DynTensor& weight,
                      const DynTensor& bias, double eps) {
+  if (ember::detail::autocast_widens(x)) {
+    return group_norm(cast(x, DType::f32), num_groups, weight, bias, eps);
+  }
   EMBER_CHECK(x.rank() >= 2, "[group_norm] expects [N, C, *], got ", x.shape());
   EMBER_CHECK(num_groups > 0 && x.size(1) % num_groups == 0, "[group_norm] ", x.size(1),
               " channels do not split into ", num_groups, " groups");
@@ -179,6 +188,10 @@ DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const Dy
 BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
                            const DynTensor& running_var, const DynTensor& weight,
                            const DynTensor& bias, bool training, double momentum, double eps) {
+  if (ember::detail::autocast_widens(x)) {
+    return batch_norm(cast(x, DType::f32), running_mean, running_var, weight, bias, training,
+                      momentum, eps);
+  }
   EMBER_CHECK(x.rank() >= 2, "[batch_norm] expects [N, C, *], got ", x.shape());
   check_channels(x, weight, "batch_norm", "weight");
   check_channels(x, bias, "batch_norm", "bias");

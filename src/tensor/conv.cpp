@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
@@ -215,6 +216,10 @@ DynTensor conv_relu_composite(const DynTensor& x, const DynTensor& w, const DynT
 
 DynTensor convolution(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                       const ConvParams& p, bool transposed) {
+  if (detail::autocast_lowers(x, w, bias)) {
+    using detail::autocast_lower;
+    return convolution(autocast_lower(x), autocast_lower(w), autocast_lower(bias), p, transposed);
+  }
   // Conv + relu is one pass where the backend fuses it, else two ops (each recorded).
   if (p.relu && !transposed && x.defined() &&
       !detail::backend_of(x).supports(OpFamily::ConvRelu, x.dtype())) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
@@ -97,9 +98,41 @@ DType result_type(const DynTensor& a, const Scalar& b) {
   return default_dtype(b.kind());
 }
 
+namespace {
+// Autocast's float32 list among the unary ops (PyTorch's): those whose 16-bit results lose range
+// or most of their digits.
+bool widened_by_autocast(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp:
+    case UnaryOp::Exp2:
+    case UnaryOp::Expm1:
+    case UnaryOp::Log:
+    case UnaryOp::Log2:
+    case UnaryOp::Log10:
+    case UnaryOp::Log1p:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Reciprocal:
+    case UnaryOp::Tan:
+    case UnaryOp::Asin:
+    case UnaryOp::Acos:
+    case UnaryOp::Sinh:
+    case UnaryOp::Cosh:
+    case UnaryOp::Erfinv:
+    case UnaryOp::PowScalar:
+    case UnaryOp::Softplus:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
   const char* name = op_name(op).data();
   detail::check_defined(x_in, name);
+  if (widened_by_autocast(op) && detail::autocast_widens(x_in)) {
+    return unary(op, cast(x_in, DType::f32), params);
+  }
   const DType dtype = compute_dtype(op_kinds(op), x_in.dtype(), name);
   const DynTensor x = cast(x_in, dtype);
   detail::check_supported(x, OpFamily::Unary, dtype, name);

@@ -1,6 +1,7 @@
 // matmul with PyTorch's 1-D and batch-broadcast rules, dot, outer, and the softmax family.
 #include "ember/tensor/ops/linalg.hpp"
 
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
@@ -72,6 +73,9 @@ DynTensor matmul_unrecorded(const DynTensor& a_in, const DynTensor& b_in) {
 }  // namespace
 
 DynTensor matmul(const DynTensor& a, const DynTensor& b) {
+  if (detail::autocast_lowers(a, b)) {
+    return matmul(detail::autocast_lower(a), detail::autocast_lower(b));
+  }
   // One node for the whole product, whatever reshapes the forward needs.
   return detail::recorded(ops::matmul, {&a, &b}, NoParams{},
                           [&] { return matmul_unrecorded(a, b); });
@@ -95,6 +99,7 @@ DynTensor softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[softmax] needs a floating tensor, got ", x.dtype());
   wrap_dim(dim, x.rank(), "softmax");  // here, not in the inner amax, so the error says softmax
+  if (detail::autocast_widens(x)) return softmax(cast(x, DType::f32), dim);  // stays f32
   return as_op("softmax", [&] {
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
       return cast(softmax(cast(x, DType::f32), dim), x.dtype());  // sums in f32, as PyTorch
@@ -110,6 +115,7 @@ DynTensor log_softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "log_softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[log_softmax] needs a floating tensor, got ", x.dtype());
   wrap_dim(dim, x.rank(), "log_softmax");
+  if (detail::autocast_widens(x)) return log_softmax(cast(x, DType::f32), dim);  // stays f32
   return as_op("log_softmax", [&] {
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
       return cast(log_softmax(cast(x, DType::f32), dim), x.dtype());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
@@ -63,6 +64,9 @@ DynTensor reduce(ReduceOp op, const DynTensor& x, const Dims& dims, bool keepdim
   const char* name = op_name(op).data();
   detail::check_defined(x, name);
   const uint32_t mask = detail::dims_mask(dims, x.rank(), name);
+  if ((op == ReduceOp::Sum || op == ReduceOp::Prod) && detail::autocast_widens(x)) {
+    return reduce(op, cast(x, DType::f32), dims, keepdim);  // autocast's float32 list
+  }
   if (op == ReduceOp::Mean) {
     EMBER_CHECK(is_floating(x.dtype()), "[mean] needs a floating tensor, got ", x.dtype(),
                 " (cast it first)");
@@ -149,6 +153,7 @@ DynTensor norm(const DynTensor& x, double p, const Dims& dims, bool keepdim) {
 DynTensor logsumexp(const DynTensor& x, const Dims& dims, bool keepdim) {
   detail::check_defined(x, "logsumexp");
   detail::dims_mask(dims, x.rank(), "logsumexp");  // here, not in the inner amax
+  if (detail::autocast_widens(x)) return logsumexp(cast(x, DType::f32), dims, keepdim);
   if (widen(x).dtype() != x.dtype()) return cast(logsumexp(widen(x), dims, keepdim), x.dtype());
   if (is_floating(x.dtype()) && !keepdim) {
     // Recorded with the reduced dims kept, so its rule broadcasts against x directly.
@@ -213,6 +218,7 @@ DynTensor scan_impl(ScanOp op, const DynTensor& x, int64_t dim) {
   const char* name = op_name(op).data();
   detail::check_defined(x, name);
   const int d = wrap_dim(dim, x.rank(), name);
+  if (detail::autocast_widens(x)) return scan_impl(op, cast(x, DType::f32), dim);
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::i64;
   detail::check_supported(x, OpFamily::Scan, x.dtype(), name);
   DynTensor out = detail::make_empty(x.shape(), out_dtype, x.device(), name);

@@ -12,6 +12,7 @@
 #include "ember/core/text.hpp"
 #include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
+#include "ember/optim/grad_scaler.hpp"
 #include "ember/tensor/generator.hpp"
 #include "ember/tensor/memory.hpp"
 #include "ember/train/checkpoint.hpp"
@@ -163,6 +164,8 @@ struct LearnerCore::State {
   int64_t bad_epochs = 0;
   bool resumed = false;
   bool fitted = false;  // fit() has run: checkpoints in out_dir may be this Learner's own
+  std::optional<optim::GradScaler> scaler;   // precision f16
+  DeviceType device_type = DeviceType::Cpu;  // of the model, for autocast
   std::string last_checkpoint;
 };
 
@@ -182,6 +185,15 @@ LearnerCore::LearnerCore(std::function<nn::ModuleTree()> tree, optim::Optimizer 
   EMBER_CHECK(config_.patience_ >= 0, "[Learner] early-stopping patience must be >= 0, got ",
               config_.patience_);
   EpochMetrics().get(config_.monitor_);  // an unknown metric fails here, not after an epoch
+  const DType p = config_.precision_;
+  EMBER_CHECK(p == DType::f32 || p == DType::bf16 || p == DType::f16,
+              "[Learner] precision must be f32, bf16 or f16, got ", p);
+  if (p == DType::f16) state_->scaler.emplace();
+}
+
+AutocastGuard LearnerCore::step_precision() const {
+  const DType p = config_.precision_;
+  return AutocastGuard(state_->device_type, p == DType::f32 ? std::nullopt : std::optional(p));
 }
 
 LearnerCore::~LearnerCore() = default;
@@ -224,6 +236,9 @@ void LearnerCore::save_checkpoint(const std::string& path) const {
   md["partial.items"] = std::to_string(s.partial.items);
   md["partial.scored"] = std::to_string(s.partial.scored);
   md["partial.seconds"] = fmt(s.partial.seconds);
+  if (s.scaler) {
+    for (const auto& [k, v] : s.scaler->state()) md["scaler." + k] = v;
+  }
   io::save_safetensors(tensors, path, md);
 }
 
@@ -261,10 +276,11 @@ void LearnerCore::load_checkpoint(const std::string& path) {
               " accuracy, this Learner top-", config_.top_k_);
 
   optim::OptimizerState opt;
-  std::map<std::string, std::string> sched;
+  std::map<std::string, std::string> sched, scaler;
   for (const auto& [k, v] : md) {
     if (k.starts_with("optimizer.")) opt.metadata[k.substr(10)] = v;
     if (k.starts_with("scheduler.")) sched[k.substr(10)] = v;
+    if (k.starts_with("scaler.")) scaler[k.substr(7)] = v;
   }
   for (const std::string& name : file.names()) {
     if (name.starts_with("optimizer."))
@@ -292,6 +308,15 @@ void LearnerCore::load_checkpoint(const std::string& path) {
   s.partial.items = md_count(md, path, "partial.items", 0, kMax);
   s.partial.scored = md_count(md, path, "partial.scored", 0, kMax);
   s.partial.seconds = md_number<double>(md, path, "partial.seconds");
+  // f16's loss scale continues where it was; a checkpoint of another precision starts it afresh.
+  s.scaler = state_->scaler;  // a copy: a failure below leaves the Learner's own untouched
+  if (s.scaler && !scaler.empty()) {
+    try {
+      s.scaler->load_state(scaler);
+    } catch (const Error& e) {
+      EMBER_FAIL("[Learner] checkpoint '", path, "': ", e.what());
+    }
+  }
   const auto seed = md_number<uint64_t>(md, path, "rng.seed");
   const auto offset = md_number<uint64_t>(md, path, "rng.offset");
 
@@ -325,6 +350,7 @@ void LearnerCore::load_checkpoint(const std::string& path) {
 
 EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
   const nn::ModuleTree tree = tree_();
+  state_->device_type = model_device(tree).type;
   nn::set_training(tree, false);
   auto guard = no_grad();
   Running run;
@@ -423,6 +449,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   FitResult result;
   const nn::ModuleTree tree = tree_();
   const Device device = model_device(tree);
+  s.device_type = device.type;
   auto write_files = [&] {
     if (!files) return;
     io::write_file_atomic((fs::path(config_.out_dir_) / "metrics.csv").string(),
@@ -445,8 +472,13 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     const double seconds_before = run.seconds;
     progress.begin_epoch(epoch + 1, config_.epochs_, train.batches, done);
     train.run(static_cast<uint64_t>(epoch), s.skip, [&](StepOutput out) {
-      Gradients grads = out.loss.backward();
-      optimizer_.step(tree, grads);
+      if (s.scaler) {  // f16: the loss scaled, the step skipped when a gradient overflowed
+        const Gradients grads = s.scaler->scale(out.loss).backward();
+        s.scaler->step(optimizer_, tree, optim::ParamGrads::from(tree, grads));
+        s.scaler->update();
+      } else {
+        optimizer_.step(tree, out.loss.backward());
+      }
       if (s.scheduler && s.every == ScheduleEvery::batch) s.scheduler->step();
       accumulate(run, out, config_.top_k_);
       run.seconds = seconds_before + seconds_since(t0);

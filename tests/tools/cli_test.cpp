@@ -253,6 +253,21 @@ TEST(Cli, AFreshRunIntoAnEarlierRunIsRefusedUnlessOverwriting) {
   EXPECT_FAILS_WITH(ember(args), 2, "--resume excludes --overwrite");
 }
 
+TEST(Cli, TrainsInMixedPrecision) {
+  for (const char* p : {"bf16", "f16"}) {
+    const std::string out = fresh_dir(std::string("amp_") + p);
+    auto args = train_args(out, 1);
+    args.insert(args.end(), {"--precision", p});
+    const Result r = ember(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.out, std::string(p) + " autocast")) << r.out;
+    EXPECT_TRUE(has(r.out, "test accuracy after 1 epochs")) << r.out;
+  }
+  auto args = train_args(fresh_dir("amp_bad"), 1);
+  args.insert(args.end(), {"--precision", "f8"});
+  EXPECT_FAILS_WITH(ember(args), 2, "--precision: f8 not in {f32,bf16,f16}");
+}
+
 // --- Data ------------------------------------------------------------------------------------
 
 TEST(Cli, ALabelAboveNineIsAnErrorNamingTheFile) {

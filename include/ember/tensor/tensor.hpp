@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/autodiff/autodiff.hpp"
+#include "ember/tensor/autocast.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 #include "ember/tensor/ops/conv.hpp"
 #include "ember/tensor/ops/creation.hpp"

@@ -25,6 +25,7 @@
 #include "ember/nn/module.hpp"
 #include "ember/optim/optimizer.hpp"
 #include "ember/optim/scheduler.hpp"
+#include "ember/tensor/autocast.hpp"
 #include "ember/train/metrics.hpp"
 
 namespace ember::train {
@@ -72,6 +73,7 @@ struct LearnerConfig {
   int64_t log_every_ = 0;                    // plain lines: every n batches (0: ten per epoch)
   bool catch_sigint_ = true;                 // Ctrl-C saves a checkpoint and returns from fit()
   std::string title_ = "training";           // of the curves
+  DType precision_ = DType::f32;             // bf16/f16: steps run under autocast
 
   LearnerConfig& epochs(int64_t n) { return set(epochs_, n); }
   LearnerConfig& out_dir(std::string dir) { return set(out_dir_, std::move(dir)); }
@@ -99,6 +101,10 @@ struct LearnerConfig {
   LearnerConfig& log_every(int64_t batches) { return set(log_every_, batches); }
   LearnerConfig& catch_sigint(bool on = true) { return set(catch_sigint_, on); }
   LearnerConfig& title(std::string t) { return set(title_, std::move(t)); }
+  /// f32 (the default), or mixed precision: each step's forward and loss under autocast to bf16
+  /// or f16 with float32 master weights; f16 also scales the loss (optim::GradScaler, its state
+  /// saved in checkpoints) and skips steps whose gradients overflow.
+  LearnerConfig& precision(DType dtype) { return set(precision_, dtype); }
 
  private:
   template <class F, class V>
@@ -153,6 +159,8 @@ class LearnerCore {
               LearnerConfig config);
   FitResult fit_impl(const EpochSource& train, const EpochSource* valid);
   EpochMetrics evaluate_impl(const EpochSource& source);
+  /// Autocast for one step, as config().precision() asks (off for f32).
+  AutocastGuard step_precision() const;
 
  private:
   struct State;
@@ -202,7 +210,12 @@ class Learner : public LearnerCore {
       size_t k = 0;
       for (B& batch : loader.epoch(epoch)) {
         if (k++ < skip) continue;  // a resumed epoch: the loader's order is the epoch's
-        if (!fn(step(model_, batch))) break;
+        StepOutput out;
+        {
+          const AutocastGuard amp = step_precision();
+          out = step(model_, batch);
+        }
+        if (!fn(std::move(out))) break;
       }
     };
     return s;
