@@ -19,7 +19,9 @@ Conv1D::Conv1D(int64_t in, int64_t out, Device device, Generator* gen)
       bias(Tensor<1>(zeros(Shape{out}, DType::f32, device))) {}
 
 DynTensor Conv1D::forward(const DynTensor& x) const {
-  return add(matmul(x, weight.dyn()), bias.dyn());
+  // linear() with the [in, out] weight viewed as [out, in]: the same product, and under
+  // autocast the bias is lowered with it (add(matmul, bias) would promote the result to f32).
+  return nn::linear(x, transpose(weight.dyn(), 0, 1), bias.dyn());
 }
 
 DynTensor Gpt2Attention::forward(const DynTensor& x) const {

@@ -1,0 +1,230 @@
+// Issue 17's reference models at full size on cuda:0, one workload per call; bench/cuda_models.py
+// runs the same workloads in PyTorch with the same arguments and prints the same line, and
+// scripts/cuda_models_bench.sh runs the pairs.
+//
+//   bench_cuda_models gpt2 [--batch 16] [--seq 1024] [--steps 10] [--precision bf16]
+//
+// gpt2: GPT-2 small (12 layers, d 768, 12 heads, vocab 50304, no dropout) training steps:
+// forward and cross-entropy under autocast, backward, AdamW (lr 6e-4, weight decay 0.1). Prints
+// one JSON line: the median step time over --steps timed steps after 3 untimed ones (each step
+// ends with a synchronisation, as PyTorch's loop reading nothing would not: the median of whole
+// steps), tokens per second, model FLOPs utilisation against 989 TFLOP/s (the H200's dense bf16
+// rate) and the allocator's peak.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ember/ember.hpp>
+
+#include <ember/models/gpt2.hpp>
+#include <ember/optim/optim.hpp>
+
+namespace {
+
+using namespace ember;
+
+struct Args {
+  std::string workload;
+  int64_t batch = 16, seq = 1024, steps = 10;
+  std::string precision = "bf16";
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_cuda_models gpt2 [--batch N] [--seq N] [--steps N] "
+                         "[--precision bf16|f16|f32]\n");
+    std::exit(2);
+  }
+  a.workload = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--batch") a.batch = std::stoll(v);
+    else if (k == "--seq") a.seq = std::stoll(v);
+    else if (k == "--steps") a.steps = std::stoll(v);
+    else if (k == "--precision") a.precision = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int gpt2(const Args& a) {
+  const Device dev = Device::cuda(0);
+  models::Gpt2Config cfg;
+  cfg.vocab_size = 50304;
+  cfg.n_positions = a.seq;
+  cfg.dropout = 0.0;
+  manual_seed(0);
+  models::Gpt2 model(cfg, dev);
+  auto opt = optim::AdamWConfig().lr(6e-4).weight_decay(0.1).init();
+  const auto ids = Tensor<2, Int>(randint(0, cfg.vocab_size, Shape{a.batch, a.seq}, DType::i64, dev));
+  const auto targets = Tensor<1, Int>(randint(0, cfg.vocab_size, Shape{a.batch * a.seq}, DType::i64, dev));
+  const bool amp = a.precision != "f32";
+  const DType low = a.precision == "f16" ? DType::f16 : DType::bf16;
+  optim::GradScaler scaler(optim::GradScalerConfig().enabled(a.precision == "f16"));
+  double loss_value = 0;
+  auto step = [&] {
+    Tensor<0> loss;
+    {
+      auto guard = autocast(dev, low, amp);
+      const Tensor<3> logits = model(ids);
+      loss = nn::cross_entropy(logits.reshape({a.batch * a.seq, cfg.vocab_size}), targets);
+    }
+    scaler.step(opt, model, scaler.scale(loss).backward());
+    scaler.update();
+    return loss;
+  };
+  for (int i = 0; i < 3; ++i) loss_value = step().item<double>();
+  synchronize(dev);
+  reset_peak_memory(dev);
+  std::vector<double> ms;
+  for (int64_t i = 0; i < a.steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Tensor<0> loss = step();
+    synchronize(dev);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (i + 1 == a.steps) loss_value = loss.item<double>();
+  }
+  // Where a step's time goes: forward + loss, backward, optimizer, each timed to a
+  // synchronisation (stderr; the medians of the same number of steps).
+  std::vector<double> fwd, bwd, upd;
+  for (int64_t i = 0; i < a.steps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&](std::vector<double>& into) {
+      synchronize(dev);
+      const auto t1 = std::chrono::steady_clock::now();
+      into.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      t0 = t1;
+    };
+    Tensor<0> loss;
+    {
+      auto guard = autocast(dev, low, amp);
+      loss = nn::cross_entropy(model(ids).reshape({a.batch * a.seq, cfg.vocab_size}), targets);
+    }
+    lap(fwd);
+    const Gradients g = scaler.scale(loss).backward();
+    lap(bwd);
+    scaler.step(opt, model, g);
+    scaler.update();
+    lap(upd);
+  }
+  std::fprintf(stderr, "ember gpt2: forward+loss %.2f ms, backward %.2f ms, optimizer %.2f ms\n",
+               median(fwd), median(bwd), median(upd));
+  const double m = median(ms);
+  const double tokens = static_cast<double>(a.batch * a.seq);
+  // 6 N per token for the weights (N without the position table) plus attention's
+  // 6 * 2 * layers * seq * d (causal: half of the full 12 L T d), as nanoGPT's estimate.
+  const double n = static_cast<double>(model.num_params() - cfg.n_positions * cfg.n_embd);
+  const double flops = tokens * (6.0 * n + 6.0 * static_cast<double>(cfg.n_layer * a.seq * cfg.n_embd));
+  std::printf(
+      "{\"framework\": \"ember\", \"workload\": \"gpt2_train\", \"batch\": %lld, \"seq\": %lld, "
+      "\"precision\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.0f, \"mfu\": %.4f, "
+      "\"peak_gib\": %.3f, \"loss\": %.4f}\n",
+      static_cast<long long>(a.batch), static_cast<long long>(a.seq), a.precision.c_str(), m,
+      tokens / (m / 1e3), flops / (m / 1e3) / 989e12,
+      static_cast<double>(memory_stats(dev).peak) / (1024.0 * 1024.0 * 1024.0), loss_value);
+  return 0;
+}
+
+// Where GPT-2's step goes, piece by piece at its shapes (stderr; forward and forward + backward
+// of each, under bf16 autocast, median of 5 after 2 untimed calls, each ending with a wait).
+int probe(const Args& a) {
+  const Device dev = Device::cuda(0);
+  const int64_t b = a.batch, t = a.seq, c = 768, h = 12, v = 50304;
+  manual_seed(0);
+  auto leaf = [&](Shape s, DType dt = DType::f32) {
+    return require_grad(mul(randn(std::move(s), dt, dev), 0.02));
+  };
+  auto time_ms = [&](const char* name, const std::function<DynTensor()>& f) {
+    auto run = [&](bool grad) {
+      std::vector<double> ms;
+      for (int i = 0; i < 7; ++i) {
+        synchronize(dev);
+        const auto t0 = std::chrono::steady_clock::now();
+        DynTensor y;
+        {
+          auto guard = autocast(dev, DType::bf16);
+          y = f();
+        }
+        if (grad) (void)backward(sum(cast(y, DType::f32)));
+        synchronize(dev);
+        if (i >= 2) {
+          ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                  .count());
+        }
+      }
+      return median(ms);
+    };
+    const double fwd = run(false), both = run(true);
+    std::fprintf(stderr, "probe %-28s forward %8.3f ms   forward+backward %8.3f ms\n", name, fwd,
+                 both);
+  };
+  const DynTensor x = leaf({b, t, c});
+  const DynTensor w_qkv = leaf({c, 3 * c}), w_fc = leaf({c, 4 * c}), bias = leaf({3 * c});
+  const DynTensor qkv16 = leaf({b, h, t, 64}, DType::bf16);
+  const DynTensor x16 = leaf({b, t, c}, DType::bf16), h16 = leaf({b, t, 4 * c}, DType::bf16);
+  const DynTensor wte = leaf({v, c});
+  const auto targets = randint(0, v, Shape{b * t}, DType::i64, dev);
+  time_ms("matmul x@W_qkv", [&] { return matmul(x, w_qkv); });
+  time_ms("matmul x@W_qkv + bias", [&] { return add(matmul(x, w_qkv), bias); });
+  time_ms("matmul x@W_fc (bf16 in)", [&] { return matmul(x16, cast(w_fc, DType::bf16)); });
+  time_ms("sdpa causal bf16", [&] {
+    return nn::scaled_dot_product_attention(qkv16, qkv16, qkv16, {}, 0.0, true);
+  });
+  time_ms("layer_norm bf16 in", [&] { return nn::layer_norm(x16, {c}); });
+  time_ms("layer_norm f32 in", [&] { return nn::layer_norm(x, {c}); });
+  time_ms("gelu tanh bf16 [B,T,4C]", [&] { return gelu(h16, true); });
+  time_ms("add bf16 + f32 [B,T,C]", [&] { return add(x16, x); });
+  time_ms("split+heads+merge", [&] {
+    const auto parts = split(matmul(x, w_qkv), c, 2);
+    const DynTensor q = transpose(reshape(parts[0], Shape{b, t, h, 64}), 1, 2);
+    return reshape(transpose(q, 1, 2), Shape{b, t, c});
+  });
+  time_ms("softmax bf16 [B,H,T,T]", [&] {
+    return softmax(mul(matmul(qkv16, transpose(qkv16, -2, -1)), 0.125), -1);
+  });
+  time_ms("head matmul [BT,C]x[C,V]", [&] {
+    return matmul(reshape(x16, Shape{b * t, c}), transpose(wte, 0, 1));
+  });
+  time_ms("head + cross_entropy", [&] {
+    return nn::cross_entropy(matmul(reshape(x16, Shape{b * t, c}), transpose(wte, 0, 1)),
+                             targets);
+  });
+  time_ms("embedding", [&] { return nn::embedding(randint(0, v, Shape{b, t}, DType::i64, dev), wte); });
+  models::Gpt2Config cfg;
+  cfg.vocab_size = v;
+  cfg.n_positions = t;
+  cfg.dropout = 0.0;
+  cfg.n_layer = 1;
+  models::Gpt2 one(cfg, dev);
+  time_ms("one block", [&] { return one.h[0].forward(x); });
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    if (a.workload == "gpt2") return gpt2(a);
+    if (a.workload == "probe") return probe(a);
+    std::fprintf(stderr, "unknown workload %s\n", a.workload.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda_models: %s\n", e.what());
+    return 1;
+  }
+}
