@@ -3,15 +3,22 @@
 #include "ember/optim/grad_scaler.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "ember/core/error.hpp"
 #include "state_text.hpp"
 
 namespace ember::optim {
 
+namespace {
+constexpr double kMaxScale = std::numeric_limits<float>::max();
+}  // namespace
+
 GradScaler::GradScaler(GradScalerConfig config) : config_(config), scale_(config.init_scale_) {
-  EMBER_CHECK(std::isfinite(config_.init_scale_) && config_.init_scale_ > 0,
-              "[GradScaler] init_scale must be positive and finite, got ", config_.init_scale_);
+  // The scale multiplies f32 losses: beyond f32's range it would be inf on every backend.
+  EMBER_CHECK(config_.init_scale_ > 0 && config_.init_scale_ <= kMaxScale,
+              "[GradScaler] init_scale must be positive and at most f32's largest value, got ",
+              config_.init_scale_);
   EMBER_CHECK(config_.growth_factor_ > 1, "[GradScaler] growth_factor must exceed 1, got ",
               config_.growth_factor_);
   EMBER_CHECK(config_.backoff_factor_ > 0 && config_.backoff_factor_ < 1,
@@ -63,7 +70,7 @@ void GradScaler::update() {
     scale_ *= config_.backoff_factor_;
     growth_tracker_ = 0;
   } else if (++growth_tracker_ == config_.growth_interval_) {
-    scale_ *= config_.growth_factor_;
+    if (scale_ * config_.growth_factor_ <= kMaxScale) scale_ *= config_.growth_factor_;
     growth_tracker_ = 0;
   }
   unscaled_ = skipped_ = false;
@@ -76,7 +83,7 @@ std::map<std::string, std::string> GradScaler::state() const {
 }
 
 void GradScaler::load_state(const std::map<std::string, std::string>& state) {
-  const double scale = detail::state_double(state, "scale", "GradScaler", 0, HUGE_VAL);
+  const double scale = detail::state_double(state, "scale", "GradScaler", 0, kMaxScale);
   const int64_t tracker =
       detail::state_int(state, "growth_tracker", "GradScaler", 0, config_.growth_interval_ - 1);
   EMBER_CHECK(scale > 0, "[GradScaler] the state's scale must be positive, got ", scale);

@@ -170,12 +170,13 @@ TEST(GradScaler, SkipsOverflowingStepsAndBacksOffThenGrows) {
   auto loss_of = [&] { return nn::cross_entropy(model(x), y); };
 
   // A scale that overflows f32: the step is skipped and the scale halves.
-  optim::GradScaler big(optim::GradScalerConfig().init_scale(1e39).growth_interval(2));
+  optim::GradScaler big(optim::GradScalerConfig().init_scale(3e38).growth_interval(2));
   const auto before = weights(model);
-  EXPECT_FALSE(big.step(opt, model, big.scale(loss_of()).backward()));
+  // (the loss times 100 first: 3e38 times it overflows whatever the loss's value)
+  EXPECT_FALSE(big.step(opt, model, big.scale(loss_of() * 100.0f).backward()));
   big.update();
   EXPECT_EQ(weights(model), before);
-  EXPECT_EQ(big.get_scale(), 5e38);
+  EXPECT_EQ(big.get_scale(), 1.5e38);
   EXPECT_EQ(big.growth_tracker(), 0);
 
   // A power-of-two scale: the unscaled gradients equal the plain ones bit for bit, so the
@@ -204,6 +205,7 @@ TEST(GradScaler, SkipsOverflowingStepsAndBacksOffThenGrows) {
   EXPECT_EQ(restored.growth_tracker(), scaler.growth_tracker());
   EXPECT_THROW(restored.load_state({{"scale", "-1"}, {"growth_tracker", "0"}}), Error);
   EXPECT_THROW(optim::GradScaler(optim::GradScalerConfig().backoff_factor(2)), Error);
+  EXPECT_THROW(optim::GradScaler(optim::GradScalerConfig().init_scale(1e39)), Error);
 }
 
 TEST(Learner, TrainsInBf16AndF16AndResumesTheLossScale) {
