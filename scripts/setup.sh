@@ -47,8 +47,21 @@ torch_python_extras() {
       "ONNX architecture tests will be skipped"
 }
 
+# cuDNN's C++ frontend (header-only; PyPI's wheel puts the headers in dist-packages/include): the
+# Cuda backend's fused attention compiles with it (src/backends/cuda/CMakeLists.txt finds it).
+# Only where nvcc is; without it attention runs as a composite on Cuda.
+cudnn_frontend() {
+  command -v nvcc > /dev/null || return 0
+  compgen -G "/usr/local/lib/python3*/dist-packages/include/cudnn_frontend.h" > /dev/null && return 0
+  timeout 300 /usr/bin/python3 -m pip install --quiet --break-system-packages --no-deps \
+    nvidia-cudnn-frontend==1.32.0 > /dev/null 2>&1 ||
+    echo "setup.sh: note: pip could not install nvidia-cudnn-frontend; the Cuda backend's" \
+      "attention will be built as a composite"
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
   torch_python_extras
+  cudnn_frontend
   exit 0
 fi
 
@@ -67,3 +80,4 @@ for p in "${optional[@]}"; do
     echo "setup.sh: WARNING: could not install $p; the build will skip what needs it"
 done
 torch_python_extras
+cudnn_frontend

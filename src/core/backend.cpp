@@ -149,6 +149,28 @@ void Backend::channel_fma(const RawTensor& a, const RawTensor&, const RawTensor&
   no_kernel("channel_fma", a.dtype);
 }
 
+void Backend::logsumexp_rows(const RawTensor& x, const RawTensor&) {
+  no_kernel("logsumexp_rows", x.dtype);
+}
+void Backend::cross_entropy_backward(const RawTensor& x, const RawTensor&, const RawTensor&,
+                                     const RawTensor&, const RawTensor&) {
+  no_kernel("cross_entropy_backward", x.dtype);
+}
+
+bool Backend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&) const {
+  return false;
+}
+void Backend::attention(const RawTensor& q, const RawTensor&, const RawTensor&,
+                        const AttentionParams&, const RawTensor&, const RawTensor&) {
+  no_kernel("scaled_dot_product_attention", q.dtype);
+}
+void Backend::attention_backward(const RawTensor& q, const RawTensor&, const RawTensor&,
+                                 const RawTensor&, const RawTensor&, const RawTensor&,
+                                 const AttentionParams&, const RawTensor&, const RawTensor&,
+                                 const RawTensor&) {
+  no_kernel("scaled_dot_product_attention_backward", q.dtype);
+}
+
 void Backend::adam_step(const RawTensor& param, const RawTensor&, const RawTensor&,
                         const RawTensor&, const RawTensor&, const AdamParams&, const RawTensor&,
                         const RawTensor&, const RawTensor&, const RawTensor&) {

@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "config_json.hpp"
+#include "ember/autodiff/node.hpp"
 #include "ember/core/error.hpp"
 #include "ember/tensor/autocast.hpp"
+#include "ember/tensor/ops/attention.hpp"
 
 namespace ember::nn {
 namespace {
@@ -65,6 +68,28 @@ DynTensor scaled_dot_product_attention(const DynTensor& q, const DynTensor& k, c
                                         attn_mask, dropout_p, is_causal, scale, gen);
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  if (!attn_mask.defined() && dropout_p == 0.0 && q.rank() == 4 &&
+      fused_attention_supported(q, k, v)) {
+    // One fused kernel each way (cuDNN's flash attention on Cuda): no [L, S] score matrix.
+    AttentionParams p;
+    p.scale = s;
+    p.causal = is_causal;
+    auto fwd =
+        std::make_shared<FusedAttention>(fused_attention(detach(q), detach(k), detach(v), p));
+    DynTensor out = fwd->out;
+    if (autodiff::should_record({&q, &k, &v})) {
+      autodiff::record(
+          "scaled_dot_product_attention", {&q, &k, &v}, out,
+          [q = detach(q), k = detach(k), v = detach(v), fwd, p](autodiff::BackwardArgs& a) {
+            EMBER_CHECK(!a.options.create_graph,
+                        "[scaled_dot_product_attention] the fused kernels have no "
+                        "second derivative (create_graph)");
+            auto d = fused_attention_backward(q, k, v, *fwd, a.grad, p);
+            for (size_t i = 0; i < 3; ++i) a.input_grads[i] = d[i];
+          });
+    }
+    return out;
+  }
   DynTensor scores = mul(matmul(q, transpose(k, -2, -1)), s);
   if (is_causal) {
     scores = add(scores, causal_mask(q.size(-2), k.size(-2), scores.dtype(), q.device()));

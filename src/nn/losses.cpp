@@ -10,6 +10,7 @@
 
 #include "ember/autodiff/node.hpp"
 #include "ember/tensor/autocast.hpp"
+#include "ember/tensor/ops/softmax_rows.hpp"
 #include "ember/tensor/sync.hpp"
 #include "losses_internal.hpp"
 
@@ -207,9 +208,57 @@ DynTensor nll_of(const DynTensor& picked, const ClassTargets& ct, Reduction r) {
 // W = sum_c w_c, e = label_smoothing, v_i = 0 where ignored):
 //   loss_i = v_i [(1 - e) w_{t_i} (-logp_{i,t_i}) + (e / C) sum_c w_c (-logp_{i,c})]
 //   dloss_i / dx_{i,k} = v_i [(1 - e) w_{t_i} (p_{i,k} - [k = t_i]) + (e / C) (W p_{i,k} - w_k)]
+// Whether cross_entropy runs on the backend's fused row kernels: class indices, [N, C] logits,
+// no label smoothing (its extra terms are the composite's).
+bool rows_fused(const DynTensor& input, const DynTensor& target, const CrossEntropyOptions& o) {
+  return input.defined() && target.defined() && !is_floating(target.dtype()) && input.rank() == 2 &&
+         o.label_smoothing == 0.0 && fused_softmax_rows(input);
+}
+
+// cross_entropy on the fused row kernels: lse from one read of the logits (in f32 whatever their
+// type), the picked log-probabilities from N gathered logits, and a backward that writes
+// coef * (softmax - one_hot) in the logits' type in one pass. The loss is f32 under autocast and
+// in the logits' type otherwise (as the composite).
+DynTensor cross_entropy_rows(const DynTensor& input, const DynTensor& target,
+                             const CrossEntropyOptions& o) {
+  constexpr const char* op = "cross_entropy";
+  check_reduction(o.reduction, op);
+  const ClassTargets ct = class_targets(input, target, o.weight, o.ignore_index, op);
+  const DynTensor x = contiguous(detach(ct.input));
+  const DynTensor lse = logsumexp_rows(x);
+  const DynTensor picked =
+      sub(cast(squeeze(gather(x, 1, unsqueeze(ct.target, 1)), 1), DType::f32), lse);
+  const DynTensor w = cast(ct.weights, DType::f32);
+  const DynTensor elems = neg(mul(picked, w));
+  const DynTensor denom = o.reduction == Reduction::Mean ? sum(w) : DynTensor();
+  DynTensor out = o.reduction == Reduction::None  ? elems
+                  : o.reduction == Reduction::Sum ? sum(elems)
+                                                  : div(sum(elems), denom);
+  if (autodiff::should_record({&ct.input})) {
+    autodiff::record(
+        op, {&ct.input}, out,
+        [x_in = ct.input, x, lse, target = ct.target, w, valid = ct.valid, denom,
+         r = o.reduction](autodiff::BackwardArgs& a) {
+          DynTensor g = cast(a.grad, DType::f32);
+          if (r == Reduction::Mean) g = div(g, denom);
+          if (r != Reduction::None) g = expand(g, w.shape());
+          const DynTensor coef = where(valid, mul(g, w), 0.0);  // not 0 * inf when all ignored
+          if (a.options.create_graph) {  // from the tracked input, so that it has a gradient
+            const DynTensor c = unsqueeze(coef, 1);
+            const DynTensor p = mul(softmax(cast(x_in, DType::f32), 1), c);
+            a.input_grads[0] = cast(scatter_add(p, 1, unsqueeze(target, 1), neg(c)), x_in.dtype());
+          } else {
+            a.input_grads[0] = cross_entropy_rows_grad(x, lse, target, coef);
+          }
+        });
+  }
+  return ember::detail::autocast_on(input) ? out : cast(out, input.dtype());
+}
+
 DynTensor cross_entropy_fused(const DynTensor& input, const DynTensor& target,
                               const CrossEntropyOptions& o) {
   constexpr const char* op = "cross_entropy";
+  if (rows_fused(input, target, o)) return cross_entropy_rows(input, target, o);
   EMBER_CHECK(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0, "[", op,
               "] label_smoothing must be in [0, 1], got ", o.label_smoothing);
   if (input.dtype() == DType::f16 || input.dtype() == DType::bf16) {
@@ -326,7 +375,9 @@ Tensor<0> reduced(DynTensor loss, Reduction reduction, const char* op) {
 
 DynTensor cross_entropy(const DynTensor& input, const DynTensor& target,
                         const CrossEntropyOptions& options) {
-  if (widened(input)) return cross_entropy(cast(input, DType::f32), target, options);
+  if (widened(input) && !rows_fused(input, target, options)) {
+    return cross_entropy(cast(input, DType::f32), target, options);
+  }
   check_floating(input, "cross_entropy", "input");
   EMBER_CHECK(target.defined(), "[cross_entropy] target is undefined");
   return as_op("cross_entropy", [&] {

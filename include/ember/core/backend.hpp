@@ -179,6 +179,31 @@ class Backend {
   virtual void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
                            const RawTensor& kb, const RawTensor& k0, const RawTensor& out);
 
+  // cross_entropy's two passes over contiguous [N, C] logits (OpFamily::SoftmaxRows), computed in
+  // f32 whatever the logits' float type, so 16-bit logits are read once and never widened.
+  /// lse [N] f32: log(sum_k exp(x[i, k])) of each row.
+  virtual void logsumexp_rows(const RawTensor& x, const RawTensor& lse);
+  /// dx [N, C] in x's dtype: coef[i] * (exp(x[i, k] - lse[i]) - [k == target[i]]), with lse and
+  /// coef [N] f32 and target [N] i64 (every entry a class in [0, C)).
+  virtual void cross_entropy_backward(const RawTensor& x, const RawTensor& lse,
+                                      const RawTensor& target, const RawTensor& coef,
+                                      const RawTensor& dx);
+
+  // Fused attention (OpFamily::Attention) over q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev]
+  // of one 16-bit float dtype, each with unit stride in its last dim (other strides free: the
+  // heads of a packed qkv projection are views). The backend reports which shapes it takes.
+  /// Whether the fused kernels take these shapes (head dims, sequence lengths).
+  virtual bool attention_supports(const RawTensor& q, const RawTensor& k, const RawTensor& v) const;
+  /// out [B, H, L, Ev] (any strides with a unit last one) and lse [B, H, L] f32 contiguous, the
+  /// log-sum-exp of each query's scaled scores (what the backward needs).
+  virtual void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                         const AttentionParams& p, const RawTensor& out, const RawTensor& lse);
+  /// dq, dk, dv (contiguous) from the forward's inputs, out, lse and grad_out.
+  virtual void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                                  const RawTensor& out, const RawTensor& grad_out,
+                                  const RawTensor& lse, const AttentionParams& p,
+                                  const RawTensor& dq, const RawTensor& dk, const RawTensor& dv);
+
   /// One Adam/AdamW step (OpFamily::Optim), elementwise over contiguous tensors of one float
   /// dtype and one shape: reads param, grad, exp_avg, exp_avg_sq (and max_exp_avg_sq with
   /// amsgrad; undefined otherwise), writes the new values to the *_out tensors.

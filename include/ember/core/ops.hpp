@@ -229,6 +229,12 @@ struct AdamParams {
   bool amsgrad = false;
 };
 
+/// Fused scaled-dot-product attention: softmax(q k^T * scale [+ causal mask]) v.
+struct AttentionParams {
+  double scale = 1.0;
+  bool causal = false;  // query i sees keys 0..i (top-left aligned, as PyTorch's is_causal)
+};
+
 /// Every op a backend may or may not support, for Backend::supports(op, dtype).
 enum class OpFamily : uint8_t {
   Copy,
@@ -253,7 +259,9 @@ enum class OpFamily : uint8_t {
   Norm,      // per-channel statistics and scale-shift: the fused normalisation kernels
   Optim,     // fused optimizer updates (Adam / AdamW)
   ConvRelu,  // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
-  Svd        // singular value decomposition (float and double)
+  Svd,       // singular value decomposition (float and double)
+  SoftmaxRows,  // cross_entropy's fused row kernels (logsumexp_rows, cross_entropy_backward)
+  Attention     // fused scaled-dot-product attention, forward and backward (no score matrix)
 };
 
 std::string_view op_name(UnaryOp op);

@@ -41,6 +41,10 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::ConvRelu:
     case OpFamily::Pool:
       return floating;
+    case OpFamily::SoftmaxRows:
+      return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
+    case OpFamily::Attention:  // shapes: attention_supports() (attention.cpp)
+      return dtype == DType::f16 || dtype == DType::bf16;
     case OpFamily::Norm:
     case OpFamily::Optim:
     case OpFamily::Svd:

@@ -74,6 +74,19 @@ class CudaBackend final : public Backend {
   void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
                    const RawTensor& k0, const RawTensor& out) override;
 
+  void logsumexp_rows(const RawTensor& x, const RawTensor& lse) override;
+  void cross_entropy_backward(const RawTensor& x, const RawTensor& lse, const RawTensor& target,
+                              const RawTensor& coef, const RawTensor& dx) override;
+
+  bool attention_supports(const RawTensor& q, const RawTensor& k,
+                          const RawTensor& v) const override;
+  void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                 const AttentionParams& p, const RawTensor& out, const RawTensor& lse) override;
+  void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                          const RawTensor& out, const RawTensor& grad_out, const RawTensor& lse,
+                          const AttentionParams& p, const RawTensor& dq, const RawTensor& dk,
+                          const RawTensor& dv) override;
+
   void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
                  const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq, const AdamParams& p,
                  const RawTensor& param_out, const RawTensor& exp_avg_out,

@@ -1,0 +1,251 @@
+// Fused scaled-dot-product attention through cuDNN's SDPA graphs (the cuDNN frontend, a
+// header-only C++ API installed by scripts/setup.sh from PyPI's nvidia-cudnn-frontend): forward
+// and backward in flash-attention kernels that never write the [L, S] score matrix. Graphs are
+// built once per shape, strides, dtype, scale and mask, and cached per device. Without the
+// frontend at build time the backend takes no shape and nn::scaled_dot_product_attention runs its
+// composite.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_backend.hpp"
+#include "ember/backends/cuda/cuda.hpp"
+#include "ember/core/error.hpp"
+#include "state.hpp"
+
+#if EMBER_HAVE_CUDNN_FRONTEND
+#include <cudnn_frontend.h>
+#endif
+
+namespace ember::cuda {
+
+#if EMBER_HAVE_CUDNN_FRONTEND
+namespace {
+
+namespace fe = cudnn_frontend;
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// A built graph and the tensors its variant pack names.
+struct AttentionGraph {
+  std::shared_ptr<fe::graph::Graph> graph;
+  TensorPtr q, k, v, o, stats, d_o, dq, dk, dv;
+  int64_t workspace = 0;
+};
+
+std::vector<int64_t> dims_of(const RawTensor& t) {
+  return {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+}
+std::vector<int64_t> strides_of(const RawTensor& t) {
+  return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+}
+
+void append(std::string& key, const RawTensor& t) {
+  for (int i = 0; i < 4; ++i)
+    key += std::to_string(t.shape[i]) + "," + std::to_string(t.strides[i]) + ";";
+  key += "|";
+}
+
+void check(fe::error_t e, const char* op, const char* stage) {
+  if (!e.is_good()) EMBER_FAIL("[", op, "] cuDNN attention ", stage, ": ", e.get_message());
+}
+
+TensorPtr input(fe::graph::Graph& g, const char* name, const RawTensor& t) {
+  return g.tensor(
+      fe::graph::Tensor_attributes().set_name(name).set_dim(dims_of(t)).set_stride(strides_of(t)));
+}
+
+fe::DataType_t io_type(DType dtype) {
+  return dtype == DType::f16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
+}
+
+std::shared_ptr<fe::graph::Graph> new_graph(DType dtype) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(io_type(dtype))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return g;
+}
+
+void build(AttentionGraph& a, cudnnHandle_t handle, const char* op) {
+  check(a.graph->validate(), op, "validate");
+  check(a.graph->build_operation_graph(handle), op, "build_operation_graph");
+  check(a.graph->create_execution_plans({fe::HeurMode_t::A}), op, "create_execution_plans");
+  check(a.graph->check_support(handle), op, "check_support");
+  check(a.graph->build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), op, "build_plans");
+  check(a.graph->get_workspace_size(a.workspace), op, "get_workspace_size");
+}
+
+// Per device: graphs by key. Built under the lock (rare), used after it.
+struct Cache {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<AttentionGraph>> graphs;
+};
+Cache& cache_for(int device) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<Cache>> caches;
+  std::lock_guard lock(mu);
+  auto& c = caches[device];
+  if (!c) c = std::make_unique<Cache>();
+  return *c;
+}
+
+std::string key_of(const char* kind, const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                   const RawTensor& o, const RawTensor* d_o, const AttentionParams& p) {
+  std::string key = std::string(kind) + dtype_name(q.dtype).data() + "|" + std::to_string(p.scale) +
+                    (p.causal ? "c|" : "f|");
+  append(key, q);
+  append(key, k);
+  append(key, v);
+  append(key, o);
+  if (d_o) append(key, *d_o);
+  return key;
+}
+
+void execute(const AttentionGraph& a, DeviceState& s, const RawTensor& like,
+             std::unordered_map<TensorPtr, void*>& pack, const char* op) {
+  std::shared_ptr<Storage> ws;
+  if (a.workspace > 0) ws = backend().allocate(static_cast<size_t>(a.workspace), like.device());
+  auto* handle = reinterpret_cast<cudnnHandle_t>(s.cudnn(op));
+  check(a.graph->execute(handle, pack, ws ? ws->data() : nullptr), op, "execute");
+  // ws is released here: the allocator's frees are ordered on the stream after the graph's work.
+}
+
+}  // namespace
+
+bool CudaBackend::attention_supports(const RawTensor& q, const RawTensor& k,
+                                     const RawTensor& v) const {
+  if (q.dtype != DType::f16 && q.dtype != DType::bf16) return false;
+  if (k.dtype != q.dtype || v.dtype != q.dtype) return false;
+  if (q.shape.rank() != 4 || k.shape.rank() != 4 || v.shape.rank() != 4) return false;
+  if (q.strides[3] != 1 || k.strides[3] != 1 || v.strides[3] != 1) return false;
+  // cuDNN's flash kernels on Hopper: head dims a multiple of 8 up to 128, q and k alike.
+  const int64_t e = q.shape[3], ev = v.shape[3];
+  if (e != k.shape[3] || e % 8 != 0 || ev % 8 != 0 || e > 128 || ev > 128) return false;
+  for (int i = 0; i < 2; ++i) {
+    if (k.shape[i] != q.shape[i] || v.shape[i] != q.shape[i]) return false;
+  }
+  if (k.shape[2] != v.shape[2] || q.shape[2] < 1 || k.shape[2] < 1) return false;
+  // 16-byte aligned starts and strides (the kernels' vector loads).
+  for (const RawTensor* t : {&q, &k, &v}) {
+    if (reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
+    for (int i = 0; i < 3; ++i) {
+      if ((t->strides[i] * 2) % 16 != 0 && t->shape[i] > 1) return false;
+    }
+  }
+  return true;
+}
+
+void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                            const AttentionParams& p, const RawTensor& out, const RawTensor& lse) {
+  constexpr const char* op = "scaled_dot_product_attention";
+  DeviceState& s = state_of(out);
+  Cache& c = cache_for(out.device().index);
+  const std::string key = key_of("fwd", q, k, v, out, nullptr, p);
+  std::shared_ptr<AttentionGraph> a;
+  {
+    std::lock_guard lock(c.mu);
+    auto& slot = c.graphs[key];
+    if (!slot) {
+      auto g = std::make_shared<AttentionGraph>();
+      g->graph = new_graph(q.dtype);
+      g->q = input(*g->graph, "Q", q);
+      g->k = input(*g->graph, "K", k);
+      g->v = input(*g->graph, "V", v);
+      auto options = fe::graph::SDPA_attributes()
+                         .set_name("sdpa")
+                         .set_generate_stats(true)
+                         .set_attn_scale(static_cast<float>(p.scale))
+                         .set_causal_mask(p.causal);
+      auto [o, stats] = g->graph->sdpa(g->q, g->k, g->v, options);
+      o->set_output(true).set_dim(dims_of(out)).set_stride(strides_of(out));
+      stats->set_output(true)
+          .set_data_type(fe::DataType_t::FLOAT)
+          .set_dim({q.shape[0], q.shape[1], q.shape[2], 1})
+          .set_stride({q.shape[1] * q.shape[2], q.shape[2], 1, 1});
+      g->o = o;
+      g->stats = stats;
+      build(*g, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), op);
+      slot = g;
+    }
+    a = slot;
+  }
+  std::unordered_map<TensorPtr, void*> pack = {{a->q, q.data()},
+                                               {a->k, k.data()},
+                                               {a->v, v.data()},
+                                               {a->o, out.data()},
+                                               {a->stats, lse.data()}};
+  execute(*a, s, out, pack, op);
+}
+
+void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                                     const RawTensor& out, const RawTensor& grad_out,
+                                     const RawTensor& lse, const AttentionParams& p,
+                                     const RawTensor& dq, const RawTensor& dk,
+                                     const RawTensor& dv) {
+  constexpr const char* op = "scaled_dot_product_attention_backward";
+  DeviceState& s = state_of(dq);
+  Cache& c = cache_for(dq.device().index);
+  const std::string key = key_of("bwd", q, k, v, out, &grad_out, p);
+  std::shared_ptr<AttentionGraph> a;
+  {
+    std::lock_guard lock(c.mu);
+    auto& slot = c.graphs[key];
+    if (!slot) {
+      auto g = std::make_shared<AttentionGraph>();
+      g->graph = new_graph(q.dtype);
+      g->q = input(*g->graph, "Q", q);
+      g->k = input(*g->graph, "K", k);
+      g->v = input(*g->graph, "V", v);
+      g->o = input(*g->graph, "O", out);
+      g->d_o = input(*g->graph, "dO", grad_out);
+      g->stats = g->graph->tensor(fe::graph::Tensor_attributes()
+                                      .set_name("Stats")
+                                      .set_dim({q.shape[0], q.shape[1], q.shape[2], 1})
+                                      .set_stride({q.shape[1] * q.shape[2], q.shape[2], 1, 1})
+                                      .set_data_type(fe::DataType_t::FLOAT));
+      auto options = fe::graph::SDPA_backward_attributes()
+                         .set_name("sdpa_backward")
+                         .set_attn_scale(static_cast<float>(p.scale))
+                         .set_causal_mask(p.causal);
+      auto [gq, gk, gv] =
+          g->graph->sdpa_backward(g->q, g->k, g->v, g->o, g->d_o, g->stats, options);
+      gq->set_output(true).set_dim(dims_of(dq)).set_stride(strides_of(dq));
+      gk->set_output(true).set_dim(dims_of(dk)).set_stride(strides_of(dk));
+      gv->set_output(true).set_dim(dims_of(dv)).set_stride(strides_of(dv));
+      g->dq = gq;
+      g->dk = gk;
+      g->dv = gv;
+      build(*g, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), op);
+      slot = g;
+    }
+    a = slot;
+  }
+  std::unordered_map<TensorPtr, void*> pack = {
+      {a->q, q.data()},   {a->k, k.data()},          {a->v, v.data()},
+      {a->o, out.data()}, {a->d_o, grad_out.data()}, {a->stats, lse.data()},
+      {a->dq, dq.data()}, {a->dk, dk.data()},        {a->dv, dv.data()}};
+  execute(*a, s, dq, pack, op);
+}
+
+#else  // built without the cuDNN frontend: no shape is taken, the composite runs
+
+bool CudaBackend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&) const {
+  return false;
+}
+void CudaBackend::attention(const RawTensor& q, const RawTensor&, const RawTensor&,
+                            const AttentionParams&, const RawTensor&, const RawTensor&) {
+  no_kernel("scaled_dot_product_attention", q.dtype);
+}
+void CudaBackend::attention_backward(const RawTensor& q, const RawTensor&, const RawTensor&,
+                                     const RawTensor&, const RawTensor&, const RawTensor&,
+                                     const AttentionParams&, const RawTensor&, const RawTensor&,
+                                     const RawTensor&) {
+  no_kernel("scaled_dot_product_attention_backward", q.dtype);
+}
+
+#endif
+
+}  // namespace ember::cuda
