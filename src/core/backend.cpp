@@ -157,6 +157,16 @@ void Backend::cross_entropy_backward(const RawTensor& x, const RawTensor&, const
   no_kernel("cross_entropy_backward", x.dtype);
 }
 
+void Backend::layer_norm(const RawTensor& x, const RawTensor&, const RawTensor&, double,
+                         const RawTensor&, const RawTensor&, const RawTensor&) {
+  no_kernel("layer_norm", x.dtype);
+}
+void Backend::layer_norm_backward(const RawTensor& dy, const RawTensor&, const RawTensor&,
+                                  const RawTensor&, const RawTensor&, const RawTensor&,
+                                  const RawTensor&, const RawTensor&) {
+  no_kernel("layer_norm_backward", dy.dtype);
+}
+
 bool Backend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&) const {
   return false;
 }

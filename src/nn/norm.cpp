@@ -2,6 +2,7 @@
 #include "ember/nn/norm.hpp"
 
 #include <limits>
+#include <memory>
 
 #include "config_json.hpp"
 #include "ember/autodiff/node.hpp"
@@ -57,10 +58,78 @@ void check_channels(const DynTensor& x, const DynTensor& p, const char* op, cons
 
 }  // namespace
 
+namespace {
+// layer_norm's result type outside autocast: its operands' promoted type (as the composite's
+// multiply and add give it).
+DType result_dtype(const DynTensor& x, const DynTensor& weight, const DynTensor& bias) {
+  DType t = x.dtype();
+  if (weight.defined()) t = promote_types(t, weight.dtype());
+  if (bias.defined()) t = promote_types(t, bias.dtype());
+  return t;
+}
+
+// layer_norm on the backend's one-pass kernels: 16-bit inputs are read once (under autocast the
+// result is f32, as the widened composite's), one node whose backward is one kernel for dx and
+// two for the weight and bias gradients. Under create_graph the backward is the composite's
+// formula in tensor ops, so higher derivatives stay exact.
+DynTensor layer_norm_fused(const DynTensor& x, const Dims& dims, int64_t d, const DynTensor& weight,
+                           const DynTensor& bias, double eps) {
+  const DType out = ember::detail::autocast_widens(x) ? DType::f32 : result_dtype(x, weight, bias);
+  auto fwd = std::make_shared<LayerNormRows>(layer_norm_rows(x, d, weight, bias, eps, out));
+  DynTensor y = fwd->y;
+  const DynTensor* w = weight.defined() ? &weight : nullptr;  // null: a constant
+  const DynTensor* b = bias.defined() ? &bias : nullptr;
+  if (!autodiff::should_record({&x, w, b})) return y;
+  autodiff::record(
+      "layer_norm", {&x, w, b}, y, [x, weight, bias, fwd, dims, eps](autodiff::BackwardArgs& a) {
+        constexpr size_t iw = 1, ib = 2;
+        if (a.options.create_graph) {
+          const DynTensor xf = cast(x, DType::f32);
+          const DynTensor xhat = normalize(xf, dims, eps);
+          const DynTensor rstd =
+              rsqrt(add(mean(square(sub(xf, mean(xf, dims, true))), dims, true), eps));
+          const DynTensor gy = cast(a.grad, DType::f32);
+          const DynTensor g = weight.defined() ? mul(gy, weight) : gy;
+          const DynTensor dx = mul(
+              rstd, sub(sub(g, mean(g, dims, true)), mul(xhat, mean(mul(g, xhat), dims, true))));
+          a.input_grads[0] = cast(dx, x.dtype());
+          Dims rows;
+          for (int i = 0; i < x.rank() - static_cast<int>(dims.size()); ++i) rows.push_back(i);
+          if (weight.defined())
+            a.input_grads[iw] = reshape(sum(mul(gy, xhat), rows), weight.shape());
+          if (bias.defined()) a.input_grads[ib] = reshape(sum(gy, rows), bias.shape());
+          return;
+        }
+        auto g =
+            layer_norm_rows_backward(a.grad, x, *fwd, weight, weight.defined(), bias.defined());
+        a.input_grads[0] = g[0];
+        if (weight.defined()) a.input_grads[iw] = reshape(g[1], weight.shape());
+        if (bias.defined()) a.input_grads[ib] = reshape(g[2], bias.shape());
+      });
+  return y;
+}
+}  // namespace
+
 DynTensor layer_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
                      const DynTensor& weight, const DynTensor& bias, double eps) {
+  if (fused_layer_norm_supported(x) && x.numel() > 0) {
+    const Dims dims = last_dims(x, normalized_shape, "layer_norm");
+    int64_t d = 1;
+    for (int64_t s : normalized_shape) d *= s;
+    auto f32_of = [d](const DynTensor& p) {
+      return !p.defined() || (p.dtype() == DType::f32 && p.numel() == d);
+    };
+    if (d > 0 && f32_of(weight) && f32_of(bias)) {
+      return as_op("layer_norm", [&] { return layer_norm_fused(x, dims, d, weight, bias, eps); });
+    }
+  }
   if (ember::detail::autocast_widens(x)) {
     return layer_norm(cast(x, DType::f32), normalized_shape, weight, bias, eps);
+  }
+  if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
+    // Statistics in f32, as the kernels and PyTorch keep them; rounded once at the end.
+    return cast(layer_norm(cast(x, DType::f32), normalized_shape, weight, bias, eps),
+                result_dtype(x, weight, bias));
   }
   const Dims dims = last_dims(x, normalized_shape, "layer_norm");
   return as_op("layer_norm", [&] {

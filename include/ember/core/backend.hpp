@@ -189,6 +189,19 @@ class Backend {
                                       const RawTensor& target, const RawTensor& coef,
                                       const RawTensor& dx);
 
+  // layer_norm over the last dim of contiguous [N, D] (OpFamily::LayerNorm; x's dtype is the one
+  // supports() is asked about): x f32, f16 or bf16; y f32 or x's dtype; weight and bias [D] f32
+  // or undefined. Statistics in f32.
+  /// y = (x - mean) * rstd * weight + bias per row; mean and rstd [N] f32 kept for the backward.
+  virtual void layer_norm(const RawTensor& x, const RawTensor& weight, const RawTensor& bias,
+                          double eps, const RawTensor& y, const RawTensor& mean,
+                          const RawTensor& rstd);
+  /// dx (x's dtype) from dy (y's dtype); dweight and dbias ([D] f32) when defined.
+  virtual void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean,
+                                   const RawTensor& rstd, const RawTensor& weight,
+                                   const RawTensor& dx, const RawTensor& dweight,
+                                   const RawTensor& dbias);
+
   // Fused attention (OpFamily::Attention) over q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev]
   // of one 16-bit float dtype, each with unit stride in its last dim (other strides free: the
   // heads of a packed qkv projection are views). The backend reports which shapes it takes.

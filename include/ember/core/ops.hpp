@@ -261,7 +261,8 @@ enum class OpFamily : uint8_t {
   ConvRelu,  // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
   Svd,       // singular value decomposition (float and double)
   SoftmaxRows,  // cross_entropy's fused row kernels (logsumexp_rows, cross_entropy_backward)
-  Attention     // fused scaled-dot-product attention, forward and backward (no score matrix)
+  Attention,    // fused scaled-dot-product attention, forward and backward (no score matrix)
+  LayerNorm     // layer_norm over the last dim in one pass each way (layer_norm_rows*)
 };
 
 std::string_view op_name(UnaryOp op);

@@ -78,6 +78,7 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
       return dtype == DType::f32 || dtype == DType::f64;
     case OpFamily::SoftmaxRows:  // cross_entropy's row composites (src/tensor/softmax_rows.cpp)
     case OpFamily::Attention:    // the composite attention (src/nn/attention.cpp)
+    case OpFamily::LayerNorm:    // the composite layer_norm (src/nn/norm.cpp)
       return false;
     default:
       return true;

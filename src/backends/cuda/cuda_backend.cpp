@@ -42,6 +42,7 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Pool:
       return floating;
     case OpFamily::SoftmaxRows:
+    case OpFamily::LayerNorm:
       return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     case OpFamily::Attention:  // shapes: attention_supports() (attention.cpp)
       return dtype == DType::f16 || dtype == DType::bf16;

@@ -78,6 +78,11 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(const RawTensor& x, const RawTensor& lse, const RawTensor& target,
                               const RawTensor& coef, const RawTensor& dx) override;
 
+  void layer_norm(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, double eps,
+                  const RawTensor& y, const RawTensor& mean, const RawTensor& rstd) override;
+  void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean,
+                           const RawTensor& rstd, const RawTensor& weight, const RawTensor& dx,
+                           const RawTensor& dweight, const RawTensor& dbias) override;
   bool attention_supports(const RawTensor& q, const RawTensor& k,
                           const RawTensor& v) const override;
   void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,

@@ -4,6 +4,8 @@
 // kernel (OpFamily::Norm) where it has one, and the composite below where it has not.
 #pragma once
 
+#include <array>
+
 #include "ember/tensor/dyn_tensor.hpp"
 
 namespace ember {
@@ -15,6 +17,20 @@ DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& c
 /// a * ka[c] + b * kb[c] + k0[c] in one pass; b and kb may be undefined (a * ka[c] + k0[c]).
 DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& b,
                       const DynTensor& kb, const DynTensor& k0);
+
+/// layer_norm over the last dim in one pass each way, where x's backend has OpFamily::LayerNorm
+/// for x's dtype (Cuda: f32, f16, bf16); weight and bias f32 [D] or undefined. Values only.
+bool fused_layer_norm_supported(const DynTensor& x);
+struct LayerNormRows {
+  DynTensor y;           // x's shape, in the dtype asked for (f32 or x's)
+  DynTensor mean, rstd;  // [N] f32 over the N = numel / D rows
+};
+LayerNormRows layer_norm_rows(const DynTensor& x, int64_t d, const DynTensor& weight,
+                              const DynTensor& bias, double eps, DType out_dtype);
+/// {dx (x's dtype and shape), dweight, dbias ([D] f32; undefined unless asked for)}.
+std::array<DynTensor, 3> layer_norm_rows_backward(const DynTensor& dy, const DynTensor& x,
+                                                  const LayerNormRows& fwd, const DynTensor& weight,
+                                                  bool want_dweight, bool want_dbias);
 
 namespace detail {
 /// The same values from tensor ops, in the operands' dtype, unchecked: what the ops above run on
