@@ -16,6 +16,7 @@ namespace {
 
 // Helpers the registry's gradient columns name (core/ops.hpp), for rules longer than a line.
 DynTensor gelu_grad(const DynTensor& x, const DynTensor& gy) {
+  if (DynTensor g = fused_activation_grad(UnaryOp::Gelu, x, gy); g.defined()) return g;
   // Phi(x) + x * phi(x): the normal cdf and density.
   const DynTensor cdf = mul(add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1.0), 0.5);
   const DynTensor pdf = mul(exp(mul(square(x), -0.5)), 1.0 / std::sqrt(2.0 * std::numbers::pi));
@@ -23,6 +24,7 @@ DynTensor gelu_grad(const DynTensor& x, const DynTensor& gy) {
 }
 
 DynTensor gelu_tanh_grad(const DynTensor& x, const DynTensor& gy) {
+  if (DynTensor g = fused_activation_grad(UnaryOp::GeluTanh, x, gy); g.defined()) return g;
   // y = x/2 (1 + t), t = tanh(k (x + c x^3)).
   const double k = std::sqrt(2.0 / std::numbers::pi), c = 0.044715;
   const DynTensor t = tanh(mul(add(x, mul(pow(x, 3.0), c)), k));
@@ -31,6 +33,7 @@ DynTensor gelu_tanh_grad(const DynTensor& x, const DynTensor& gy) {
 }
 
 DynTensor silu_grad(const DynTensor& x, const DynTensor& gy) {
+  if (DynTensor g = fused_activation_grad(UnaryOp::Silu, x, gy); g.defined()) return g;
   const DynTensor s = sigmoid(x);
   return mul(gy, mul(s, add(mul(x, sub(1.0, s)), 1.0)));
 }

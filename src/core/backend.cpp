@@ -3,6 +3,8 @@
 // family and a missing kernel is never a crash.
 #include "ember/core/backend.hpp"
 
+#include <string>
+
 #include "ember/core/error.hpp"
 
 namespace ember {
@@ -165,6 +167,11 @@ void Backend::layer_norm_backward(const RawTensor& dy, const RawTensor&, const R
                                   const RawTensor&, const RawTensor&, const RawTensor&,
                                   const RawTensor&, const RawTensor&) {
   no_kernel("layer_norm_backward", dy.dtype);
+}
+
+void Backend::activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor&,
+                              const RawTensor&) {
+  no_kernel(std::string(op_name(op)) + "_backward", gy.dtype);
 }
 
 bool Backend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&) const {

@@ -351,4 +351,16 @@ bool allclose(const DynTensor& a, const DynTensor& b, double rtol, double atol) 
   return all(logical_or(close, eq(fa, fb))).item<bool>();
 }
 
+DynTensor fused_activation_grad(UnaryOp op, const DynTensor& x, const DynTensor& gy) {
+  if (grad_enabled() || !x.defined() || !gy.defined() || x.shape() != gy.shape() ||
+      x.dtype() != gy.dtype() || x.device() != gy.device() ||
+      !detail::backend_of(x).supports(OpFamily::ActivationGrad, x.dtype())) {
+    return {};
+  }
+  const DynTensor xc = contiguous(x), gc = contiguous(gy);
+  DynTensor gx = detail::make_empty(x.shape(), x.dtype(), x.device(), op_name(op).data());
+  detail::backend_of(x).activation_grad(op, gc.raw(), xc.raw(), gx.raw());
+  return gx;
+}
+
 }  // namespace ember

@@ -202,6 +202,11 @@ class Backend {
                                    const RawTensor& dx, const RawTensor& dweight,
                                    const RawTensor& dbias);
 
+  /// gx = gy * f'(x) for f = op (Gelu, GeluTanh or Silu) in one pass over contiguous gy and x of
+  /// one shape and float dtype (OpFamily::ActivationGrad), arithmetic in f32 for 16-bit types.
+  virtual void activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor& x,
+                               const RawTensor& gx);
+
   // Fused attention (OpFamily::Attention) over q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev]
   // of one 16-bit float dtype, each with unit stride in its last dim (other strides free: the
   // heads of a packed qkv projection are views). The backend reports which shapes it takes.

@@ -262,7 +262,8 @@ enum class OpFamily : uint8_t {
   Svd,       // singular value decomposition (float and double)
   SoftmaxRows,  // cross_entropy's fused row kernels (logsumexp_rows, cross_entropy_backward)
   Attention,    // fused scaled-dot-product attention, forward and backward (no score matrix)
-  LayerNorm     // layer_norm over the last dim in one pass each way (layer_norm_rows*)
+  LayerNorm,    // layer_norm over the last dim in one pass each way (layer_norm_rows*)
+  ActivationGrad  // the backward of GELU (both forms) and SiLU in one pass (activation_grad)
 };
 
 std::string_view op_name(UnaryOp op);

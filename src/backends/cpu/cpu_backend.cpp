@@ -79,6 +79,7 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::SoftmaxRows:  // cross_entropy's row composites (src/tensor/softmax_rows.cpp)
     case OpFamily::Attention:    // the composite attention (src/nn/attention.cpp)
     case OpFamily::LayerNorm:    // the composite layer_norm (src/nn/norm.cpp)
+    case OpFamily::ActivationGrad:  // the gradient rules' composites (src/autodiff)
       return false;
     default:
       return true;

@@ -43,6 +43,7 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
       return floating;
     case OpFamily::SoftmaxRows:
     case OpFamily::LayerNorm:
+    case OpFamily::ActivationGrad:
       return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     case OpFamily::Attention:  // shapes: attention_supports() (attention.cpp)
       return dtype == DType::f16 || dtype == DType::bf16;

@@ -83,6 +83,8 @@ class CudaBackend final : public Backend {
   void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean,
                            const RawTensor& rstd, const RawTensor& weight, const RawTensor& dx,
                            const RawTensor& dweight, const RawTensor& dbias) override;
+  void activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor& x,
+                       const RawTensor& gx) override;
   bool attention_supports(const RawTensor& q, const RawTensor& k,
                           const RawTensor& v) const override;
   void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,

@@ -89,4 +89,9 @@ bool allclose(const DynTensor& a, const DynTensor& b, double rtol = 1e-5, double
 DType result_type(const DynTensor& a, const DynTensor& b);
 DType result_type(const DynTensor& a, const Scalar& b);
 
+/// gy * f'(x) for f = gelu (either form) or silu in one pass, where x's backend has
+/// OpFamily::ActivationGrad and nothing is being recorded (a backward without create_graph);
+/// an undefined tensor otherwise, and the gradient rule composes it from ops.
+DynTensor fused_activation_grad(UnaryOp op, const DynTensor& x, const DynTensor& gy);
+
 }  // namespace ember

@@ -1,0 +1,79 @@
+// The backward of GELU (erf and tanh forms) and SiLU in one pass: gx = gy * f'(x), the
+// derivative evaluated in f32 (the composite rules in src/autodiff/grad_elementwise.cpp launch
+// about ten elementwise kernels for the same values).
+#include <cmath>
+
+#include "common.cuh"
+#include "cuda_backend.hpp"
+
+namespace ember::cuda {
+namespace {
+
+__device__ inline float gelu_slope(float x) {
+  const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+  const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+  return cdf + x * pdf;
+}
+
+__device__ inline float gelu_tanh_slope(float x) {
+  constexpr float k = 0.79788456080286536f, c = 0.044715f;
+  const float t = tanhf(k * (x + c * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
+}
+
+__device__ inline float silu_slope(float x) {
+  const float s = 1.0f / (1.0f + expf(-x));
+  return s * (1.0f + x * (1.0f - s));
+}
+
+template <class T, int kOp>
+__global__ void activation_grad_kernel(const T* __restrict__ gy, const T* __restrict__ x, int64_t n,
+                                       T* __restrict__ gx) {
+  EMBER_CUDA_FOR(i, n) {
+    const float v = static_cast<float>(x[i]);
+    const float slope = kOp == 0 ? gelu_slope(v) : (kOp == 1 ? gelu_tanh_slope(v) : silu_slope(v));
+    gx[i] = T(static_cast<float>(gy[i]) * slope);
+  }
+}
+
+template <class T>
+void launch(int op, const RawTensor& gy, const RawTensor& x, const RawTensor& gx) {
+  const int64_t n = x.numel();
+  const unsigned grid = grid_for(n);
+  cudaStream_t s = stream_of(x);
+  const auto* g = static_cast<const T*>(gy.data());
+  const auto* v = static_cast<const T*>(x.data());
+  auto* out = static_cast<T*>(gx.data());
+  if (op == 0) activation_grad_kernel<T, 0><<<grid, kThreads, 0, s>>>(g, v, n, out);
+  if (op == 1) activation_grad_kernel<T, 1><<<grid, kThreads, 0, s>>>(g, v, n, out);
+  if (op == 2) activation_grad_kernel<T, 2><<<grid, kThreads, 0, s>>>(g, v, n, out);
+  EMBER_CUDA_LAUNCHED("activation_grad");
+}
+
+}  // namespace
+
+void CudaBackend::activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor& x,
+                                  const RawTensor& gx) {
+  const int k = op == UnaryOp::Gelu       ? 0
+                : op == UnaryOp::GeluTanh ? 1
+                : op == UnaryOp::Silu     ? 2
+                                          : -1;
+  if (k < 0) no_kernel(std::string(op_name(op)) + "_backward", x.dtype);
+  EMBER_CHECK(gy.is_contiguous() && x.is_contiguous() && gx.is_contiguous() &&
+                  gy.shape == x.shape && gx.shape == x.shape && gy.dtype == x.dtype &&
+                  gx.dtype == x.dtype,
+              "[", op_name(op), "_backward] needs contiguous gy, x and gx of one shape and dtype");
+  if (x.numel() == 0) return;
+  switch (x.dtype) {
+    case DType::f32:
+      return launch<float>(k, gy, x, gx);
+    case DType::f16:
+      return launch<Half>(k, gy, x, gx);
+    case DType::bf16:
+      return launch<BFloat16>(k, gy, x, gx);
+    default:
+      no_kernel(std::string(op_name(op)) + "_backward", x.dtype);
+  }
+}
+
+}  // namespace ember::cuda
