@@ -28,7 +28,11 @@ struct AutocastState {
   std::unordered_map<const autodiff::Node*, std::array<CachedCast, 2>> cache;
 };
 
+#if defined(EMBER_NO_THREADS)  // bare metal: no thread-local storage, one thread
+AutocastState g_state;
+#else
 thread_local AutocastState g_state;
+#endif
 
 size_t slot(DeviceType type) { return static_cast<size_t>(type); }
 
