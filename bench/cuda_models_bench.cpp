@@ -36,17 +36,22 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_cuda_models gpt2 [--batch N] [--seq N] [--steps N] "
-                         "[--precision bf16|f16|f32]\n");
+    std::fprintf(stderr,
+                 "usage: bench_cuda_models gpt2 [--batch N] [--seq N] [--steps N] "
+                 "[--precision bf16|f16|f32]\n");
     std::exit(2);
   }
   a.workload = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--batch") a.batch = std::stoll(v);
-    else if (k == "--seq") a.seq = std::stoll(v);
-    else if (k == "--steps") a.steps = std::stoll(v);
-    else if (k == "--precision") a.precision = v;
+    if (k == "--batch")
+      a.batch = std::stoll(v);
+    else if (k == "--seq")
+      a.seq = std::stoll(v);
+    else if (k == "--steps")
+      a.steps = std::stoll(v);
+    else if (k == "--precision")
+      a.precision = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -69,8 +74,10 @@ int gpt2(const Args& a) {
   manual_seed(0);
   models::Gpt2 model(cfg, dev);
   auto opt = optim::AdamWConfig().lr(6e-4).weight_decay(0.1).init();
-  const auto ids = Tensor<2, Int>(randint(0, cfg.vocab_size, Shape{a.batch, a.seq}, DType::i64, dev));
-  const auto targets = Tensor<1, Int>(randint(0, cfg.vocab_size, Shape{a.batch * a.seq}, DType::i64, dev));
+  const auto ids =
+      Tensor<2, Int>(randint(0, cfg.vocab_size, Shape{a.batch, a.seq}, DType::i64, dev));
+  const auto targets =
+      Tensor<1, Int>(randint(0, cfg.vocab_size, Shape{a.batch * a.seq}, DType::i64, dev));
   const bool amp = a.precision != "f32";
   const DType low = a.precision == "f16" ? DType::f16 : DType::bf16;
   optim::GradScaler scaler(optim::GradScalerConfig().enabled(a.precision == "f16"));
@@ -94,7 +101,8 @@ int gpt2(const Args& a) {
     const auto t0 = std::chrono::steady_clock::now();
     const Tensor<0> loss = step();
     synchronize(dev);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (i + 1 == a.steps) loss_value = loss.item<double>();
   }
   // Where a step's time goes: forward + loss, backward, optimizer, each timed to a
@@ -127,7 +135,8 @@ int gpt2(const Args& a) {
   // 6 N per token for the weights (N without the position table) plus attention's
   // 6 * 2 * layers * seq * d (causal: half of the full 12 L T d), as nanoGPT's estimate.
   const double n = static_cast<double>(model.num_params() - cfg.n_positions * cfg.n_embd);
-  const double flops = tokens * (6.0 * n + 6.0 * static_cast<double>(cfg.n_layer * a.seq * cfg.n_embd));
+  const double flops =
+      tokens * (6.0 * n + 6.0 * static_cast<double>(cfg.n_layer * a.seq * cfg.n_embd));
   std::printf(
       "{\"framework\": \"ember\", \"workload\": \"gpt2_train\", \"batch\": %lld, \"seq\": %lld, "
       "\"precision\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.0f, \"mfu\": %.4f, "
@@ -181,9 +190,8 @@ int probe(const Args& a) {
   time_ms("matmul x@W_qkv", [&] { return matmul(x, w_qkv); });
   time_ms("matmul x@W_qkv + bias", [&] { return add(matmul(x, w_qkv), bias); });
   time_ms("matmul x@W_fc (bf16 in)", [&] { return matmul(x16, cast(w_fc, DType::bf16)); });
-  time_ms("sdpa causal bf16", [&] {
-    return nn::scaled_dot_product_attention(qkv16, qkv16, qkv16, {}, 0.0, true);
-  });
+  time_ms("sdpa causal bf16",
+          [&] { return nn::scaled_dot_product_attention(qkv16, qkv16, qkv16, {}, 0.0, true); });
   time_ms("layer_norm bf16 in", [&] { return nn::layer_norm(x16, {c}); });
   time_ms("layer_norm f32 in", [&] { return nn::layer_norm(x, {c}); });
   time_ms("gelu tanh bf16 [B,T,4C]", [&] { return gelu(h16, true); });
@@ -193,17 +201,17 @@ int probe(const Args& a) {
     const DynTensor q = transpose(reshape(parts[0], Shape{b, t, h, 64}), 1, 2);
     return reshape(transpose(q, 1, 2), Shape{b, t, c});
   });
-  time_ms("softmax bf16 [B,H,T,T]", [&] {
-    return softmax(mul(matmul(qkv16, transpose(qkv16, -2, -1)), 0.125), -1);
-  });
+  time_ms("softmax bf16 [B,H,T,T]",
+          [&] { return softmax(mul(matmul(qkv16, transpose(qkv16, -2, -1)), 0.125), -1); });
   time_ms("head matmul [BT,C]x[C,V]", [&] {
     return matmul(reshape(x16, Shape{b * t, c}), transpose(wte, 0, 1));
   });
   time_ms("head + cross_entropy", [&] {
-    return nn::cross_entropy(matmul(reshape(x16, Shape{b * t, c}), transpose(wte, 0, 1)),
-                             targets);
+    return nn::cross_entropy(matmul(reshape(x16, Shape{b * t, c}), transpose(wte, 0, 1)), targets);
   });
-  time_ms("embedding", [&] { return nn::embedding(randint(0, v, Shape{b, t}, DType::i64, dev), wte); });
+  time_ms("embedding", [&] {
+    return nn::embedding(randint(0, v, Shape{b, t}, DType::i64, dev), wte);
+  });
   models::Gpt2Config cfg;
   cfg.vocab_size = v;
   cfg.n_positions = t;

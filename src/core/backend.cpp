@@ -169,8 +169,7 @@ void Backend::layer_norm_backward(const RawTensor& dy, const RawTensor&, const R
   no_kernel("layer_norm_backward", dy.dtype);
 }
 
-void Backend::activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor&,
-                              const RawTensor&) {
+void Backend::activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor&, const RawTensor&) {
   no_kernel(std::string(op_name(op)) + "_backward", gy.dtype);
 }
 

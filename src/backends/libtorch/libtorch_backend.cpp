@@ -150,9 +150,9 @@ bool LibTorchBackend::supports(OpFamily family, DType dtype) const {
       return is_floating(dtype);
     case OpFamily::Svd:
       return dtype == DType::f32 || dtype == DType::f64;
-    case OpFamily::SoftmaxRows:  // cross_entropy's row composites (src/tensor/softmax_rows.cpp)
-    case OpFamily::Attention:    // the composite attention (src/nn/attention.cpp)
-    case OpFamily::LayerNorm:    // the composite layer_norm (src/nn/norm.cpp)
+    case OpFamily::SoftmaxRows:     // cross_entropy's row composites (src/tensor/softmax_rows.cpp)
+    case OpFamily::Attention:       // the composite attention (src/nn/attention.cpp)
+    case OpFamily::LayerNorm:       // the composite layer_norm (src/nn/norm.cpp)
     case OpFamily::ActivationGrad:  // the gradient rules' composites (src/autodiff)
       return false;
     default:
