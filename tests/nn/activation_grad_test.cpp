@@ -16,14 +16,6 @@ using namespace ember::test;
 
 namespace {
 
-double max_diff(const DynTensor& a, const DynTensor& b) {
-  const auto x = cast(a, DType::f64).to_vector<double>();
-  const auto y = cast(b, DType::f64).to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
 TEST(ActivationGrad, GeluAndSiluBackwardMatchFloat64) {
   const std::vector<std::pair<std::string, std::function<DynTensor(const DynTensor&)>>> ops = {
       {"gelu", [](const DynTensor& x) { return gelu(x); }},
@@ -44,12 +36,12 @@ TEST(ActivationGrad, GeluAndSiluBackwardMatchFloat64) {
       const DynTensor xq = require_grad(cast(cast(x64, dt), DType::f64));
       const DynTensor at_rounded =
           backward(sum(mul(f(xq), cast(cast(g64, dt), DType::f64)))).get(xq);
-      EXPECT_LT(max_diff(got, at_rounded), tol);
-      EXPECT_LT(max_diff(got, want), dt == DType::f32 ? 1e-4 : 20 * tol);
+      EXPECT_LT(max_abs_diff(got, at_rounded), tol);
+      EXPECT_LT(max_abs_diff(got, want), dt == DType::f32 ? 1e-4 : 20 * tol);
       BackwardOptions o;
       o.create_graph = true;
       const DynTensor composed = backward(sum(mul(f(x), cast(g64, dt))), o).get(x);
-      EXPECT_LT(max_diff(composed, at_rounded), tol);
+      EXPECT_LT(max_abs_diff(composed, at_rounded), tol);
     }
   }
 }

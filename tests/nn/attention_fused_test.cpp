@@ -19,15 +19,6 @@ using namespace ember::test;
 
 namespace {
 
-double max_diff(const DynTensor& a, const DynTensor& b) {
-  const auto x = cast(a, DType::f64).to_vector<double>();
-  const auto y = cast(b, DType::f64).to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
 // softmax(q k^T * scale + causal) v in f64, composed by hand.
 DynTensor reference(const DynTensor& q, const DynTensor& k, const DynTensor& v, bool causal) {
   const double s = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
@@ -82,11 +73,11 @@ TEST(AttentionFused, MatchesFloat64ForwardAndBackward) {
       const DynTensor want = reference(qr, kr, vr, c.causal);
       const Gradients rg = backward(sum(mul(want, g64)));
       const double tol = dt == DType::bf16 ? 3e-2 : 4e-3;
-      EXPECT_LT(max_diff(out, want), tol);
+      EXPECT_LT(max_abs_diff(out, want), tol);
       const DynTensor dq = transpose(select(grads.get(packed), 2, 0), 1, 2);
-      EXPECT_LT(max_diff(dq, rg.get(qr)), 4 * tol);
-      EXPECT_LT(max_diff(grads.get(k), rg.get(kr)), 4 * tol);
-      EXPECT_LT(max_diff(grads.get(v), rg.get(vr)), 4 * tol);
+      EXPECT_LT(max_abs_diff(dq, rg.get(qr)), 4 * tol);
+      EXPECT_LT(max_abs_diff(grads.get(k), rg.get(kr)), 4 * tol);
+      EXPECT_LT(max_abs_diff(grads.get(v), rg.get(vr)), 4 * tol);
     }
   }
 }

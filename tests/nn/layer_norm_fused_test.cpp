@@ -17,15 +17,6 @@ using namespace ember::test;
 
 namespace {
 
-double max_diff(const DynTensor& a, const DynTensor& b) {
-  const auto x = cast(a, DType::f64).to_vector<double>();
-  const auto y = cast(b, DType::f64).to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
 struct Case {
   Shape shape;
   std::vector<int64_t> normalized;
@@ -58,13 +49,13 @@ TEST(LayerNormFused, MatchesFloat64ValuesAndGradients) {
           c.affine ? nn::layer_norm(xr, c.normalized, wr, br) : nn::layer_norm(xr, c.normalized);
       const Gradients rr = backward(sum(mul(yr, g64)));
       const double tol = dt == DType::f32 ? 2e-4 : (dt == DType::bf16 ? 5e-2 : 8e-3);
-      EXPECT_LT(max_diff(y, yr), tol);
+      EXPECT_LT(max_abs_diff(y, yr), tol);
       // dx is about rstd (~1.7 here) times O(1) terms, rounded to the input's type.
-      EXPECT_LT(max_diff(gr.get(x), rr.get(xr)), 8 * tol);
+      EXPECT_LT(max_abs_diff(gr.get(x), rr.get(xr)), 8 * tol);
       if (c.affine) {
         const double rows = static_cast<double>(x64.numel() / ps.numel());
-        EXPECT_LT(max_diff(gr.get(w), rr.get(wr)), tol * std::sqrt(rows) * 4);
-        EXPECT_LT(max_diff(gr.get(b), rr.get(br)), 1e-4 * rows);
+        EXPECT_LT(max_abs_diff(gr.get(w), rr.get(wr)), tol * std::sqrt(rows) * 4);
+        EXPECT_LT(max_abs_diff(gr.get(b), rr.get(br)), 1e-4 * rows);
       }
     }
   }
@@ -88,7 +79,7 @@ TEST(LayerNormFused, SecondDerivativeThroughCreateGraph) {
     const DynTensor gx = backward(sum(mul(square(y), cast(w64, dt))), o).get(x);
     return backward(sum(square(gx))).get(x);  // d/dx of |dL/dx|^2
   };
-  EXPECT_LT(max_diff(second(DType::f32), second(DType::f64)), 2e-3);
+  EXPECT_LT(max_abs_diff(second(DType::f32), second(DType::f64)), 2e-3);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -205,6 +206,16 @@ inline void expect_error_containing(const std::function<void()>& fn, const std::
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
         << "message: " << e.what() << "\nexpected to contain: " << needle;
   }
+}
+
+/// The largest |a - b| over two tensors of one size (compared in float64 on the host).
+inline double max_abs_diff(const DynTensor& a, const DynTensor& b) {
+  const auto x = cast(a, DType::f64).to_vector<double>();
+  const auto y = cast(b, DType::f64).to_vector<double>();
+  EXPECT_EQ(x.size(), y.size());
+  double m = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
 }
 
 }  // namespace ember::test

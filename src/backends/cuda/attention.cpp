@@ -113,6 +113,28 @@ void execute(const AttentionGraph& a, DeviceState& s, const RawTensor& like,
   // ws is released here: the allocator's frees are ordered on the stream after the graph's work.
 }
 
+// The graph cached under `key` on q's device, made on first use: q, k and v as inputs, then
+// `add` puts in the SDPA node and its outputs, then the plan is built.
+template <class Add>
+std::shared_ptr<AttentionGraph> cached_graph(const std::string& key, const RawTensor& q,
+                                             const RawTensor& k, const RawTensor& v, DeviceState& s,
+                                             const char* op, Add&& add) {
+  Cache& c = cache_for(q.device().index);
+  std::lock_guard lock(c.mu);
+  auto& slot = c.graphs[key];
+  if (!slot) {
+    auto g = std::make_shared<AttentionGraph>();
+    g->graph = new_graph(q.dtype);
+    g->q = input(*g->graph, "Q", q);
+    g->k = input(*g->graph, "K", k);
+    g->v = input(*g->graph, "V", v);
+    add(*g);
+    build(*g, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), op);
+    slot = g;
+  }
+  return slot;
+}
+
 }  // namespace
 
 bool CudaBackend::attention_supports(const RawTensor& q, const RawTensor& k,
@@ -142,36 +164,22 @@ void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTen
                             const AttentionParams& p, const RawTensor& out, const RawTensor& lse) {
   constexpr const char* op = "scaled_dot_product_attention";
   DeviceState& s = state_of(out);
-  Cache& c = cache_for(out.device().index);
   const std::string key = key_of("fwd", q, k, v, out, nullptr, p);
-  std::shared_ptr<AttentionGraph> a;
-  {
-    std::lock_guard lock(c.mu);
-    auto& slot = c.graphs[key];
-    if (!slot) {
-      auto g = std::make_shared<AttentionGraph>();
-      g->graph = new_graph(q.dtype);
-      g->q = input(*g->graph, "Q", q);
-      g->k = input(*g->graph, "K", k);
-      g->v = input(*g->graph, "V", v);
-      auto options = fe::graph::SDPA_attributes()
-                         .set_name("sdpa")
-                         .set_generate_stats(true)
-                         .set_attn_scale(static_cast<float>(p.scale))
-                         .set_causal_mask(p.causal);
-      auto [o, stats] = g->graph->sdpa(g->q, g->k, g->v, options);
-      o->set_output(true).set_dim(dims_of(out)).set_stride(strides_of(out));
-      stats->set_output(true)
-          .set_data_type(fe::DataType_t::FLOAT)
-          .set_dim({q.shape[0], q.shape[1], q.shape[2], 1})
-          .set_stride({q.shape[1] * q.shape[2], q.shape[2], 1, 1});
-      g->o = o;
-      g->stats = stats;
-      build(*g, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), op);
-      slot = g;
-    }
-    a = slot;
-  }
+  const auto a = cached_graph(key, q, k, v, s, op, [&](AttentionGraph& g) {
+    auto options = fe::graph::SDPA_attributes()
+                       .set_name("sdpa")
+                       .set_generate_stats(true)
+                       .set_attn_scale(static_cast<float>(p.scale))
+                       .set_causal_mask(p.causal);
+    auto [o, stats] = g.graph->sdpa(g.q, g.k, g.v, options);
+    o->set_output(true).set_dim(dims_of(out)).set_stride(strides_of(out));
+    stats->set_output(true)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim({q.shape[0], q.shape[1], q.shape[2], 1})
+        .set_stride({q.shape[1] * q.shape[2], q.shape[2], 1, 1});
+    g.o = o;
+    g.stats = stats;
+  });
   std::unordered_map<TensorPtr, void*> pack = {{a->q, q.data()},
                                                {a->k, k.data()},
                                                {a->v, v.data()},
@@ -187,42 +195,27 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
                                      const RawTensor& dv) {
   constexpr const char* op = "scaled_dot_product_attention_backward";
   DeviceState& s = state_of(dq);
-  Cache& c = cache_for(dq.device().index);
   const std::string key = key_of("bwd", q, k, v, out, &grad_out, p);
-  std::shared_ptr<AttentionGraph> a;
-  {
-    std::lock_guard lock(c.mu);
-    auto& slot = c.graphs[key];
-    if (!slot) {
-      auto g = std::make_shared<AttentionGraph>();
-      g->graph = new_graph(q.dtype);
-      g->q = input(*g->graph, "Q", q);
-      g->k = input(*g->graph, "K", k);
-      g->v = input(*g->graph, "V", v);
-      g->o = input(*g->graph, "O", out);
-      g->d_o = input(*g->graph, "dO", grad_out);
-      g->stats = g->graph->tensor(fe::graph::Tensor_attributes()
-                                      .set_name("Stats")
-                                      .set_dim({q.shape[0], q.shape[1], q.shape[2], 1})
-                                      .set_stride({q.shape[1] * q.shape[2], q.shape[2], 1, 1})
-                                      .set_data_type(fe::DataType_t::FLOAT));
-      auto options = fe::graph::SDPA_backward_attributes()
-                         .set_name("sdpa_backward")
-                         .set_attn_scale(static_cast<float>(p.scale))
-                         .set_causal_mask(p.causal);
-      auto [gq, gk, gv] =
-          g->graph->sdpa_backward(g->q, g->k, g->v, g->o, g->d_o, g->stats, options);
-      gq->set_output(true).set_dim(dims_of(dq)).set_stride(strides_of(dq));
-      gk->set_output(true).set_dim(dims_of(dk)).set_stride(strides_of(dk));
-      gv->set_output(true).set_dim(dims_of(dv)).set_stride(strides_of(dv));
-      g->dq = gq;
-      g->dk = gk;
-      g->dv = gv;
-      build(*g, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), op);
-      slot = g;
-    }
-    a = slot;
-  }
+  const auto a = cached_graph(key, q, k, v, s, op, [&](AttentionGraph& g) {
+    g.o = input(*g.graph, "O", out);
+    g.d_o = input(*g.graph, "dO", grad_out);
+    g.stats = g.graph->tensor(fe::graph::Tensor_attributes()
+                                  .set_name("Stats")
+                                  .set_dim({q.shape[0], q.shape[1], q.shape[2], 1})
+                                  .set_stride({q.shape[1] * q.shape[2], q.shape[2], 1, 1})
+                                  .set_data_type(fe::DataType_t::FLOAT));
+    auto options = fe::graph::SDPA_backward_attributes()
+                       .set_name("sdpa_backward")
+                       .set_attn_scale(static_cast<float>(p.scale))
+                       .set_causal_mask(p.causal);
+    auto [gq, gk, gv] = g.graph->sdpa_backward(g.q, g.k, g.v, g.o, g.d_o, g.stats, options);
+    gq->set_output(true).set_dim(dims_of(dq)).set_stride(strides_of(dq));
+    gk->set_output(true).set_dim(dims_of(dk)).set_stride(strides_of(dk));
+    gv->set_output(true).set_dim(dims_of(dv)).set_stride(strides_of(dv));
+    g.dq = gq;
+    g.dk = gk;
+    g.dv = gv;
+  });
   std::unordered_map<TensorPtr, void*> pack = {
       {a->q, q.data()},   {a->k, k.data()},          {a->v, v.data()},
       {a->o, out.data()}, {a->d_o, grad_out.data()}, {a->stats, lse.data()},
