@@ -2,8 +2,8 @@
 (3 untimed steps, then the median of --steps steps each ending with torch.cuda.synchronize()),
 printed as the same JSON line.
 
-    python3 bench/cuda_models.py gpt2 [--batch 16] [--seq 1024] [--steps 10] [--precision bf16]
-                                      [--compile]
+    python3 bench/cuda_models.py gpt2|attention|minilm [--batch 16] [--seq 1024] [--steps 10]
+                                 [--precision bf16] [--compile]
 
 gpt2: GPT-2 small as nanoGPT writes it (the structure of Ember's models::Gpt2: pre-norm blocks,
 fused qkv projection, F.scaled_dot_product_attention with is_causal, tanh GELU, head tied to the
@@ -131,9 +131,64 @@ def gpt2(args):
         "loss": round(loss.item(), 4), "torch": torch.__version__}))
 
 
+def median_ms(steps, f):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        f()
+        torch.cuda.synchronize()
+        ms.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(ms)
+
+
+def attention(args):
+    dev = torch.device("cuda:0")
+    torch.manual_seed(0)
+    dt = torch.float16 if args.precision == "f16" else torch.bfloat16
+    shape = (args.batch, 12, args.seq, 64)
+    q, k, v = (torch.randn(shape, device=dev, dtype=dt, requires_grad=True) for _ in range(3))
+    g = torch.randn(shape, device=dev, dtype=dt)
+
+    def step():
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+
+    m = median_ms(args.steps, step)
+    flops = 3.5 * 4.0 * args.batch * 12 * args.seq * args.seq * 64 / 2.0
+    print(json.dumps({"framework": "pytorch", "workload": "attention", "batch": args.batch,
+                      "seq": args.seq, "precision": str(dt).replace("torch.", ""),
+                      "ms": round(m, 3), "tflops": round(flops / (m / 1e3) / 1e12, 1),
+                      "torch": torch.__version__}))
+
+
+def minilm(args):
+    from transformers import BertConfig, BertModel
+    dev = torch.device("cuda:0")
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                        intermediate_size=1536, attn_implementation="sdpa")
+    model = BertModel(config).to(dev).eval()
+    ids = torch.randint(0, 30522, (args.batch, args.seq), device=dev)
+    amp = args.precision != "f32"
+    low = torch.float16 if args.precision == "f16" else torch.bfloat16
+    forward = torch.compile(model, mode="reduce-overhead") if args.compile else model
+
+    def step():
+        with torch.no_grad(), torch.autocast("cuda", dtype=low, enabled=amp):
+            forward(input_ids=ids)
+
+    m = median_ms(args.steps, step)
+    print(json.dumps({"framework": "torch.compile" if args.compile else "pytorch",
+                      "workload": "minilm", "batch": args.batch, "seq": args.seq,
+                      "precision": args.precision, "ms": round(m, 3),
+                      "torch": torch.__version__}))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("workload", choices=["gpt2"])
+    p.add_argument("workload", choices=["gpt2", "attention", "minilm"])
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--steps", type=int, default=10)
@@ -141,7 +196,7 @@ def main():
     p.add_argument("--compile", action="store_true")
     args = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    gpt2(args)
+    {"gpt2": gpt2, "attention": attention, "minilm": minilm}[args.workload](args)
 
 
 if __name__ == "__main__":

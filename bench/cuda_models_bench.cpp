@@ -2,8 +2,11 @@
 // runs the same workloads in PyTorch with the same arguments and prints the same line, and
 // scripts/cuda_models_bench.sh runs the pairs.
 //
-//   bench_cuda_models gpt2 [--batch 16] [--seq 1024] [--steps 10] [--precision bf16]
+//   bench_cuda_models gpt2|attention|minilm|probe [--batch 16] [--seq 1024] [--steps 10]
+//                     [--precision bf16]
 //
+// attention: causal SDPA forward + backward at [batch, 12, seq, 64]; minilm: the all-MiniLM-L6-v2
+// shaped encoder's inference (use --seq 128 and --batch 1 or 32).
 // gpt2: GPT-2 small (12 layers, d 768, 12 heads, vocab 50304, no dropout) training steps:
 // forward and cross-entropy under autocast, backward, AdamW (lr 6e-4, weight decay 0.1). Prints
 // one JSON line: the median step time over --steps timed steps after 3 untimed ones (each step
@@ -20,6 +23,7 @@
 
 #include <ember/ember.hpp>
 
+#include <ember/models/bert.hpp>
 #include <ember/models/gpt2.hpp>
 #include <ember/optim/optim.hpp>
 
@@ -222,6 +226,67 @@ int probe(const Args& a) {
   return 0;
 }
 
+// Times f (each call ending with a wait) as the median of `steps` calls after 3 untimed ones.
+double median_ms(const Device& dev, int64_t steps, const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();
+  synchronize(dev);
+  std::vector<double> ms;
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    synchronize(dev);
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(ms);
+}
+
+// Attention alone at GPT-2's shape: q, k, v [batch, 12, seq, 64] bf16, causal, forward and
+// backward (with a given output gradient). FLOPs: 4 B H T^2 d forward, 2.5x that backward,
+// halved for the causal mask.
+int attention(const Args& a) {
+  const Device dev = Device::cuda(0);
+  const int64_t b = a.batch, h = 12, t = a.seq, d = 64;
+  manual_seed(0);
+  const DType dt = a.precision == "f16" ? DType::f16 : DType::bf16;
+  auto make = [&] { return require_grad(randn(Shape{b, h, t, d}, dt, dev)); };
+  const DynTensor q = make(), k = make(), v = make();
+  const DynTensor g = randn(Shape{b, h, t, d}, dt, dev);
+  const double ms = median_ms(dev, a.steps, [&] {
+    const DynTensor out = nn::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+    (void)backward(out, g);
+  });
+  const double flops = 3.5 * 4.0 * static_cast<double>(b * h * t * t * d) / 2.0;
+  std::printf(
+      "{\"framework\": \"ember\", \"workload\": \"attention\", \"batch\": %lld, "
+      "\"seq\": %lld, \"precision\": \"%s\", \"ms\": %.3f, \"tflops\": %.1f}\n",
+      static_cast<long long>(b), static_cast<long long>(t), dtype_name(dt).data(), ms,
+      flops / (ms / 1e3) / 1e12);
+  return 0;
+}
+
+// all-MiniLM-L6-v2's shape (6 layers, hidden 384, 12 heads) inference: eval, no_grad, random
+// token ids [batch, seq], under autocast unless --precision f32.
+int minilm(const Args& a) {
+  const Device dev = Device::cuda(0);
+  manual_seed(0);
+  models::Bert model(models::BertConfig::minilm_l6(), dev);
+  model.eval();
+  const auto ids = Tensor<2, Int>(randint(0, 30522, Shape{a.batch, a.seq}, DType::i64, dev));
+  const bool amp = a.precision != "f32";
+  const DType low = a.precision == "f16" ? DType::f16 : DType::bf16;
+  auto guard = no_grad();
+  const double ms = median_ms(dev, a.steps, [&] {
+    auto cast_guard = autocast(dev, low, amp);
+    (void)model.forward(ids);
+  });
+  std::printf(
+      "{\"framework\": \"ember\", \"workload\": \"minilm\", \"batch\": %lld, "
+      "\"seq\": %lld, \"precision\": \"%s\", \"ms\": %.3f}\n",
+      static_cast<long long>(a.batch), static_cast<long long>(a.seq), a.precision.c_str(), ms);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,6 +294,8 @@ int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
     if (a.workload == "gpt2") return gpt2(a);
     if (a.workload == "probe") return probe(a);
+    if (a.workload == "attention") return attention(a);
+    if (a.workload == "minilm") return minilm(a);
     std::fprintf(stderr, "unknown workload %s\n", a.workload.c_str());
     return 2;
   } catch (const std::exception& e) {
