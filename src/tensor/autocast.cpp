@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ember/autodiff/autodiff.hpp"
 #include "ember/autodiff/node.hpp"
 #include "ember/core/error.hpp"
 #include "ember/tensor/ops/creation.hpp"
@@ -68,7 +69,9 @@ DynTensor autocast_lower(const DynTensor& t) {
   const std::optional<DType> to = g_state.dtype[slot(t.device().type)];
   if (!to) return t;
   const autodiff::Node* node = t.node().get();
-  if (node == nullptr || !node->is_leaf()) return cast(t, *to);
+  // Only recorded casts are cached: one made under no_grad would cut the weight's gradient off
+  // for a later use in the same scope.
+  if (node == nullptr || !node->is_leaf() || !grad_enabled()) return cast(t, *to);
   CachedCast& entry = g_state.cache[node][*to == DType::bf16 ? 0 : 1];
   if (!entry.cast.defined()) entry = {t.node(), cast(t, *to)};
   return entry.cast;

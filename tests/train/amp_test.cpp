@@ -58,6 +58,20 @@ TEST(Autocast, LowersMatmulLinearAndConvAndWidensSoftmaxNormsSumsAndExp) {
   EXPECT_THROW((void)autocast(dev(), DType::i32), Error);
 }
 
+TEST(Autocast, AWeightFirstUsedUnderNoGradStillGetsItsGradientInTheSameScope) {
+  manual_seed(5);
+  const DynTensor x = randn_dyn({4, 6});
+  const DynTensor w = require_grad(randn_dyn({6, 3}));
+  auto amp = autocast(dev(), DType::bf16);
+  {
+    auto off = no_grad();
+    (void)matmul(x, w);  // an evaluation first: its cast must not be the one reused below
+  }
+  const DynTensor g = backward(sum(matmul(x, w))).get(w);
+  EXPECT_EQ(g.dtype(), DType::f32);
+  EXPECT_GT(sum(abs(g)).item<double>(), 0.0);
+}
+
 TEST(Autocast, GradientsReachFloat32WeightsAndBackwardRunsWithAutocastOff) {
   manual_seed(2);
   const DynTensor x = randn_dyn({16, 12});
