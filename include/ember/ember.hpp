@@ -10,6 +10,7 @@
 #include "ember/core/error.hpp"
 #include "ember/nn/init.hpp"
 #include "ember/nn/losses.hpp"
+#include "ember/tensor/device_graph.hpp"
 #include "ember/tensor/generator.hpp"
 #include "ember/tensor/memory.hpp"
 #include "ember/tensor/print.hpp"

@@ -41,6 +41,14 @@ MemoryStats Backend::memory_stats(Device) const { return {}; }
 void Backend::reset_peak_memory(Device) {}
 void Backend::empty_cache(Device) {}
 
+void Backend::begin_capture(Device device) {
+  EMBER_FAIL("[DeviceGraph] ", name(), " cannot capture work on ", device);
+}
+
+std::unique_ptr<Backend::CapturedWork> Backend::end_capture(Device device, bool) {
+  EMBER_FAIL("[DeviceGraph] ", name(), " has no capture on ", device);
+}
+
 std::shared_ptr<Storage> Backend::allocate(size_t nbytes, Device device) {
   EMBER_FAIL("[allocate] no allocator on ", name(), " for ", nbytes, " bytes on ", device);
 }
@@ -187,10 +195,36 @@ void Backend::attention_backward(const RawTensor& q, const RawTensor&, const Raw
   no_kernel("scaled_dot_product_attention_backward", q.dtype);
 }
 
+void Backend::linear(const RawTensor& x, const RawTensor&, const RawTensor&, const RawTensor&) {
+  no_kernel("linear", x.dtype);
+}
+void Backend::linear_backward_weight(const RawTensor& grad, const RawTensor&, const RawTensor&,
+                                     const RawTensor&) {
+  no_kernel("linear_backward", grad.dtype);
+}
+
 void Backend::adam_step(const RawTensor& param, const RawTensor&, const RawTensor&,
                         const RawTensor&, const RawTensor&, const AdamParams&, const RawTensor&,
                         const RawTensor&, const RawTensor&, const RawTensor&) {
   no_kernel("adam_step", param.dtype);
+}
+
+void Backend::adam_step_multi(const std::vector<AdamStepItem>& items) {
+  for (const AdamStepItem& it : items) {
+    const bool ams = it.params.amsgrad;
+    auto scratch = [&](const RawTensor& like) {
+      return RawTensor{allocate(like.nbytes(), like.device()), like.shape, like.strides, 0,
+                       like.dtype};
+    };
+    const RawTensor p = scratch(it.param), m = scratch(it.exp_avg), v = scratch(it.exp_avg_sq),
+                    x = ams ? scratch(it.max_exp_avg_sq) : RawTensor();
+    adam_step(it.param, it.grad, it.exp_avg, it.exp_avg_sq, it.max_exp_avg_sq, it.params, p, m, v,
+              x);
+    copy(p, it.param);
+    copy(m, it.exp_avg);
+    copy(v, it.exp_avg_sq);
+    if (ams) copy(x, it.max_exp_avg_sq);
+  }
 }
 
 // No silent default: a backend that cannot check indices must say so, not skip the check.

@@ -216,6 +216,15 @@ void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
     seen.emplace(p.slot->id(), updates.size());
     updates.push_back({p.slot, g, impl_->rule->maximize ? neg(detach(grad)) : detach(grad)});
   }
+  if (impl_->rule->in_place()) {  // fused: the parameters keep their storage
+    std::vector<detail::Rule::InPlace> params;
+    for (const Update& u : updates) {
+      params.push_back({detach(u.slot->dyn()), u.grad, &impl_->state[u.slot->id()],
+                        &impl_->group(u.group).hyper});
+    }
+    impl_->rule->update_in_place(params);
+    return;
+  }
   for (const Update& u : updates) {
     detail::ParamState& s = impl_->state[u.slot->id()];
     u.slot->set_dyn(

@@ -17,6 +17,10 @@
 
 namespace ember::optim::detail {
 
+void Rule::update_in_place(const std::vector<InPlace>&) const {
+  EMBER_FAIL("[", name(), "] has no in-place update");
+}
+
 void Rule::check(const GroupHyper& h) const {
   EMBER_CHECK(h.lr >= 0, "[", name(), "] invalid learning rate: ", h.lr, " (must be >= 0)");
   EMBER_CHECK(h.weight_decay >= 0, "[", name(), "] invalid weight_decay: ", h.weight_decay,
@@ -85,7 +89,7 @@ class Sgd final : public Rule {
 class Adam final : public Rule {
  public:
   Adam(const char* name, double lr, double beta1, double beta2, double eps, double wd, bool amsgrad,
-       bool decoupled)
+       bool decoupled, bool fused)
       : name_(name),
         lr_(lr),
         beta1_(beta1),
@@ -93,7 +97,8 @@ class Adam final : public Rule {
         eps_(eps),
         wd_(wd),
         amsgrad_(amsgrad),
-        decoupled_(decoupled) {
+        decoupled_(decoupled),
+        fused_(fused) {
     check(defaults());
     check_beta(name_, "beta1", beta1);
     check_beta(name_, "beta2", beta2);
@@ -107,37 +112,55 @@ class Adam final : public Rule {
   GroupHyper defaults() const override { return {lr_, wd_, beta1_}; }
   DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
-    ++s.step;
-    const double beta1 = h.momentum;
-    const double step = static_cast<double>(s.step);
-    const double bias_correction1 = 1 - std::pow(beta1, step);
-    const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, step));
-    DynTensor& m = buffer(s, "exp_avg", [&] { return zeros_like(param); });
-    DynTensor& v = buffer(s, "exp_avg_sq", [&] { return zeros_like(param); });
-    DynTensor* vmax =
-        amsgrad_ ? &buffer(s, "max_exp_avg_sq", [&] { return zeros_like(param); }) : nullptr;
+    const AdamParams fp = next_step(param, s, h);
     // One op: the backend's fused pass where it has one, else the same 13 tensor ops.
-    AdamParams fp;
-    fp.lr = h.lr;
-    fp.beta1 = beta1;
-    fp.beta2 = beta2_;
-    fp.eps = eps_;
-    fp.weight_decay = h.weight_decay;
-    fp.bias_correction1 = bias_correction1;
-    fp.bias_correction2_sqrt = bias_correction2_sqrt;
-    fp.decoupled = decoupled_;
-    fp.amsgrad = amsgrad_;
-    AdamTensors next = adam_step({param, m, v, vmax ? *vmax : DynTensor()}, grad, fp);
-    m = next.exp_avg;
-    v = next.exp_avg_sq;
-    if (vmax) *vmax = next.max_exp_avg_sq;
+    AdamTensors next = adam_step(tensors(param, s), grad, fp);
+    s.buffers["exp_avg"] = next.exp_avg;
+    s.buffers["exp_avg_sq"] = next.exp_avg_sq;
+    if (amsgrad_) s.buffers["max_exp_avg_sq"] = next.max_exp_avg_sq;
     return next.param;
+  }
+  bool in_place() const override { return fused_; }
+  void update_in_place(const std::vector<InPlace>& params) const override {
+    std::vector<AdamTensors> states;
+    std::vector<DynTensor> grads;
+    std::vector<AdamParams> steps;
+    for (const InPlace& p : params) {
+      steps.push_back(next_step(p.param, *p.state, *p.hyper));
+      states.push_back(tensors(p.param, *p.state));
+      grads.push_back(p.grad);
+    }
+    adam_step_in_place(states, grads, steps);
   }
 
  private:
+  // Counts the step, makes missing buffers, and gives the step's constants.
+  AdamParams next_step(const DynTensor& param, ParamState& s, const GroupHyper& h) const {
+    ++s.step;
+    const double step = static_cast<double>(s.step);
+    buffer(s, "exp_avg", [&] { return zeros_like(param); });
+    buffer(s, "exp_avg_sq", [&] { return zeros_like(param); });
+    if (amsgrad_) buffer(s, "max_exp_avg_sq", [&] { return zeros_like(param); });
+    AdamParams fp;
+    fp.lr = h.lr;
+    fp.beta1 = h.momentum;
+    fp.beta2 = beta2_;
+    fp.eps = eps_;
+    fp.weight_decay = h.weight_decay;
+    fp.bias_correction1 = 1 - std::pow(h.momentum, step);
+    fp.bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, step));
+    fp.decoupled = decoupled_;
+    fp.amsgrad = amsgrad_;
+    return fp;
+  }
+  AdamTensors tensors(const DynTensor& param, ParamState& s) const {
+    return {param, s.buffers.at("exp_avg"), s.buffers.at("exp_avg_sq"),
+            amsgrad_ ? s.buffers.at("max_exp_avg_sq") : DynTensor()};
+  }
+
   const char* name_;
   double lr_, beta1_, beta2_, eps_, wd_;
-  bool amsgrad_, decoupled_;
+  bool amsgrad_, decoupled_, fused_;
 };
 
 class Rmsprop final : public Rule {
@@ -567,12 +590,12 @@ std::unique_ptr<Rule> make_rule(const SgdConfig& c) {
 }
 std::unique_ptr<Rule> make_rule(const AdamConfig& c) {
   return with_maximize(std::make_unique<Adam>("Adam", c.lr_, c.beta1_, c.beta2_, c.eps_,
-                                              c.weight_decay_, c.amsgrad_, false),
+                                              c.weight_decay_, c.amsgrad_, false, c.fused_),
                        c);
 }
 std::unique_ptr<Rule> make_rule(const AdamWConfig& c) {
   return with_maximize(std::make_unique<Adam>("AdamW", c.lr_, c.beta1_, c.beta2_, c.eps_,
-                                              c.weight_decay_, c.amsgrad_, true),
+                                              c.weight_decay_, c.amsgrad_, true, c.fused_),
                        c);
 }
 #define EMBER_MAKE_RULE(Config, Class)                   \

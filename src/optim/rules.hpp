@@ -40,6 +40,17 @@ class Rule {
   /// The parameter's new value (the state is updated in place); runs under no_grad.
   virtual DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& state,
                            const GroupHyper& h) const = 0;
+  /// Whether update_in_place() is how step() updates (the fused optimizers).
+  virtual bool in_place() const { return false; }
+  /// One parameter of an in-place step.
+  struct InPlace {
+    DynTensor param, grad;
+    ParamState* state;
+    const GroupHyper* hyper;
+  };
+  /// Writes every parameter's new value into its own storage (and its state's buffers into
+  /// theirs); runs under no_grad. Only for rules whose in_place() is true.
+  virtual void update_in_place(const std::vector<InPlace>& params) const;
   /// Checks a group's options (errors name the algorithm and the value).
   void check(const GroupHyper& h) const;
   /// The names of the buffers it keeps in a ParamState: a saved state may hold no others.

@@ -3,6 +3,7 @@
 #include "ember/tensor/ops/optim.hpp"
 
 #include "ember/autodiff/autodiff.hpp"
+#include "ember/tensor/device_graph.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "internal.hpp"
@@ -62,8 +63,11 @@ AdamTensors adam_step_composite(const AdamTensors& s, const DynTensor& grad, con
 
 }  // namespace detail
 
-AdamTensors adam_step(const AdamTensors& s, const DynTensor& grad, const AdamParams& p) {
-  const char* op = "adam_step";
+namespace {
+
+// Checks one parameter's tensors; whether they share the parameter's dtype.
+bool check_adam_inputs(const AdamTensors& s, const DynTensor& grad, const AdamParams& p,
+                       const char* op) {
   const DynTensor* inputs[] = {&s.param, &grad, &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq};
   bool one_dtype = true;
   for (const DynTensor* t : inputs) {
@@ -75,10 +79,60 @@ AdamTensors adam_step(const AdamTensors& s, const DynTensor& grad, const AdamPar
                 ", got ", t->shape(), " ", t->dtype());
     one_dtype = one_dtype && t->dtype() == s.param.dtype();
   }
+  return one_dtype;
+}
+
+}  // namespace
+
+AdamTensors adam_step(const AdamTensors& s, const DynTensor& grad, const AdamParams& p) {
+  const bool one_dtype = check_adam_inputs(s, grad, p, "adam_step");
   // Mixed dtypes promote, as in PyTorch: only the composite does that.
   const bool fused =
       one_dtype && detail::backend_of(s.param).supports(OpFamily::Optim, s.param.dtype());
   return fused ? adam_step_fused(s, grad, p) : detail::adam_step_composite(s, grad, p);
+}
+
+void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vector<DynTensor>& grads,
+                        const std::vector<AdamParams>& params) {
+  constexpr const char* op = "adam_step_in_place";
+  EMBER_CHECK(states.size() == grads.size() && states.size() == params.size(), "[", op, "] ",
+              states.size(), " parameters, ", grads.size(), " gradients and ", params.size(),
+              " step constants: one each");
+  auto guard = no_grad();
+  // The backend's multi-tensor kernel takes contiguous tensors of one float dtype per batch;
+  // any other parameter takes adam_step and has its results written back.
+  std::vector<Backend::AdamStepItem> batch;
+  std::vector<DynTensor> keep;  // contiguous gradients, alive until the batch is queued
+  for (size_t i = 0; i < states.size(); ++i) {
+    const AdamTensors& s = states[i];
+    const bool one_dtype = check_adam_inputs(s, grads[i], params[i], op);
+    const DynTensor* ts[] = {&s.param, &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq};
+    bool contiguous_state = true;
+    for (const DynTensor* t : ts) {
+      if (t->defined()) contiguous_state = contiguous_state && t->is_contiguous();
+    }
+    const Backend& be = detail::backend_of(s.param);
+    const bool multi = one_dtype && contiguous_state &&
+                       be.supports(OpFamily::Optim, s.param.dtype()) &&
+                       (batch.empty() || (batch.front().param.device() == s.param.device() &&
+                                          batch.front().param.dtype == s.param.dtype() &&
+                                          batch.front().params.amsgrad == params[i].amsgrad &&
+                                          batch.front().params.decoupled == params[i].decoupled));
+    if (multi) {
+      const DynTensor g = contiguous(detach(grads[i]));
+      keep.push_back(g);
+      batch.push_back(
+          {detach(s.param).raw(), g.raw(), detach(s.exp_avg).raw(), detach(s.exp_avg_sq).raw(),
+           params[i].amsgrad ? detach(s.max_exp_avg_sq).raw() : RawTensor(), params[i]});
+      continue;
+    }
+    const AdamTensors next = adam_step(s, grads[i], params[i]);
+    copy_into(s.param, next.param);
+    copy_into(s.exp_avg, next.exp_avg);
+    copy_into(s.exp_avg_sq, next.exp_avg_sq);
+    if (params[i].amsgrad) copy_into(s.max_exp_avg_sq, next.max_exp_avg_sq);
+  }
+  if (!batch.empty()) detail::backend_for(batch.front().param.device()).adam_step_multi(batch);
 }
 
 }  // namespace ember

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ember/core/ops.hpp"
 #include "ember/core/raw_tensor.hpp"
@@ -222,6 +223,16 @@ class Backend {
                                   const RawTensor& lse, const AttentionParams& p,
                                   const RawTensor& dq, const RawTensor& dk, const RawTensor& dv);
 
+  // Fused linear layer (OpFamily::Linear), every operand of one float dtype (the one supports()
+  // is asked about): x [M, K], w [N, K] and grad [M, N] with a unit last stride and rows at least
+  // a row apart (any row stride for one row), bias, out and the gradients contiguous; M, N, K >= 1.
+  /// out [M, N] = x w^T + bias (bias [N] may be undefined): one GEMM with the bias in its epilogue.
+  virtual void linear(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+                      const RawTensor& out);
+  /// dw [N, K] = grad^T x and, when defined, dbias [N] = grad summed over its M rows, in one pass.
+  virtual void linear_backward_weight(const RawTensor& grad, const RawTensor& x,
+                                      const RawTensor& dw, const RawTensor& dbias);
+
   /// One Adam/AdamW step (OpFamily::Optim), elementwise over contiguous tensors of one float
   /// dtype and one shape: reads param, grad, exp_avg, exp_avg_sq (and max_exp_avg_sq with
   /// amsgrad; undefined otherwise), writes the new values to the *_out tensors.
@@ -230,6 +241,16 @@ class Backend {
                          const AdamParams& p, const RawTensor& param_out,
                          const RawTensor& exp_avg_out, const RawTensor& exp_avg_sq_out,
                          const RawTensor& max_exp_avg_sq_out);
+
+  /// adam_step over many parameters in place (OpFamily::Optim): each item's param, exp_avg,
+  /// exp_avg_sq (and max_exp_avg_sq) are read and written in their own storage. Items share a
+  /// device, a dtype and the amsgrad and decoupled options; each has its own constants. Default:
+  /// adam_step per item into scratch tensors, copied back.
+  struct AdamStepItem {
+    RawTensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
+    AdamParams params;
+  };
+  virtual void adam_step_multi(const std::vector<AdamStepItem>& items);
 
   // Asynchrony (docs/ARCHITECTURE.md, "Asynchrony"): any entry may queue its work and return;
   // reading to the host waits, and range checks run where the data lives.
@@ -244,6 +265,20 @@ class Backend {
     (void)device;
     return {};
   }
+
+  // Graph capture (DeviceGraph, include/ember/tensor/device_graph.hpp). A backend that queues
+  // work may record the work queued on a device between begin_capture and end_capture and
+  // replay it later on the same memory (Cuda: a CUDA graph). Default: it cannot.
+  class CapturedWork {
+   public:
+    virtual ~CapturedWork() = default;
+    /// Queues the recorded work again (no host wait).
+    virtual void replay() = 0;
+  };
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture(Device device);
+  /// Ends the capture begun on `device`; `ok` false (the captured code threw) discards it.
+  virtual std::unique_ptr<CapturedWork> end_capture(Device device, bool ok);
 };
 
 }  // namespace ember

@@ -254,16 +254,17 @@ enum class OpFamily : uint8_t {
   Scatter,
   IndexSelect,
   NonZero,
-  Conv,           // convolution forward, backward data (= transposed conv) and backward weight
-  Pool,           // max and average pooling (plain and adaptive), forward and backward
-  Norm,           // per-channel statistics and scale-shift: the fused normalisation kernels
-  Optim,          // fused optimizer updates (Adam / AdamW)
-  ConvRelu,       // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
-  Svd,            // singular value decomposition (float and double)
-  SoftmaxRows,    // cross_entropy's fused row kernels (logsumexp_rows, cross_entropy_backward)
-  Attention,      // fused scaled-dot-product attention, forward and backward (no score matrix)
-  LayerNorm,      // layer_norm over the last dim in one pass each way (layer_norm_rows*)
-  ActivationGrad  // the backward of GELU (both forms) and SiLU in one pass (activation_grad)
+  Conv,            // convolution forward, backward data (= transposed conv) and backward weight
+  Pool,            // max and average pooling (plain and adaptive), forward and backward
+  Norm,            // per-channel statistics and scale-shift: the fused normalisation kernels
+  Optim,           // fused optimizer updates (Adam / AdamW)
+  ConvRelu,        // conv honours ConvParams::relu (and conv_backward its y); else conv, then relu
+  Svd,             // singular value decomposition (float and double)
+  SoftmaxRows,     // cross_entropy's fused row kernels (logsumexp_rows, cross_entropy_backward)
+  Attention,       // fused scaled-dot-product attention, forward and backward (no score matrix)
+  LayerNorm,       // layer_norm over the last dim in one pass each way (layer_norm_rows*)
+  ActivationGrad,  // the backward of GELU (both forms) and SiLU in one pass (activation_grad)
+  Linear           // nn::linear's GEMM with the bias (and the bias gradient) in its epilogue
 };
 
 std::string_view op_name(UnaryOp op);

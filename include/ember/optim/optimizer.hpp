@@ -55,10 +55,15 @@ struct SgdConfig {
 struct AdamConfig {
   double lr_ = 1e-3, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0;
   bool amsgrad_ = false;
+  // fused(true), PyTorch's fused=True: every parameter updated in place, in one multi-tensor
+  // launch per 24 parameters on Cuda (one per parameter elsewhere). The parameters keep their
+  // storage, which a replayed DeviceGraph needs; a handle to a parameter sees the new values.
+  bool fused_ = false;
   EMBER_OPTIM_SETTER(AdamConfig, double, lr)
   EMBER_OPTIM_SETTER(AdamConfig, double, eps)
   EMBER_OPTIM_SETTER(AdamConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(AdamConfig, bool, amsgrad)
+  EMBER_OPTIM_SETTER(AdamConfig, bool, fused)
   AdamConfig& betas(double b1, double b2) {
     beta1_ = b1;
     beta2_ = b2;
@@ -72,10 +77,15 @@ struct AdamConfig {
 struct AdamWConfig {
   double lr_ = 1e-3, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 1e-2;
   bool amsgrad_ = false;
+  // fused(true), PyTorch's fused=True: every parameter updated in place, in one multi-tensor
+  // launch per 24 parameters on Cuda (one per parameter elsewhere). The parameters keep their
+  // storage, which a replayed DeviceGraph needs; a handle to a parameter sees the new values.
+  bool fused_ = false;
   EMBER_OPTIM_SETTER(AdamWConfig, double, lr)
   EMBER_OPTIM_SETTER(AdamWConfig, double, eps)
   EMBER_OPTIM_SETTER(AdamWConfig, double, weight_decay)
   EMBER_OPTIM_SETTER(AdamWConfig, bool, amsgrad)
+  EMBER_OPTIM_SETTER(AdamWConfig, bool, fused)
   AdamWConfig& betas(double b1, double b2) {
     beta1_ = b1;
     beta2_ = b2;

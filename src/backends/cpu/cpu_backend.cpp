@@ -80,6 +80,7 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Attention:       // the composite attention (src/nn/attention.cpp)
     case OpFamily::LayerNorm:       // the composite layer_norm (src/nn/norm.cpp)
     case OpFamily::ActivationGrad:  // the gradient rules' composites (src/autodiff)
+    case OpFamily::Linear:          // the composite linear (src/nn/linear.cpp)
       return false;
     default:
       return true;

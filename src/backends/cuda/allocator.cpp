@@ -13,29 +13,49 @@ size_t DeviceAllocator::round_size(size_t nbytes) {
   return (nbytes + unit - 1) / unit * unit;
 }
 
+namespace {
+
+// Best fit from `blocks`, but not a block more than twice the size: a small tensor must not pin
+// a huge one. Null when none fits; else *rounded is the block's size.
+void* take_best_fit(std::multimap<size_t, void*>& blocks, size_t size, size_t* rounded) {
+  auto it = blocks.lower_bound(size);
+  if (it == blocks.end() || it->first > 2 * size) return nullptr;
+  void* p = it->second;
+  *rounded = it->first;
+  blocks.erase(it);
+  return p;
+}
+
+}  // namespace
+
 void* DeviceAllocator::allocate(size_t nbytes, size_t* rounded) {
   const size_t size = round_size(nbytes);
   *rounded = size;
   std::lock_guard<std::mutex> lock(mutex_);
-  // Best fit, but not a block more than twice the size: a small tensor must not pin a huge one.
-  auto it = free_.lower_bound(size);
-  if (it != free_.end() && it->first <= 2 * size) {
-    void* p = it->second;
-    *rounded = it->first;
-    cached_ -= it->first;
-    free_.erase(it);
+  void* p = nullptr;
+  if (capturing_ >= 0) {
+    // The pool's own free blocks first: reusing them within the capture is ordered as eager
+    // reuse is. They count as in use already (the graph holds them).
+    p = take_best_fit(pools_.at(capturing_).free, size, rounded);
+    if (p) return p;
+    // A block taken from the cache joins the pool.
+    if ((p = take_best_fit(free_, size, rounded))) owner_[p] = capturing_;
+  } else {
+    p = take_best_fit(free_, size, rounded);
+  }
+  if (p) {
+    cached_ -= *rounded;
     in_use_ += *rounded;
     if (in_use_ > peak_) peak_ = in_use_;
     return p;
   }
   EMBER_CUDA_CHECK(cudaSetDevice(device_), "allocate");
-  void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, size);
-  if (err == cudaErrorMemoryAllocation) {
+  if (err == cudaErrorMemoryAllocation && capturing_ < 0) {
     (void)cudaGetLastError();
     for (auto& [bytes, block] : free_) cudaFree(block);  // then retry once with the cache freed
     free_.clear();
-    cached_ = 0;
+    cached_ = 0;  // pools' blocks count as in use, not cached
     err = cudaMalloc(&p, size);
   }
   if (err != cudaSuccess) {
@@ -46,6 +66,7 @@ void* DeviceAllocator::allocate(size_t nbytes, size_t* rounded) {
                cudaGetErrorString(err), "): ", free_bytes, " of ", total,
                " bytes free on the device, ", cached_, " cached by Ember, ", in_use_, " in use");
   }
+  if (capturing_ >= 0) owner_[p] = capturing_;
   in_use_ += size;
   if (in_use_ > peak_) peak_ = in_use_;
   return p;
@@ -53,6 +74,14 @@ void* DeviceAllocator::allocate(size_t nbytes, size_t* rounded) {
 
 void DeviceAllocator::release(void* ptr, size_t rounded) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = owner_.find(ptr); it != owner_.end()) {
+    Pool& pool = pools_.at(it->second);
+    if (pool.alive) {  // still the graph's: in use until the graph goes
+      pool.free.emplace(rounded, ptr);
+      return;
+    }
+    owner_.erase(it);
+  }
   in_use_ -= rounded;
   cached_ += rounded;
   free_.emplace(rounded, ptr);
@@ -60,10 +89,46 @@ void DeviceAllocator::release(void* ptr, size_t rounded) {
 
 void DeviceAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (capturing_ >= 0) return;  // cudaFree would end the capture; the pools keep theirs anyway
   cudaSetDevice(device_);
   for (auto& [bytes, block] : free_) cudaFree(block);
   free_.clear();
-  cached_ = 0;
+  cached_ = 0;  // pools' blocks count as in use, not cached
+}
+
+int DeviceAllocator::create_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pools_.emplace(next_pool_, Pool{});
+  return next_pool_++;
+}
+
+void DeviceAllocator::begin_capture(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_ = pool;
+}
+
+void DeviceAllocator::end_capture() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_ = -1;
+}
+
+void DeviceAllocator::release_pool(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  for (auto& [bytes, block] : it->second.free) {
+    owner_.erase(block);
+    free_.emplace(bytes, block);
+    in_use_ -= bytes;
+    cached_ += bytes;
+  }
+  it->second.free.clear();
+  it->second.alive = false;
+  // Blocks still held by tensors find the pool dead when freed and go to the cache; the entry
+  // goes once none is left.
+  bool any = false;
+  for (const auto& [block, owner] : owner_) any = any || owner == pool;
+  if (!any) pools_.erase(it);
 }
 
 MemoryStats DeviceAllocator::stats() const {

@@ -2,11 +2,16 @@
 // instead of going back to cudaFree (cudaMalloc and cudaFree synchronise the device). One stream
 // per device orders all work, so a block freed on the host may be handed out again at once: any
 // kernel that used it was queued before any kernel that will.
+//
+// Graph capture (DeviceGraph) adds private pools: while one captures, every allocation comes
+// from it, and its blocks, freed or not, stay reserved for the graph while it lives, because a
+// replay writes them again at the captured addresses; memory_stats counts them as in use.
 #pragma once
 
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "ember/core/storage.hpp"
 
@@ -27,6 +32,15 @@ class DeviceAllocator {
   /// Frees every cached block (cudaFree), as torch.cuda.empty_cache.
   void empty_cache();
   MemoryStats stats() const;
+
+  /// A new private pool for one graph's capture.
+  int create_pool();
+  /// Until end_capture(), allocations come from `pool` (its free blocks, then cached blocks it
+  /// takes over, then cudaMalloc) and are never given back to cudaFree.
+  void begin_capture(int pool);
+  void end_capture();
+  /// The graph is gone: its pool's free blocks return to the cache, the rest as they are freed.
+  void release_pool(int pool);
   void reset_peak();
 
   static size_t round_size(size_t nbytes);
@@ -35,6 +49,14 @@ class DeviceAllocator {
   int device_;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> free_;  // cached blocks by size
+  struct Pool {
+    std::multimap<size_t, void*> free;  // blocks the graph reuses on replay: not for others
+    bool alive = true;
+  };
+  std::unordered_map<int, Pool> pools_;
+  std::unordered_map<void*, int> owner_;  // blocks that belong to a pool
+  int capturing_ = -1;
+  int next_pool_ = 0;
   size_t in_use_ = 0, cached_ = 0, peak_ = 0;
 };
 

@@ -44,6 +44,7 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::SoftmaxRows:
     case OpFamily::LayerNorm:
     case OpFamily::ActivationGrad:
+    case OpFamily::Linear:  // cuBLASLt with f32 accumulation; f32 follows allow_tf32() (linear.cpp)
       return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     case OpFamily::Attention:  // shapes: attention_supports() (attention.cpp)
       return dtype == DType::f16 || dtype == DType::bf16;
@@ -71,6 +72,9 @@ std::shared_ptr<Storage> scratch(size_t nbytes, Device device) {
 void CudaBackend::write_from_host(const void* host, const RawTensor& dst) {
   if (!dst.is_contiguous()) no_kernel("write_from_host", dst.dtype);
   DeviceState& s = state_of(dst);
+  s.check_not_capturing("write_from_host",
+                        "a replay would copy whatever the staging buffer then holds (upload "
+                        "into a tensor made before the capture instead)");
   const size_t n = dst.nbytes();
   std::lock_guard<std::mutex> lock(s.staging_mutex);
   for (size_t at = 0; at < n; at += DeviceState::kStagingChunk) {
@@ -88,6 +92,7 @@ void CudaBackend::write_from_host(const void* host, const RawTensor& dst) {
 void CudaBackend::read_to_host(const RawTensor& src, void* host) {
   if (!src.is_contiguous()) no_kernel("read_to_host", src.dtype);
   DeviceState& s = state_of(src);
+  s.check_not_capturing("read_to_host", "reading a value waits for work that has not run yet");
   const size_t n = src.nbytes();
   if (n == 0) return;
   if (n > DeviceState::kStagingChunk) {

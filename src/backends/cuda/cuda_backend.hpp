@@ -1,6 +1,6 @@
 // The Cuda backend's class: every Backend entry it implements, each defined in its family's file
 // (elementwise.cu, random.cu, reduce.cu, sort.cu, index.cu, matmul.cpp, conv.cpp, pool.cu,
-// norm.cu, optim.cu; memory, transfers and synchronisation in cuda_backend.cpp).
+// norm.cu, linear.cpp, optim.cu; memory, transfers and synchronisation in cuda_backend.cpp).
 #pragma once
 
 #include "ember/core/backend.hpp"
@@ -94,13 +94,24 @@ class CudaBackend final : public Backend {
                           const AttentionParams& p, const RawTensor& dq, const RawTensor& dk,
                           const RawTensor& dv) override;
 
+  void linear(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+              const RawTensor& out) override;
+  void linear_backward_weight(const RawTensor& grad, const RawTensor& x, const RawTensor& dw,
+                              const RawTensor& dbias) override;
+
   void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
                  const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq, const AdamParams& p,
                  const RawTensor& param_out, const RawTensor& exp_avg_out,
                  const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) override;
+  void adam_step_multi(const std::vector<AdamStepItem>& items) override;
 
   RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
   RangeError synchronize(Device device) override;
+
+  // graph.cpp
+  bool can_capture() const override { return true; }
+  void begin_capture(Device device) override;
+  std::unique_ptr<CapturedWork> end_capture(Device device, bool ok) override;
 };
 
 }  // namespace ember::cuda

@@ -1,6 +1,8 @@
 // Fused optimizer updates: one Adam/AdamW step in one pass, one thread per element, with the
-// Cpu's element formula (src/core/adam_step.hpp).
+// Cpu's element formula (src/core/adam_step.hpp); and the multi-tensor step, in place over up to
+// kMaxTensors parameters per launch (PyTorch's fused AdamW), each block one chunk of one tensor.
 #include <type_traits>
+#include <vector>
 
 #include "../../core/adam_step.hpp"
 #include "common.cuh"
@@ -52,7 +54,103 @@ void adam(const RawTensor& param, const RawTensor& grad, const RawTensor& m_in,
   });
 }
 
+// One launch's tensors, passed by value (under the 4 KiB of kernel arguments): the pointers,
+// sizes and per-tensor constants, and where each tensor's chunks start in the grid.
+constexpr int kMaxTensors = 24;
+constexpr int64_t kChunk = 32768;  // elements per block
+
+template <class T>
+struct MultiArgs {
+  T* p[kMaxTensors];
+  const T* g[kMaxTensors];
+  T* m[kMaxTensors];
+  T* v[kMaxTensors];
+  T* x[kMaxTensors];
+  int64_t n[kMaxTensors];
+  T bc2_sqrt[kMaxTensors], neg_step[kMaxTensors];
+  int first_chunk[kMaxTensors + 1];
+  int count;
+};
+
+template <class T, bool kDecoupled, bool kCoupled, bool kAmsgrad>
+__global__ void adam_multi_kernel(MultiArgs<T> a, adam::Consts<T> c) {
+  const int block = static_cast<int>(blockIdx.x);
+  int t = 0;
+  while (t + 1 < a.count && block >= a.first_chunk[t + 1]) ++t;
+  c.bc2_sqrt = a.bc2_sqrt[t];
+  c.neg_step = a.neg_step[t];
+  const int64_t begin = static_cast<int64_t>(block - a.first_chunk[t]) * kChunk;
+  const int64_t end = begin + kChunk < a.n[t] ? begin + kChunk : a.n[t];
+  T *pp = a.p[t], *mp = a.m[t], *vp = a.v[t], *xp = a.x[t];
+  const T* gp = a.g[t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    T w = pp[i], m = mp[i], v = vp[i], x = kAmsgrad ? xp[i] : T(0);
+    adam::element<T, kDecoupled, kCoupled, kAmsgrad>(w, gp[i], m, v, x, c);
+    pp[i] = w;
+    mp[i] = m;
+    vp[i] = v;
+    if constexpr (kAmsgrad) xp[i] = x;
+  }
+}
+
+template <class T>
+void adam_multi(const std::vector<Backend::AdamStepItem>& items) {
+  const cudaStream_t stream = stream_of(items.front().param);
+  const AdamParams& first = items.front().params;
+  const adam::Consts<T> c(first);  // the options and lr shared; bias corrections per tensor
+  MultiArgs<T> a{};
+  auto launch = [&] {
+    if (a.count == 0) return;
+    adam::with_options(first, [&](auto decoupled_c, auto coupled_c, auto amsgrad_c) {
+      constexpr bool kDecoupled = decltype(decoupled_c)::value,
+                     kCoupled = decltype(coupled_c)::value, kAmsgrad = decltype(amsgrad_c)::value;
+      adam_multi_kernel<T, kDecoupled, kCoupled, kAmsgrad>
+          <<<static_cast<unsigned>(a.first_chunk[a.count]), kThreads, 0, stream>>>(a, c);
+      EMBER_CUDA_LAUNCHED("adam_step_multi");
+    });
+    a = MultiArgs<T>{};
+  };
+  for (const Backend::AdamStepItem& it : items) {
+    const int64_t n = it.param.numel();
+    if (n == 0) continue;
+    // lr, betas, eps and weight decay ride in the shared constants: a change starts a launch.
+    const AdamParams& p = it.params;
+    if (p.lr != first.lr || p.beta1 != first.beta1 || p.beta2 != first.beta2 ||
+        p.eps != first.eps || p.weight_decay != first.weight_decay) {
+      launch();
+      adam_multi<T>({it});
+      continue;
+    }
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    if (a.count == kMaxTensors || a.first_chunk[a.count] + chunks > (int64_t{1} << 30)) launch();
+    const adam::Consts<T> own(p);
+    const int k = a.count++;
+    a.p[k] = it.param.data_as<T>();
+    a.g[k] = it.grad.data_as<T>();
+    a.m[k] = it.exp_avg.data_as<T>();
+    a.v[k] = it.exp_avg_sq.data_as<T>();
+    a.x[k] = p.amsgrad ? it.max_exp_avg_sq.data_as<T>() : nullptr;
+    a.n[k] = n;
+    a.bc2_sqrt[k] = own.bc2_sqrt;
+    a.neg_step[k] = own.neg_step;
+    a.first_chunk[k + 1] = a.first_chunk[k] + static_cast<int>(chunks);
+  }
+  launch();
+}
+
 }  // namespace
+
+void CudaBackend::adam_step_multi(const std::vector<AdamStepItem>& items) {
+  if (items.empty()) return;
+  switch (items.front().param.dtype) {
+    case DType::f32:
+      return adam_multi<float>(items);
+    case DType::f64:
+      return adam_multi<double>(items);
+    default:
+      no_kernel("adam_step_multi", items.front().param.dtype);
+  }
+}
 
 void CudaBackend::adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
                             const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq,

@@ -57,6 +57,10 @@ void random_typed(RandomOp op, const RandomParams& prm, const RawTensor& dst) {
 
 void CudaBackend::random(RandomOp op, const RandomParams& params, const RawTensor& dst) {
   if (dst.numel() == 0) return;
+  // The seed and offset are kernel arguments: every replay would repeat the same numbers.
+  state_of(dst).check_not_capturing("random",
+                                    "a replay would draw the same numbers again (make random "
+                                    "tensors outside the capture and pass them in)");
   EMBER_CUDA_DISPATCH_ALL(dst.dtype, random_typed, op, params, dst)
 }
 

@@ -125,6 +125,9 @@ RangeError drain(DeviceState& s, const char* op) {
 RangeError CudaBackend::check_range(const RawTensor& x, const RangeCheck& check) {
   if (x.numel() == 0) return {};
   DeviceState& s = state_of(x);
+  // A captured check would be read by no one: the graph is checked eagerly before capture (the
+  // warm-up run), and its index kernels skip bad indices on replay as they do when queued.
+  if (s.capturing()) return {};
   std::lock_guard<std::mutex> lock(s.range_mutex);
   // Full: wait for the queued checks and keep their first failure for synchronize.
   if (s.range_checks.size() == DeviceState::kRangeSlots) s.range_failed = drain(s, check.op);
@@ -140,6 +143,7 @@ RangeError CudaBackend::check_range(const RawTensor& x, const RangeCheck& check)
 
 RangeError CudaBackend::synchronize(Device device) {
   DeviceState& s = device_state(device.index);
+  s.check_not_capturing("synchronize", "waiting for work that has not run yet");
   std::lock_guard<std::mutex> lock(s.range_mutex);
   return drain(s, "synchronize");
 }

@@ -80,7 +80,15 @@ void* DeviceState::workspace(size_t n, const char* op) {
   if (n > workspace_bytes_) {
     // Outside the tensor allocator, so memory_stats counts tensors only (as the Cpu's does).
     // Rarely grown: cudaFree waits for the device, so queued work using the old one is done.
-    if (workspace_) EMBER_CUDA_CHECK(cudaFree(workspace_), op);
+    // Captured graphs hold its address: while any lives (or one is being captured, where
+    // cudaFree is not allowed), the old one is kept.
+    if (workspace_ && (capturing() || graphs_alive > 0)) {
+      retired_workspaces_.push_back(workspace_);
+    } else {
+      if (workspace_) EMBER_CUDA_CHECK(cudaFree(workspace_), op);
+      for (void* w : retired_workspaces_) EMBER_CUDA_CHECK(cudaFree(w), op);
+      retired_workspaces_.clear();
+    }
     workspace_ = nullptr;
     workspace_bytes_ = 0;
     if (cudaMalloc(&workspace_, n) != cudaSuccess) {
@@ -91,6 +99,11 @@ void* DeviceState::workspace(size_t n, const char* op) {
     workspace_bytes_ = n;
   }
   return workspace_;
+}
+
+void DeviceState::check_not_capturing(const char* op, const char* why) const {
+  EMBER_CHECK(!capturing(), "[", op, "] cannot run inside a DeviceGraph capture on cuda:", index,
+              ": ", why);
 }
 
 DeviceState& device_state(int index) {

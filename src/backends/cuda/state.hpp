@@ -72,11 +72,21 @@ struct DeviceState {
   std::vector<RangeCheck> range_checks;   // the pending checks, slot i for range_checks[i]
   RangeError range_failed;  // a failure found when full slots were drained, for synchronize
 
+  // Graph capture (graph.cpp): the pool of the capture under way (-1: none) and the number of
+  // captured graphs alive, which may still read the workspace they were captured with.
+  int capture_pool = -1;
+  int graphs_alive = 0;
+  bool capturing() const { return capture_pool >= 0; }
+  /// Raises "[op] ... inside a DeviceGraph capture" while one is under way: for the calls a
+  /// graph cannot replay (host transfers, waits, host-seeded random numbers).
+  void check_not_capturing(const char* op, const char* why) const;
+
  private:
   cublasContext* cublas_ = nullptr;
   cudnnContext* cudnn_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  std::vector<void*> retired_workspaces_;  // outgrown while graphs may still use them
 };
 
 /// The state of device `index`, made on its first use; makes it the calling thread's current

@@ -3,6 +3,8 @@
 // Values only (nothing is recorded).
 #pragma once
 
+#include <vector>
+
 #include "ember/core/ops.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 
@@ -17,6 +19,12 @@ struct AdamTensors {
 /// and state, as new tensors. Every tensor of the parameter's shape and device; tensors of
 /// several float dtypes promote, as in PyTorch (the fused kernel wants one dtype).
 AdamTensors adam_step(const AdamTensors& state, const DynTensor& grad, const AdamParams& p);
+
+/// adam_step for many parameters at once, in place: each state's tensors get their new values in
+/// their own storage (the parameters keep their addresses, as a replayed DeviceGraph needs). One
+/// multi-tensor kernel per batch of contiguous same-dtype parameters where the backend has one.
+void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vector<DynTensor>& grads,
+                        const std::vector<AdamParams>& params);
 
 namespace detail {
 /// adam_step as tensor ops: what adam_step runs on a backend without the fused kernel.
