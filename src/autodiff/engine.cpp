@@ -89,14 +89,60 @@ struct Slot {
   int pending = 0;                // consumers that have not yet passed their gradient on
 };
 
+// Whether the pieces tile a tensor of `shape` exactly: each a box of its contiguous layout (its
+// strides the layout's), no two overlapping, together covering every element. Then each piece
+// is copied into place, without zeros first and without adds: split's or chunk's gradient.
+bool pieces_tile(const std::vector<GradPiece>& pieces, const Shape& shape) {
+  constexpr size_t kMaxPieces = 64;  // the pairwise overlap test is quadratic
+  if (pieces.size() > kMaxPieces) return false;
+  const int r = shape.rank();
+  const Strides layout = contiguous_strides(shape);
+  std::vector<std::vector<int64_t>> starts;
+  int64_t covered = 0;
+  for (const GradPiece& p : pieces) {
+    if (p.part.rank() != r || p.offset < 0) return false;
+    std::vector<int64_t> start(static_cast<size_t>(r));
+    int64_t rest = p.offset;
+    for (int d = 0; d < r; ++d) {
+      const int64_t size = p.part.shape()[d];
+      if (size > 1 && p.strides[d] != layout[d]) return false;
+      start[static_cast<size_t>(d)] = layout[d] > 0 ? rest / layout[d] : 0;
+      rest -= start[static_cast<size_t>(d)] * layout[d];
+      if (start[static_cast<size_t>(d)] + size > shape[d]) return false;
+    }
+    if (rest != 0) return false;
+    starts.push_back(std::move(start));
+    covered += p.part.numel();
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    for (size_t j = i + 1; j < pieces.size(); ++j) {
+      bool apart = false;  // boxes overlap unless some dim separates them
+      for (int d = 0; d < r && !apart; ++d) {
+        const int64_t a = starts[i][static_cast<size_t>(d)], b = starts[j][static_cast<size_t>(d)];
+        apart = a + pieces[i].part.shape()[d] <= b || b + pieces[j].part.shape()[d] <= a;
+      }
+      if (!apart) return false;
+    }
+  }
+  return covered == shape.numel();
+}
+
 // The slot's whole gradient: the dense part plus every piece, added in place into one fresh
-// buffer (a copy of the dense part, or zeros).
+// buffer (a copy of the dense part, or zeros), or the pieces copied into place when they tile it.
 DynTensor take_gradient(Slot& slot, const Node& n) {
   DynTensor g = std::move(slot.grad);
   if (slot.pieces.empty()) return g;
   const Device device = slot.pieces.front().part.device();
   DynTensor out = detail::make_empty(n.shape(), n.dtype(), device, "backward");
   Backend& be = detail::backend_of(out);
+  if (!g.defined() && pieces_tile(slot.pieces, n.shape())) {
+    detail::check_supported(be, OpFamily::Copy, n.dtype(), "backward");
+    for (GradPiece& p : slot.pieces) {
+      be.copy(p.part.raw(), out.raw().view(p.part.shape(), p.strides, p.offset));  // casts too
+    }
+    slot.pieces.clear();
+    return out;
+  }
   detail::check_supported(be, g.defined() ? OpFamily::Copy : OpFamily::Fill, n.dtype(), "backward");
   detail::check_supported(be, OpFamily::Binary, n.dtype(), "backward");
   if (g.defined()) {

@@ -140,6 +140,30 @@ TEST(MovementGrad, SparsePiecesAccumulate) {
         return add(stack(steps, 1), narrow(in[0], 1, 0, 1));
       },
       {rnd({2, 5, 3})});
+  // Pieces that tile the input exactly (split, chunk) are copied into place, with no zeros and
+  // no adds; a pair that overlaps, or one that leaves a gap, takes the adding path.
+  CHECK_GRAD(
+      [](auto& in) {
+        const auto parts = split(in[0], 2, 1);  // [3, 2], [3, 2], [3, 1] of [3, 5]
+        return cat({mul(parts[0], 2.0), exp(parts[1]), mul(parts[2], parts[2])}, 1);
+      },
+      {rnd_t(3, 5)});
+  CHECK_GRAD(
+      [](auto& in) {
+        const auto parts = chunk(in[0], 2, 1);  // [2, 2, 3] twice, of [2, 4, 3]
+        return add(mul(parts[0], parts[1]), parts[1]);
+      },
+      {rnd({2, 4, 3})});
+  CHECK_GRAD(
+      [](auto& in) {
+        return cat({narrow(in[0], 1, 0, 3), narrow(in[0], 1, 2, 2), narrow(in[0], 1, 4, 1)}, 1);
+      },
+      {rnd({2, 5})});
+  CHECK_GRAD(
+      [](auto& in) {
+        return cat({narrow(in[0], 1, 0, 2), narrow(in[0], 1, 3, 2)}, 1);
+      },
+      {rnd({2, 5})});
   // A slice's gradient passed on through another node before it is taken.
   CHECK_GRAD([](auto& in) { return mul(select(slice(in[0], 1, 1, 3), 0, 1), 3.0); },
              {rnd({2, 4, 2})});

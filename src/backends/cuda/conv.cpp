@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,10 +167,10 @@ constexpr size_t kMaxWorkspace = size_t{1} << 30;
 // The first of cuDNN's ranked algorithms that applies: its heuristics succeeded, it is
 // deterministic under use_deterministic_algorithms, and its workspace is under kMaxWorkspace. f32
 // held off TF32 prefers the algorithms ranked for FMA math, then runs the others under FMA math.
-// Perf is one of cuDNN's *AlgoPerf_t structs.
+// Perf is one of cuDNN's *AlgoPerf_t structs. Null when none applies.
 template <class Perf, class WorkspaceSize>
-Algo pick(const Descs& d, const std::vector<Perf>& perf, int count, DType dtype,
-          const WorkspaceSize& workspace_size, const std::string& op) {
+std::optional<Algo> pick(const Descs& d, const std::vector<Perf>& perf, int count, DType dtype,
+                         const WorkspaceSize& workspace_size, const std::string& op) {
   const bool fma = fma_only(dtype);
   for (int round = 0; round < (fma ? 2 : 1); ++round) {
     for (int i = 0; i < count; ++i) {
@@ -184,8 +185,34 @@ Algo pick(const Descs& d, const std::vector<Perf>& perf, int count, DType dtype,
       return a;
     }
   }
-  EMBER_FAIL("[", op, "] cudnn: no convolution algorithm applies to this geometry and dtype",
-             deterministic_algorithms() ? " (deterministic algorithms only)" : "");
+  return std::nullopt;
+}
+
+// 16-bit convolutions are timed once per geometry (cudnnFind*, as torch.backends.cudnn.benchmark)
+// rather than ranked by cuDNN's v7 heuristics, whose first bf16 choices for NCHW ran ResNet-50's
+// backward 30x slower than the best on the H200 (912 of 1,017 ms in one direct dgrad kernel).
+bool timed_choice(DType dtype) { return dtype == DType::bf16 || dtype == DType::f16; }
+
+// The timed choice where it applies and finds one, else the heuristics' first that applies.
+template <class Perf, class Find, class Get, class WorkspaceSize>
+Algo choose(const Descs& d, int max, DType dtype, const Find& find, const Get& get,
+            const WorkspaceSize& workspace_size, const std::string& op) {
+  std::vector<Perf> perf(static_cast<size_t>(max));
+  int count = 0;
+  std::optional<Algo> a;
+  if (timed_choice(dtype) && find(max, &count, perf.data()) == CUDNN_STATUS_SUCCESS) {
+    a = pick(d, perf, count, dtype, workspace_size, op);
+  }
+  if (!a) {
+    check_cudnn(get(max, &count, perf.data()), op);
+    a = pick(d, perf, count, dtype, workspace_size, op);
+  }
+  if (!a) {
+    EMBER_FAIL("[", op, "] cudnn: no convolution algorithm applies to this geometry and dtype",
+               deterministic_algorithms() ? " (deterministic algorithms only)" : "");
+  }
+  check_cudnn(cudnnSetConvolutionMathType(d.conv, a->math), op);
+  return *a;
 }
 
 // The cached algorithm of `pass` for these descriptors, chosen on first use; sets the math type
@@ -204,16 +231,18 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
     }
   }
   Algo a;
-  int max = 0, count = 0;
+  int max = 0;
   switch (pass) {
     case Pass::Forward: {
       check_cudnn(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max), op);
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max));
-      check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max, &count,
-                                                         perf.data()),
-                  op);
-      a = pick(
-          d, perf, count, dtype,
+      a = choose<cudnnConvolutionFwdAlgoPerf_t>(
+          d, max, dtype,
+          [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            return cudnnFindConvolutionForwardAlgorithm(h, d.x, d.w, d.conv, d.y, n, count, perf);
+          },
+          [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, count, perf);
+          },
           [&](cudnnConvolutionFwdAlgo_t algo, size_t* n) {
             return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, n);
           },
@@ -222,12 +251,16 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
     }
     case Pass::Data: {
       check_cudnn(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max), op);
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(max));
-      check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, max, &count,
-                                                              perf.data()),
-                  op);
-      a = pick(
-          d, perf, count, dtype,
+      a = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+          d, max, dtype,
+          [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            return cudnnFindConvolutionBackwardDataAlgorithm(h, d.w, d.y, d.conv, d.x, n, count,
+                                                             perf);
+          },
+          [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, n, count,
+                                                               perf);
+          },
           [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* n) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, n);
           },
@@ -236,12 +269,16 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
     }
     case Pass::Filter: {
       check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max), op);
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(max));
-      check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max,
-                                                                &count, perf.data()),
-                  op);
-      a = pick(
-          d, perf, count, dtype,
+      a = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          d, max, dtype,
+          [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            return cudnnFindConvolutionBackwardFilterAlgorithm(h, d.x, d.y, d.conv, d.w, n, count,
+                                                               perf);
+          },
+          [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, count,
+                                                                 perf);
+          },
           [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* n) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
                                                                   n);

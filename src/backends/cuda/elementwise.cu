@@ -16,6 +16,39 @@ void move_words(const RawTensor& src, const RawTensor& dst) {
       "copy", dst, [] __device__(W v) { return v; }, src);
 }
 
+struct alignas(16) Word16 {
+  uint32_t v[4];
+};
+
+// A strided copy whose rows (last dim) are contiguous on both sides, seen as a copy of 16-byte
+// words: the strided kernel's index arithmetic per 16 bytes instead of per element (8x fewer
+// for bf16: the heads' split and merge, slices' gradients). Shapes and strides in words; the
+// dtype and element offset stay, so data() still finds the first byte.
+bool as_rows_of_words(const RawTensor& src, const RawTensor& dst, RawTensor* ws, RawTensor* wd) {
+  const int r = dst.rank();
+  const int64_t e = static_cast<int64_t>(dtype_size(dst.dtype));
+  if (r == 0 || e >= 16 || 16 % e != 0) return false;
+  const int64_t k = 16 / e;
+  const RawTensor* ts[] = {&src, &dst};
+  for (const RawTensor* t : ts) {
+    if (t->strides[r - 1] != 1 || !aligned_to(t->data(), 16)) return false;
+    for (int d = 0; d + 1 < r; ++d) {
+      if (t->shape[d] != 1 && t->strides[d] % k != 0) return false;
+    }
+  }
+  if (dst.shape[r - 1] % k != 0) return false;
+  Shape shape = dst.shape;
+  shape[r - 1] /= k;
+  auto words = [&](const RawTensor& t) {
+    Strides st = t.strides;
+    for (int d = 0; d + 1 < r; ++d) st[d] /= k;
+    return t.view(shape, st, t.offset);
+  };
+  *ws = words(src);
+  *wd = words(dst);
+  return true;
+}
+
 // In is deduced from the null pointer, so the dispatch macros can supply Out.
 template <class Out, class In>
 void cast(const RawTensor& src, const RawTensor& dst, const In*) {
@@ -86,6 +119,11 @@ void CudaBackend::copy(const RawTensor& src, const RawTensor& dst) {
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), dst.nbytes(),
                                        cudaMemcpyDeviceToDevice, stream_of(dst)),
                        "copy");
+      return;
+    }
+    RawTensor ws, wd;
+    if (as_rows_of_words(src, dst, &ws, &wd)) {
+      move_words<Word16>(ws, wd);
       return;
     }
     visit_size(dtype_size(dst.dtype), [&](auto w) { move_words<decltype(w)>(src, dst); });

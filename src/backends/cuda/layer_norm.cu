@@ -1,7 +1,8 @@
-// layer_norm over the last dim of contiguous [N, D] rows: one block per row forward (mean and
-// variance in f32 from one read of the row, kept in registers for the normalisation) and per row
-// backward for dx; the weight and bias gradients are column sums over the rows, made in fixed
-// chunks of rows and then added in order, so results do not change from run to run.
+// layer_norm over the last dim of contiguous [N, D] rows: one warp per row up to D = 1024, else
+// one block per row, forward (mean and variance in f32 from one read of the row, kept in
+// registers for the normalisation) and backward for dx; the weight and bias gradients are column
+// sums over the rows, made in fixed chunks of rows and then added in order, so results do not
+// change from run to run.
 #include <cub/cub.cuh>
 
 #include "common.cuh"
@@ -76,6 +77,93 @@ __global__ void layer_norm_kernel(const Tx* __restrict__ x, int64_t d,
     if (weight) o *= weight[k];
     if (bias) o += bias[k];
     out[k] = Ty(o);
+  }
+}
+
+// Rows up to kWarpRow long (GPT-2's and BERT's 768): one warp per row, the row in registers and
+// the sums by shuffles, with no block-wide synchronisation (a block per row measured 0.089 ms
+// against PyTorch's 0.049 at [16384, 768] on the H200).
+constexpr int kWarpRow = 1024;
+constexpr int kPerLane = kWarpRow / 32;
+constexpr int kRowsPerBlock = 8;
+
+__device__ inline float warp_sum(float v) {
+#pragma unroll
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+
+template <class Tx, class Ty>
+__global__ void layer_norm_warp_kernel(const Tx* __restrict__ x, int64_t n, int64_t d,
+                                       const float* __restrict__ weight,
+                                       const float* __restrict__ bias, float eps,
+                                       Ty* __restrict__ y, float* __restrict__ mean,
+                                       float* __restrict__ rstd) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (r >= n) return;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const Tx* row = x + r * d;
+  float v[kPerLane];
+  float sum = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int64_t k = lane + 32 * i;
+    v[i] = k < d ? static_cast<float>(row[k]) : 0.0f;
+    sum += v[i];
+  }
+  const float mu = warp_sum(sum) / static_cast<float>(d);
+  float sq = 0;  // from the centred values: no cancellation
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    if (lane + 32 * i < d) sq += (v[i] - mu) * (v[i] - mu);
+  }
+  const float rs = rsqrtf(warp_sum(sq) / static_cast<float>(d) + eps);
+  if (lane == 0) {
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+  Ty* out = y + r * d;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int64_t k = lane + 32 * i;
+    if (k >= d) break;
+    float o = (v[i] - mu) * rs;
+    if (weight) o *= weight[k];
+    if (bias) o += bias[k];
+    out[k] = Ty(o);
+  }
+}
+
+template <class Tx, class Ty>
+__global__ void layer_norm_dx_warp_kernel(const Ty* __restrict__ dy, const Tx* __restrict__ x,
+                                          const float* __restrict__ mean,
+                                          const float* __restrict__ rstd,
+                                          const float* __restrict__ weight, int64_t n, int64_t d,
+                                          Tx* __restrict__ dx) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (r >= n) return;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const float mu = mean[r], rs = rstd[r];
+  const Ty* gy = dy + r * d;
+  const Tx* row = x + r * d;
+  float g[kPerLane], xhat[kPerLane];
+  float a = 0, b = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int64_t k = lane + 32 * i;
+    g[i] = k < d ? static_cast<float>(gy[k]) * (weight ? weight[k] : 1.0f) : 0.0f;
+    xhat[i] = k < d ? (static_cast<float>(row[k]) - mu) * rs : 0.0f;
+    a += g[i];
+    b += g[i] * xhat[i];
+  }
+  const float inv_d = 1.0f / static_cast<float>(d);
+  const float mg = warp_sum(a) * inv_d, mgx = warp_sum(b) * inv_d;
+  Tx* out = dx + r * d;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int64_t k = lane + 32 * i;
+    if (k >= d) break;
+    out[k] = Tx(rs * (g[i] - mg - xhat[i] * mgx));
   }
 }
 
@@ -155,6 +243,15 @@ template <class Tx, class Ty>
 void forward_typed(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, double eps,
                    const RawTensor& y, const RawTensor& mean, const RawTensor& rstd) {
   const int64_t n = x.shape[0], d = x.shape[1];
+  if (d <= kWarpRow) {
+    const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
+    layer_norm_warp_kernel<Tx, Ty><<<blocks, 32 * kRowsPerBlock, 0, stream_of(x)>>>(
+        static_cast<const Tx*>(x.data()), n, d, f32_or_null(weight), f32_or_null(bias),
+        static_cast<float>(eps), static_cast<Ty*>(y.data()), static_cast<float*>(mean.data()),
+        static_cast<float*>(rstd.data()));
+    EMBER_CUDA_LAUNCHED("layer_norm");
+    return;
+  }
   layer_norm_kernel<Tx, Ty><<<static_cast<unsigned>(n), kLnThreads, 0, stream_of(x)>>>(
       static_cast<const Tx*>(x.data()), d, f32_or_null(weight), f32_or_null(bias),
       static_cast<float>(eps), static_cast<Ty*>(y.data()), static_cast<float*>(mean.data()),
@@ -173,8 +270,14 @@ void backward_typed(const RawTensor& dy, const RawTensor& x, const RawTensor& me
   const auto* xs = static_cast<const Tx*>(x.data());
   const auto* mu = static_cast<const float*>(mean.data());
   const auto* rs = static_cast<const float*>(rstd.data());
-  layer_norm_dx_kernel<Tx, Ty><<<static_cast<unsigned>(n), kLnThreads, 0, stream>>>(
-      gy, xs, mu, rs, f32_or_null(weight), d, static_cast<Tx*>(dx.data()));
+  if (d <= kWarpRow) {
+    const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
+    layer_norm_dx_warp_kernel<Tx, Ty><<<blocks, 32 * kRowsPerBlock, 0, stream>>>(
+        gy, xs, mu, rs, f32_or_null(weight), n, d, static_cast<Tx*>(dx.data()));
+  } else {
+    layer_norm_dx_kernel<Tx, Ty><<<static_cast<unsigned>(n), kLnThreads, 0, stream>>>(
+        gy, xs, mu, rs, f32_or_null(weight), d, static_cast<Tx*>(dx.data()));
+  }
   EMBER_CUDA_LAUNCHED(op);
   if (!dweight.defined() && !dbias.defined()) return;
   const int64_t chunks = (n + kRowChunk - 1) / kRowChunk;
