@@ -12,6 +12,7 @@
 #include "ember/core/error.hpp"
 #include "ember/core/text.hpp"
 #include "ember/io/safetensors.hpp"
+#include "ember/tensor/device_graph.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "rules.hpp"
 #include "state_text.hpp"
@@ -216,6 +217,15 @@ void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
     seen.emplace(p.slot->id(), updates.size());
     updates.push_back({p.slot, g, impl_->rule->maximize ? neg(detach(grad)) : detach(grad)});
   }
+  // The step's numbers (lr, step counts) are host values: a captured step would replay them.
+  for (const Update& u : updates) {
+    const Device dev = u.slot->dyn().device();
+    EMBER_CHECK(!capture_under_way(dev), "[", name(),
+                "] cannot step inside a DeviceGraph capture on ", dev,
+                ": its learning rate and step counts are host values a replay would repeat; "
+                "step between replays (fused(true) keeps the parameters where the graph reads "
+                "them)");
+  }
   if (impl_->rule->in_place()) {  // fused: the parameters keep their storage
     std::vector<detail::Rule::InPlace> params;
     for (const Update& u : updates) {
@@ -223,6 +233,13 @@ void Optimizer::step(const nn::ModuleTree& tree, const ParamGrads& grads) {
                         &impl_->group(u.group).hyper});
     }
     impl_->rule->update_in_place(params);
+    // Copies of a shared Param that hold their own storage (after to_device or load) get the
+    // new value written into it, as the graph that reads them needs.
+    for (const auto& [slot, index] : copies) {
+      const DynTensor primary = detach(updates[index].slot->dyn());
+      if (slot->dyn().raw().storage != primary.raw().storage)
+        copy_into(detach(slot->dyn()), primary);
+    }
     return;
   }
   for (const Update& u : updates) {
@@ -317,7 +334,9 @@ OptimizerState Optimizer::state(const nn::ModuleTree& tree) const {
       meta[scalar + "." + p.path] = format_double(v);
     }
     for (const auto& [buffer, t] : it->second.buffers) {
-      out.tensors.emplace_back(p.path + "." + buffer, detach(t));
+      // A fused optimizer writes its buffers in place: the snapshot must not change with them.
+      out.tensors.emplace_back(p.path + "." + buffer,
+                               impl_->rule->in_place() ? clone(detach(t)) : detach(t));
     }
   }
   return out;

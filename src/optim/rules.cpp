@@ -112,7 +112,7 @@ class Adam final : public Rule {
   GroupHyper defaults() const override { return {lr_, wd_, beta1_}; }
   DynTensor update(const DynTensor& param, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
-    const AdamParams fp = next_step(param, s, h);
+    const AdamParams fp = step_params(param, s, h, ++s.step);
     // One op: the backend's fused pass where it has one, else the same 13 tensor ops.
     AdamTensors next = adam_step(tensors(param, s), grad, fp);
     s.buffers["exp_avg"] = next.exp_avg;
@@ -126,18 +126,19 @@ class Adam final : public Rule {
     std::vector<DynTensor> grads;
     std::vector<AdamParams> steps;
     for (const InPlace& p : params) {
-      steps.push_back(next_step(p.param, *p.state, *p.hyper));
+      steps.push_back(step_params(p.param, *p.state, *p.hyper, p.state->step + 1));
       states.push_back(tensors(p.param, *p.state));
       grads.push_back(p.grad);
     }
-    adam_step_in_place(states, grads, steps);
+    adam_step_in_place(states, grads, steps);  // checks every input before it writes any
+    for (const InPlace& p : params) ++p.state->step;
   }
 
  private:
-  // Counts the step, makes missing buffers, and gives the step's constants.
-  AdamParams next_step(const DynTensor& param, ParamState& s, const GroupHyper& h) const {
-    ++s.step;
-    const double step = static_cast<double>(s.step);
+  // Makes missing buffers and gives the constants of step number `number`.
+  AdamParams step_params(const DynTensor& param, ParamState& s, const GroupHyper& h,
+                         int64_t number) const {
+    const double step = static_cast<double>(number);
     buffer(s, "exp_avg", [&] { return zeros_like(param); });
     buffer(s, "exp_avg_sq", [&] { return zeros_like(param); });
     if (amsgrad_) buffer(s, "max_exp_avg_sq", [&] { return zeros_like(param); });

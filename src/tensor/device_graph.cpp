@@ -58,6 +58,8 @@ void DeviceGraph::replay() {
 bool DeviceGraph::captured() const { return impl_ && impl_->fn != nullptr; }
 bool DeviceGraph::recorded() const { return impl_ && impl_->work != nullptr; }
 
+bool capture_under_way(Device device) { return detail::backend_for(device).capturing(device); }
+
 void copy_into(const DynTensor& dst, const DynTensor& src) {
   constexpr const char* op = "copy_into";
   EMBER_CHECK(dst.defined() && src.defined(), "[", op, "] both tensors must be defined");

@@ -99,20 +99,24 @@ void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vecto
               states.size(), " parameters, ", grads.size(), " gradients and ", params.size(),
               " step constants: one each");
   auto guard = no_grad();
+  // Everything is checked before anything is written: a bad input updates nothing.
+  std::vector<char> one_dtype(states.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    one_dtype[i] = check_adam_inputs(states[i], grads[i], params[i], op);
+  }
   // The backend's multi-tensor kernel takes contiguous tensors of one float dtype per batch;
   // any other parameter takes adam_step and has its results written back.
   std::vector<Backend::AdamStepItem> batch;
   std::vector<DynTensor> keep;  // contiguous gradients, alive until the batch is queued
   for (size_t i = 0; i < states.size(); ++i) {
     const AdamTensors& s = states[i];
-    const bool one_dtype = check_adam_inputs(s, grads[i], params[i], op);
     const DynTensor* ts[] = {&s.param, &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq};
     bool contiguous_state = true;
     for (const DynTensor* t : ts) {
       if (t->defined()) contiguous_state = contiguous_state && t->is_contiguous();
     }
     const Backend& be = detail::backend_of(s.param);
-    const bool multi = one_dtype && contiguous_state &&
+    const bool multi = one_dtype[i] && contiguous_state &&
                        be.supports(OpFamily::Optim, s.param.dtype()) &&
                        (batch.empty() || (batch.front().param.device() == s.param.device() &&
                                           batch.front().param.dtype == s.param.dtype() &&

@@ -99,3 +99,29 @@ TEST(FusedAdam, MismatchedInputsAreErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// One Param in two places whose copies hold their own storage (to_dtype casts each slot): the
+// fused step writes the new value into both, as the plain step makes them share it.
+struct Tied {
+  nn::Param<2> a, b;
+  EMBER_MODULE(Tied, a, b)
+};
+
+TEST(FusedAdam, CopiesOfASharedParamWithTheirOwnStorageGetTheUpdate) {
+  Tied t;
+  t.a = nn::Param<2>(Tensor<2>(make_input(Shape{3, 4}, DType::f32, Layout::Contiguous, -1, 1, 9)));
+  t.b = t.a;
+  nn::to_dtype(nn::module_tree(t), DType::f64);
+  ASSERT_NE(t.a.dyn().raw().storage, t.b.dyn().raw().storage);
+  optim::Optimizer opt = optim::AdamWConfig().lr(0.1).fused(true).init();
+  optim::ParamGrads g;
+  g.set(t.a.id(), make_input(Shape{3, 4}, DType::f64, Layout::Contiguous, -1, 1, 10));
+  const DynTensor before = clone(t.a.dyn());
+  opt.step(nn::module_tree(t), g);
+  EXPECT_GT(max_abs_diff(before, t.a.dyn()), 0.01);
+  EXPECT_EQ(max_abs_diff(t.a.dyn(), t.b.dyn()), 0.0);
+}
+
+}  // namespace

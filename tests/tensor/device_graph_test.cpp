@@ -116,6 +116,13 @@ TEST(DeviceGraph, WorkAReplayCannotRepeatIsAnErrorAndTheDeviceCarriesOn) {
           });
         },
         "do not nest");
+    // An optimizer step: its lr and step counts would be replayed as captured.
+    Mlp m = make_mlp();
+    optim::Optimizer opt = optim::AdamWConfig().fused(true).init();
+    const Gradients grads = backward(mean(m.forward(ones(Shape{2, 12}, DType::f32, dev))));
+    expect_error_containing([&] { g.capture([&] { opt.step(nn::module_tree(m), grads); }); },
+                            "cannot step inside a DeviceGraph capture");
+    EXPECT_TRUE(capture_under_way(dev) == false);
     EXPECT_FALSE(g.captured());
   }
   // Still usable, and a later capture works.

@@ -276,6 +276,11 @@ class Backend {
     virtual void replay() = 0;
   };
   virtual bool can_capture() const { return false; }
+  /// Whether a capture is under way on `device`.
+  virtual bool capturing(Device device) const {
+    (void)device;
+    return false;
+  }
   virtual void begin_capture(Device device);
   /// Ends the capture begun on `device`; `ok` false (the captured code threw) discards it.
   virtual std::unique_ptr<CapturedWork> end_capture(Device device, bool ok);

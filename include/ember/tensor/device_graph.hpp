@@ -52,6 +52,9 @@ class DeviceGraph {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Whether a DeviceGraph capture is under way on `device` (ops that cannot be replayed refuse).
+bool capture_under_way(Device device);
+
 /// Writes src's elements into dst's own storage (same shape; cast to dst's dtype): how new data
 /// reaches the static inputs of a captured graph. dst must not need a gradient.
 void copy_into(const DynTensor& dst, const DynTensor& src);

@@ -39,7 +39,7 @@ void* DeviceAllocator::allocate(size_t nbytes, size_t* rounded) {
     p = take_best_fit(pools_.at(capturing_).free, size, rounded);
     if (p) return p;
     // A block taken from the cache joins the pool.
-    if ((p = take_best_fit(free_, size, rounded))) owner_[p] = capturing_;
+    if ((p = take_best_fit(free_, size, rounded))) adopt(p);
   } else {
     p = take_best_fit(free_, size, rounded);
   }
@@ -66,21 +66,34 @@ void* DeviceAllocator::allocate(size_t nbytes, size_t* rounded) {
                cudaGetErrorString(err), "): ", free_bytes, " of ", total,
                " bytes free on the device, ", cached_, " cached by Ember, ", in_use_, " in use");
   }
-  if (capturing_ >= 0) owner_[p] = capturing_;
+  if (capturing_ >= 0) adopt(p);
   in_use_ += size;
   if (in_use_ > peak_) peak_ = in_use_;
   return p;
 }
 
+void DeviceAllocator::adopt(void* ptr) {
+  owner_[ptr] = capturing_;
+  ++pools_.at(capturing_).blocks;
+}
+
 void DeviceAllocator::release(void* ptr, size_t rounded) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = owner_.find(ptr); it != owner_.end()) {
-    Pool& pool = pools_.at(it->second);
-    if (pool.alive) {  // still the graph's: in use until the graph goes
-      pool.free.emplace(rounded, ptr);
+  auto it = owner_.find(ptr);
+  // A block made before the capture and freed during it may still be read by the graph (it was
+  // the capture's input): it joins the pool too, so no one else gets it while the graph lives.
+  if (it == owner_.end() && capturing_ >= 0) {
+    adopt(ptr);
+    it = owner_.find(ptr);
+  }
+  if (it != owner_.end()) {
+    auto pool = pools_.find(it->second);
+    if (pool->second.alive) {  // still the graph's: in use until the graph goes
+      pool->second.free.emplace(rounded, ptr);
       return;
     }
     owner_.erase(it);
+    if (--pool->second.blocks == 0) pools_.erase(pool);  // the dead pool's last block
   }
   in_use_ -= rounded;
   cached_ += rounded;
@@ -121,14 +134,13 @@ void DeviceAllocator::release_pool(int pool) {
     free_.emplace(bytes, block);
     in_use_ -= bytes;
     cached_ += bytes;
+    --it->second.blocks;
   }
   it->second.free.clear();
   it->second.alive = false;
   // Blocks still held by tensors find the pool dead when freed and go to the cache; the entry
-  // goes once none is left.
-  bool any = false;
-  for (const auto& [block, owner] : owner_) any = any || owner == pool;
-  if (!any) pools_.erase(it);
+  // goes with the last of them.
+  if (it->second.blocks == 0) pools_.erase(it);
 }
 
 MemoryStats DeviceAllocator::stats() const {

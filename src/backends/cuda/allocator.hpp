@@ -51,8 +51,10 @@ class DeviceAllocator {
   std::multimap<size_t, void*> free_;  // cached blocks by size
   struct Pool {
     std::multimap<size_t, void*> free;  // blocks the graph reuses on replay: not for others
+    size_t blocks = 0;                  // blocks it owns, free or held
     bool alive = true;
   };
+  void adopt(void* ptr);  // the capturing pool takes ptr (mutex_ held)
   std::unordered_map<int, Pool> pools_;
   std::unordered_map<void*, int> owner_;  // blocks that belong to a pool
   int capturing_ = -1;

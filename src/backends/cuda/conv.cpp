@@ -194,14 +194,20 @@ std::optional<Algo> pick(const Descs& d, const std::vector<Perf>& perf, int coun
 bool timed_choice(DType dtype) { return dtype == DType::bf16 || dtype == DType::f16; }
 
 // The timed choice where it applies and finds one, else the heuristics' first that applies.
+// *timing_failed: the search itself failed (out of memory, say), so the choice is not kept.
 template <class Perf, class Find, class Get, class WorkspaceSize>
 Algo choose(const Descs& d, int max, DType dtype, const Find& find, const Get& get,
-            const WorkspaceSize& workspace_size, const std::string& op) {
+            const WorkspaceSize& workspace_size, const std::string& op, bool* timing_failed) {
   std::vector<Perf> perf(static_cast<size_t>(max));
   int count = 0;
   std::optional<Algo> a;
-  if (timed_choice(dtype) && find(max, &count, perf.data()) == CUDNN_STATUS_SUCCESS) {
-    a = pick(d, perf, count, dtype, workspace_size, op);
+  if (timed_choice(dtype)) {
+    if (find(max, &count, perf.data()) == CUDNN_STATUS_SUCCESS) {
+      a = pick(d, perf, count, dtype, workspace_size, op);
+    } else {
+      (void)cudaGetLastError();  // not to be reported by the next kernel's launch check
+      *timing_failed = true;
+    }
   }
   if (!a) {
     check_cudnn(get(max, &count, perf.data()), op);
@@ -230,8 +236,14 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
       return it->second;
     }
   }
+  // cudnnFind runs and waits for kernels: not something a graph can record.
+  device_state(device).check_not_capturing(
+      op.c_str(),
+      "a convolution's first use of a shape chooses its algorithm; run it once "
+      "before capturing");
   Algo a;
   int max = 0;
+  bool timing_failed = false;
   switch (pass) {
     case Pass::Forward: {
       check_cudnn(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max), op);
@@ -246,7 +258,7 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
           [&](cudnnConvolutionFwdAlgo_t algo, size_t* n) {
             return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, n);
           },
-          op);
+          op, &timing_failed);
       break;
     }
     case Pass::Data: {
@@ -264,7 +276,7 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
           [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* n) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, n);
           },
-          op);
+          op, &timing_failed);
       break;
     }
     case Pass::Filter: {
@@ -283,10 +295,11 @@ Algo algo_for(Pass pass, Descs& d, cudnnHandle_t h, DType dtype, int device,
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
                                                                   n);
           },
-          op);
+          op, &timing_failed);
       break;
     }
   }
+  if (timing_failed) return a;  // the search is tried again at the next use
   std::lock_guard<std::mutex> lock(cache_mutex);
   algo_cache().emplace(std::move(key), a);
   return a;

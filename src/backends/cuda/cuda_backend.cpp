@@ -120,6 +120,7 @@ void CudaBackend::reset_peak_memory(Device device) {
 }
 void CudaBackend::empty_cache(Device device) {
   DeviceState& s = device_state(device.index);
+  s.check_not_capturing("empty_cache", "it waits for work that has not run yet");
   // Cached blocks may still be read by queued work: let it finish first.
   EMBER_CUDA_CHECK(cudaStreamSynchronize(s.stream), "empty_cache");
   s.allocator.empty_cache();

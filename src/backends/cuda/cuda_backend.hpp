@@ -110,6 +110,7 @@ class CudaBackend final : public Backend {
 
   // graph.cpp
   bool can_capture() const override { return true; }
+  bool capturing(Device device) const override;
   void begin_capture(Device device) override;
   std::unique_ptr<CapturedWork> end_capture(Device device, bool ok) override;
 };

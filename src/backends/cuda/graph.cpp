@@ -49,6 +49,8 @@ class CudaGraph final : public Backend::CapturedWork {
 
 }  // namespace
 
+bool CudaBackend::capturing(Device device) const { return device_state(device.index).capturing(); }
+
 void CudaBackend::begin_capture(Device device) {
   DeviceState& s = device_state(device.index);
   EMBER_CHECK(!s.capturing(), "[DeviceGraph] a capture is already under way on ", device,

@@ -1,6 +1,7 @@
 // Fused optimizer updates: one Adam/AdamW step in one pass, one thread per element, with the
 // Cpu's element formula (src/core/adam_step.hpp); and the multi-tensor step, in place over up to
 // kMaxTensors parameters per launch (PyTorch's fused AdamW), each block one chunk of one tensor.
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -93,6 +94,7 @@ __global__ void adam_multi_kernel(MultiArgs<T> a, adam::Consts<T> c) {
   }
 }
 
+// Items of one bucket: the same lr, betas, eps and weight decay (the shared constants).
 template <class T>
 void adam_multi(const std::vector<Backend::AdamStepItem>& items) {
   const cudaStream_t stream = stream_of(items.front().param);
@@ -113,14 +115,7 @@ void adam_multi(const std::vector<Backend::AdamStepItem>& items) {
   for (const Backend::AdamStepItem& it : items) {
     const int64_t n = it.param.numel();
     if (n == 0) continue;
-    // lr, betas, eps and weight decay ride in the shared constants: a change starts a launch.
     const AdamParams& p = it.params;
-    if (p.lr != first.lr || p.beta1 != first.beta1 || p.beta2 != first.beta2 ||
-        p.eps != first.eps || p.weight_decay != first.weight_decay) {
-      launch();
-      adam_multi<T>({it});
-      continue;
-    }
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     if (a.count == kMaxTensors || a.first_chunk[a.count] + chunks > (int64_t{1} << 30)) launch();
     const adam::Consts<T> own(p);
@@ -142,13 +137,33 @@ void adam_multi(const std::vector<Backend::AdamStepItem>& items) {
 
 void CudaBackend::adam_step_multi(const std::vector<AdamStepItem>& items) {
   if (items.empty()) return;
-  switch (items.front().param.dtype) {
-    case DType::f32:
-      return adam_multi<float>(items);
-    case DType::f64:
-      return adam_multi<double>(items);
-    default:
-      no_kernel("adam_step_multi", items.front().param.dtype);
+  // Buckets by the constants a launch shares, in first-seen order: parameter groups (a no-decay
+  // group for biases, say) each fill their own launches rather than break each other's.
+  std::vector<std::vector<AdamStepItem>> buckets;
+  for (const AdamStepItem& it : items) {
+    auto same = [&](const std::vector<AdamStepItem>& b) {
+      const AdamParams &p = it.params, &q = b.front().params;
+      return p.lr == q.lr && p.beta1 == q.beta1 && p.beta2 == q.beta2 && p.eps == q.eps &&
+             p.weight_decay == q.weight_decay;
+    };
+    auto b = std::find_if(buckets.begin(), buckets.end(), same);
+    if (b == buckets.end()) {
+      buckets.push_back({it});
+    } else {
+      b->push_back(it);
+    }
+  }
+  for (const std::vector<AdamStepItem>& b : buckets) {
+    switch (b.front().param.dtype) {
+      case DType::f32:
+        adam_multi<float>(b);
+        break;
+      case DType::f64:
+        adam_multi<double>(b);
+        break;
+      default:
+        no_kernel("adam_step_multi", b.front().param.dtype);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <vector>
@@ -74,8 +75,8 @@ struct DeviceState {
 
   // Graph capture (graph.cpp): the pool of the capture under way (-1: none) and the number of
   // captured graphs alive, which may still read the workspace they were captured with.
-  int capture_pool = -1;
-  int graphs_alive = 0;
+  std::atomic<int> capture_pool{-1};
+  std::atomic<int> graphs_alive{0};  // changed by a graph's destructor on any thread
   bool capturing() const { return capture_pool >= 0; }
   /// Raises "[op] ... inside a DeviceGraph capture" while one is under way: for the calls a
   /// graph cannot replay (host transfers, waits, host-seeded random numbers).
