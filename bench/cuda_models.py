@@ -73,6 +73,13 @@ class Gpt2(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)
 
 
+def precision(args):
+    """--precision as autocast's switch and dtype, and the loss scaler (on for f16 only)."""
+    low = torch.float16 if args.precision == "f16" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "f16")
+    return args.precision != "f32", low, scaler
+
+
 def profile(args, f):
     """--profile: the device time per step by kernel over --steps more calls of f (stderr), in
     bench_cuda_models --profile's format, from torch.profiler's CUDA events."""
@@ -155,9 +162,7 @@ def gpt2(args):
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1, fused=True)
     ids = torch.randint(0, 50304, (args.batch, args.seq), device=dev)
     targets = torch.randint(0, 50304, (args.batch * args.seq,), device=dev)
-    amp = args.precision != "f32"
-    low = torch.float16 if args.precision == "f16" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "f16")
+    amp, low, scaler = precision(args)
     forward = torch.compile(model) if args.compile else model
 
     def forward_loss():
@@ -241,9 +246,7 @@ def resnet50(args):
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     images = torch.randn(args.batch, 3, 224, 224, device=dev).contiguous(memory_format=layout)
     labels = torch.randint(0, 1000, (args.batch,), device=dev)
-    amp = args.precision != "f32"
-    low = torch.float16 if args.precision == "f16" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "f16")
+    amp, low, scaler = precision(args)
     forward = torch.compile(model) if args.compile else model
 
     def forward_loss():
@@ -300,8 +303,7 @@ def minilm(args):
                         intermediate_size=1536, attn_implementation="sdpa")
     model = BertModel(config).to(dev).eval()
     ids = torch.randint(0, 30522, (args.batch, args.seq), device=dev)
-    amp = args.precision != "f32"
-    low = torch.float16 if args.precision == "f16" else torch.bfloat16
+    amp, low, _ = precision(args)
     forward = torch.compile(model, mode="reduce-overhead") if args.compile else model
 
     def step():

@@ -123,6 +123,16 @@ TEST(DeviceGraph, WorkAReplayCannotRepeatIsAnErrorAndTheDeviceCarriesOn) {
     expect_error_containing([&] { g.capture([&] { opt.step(nn::module_tree(m), grads); }); },
                             "cannot step inside a DeviceGraph capture");
     EXPECT_TRUE(capture_under_way(dev) == false);
+    // Waits, and a convolution's first use of a shape (cuDNN's algorithm search runs kernels and
+    // waits); the eager convolution first makes cuDNN's handle, as a warm-up would.
+    expect_error_containing([&] { g.capture([&] { (void)nonzero(x); }); }, "DeviceGraph capture");
+    expect_error_containing([&] { g.capture([&] { empty_cache(dev); }); }, "DeviceGraph capture");
+    const DynTensor img = make_input(Shape{1, 3, 7, 9}, DType::f32, Layout::Contiguous, -1, 1, 4);
+    const DynTensor k1 = make_input(Shape{2, 3, 3, 3}, DType::f32, Layout::Contiguous, -1, 1, 5);
+    const DynTensor k2 = make_input(Shape{2, 3, 3, 2}, DType::f32, Layout::Contiguous, -1, 1, 6);
+    (void)sum(conv2d(img, k1)).item<float>();
+    expect_error_containing([&] { g.capture([&] { (void)conv2d(img, k2); }); },
+                            "DeviceGraph capture");
     EXPECT_FALSE(g.captured());
   }
   // Still usable, and a later capture works.

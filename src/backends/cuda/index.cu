@@ -385,7 +385,6 @@ RawTensor CudaBackend::nonzero(const RawTensor& x) {
   int64_t count = 0;
   std::shared_ptr<Storage> pos;
   if (numel > 0) {
-    state_of(x).check_not_capturing("nonzero", "its result's size is data, read back at once");
     pos = scratch(static_cast<size_t>(numel + 1) * sizeof(int64_t), device);
     auto* positions = static_cast<int64_t*>(pos->data());
     int64_t* count_dev = positions + numel;  // the count after the positions
