@@ -257,10 +257,8 @@ DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const Dy
 BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
                            const DynTensor& running_var, const DynTensor& weight,
                            const DynTensor& bias, bool training, double momentum, double eps) {
-  if (ember::detail::autocast_widens(x)) {
-    return batch_norm(cast(x, DType::f32), running_mean, running_var, weight, bias, training,
-                      momentum, eps);
-  }
+  // Not widened under autocast (as PyTorch): 16-bit input stays 16-bit, while the statistics,
+  // scale and shift are f32 (the channel ops compute 16-bit data in f32).
   EMBER_CHECK(x.rank() >= 2, "[batch_norm] expects [N, C, *], got ", x.shape());
   check_channels(x, weight, "batch_norm", "weight");
   check_channels(x, bias, "batch_norm", "bias");

@@ -1,6 +1,7 @@
-// The per-channel normalisation ops: validation, contiguous operands of one float dtype (f16 and
-// bf16 computed in f32), then the backend's fused Norm kernels where it has them, or the same
-// values from tensor ops (the *_composite functions) where it has not.
+// The per-channel normalisation ops: validation, contiguous operands (f16 and bf16 computed in
+// f32: read as they are where the backend's kernels take them, else cast first), then the
+// backend's fused Norm kernels where it has them, or the same values from tensor ops (the
+// *_composite functions) where it has not. Statistics come back in the compute dtype.
 #include "ember/tensor/ops/norm.hpp"
 
 #include "ember/autodiff/autodiff.hpp"
@@ -23,6 +24,11 @@ DType compute_dtype(const DynTensor& x, const char* op) {
 
 bool has_kernels(const DynTensor& x, DType dt) {
   return detail::backend_of(x).supports(OpFamily::Norm, dt);
+}
+
+// The dtype x's data goes to the kernels in: its own where they take it, else the compute dtype.
+DType data_dtype(const DynTensor& x, DType dt) {
+  return has_kernels(x, x.dtype()) ? x.dtype() : dt;
 }
 
 // An untracked contiguous operand in `dt`.
@@ -80,11 +86,11 @@ DynTensor channel_fma_composite(const DynTensor& a, const DynTensor& ka, const D
 DynTensor channel_moments(const DynTensor& x) {
   const char* op = "channel_moments";
   const DType dt = compute_dtype(x, op);
-  const DynTensor xc = operand(x, dt);
-  if (!has_kernels(x, dt)) return cast(detail::channel_moments_composite(xc), x.dtype());
+  const DynTensor xc = operand(x, data_dtype(x, dt));
+  if (!has_kernels(x, dt)) return detail::channel_moments_composite(xc);
   DynTensor out = detail::make_empty(Shape{2, x.size(1)}, dt, x.device(), op);
   detail::backend_of(out).channel_moments(xc.raw(), out.raw());
-  return cast(out, x.dtype());
+  return out;
 }
 
 DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& center) {
@@ -94,32 +100,33 @@ DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& c
   detail::check_same_device(a, b, op);
   EMBER_CHECK(a.shape() == b.shape(), "[", op, "] operands differ in shape: ", a.shape(), " and ",
               b.shape());
-  const DynTensor ac = operand(a, dt), bc = operand(b, dt);
+  const DType data = data_dtype(a, dt);
+  const DynTensor ac = operand(a, data), bc = operand(b, data);
   const DynTensor cc = coefficient(center, a, dt, op, "center");
-  if (!has_kernels(a, dt)) return cast(detail::channel_dot_composite(ac, bc, cc), a.dtype());
+  if (!has_kernels(a, dt)) return detail::channel_dot_composite(ac, bc, cc);
   DynTensor out = detail::make_empty(Shape{2, a.size(1)}, dt, a.device(), op);
   detail::backend_of(out).channel_dot(ac.raw(), bc.raw(), cc.raw(), out.raw());
-  return cast(out, a.dtype());
+  return out;
 }
 
 DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& b,
                       const DynTensor& kb, const DynTensor& k0) {
   const char* op = "channel_fma";
-  const DType dt = compute_dtype(a, op);
-  const DynTensor ac = operand(a, dt);
+  const DType dt = compute_dtype(a, op), data = data_dtype(a, dt);
+  const DynTensor ac = operand(a, data);
   const DynTensor kac = coefficient(ka, a, dt, op, "ka"), k0c = coefficient(k0, a, dt, op, "k0");
   DynTensor bc, kbc;
   if (b.defined()) {
     detail::check_same_device(a, b, op);
     EMBER_CHECK(a.shape() == b.shape(), "[", op, "] operands differ in shape: ", a.shape(), " and ",
                 b.shape());
-    bc = operand(b, dt);
+    bc = operand(b, data);
     kbc = coefficient(kb, a, dt, op, "kb");
   }
   if (!has_kernels(a, dt)) {
     return cast(detail::channel_fma_composite(ac, kac, bc, kbc, k0c), a.dtype());
   }
-  DynTensor out = detail::make_empty(a.shape(), dt, a.device(), op);
+  DynTensor out = detail::make_empty(a.shape(), data, a.device(), op);
   detail::backend_of(out).channel_fma(ac.raw(), kac.raw(), bc.raw(), kbc.raw(), k0c.raw(),
                                       out.raw());
   return cast(out, a.dtype());

@@ -4,6 +4,7 @@
 
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
+#include <ember/tensor/autocast.hpp>
 
 #include "tensor/test_util.hpp"
 
@@ -46,5 +47,41 @@ TEST(BatchNormFused, MatchesFloat64Composite) {
   for (size_t i = 0; i < 4; ++i) {
     const Host h = Host::of(want[i]);
     expect_close(got64[i], h.shape, h.v, Tol{1e-9, 1e-9}, std::string(names[i]) + " f64");
+  }
+}
+
+// Under bf16 autocast batch_norm keeps the 16-bit input's type (as PyTorch; the statistics and
+// coefficients are f32 inside): y and dx bf16, dw and db f32 like the weights, all against the
+// f64 composite on the same bf16-rounded input.
+TEST(BatchNormFused, SixteenBitInputUnderAutocast) {
+  const Shape s{4, 3, 5, 6};
+  const DynTensor x16 = cast(make_input(s, DType::f64, Layout::Contiguous, -2, 3, 51), DType::bf16);
+  const DynTensor w64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, 0.5, 1.5, 52);
+  const DynTensor b64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, -1, 1, 53);
+  const DynTensor g64 = make_input(s, DType::f64, Layout::Contiguous, -1, 1, 54);
+  std::vector<DynTensor> got;
+  {
+    const DynTensor x = require_grad(x16), w = require_grad(cast(w64, DType::f32)),
+                    b = require_grad(cast(b64, DType::f32));
+    auto amp = autocast(default_device(), DType::bf16);
+    const DynTensor y = nn::batch_norm(x, {}, {}, w, b, true).y;
+    Gradients grads = backward(sum(mul(y, cast(g64, DType::bf16))));
+    got = {y, grads.get(x), grads.get(w), grads.get(b)};
+  }
+  const DType want_types[] = {DType::bf16, DType::bf16, DType::f32, DType::f32};
+  const DynTensor x = require_grad(cast(x16, DType::f64)), w = require_grad(w64),
+                  b = require_grad(b64);
+  const Dims dims{0, 2, 3};
+  const DynTensor mu = mean(x, dims, true), xc = sub(x, mu);
+  const DynTensor xhat = mul(xc, rsqrt(add(mean(square(xc), dims, true), 1e-5)));
+  const DynTensor y = add(mul(xhat, reshape(w, Shape{3, 1, 1})), reshape(b, Shape{3, 1, 1}));
+  Gradients grads = backward(sum(mul(y, cast(cast(g64, DType::bf16), DType::f64))));
+  const std::vector<DynTensor> want = {y, grads.get(x), grads.get(w), grads.get(b)};
+  const char* names[] = {"y", "dx", "dw", "db"};
+  const double atol[] = {3e-2, 3e-2, 2e-3, 1e-4};  // y and dx rounded to bf16 (8 bits)
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(got[i].dtype(), want_types[i]) << names[i];
+    const Host h = Host::of(want[i]);
+    expect_close(got[i], h.shape, h.v, Tol{1e-2, atol[i]}, names[i]);
   }
 }

@@ -170,6 +170,8 @@ class Backend {
   // Fused normalisation (OpFamily::Norm) over contiguous [N, C, *] tensors of one float dtype,
   // per channel c (every dim but 1 reduced); per-channel operands are contiguous [C]. Sums are
   // accumulated in double, each channel in a fixed order (results do not depend on threads).
+  // Where supports(Norm, f16/bf16), 16-bit data comes as it is while the per-channel operands and
+  // the [2, C] results are f32 (batch norm's statistics), and channel_fma's out is a's dtype.
   /// out [2, C]: the mean and the biased variance of each channel (two passes, so the variance
   /// does not lose digits to a large mean).
   virtual void channel_moments(const RawTensor& x, const RawTensor& out);

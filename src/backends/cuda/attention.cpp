@@ -5,9 +5,7 @@
 // frontend at build time the backend takes no shape and nn::scaled_dot_product_attention runs its
 // composite.
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,7 +15,7 @@
 #include "state.hpp"
 
 #if EMBER_HAVE_CUDNN_FRONTEND
-#include <cudnn_frontend.h>
+#include "cudnn_graph.hpp"
 #endif
 
 namespace ember::cuda {
@@ -25,8 +23,7 @@ namespace ember::cuda {
 #if EMBER_HAVE_CUDNN_FRONTEND
 namespace {
 
-namespace fe = cudnn_frontend;
-using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+using namespace cudnn_graph;
 
 // A built graph and the tensors its variant pack names.
 struct AttentionGraph {
@@ -48,48 +45,9 @@ void append(std::string& key, const RawTensor& t) {
   key += "|";
 }
 
-void check(fe::error_t e, const char* op, const char* stage) {
-  if (!e.is_good()) EMBER_FAIL("[", op, "] cuDNN attention ", stage, ": ", e.get_message());
-}
-
 TensorPtr input(fe::graph::Graph& g, const char* name, const RawTensor& t) {
   return g.tensor(
       fe::graph::Tensor_attributes().set_name(name).set_dim(dims_of(t)).set_stride(strides_of(t)));
-}
-
-fe::DataType_t io_type(DType dtype) {
-  return dtype == DType::f16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
-}
-
-std::shared_ptr<fe::graph::Graph> new_graph(DType dtype) {
-  auto g = std::make_shared<fe::graph::Graph>();
-  g->set_io_data_type(io_type(dtype))
-      .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
-  return g;
-}
-
-void build(AttentionGraph& a, cudnnHandle_t handle, const char* op) {
-  check(a.graph->validate(), op, "validate");
-  check(a.graph->build_operation_graph(handle), op, "build_operation_graph");
-  check(a.graph->create_execution_plans({fe::HeurMode_t::A}), op, "create_execution_plans");
-  check(a.graph->check_support(handle), op, "check_support");
-  check(a.graph->build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), op, "build_plans");
-  check(a.graph->get_workspace_size(a.workspace), op, "get_workspace_size");
-}
-
-// Per device: graphs by key. Built under the lock (rare), used after it.
-struct Cache {
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<AttentionGraph>> graphs;
-};
-Cache& cache_for(int device) {
-  static std::mutex mu;
-  static std::map<int, std::unique_ptr<Cache>> caches;
-  std::lock_guard lock(mu);
-  auto& c = caches[device];
-  if (!c) c = std::make_unique<Cache>();
-  return *c;
 }
 
 std::string key_of(const char* kind, const RawTensor& q, const RawTensor& k, const RawTensor& v,
@@ -104,22 +62,13 @@ std::string key_of(const char* kind, const RawTensor& q, const RawTensor& k, con
   return key;
 }
 
-void execute(const AttentionGraph& a, DeviceState& s, const RawTensor& like,
-             std::unordered_map<TensorPtr, void*>& pack, const char* op) {
-  std::shared_ptr<Storage> ws;
-  if (a.workspace > 0) ws = backend().allocate(static_cast<size_t>(a.workspace), like.device());
-  auto* handle = reinterpret_cast<cudnnHandle_t>(s.cudnn(op));
-  check(a.graph->execute(handle, pack, ws ? ws->data() : nullptr), op, "execute");
-  // ws is released here: the allocator's frees are ordered on the stream after the graph's work.
-}
-
 // The graph cached under `key` on q's device, made on first use: q, k and v as inputs, then
 // `add` puts in the SDPA node and its outputs, then the plan is built.
 template <class Add>
 std::shared_ptr<AttentionGraph> cached_graph(const std::string& key, const RawTensor& q,
                                              const RawTensor& k, const RawTensor& v, DeviceState& s,
                                              const char* op, Add&& add) {
-  Cache& c = cache_for(q.device().index);
+  auto& c = GraphCache<AttentionGraph>::of(q.device().index);
   std::lock_guard lock(c.mu);
   auto& slot = c.graphs[key];
   if (!slot) {
@@ -129,7 +78,9 @@ std::shared_ptr<AttentionGraph> cached_graph(const std::string& key, const RawTe
     g->k = input(*g->graph, "K", k);
     g->v = input(*g->graph, "V", v);
     add(*g);
-    build(*g, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), op);
+    const char* stage = "";
+    check(build(*g->graph, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), &g->workspace, &stage), op,
+          "attention", stage);
     slot = g;
   }
   return slot;
@@ -180,12 +131,12 @@ void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTen
     g.o = o;
     g.stats = stats;
   });
-  std::unordered_map<TensorPtr, void*> pack = {{a->q, q.data()},
-                                               {a->k, k.data()},
-                                               {a->v, v.data()},
-                                               {a->o, out.data()},
-                                               {a->stats, lse.data()}};
-  execute(*a, s, out, pack, op);
+  Pack pack = {{a->q, q.data()},
+               {a->k, k.data()},
+               {a->v, v.data()},
+               {a->o, out.data()},
+               {a->stats, lse.data()}};
+  execute(*a->graph, a->workspace, out.device(), pack, op, "attention");
 }
 
 void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
@@ -216,11 +167,10 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
     g.dk = gk;
     g.dv = gv;
   });
-  std::unordered_map<TensorPtr, void*> pack = {
-      {a->q, q.data()},   {a->k, k.data()},          {a->v, v.data()},
-      {a->o, out.data()}, {a->d_o, grad_out.data()}, {a->stats, lse.data()},
-      {a->dq, dq.data()}, {a->dk, dk.data()},        {a->dv, dv.data()}};
-  execute(*a, s, dq, pack, op);
+  Pack pack = {{a->q, q.data()},   {a->k, k.data()},          {a->v, v.data()},
+               {a->o, out.data()}, {a->d_o, grad_out.data()}, {a->stats, lse.data()},
+               {a->dq, dq.data()}, {a->dk, dk.data()},        {a->dv, dv.data()}};
+  execute(*a->graph, a->workspace, dq.device(), pack, op, "attention");
 }
 
 #else  // built without the cuDNN frontend: no shape is taken, the composite runs

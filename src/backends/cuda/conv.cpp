@@ -1,10 +1,11 @@
 // Convolution through cuDNN's convolution API: forward, backward data (the transposed
 // convolution) and backward filter, over 1 to 3 spatial dims (1-d as 2-d with a unit height) with
 // stride, padding, dilation and groups. f32 stays off TF32 unless allow_tf32(), f64 computes in
-// double, f16/bf16 keep 16-bit data and compute in f32. Algorithms come from cuDNN's heuristics
-// (no benchmarking, which would synchronise), cached per geometry. The bias is broadcast into the
+// double, f16/bf16 keep 16-bit data and compute in f32. f32/f64 algorithms come from cuDNN's
+// heuristics; 16-bit ones are timed once per geometry (below). The bias is broadcast into the
 // output first and the convolution added onto it (beta = 1: one rounding, as the Cpu's); relu and
-// the bias gradient are small kernels (conv_bias.cu).
+// the bias gradient are small kernels (conv_bias.cu). 16-bit 2-d convolutions go through cuDNN's
+// graph API where it takes them (conv_graph.cpp), optionally on operands staged channels-last.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -15,9 +16,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
+#include "conv_graph.hpp"
 #include "cuda_backend.hpp"
 #include "ember/backends/cuda/cuda.hpp"
 #include "ember/core/device.hpp"
@@ -30,6 +33,10 @@ namespace ember::cuda {
 void conv_broadcast_bias(const RawTensor& bias, const RawTensor& out, const char* op);
 void conv_relu(const RawTensor& out, const char* op);
 void conv_bias_grad(const RawTensor& gy, const RawTensor& gb, const char* op);
+// layout.cu
+bool channels_last_moves(const Shape& s);
+RawTensor to_channels_last(const RawTensor& t, const char* op);
+void from_channels_last(const RawTensor& src, const RawTensor& dst, const char* op);
 
 namespace {
 
@@ -321,6 +328,30 @@ RawTensor device_empty(const Shape& shape, DType dtype, Device device) {
       contiguous_strides(shape), 0, dtype};
 }
 
+// Operands as a graph reads them: staged channels-last when its operands are NHWC. One Staging
+// serves one call, so conv_backward's data and filter passes stage grad_out once.
+class Staging {
+ public:
+  RawTensor operator()(const RawTensor& t, bool channels_last, const std::string& op) {
+    if (!channels_last) return t;
+    for (const auto& [from, to] : made_) {
+      if (from.storage == t.storage && from.offset == t.offset && from.shape == t.shape) return to;
+    }
+    made_.emplace_back(t, to_channels_last(t, op.c_str()));
+    return made_.back().second;
+  }
+
+ private:
+  std::vector<std::pair<RawTensor, RawTensor>> made_;
+};
+
+// Where a graph writes a result: the tensor itself, or a channels-last buffer that
+// from_channels_last then moves into it.
+RawTensor target(const RawTensor& t, bool channels_last) {
+  return channels_last && channels_last_moves(t.shape) ? device_empty(t.shape, t.dtype, t.device())
+                                                       : t;
+}
+
 // grad_out as cuDNN's backward passes take it: cuDNN derives the output size from the input's,
 // which a transposed convolution's output_padding can make larger than grad_out (when it reaches
 // past the stride, under a larger dilation). The missing outputs get a zero gradient.
@@ -339,7 +370,7 @@ RawTensor full_grad_out(const RawTensor& gy, const Shape& in, const Shape& w, co
 }
 
 void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,
-                   const RawTensor& grad_in, const std::string& op) {
+                   const RawTensor& grad_in, const std::string& op, Staging& staged) {
   if (grad_in.numel() == 0) return;
   DeviceState& s = state_of(grad_in);
   if (grad_out.numel() == 0) {
@@ -347,6 +378,14 @@ void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvPara
     return;
   }
   const RawTensor gy = full_grad_out(grad_out, grad_in.shape, w.shape, p, op);
+  bool cl = false;
+  if (const auto g = conv_graph_for(ConvPass::Data, grad_in.shape, w.shape, gy.shape, p,
+                                    grad_in.dtype, false, s.index, &cl, op.c_str())) {
+    const RawTensor sw = staged(w, cl, op), sgy = staged(gy, cl, op), dx = target(grad_in, cl);
+    conv_graph_run(*g, sgy.data(), sw.data(), nullptr, dx.data(), grad_in.device(), op.c_str());
+    from_channels_last(dx, grad_in, op.c_str());
+    return;
+  }
   Descs d;
   make_descs(d, grad_in.shape, w.shape, gy.shape, p, grad_in.dtype, op);
   auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
@@ -360,7 +399,8 @@ void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvPara
 }
 
 void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
-                     const RawTensor& grad_w, const RawTensor& grad_bias, const std::string& op) {
+                     const RawTensor& grad_w, const RawTensor& grad_bias, const std::string& op,
+                     Staging& staged) {
   const bool weights = grad_w.defined() && grad_w.numel() > 0;
   const bool bias = grad_bias.defined() && grad_bias.numel() > 0;
   if (!weights && !bias) return;
@@ -376,6 +416,14 @@ void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvPa
   if (bias) conv_bias_grad(grad_out, grad_bias, op.c_str());
   if (!weights) return;
   const RawTensor gy = full_grad_out(grad_out, x.shape, grad_w.shape, p, op);
+  bool cl = false;
+  if (const auto g = conv_graph_for(ConvPass::Filter, x.shape, grad_w.shape, gy.shape, p,
+                                    grad_w.dtype, false, s.index, &cl, op.c_str())) {
+    const RawTensor sx = staged(x, cl, op), sgy = staged(gy, cl, op), dw = target(grad_w, cl);
+    conv_graph_run(*g, sx.data(), sgy.data(), nullptr, dw.data(), grad_w.device(), op.c_str());
+    from_channels_last(dw, grad_w, op.c_str());
+    return;
+  }
   Descs d;
   make_descs(d, x.shape, grad_w.shape, gy.shape, p, grad_w.dtype, op);
   auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
@@ -396,8 +444,19 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
   if (out.numel() == 0) return;
   DeviceState& s = state_of(out);
   const bool with_bias = bias.defined();
-  if (with_bias) conv_broadcast_bias(bias, out, op.c_str());
-  if (x.numel() > 0 && w.numel() > 0) {
+  const bool any = x.numel() > 0 && w.numel() > 0;
+  bool cl = false;
+  const auto g = any ? conv_graph_for(ConvPass::Forward, x.shape, w.shape, out.shape, p, out.dtype,
+                                      with_bias, s.index, &cl, op.c_str())
+                     : nullptr;
+  if (g) {
+    Staging staged;
+    const RawTensor sx = staged(x, cl, op), sw = staged(w, cl, op), y = target(out, cl);
+    conv_graph_run(*g, sx.data(), sw.data(), with_bias ? bias.data() : nullptr, y.data(),
+                   out.device(), op.c_str());
+    from_channels_last(y, out, op.c_str());
+  } else if (any) {
+    if (with_bias) conv_broadcast_bias(bias, out, op.c_str());
     Descs d;
     make_descs(d, x.shape, w.shape, out.shape, p, out.dtype, op);
     auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
@@ -408,7 +467,9 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
                                 static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace,
                                 (with_bias ? kOne : kZero).ptr(out.dtype), d.y, out.data()),
         op);
-  } else if (!with_bias) {  // no input channels: the sum is empty
+  } else if (with_bias) {
+    conv_broadcast_bias(bias, out, op.c_str());
+  } else {  // no input channels: the sum is empty
     EMBER_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.nbytes(), s.stream), op);
   }
   if (p.relu) conv_relu(out, op.c_str());
@@ -416,7 +477,8 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
 
 void CudaBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
                                      const ConvParams& p, const RawTensor& grad_in) {
-  backward_data(grad_out, w, p, grad_in, spatial_name("conv_transpose", p.spatial));
+  Staging staged;
+  backward_data(grad_out, w, p, grad_in, spatial_name("conv_transpose", p.spatial), staged);
 }
 
 void CudaBackend::conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
@@ -429,14 +491,16 @@ void CudaBackend::conv_backward(const RawTensor& x, const RawTensor& w, const Ra
     gy = device_empty(grad_out.shape, grad_out.dtype, grad_out.device());
     binary(BinaryOp::ReluBackward, grad_out, y, gy);
   }
-  if (grad_in.defined()) backward_data(gy, w, p, grad_in, op);
-  backward_weight(x, gy, p, grad_w, grad_bias, op);
+  Staging staged;
+  if (grad_in.defined()) backward_data(gy, w, p, grad_in, op, staged);
+  backward_weight(x, gy, p, grad_w, grad_bias, op, staged);
 }
 
 void CudaBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
                                        const ConvParams& p, const RawTensor& grad_w,
                                        const RawTensor& grad_bias) {
-  backward_weight(x, grad_out, p, grad_w, grad_bias, "conv_backward_weight");
+  Staging staged;
+  backward_weight(x, grad_out, p, grad_w, grad_bias, "conv_backward_weight", staged);
 }
 
 }  // namespace ember::cuda

@@ -48,7 +48,8 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
       return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     case OpFamily::Attention:  // shapes: attention_supports() (attention.cpp)
       return dtype == DType::f16 || dtype == DType::bf16;
-    case OpFamily::Norm:
+    case OpFamily::Norm:  // 16-bit data with f32 statistics (norm.cu)
+      return floating;
     case OpFamily::Optim:
     case OpFamily::Svd:
       return dtype == DType::f32 || dtype == DType::f64;

@@ -1,4 +1,5 @@
-// Fused normalisation kernels over contiguous [N, C, inner] tensors (f32, f64): per-channel sums
+// Fused normalisation kernels over contiguous [N, C, inner] tensors (f32, f64; f16 and bf16 data
+// with f32 per-channel operands and statistics, computed in f32): per-channel sums
 // in double, each channel split into chunks fixed by the sizes (blocks reduce a chunk with a fixed
 // tree, a warp then adds the chunks in order), so results do not change from run to run; and the
 // per-channel multiply-add, one thread per element.
@@ -32,9 +33,9 @@ int64_t chunks_for(int64_t per_channel) {
 
 // Block (c, chunk) sums the terms of its chunk of channel c's elements (flat index k = n * inner +
 // i) into partial[c * chunks + chunk].
-template <class T, Term kTerm>
+template <class T, class K, Term kTerm>
 __global__ void channel_partials(const T* __restrict__ a, const T* __restrict__ b,
-                                 const double* __restrict__ center64, const T* __restrict__ center,
+                                 const double* __restrict__ center64, const K* __restrict__ center,
                                  Planes p, int64_t chunks, Pair* __restrict__ partial) {
   using Reduce = cub::BlockReduce<Pair, kThreads>;
   __shared__ typename Reduce::TempStorage temp;
@@ -54,7 +55,7 @@ __global__ void channel_partials(const T* __restrict__ a, const T* __restrict__ 
   const int64_t dn = kThreads / inner, di = kThreads - dn * inner;
   for (; k < end; k += kThreads) {
     const int64_t at = (n * p.channels + c) * inner + i;
-    const double v = static_cast<double>(a[at]);
+    const double v = static_cast<double>(static_cast<Compute<T>>(a[at]));
     if constexpr (kTerm == Term::Value) {
       acc.s += v;
     } else if constexpr (kTerm == Term::Deviation2) {
@@ -62,7 +63,7 @@ __global__ void channel_partials(const T* __restrict__ a, const T* __restrict__ 
       acc.s += dv * dv;
     } else {
       acc.s += v;
-      acc.d += v * (static_cast<double>(b[at]) - m);
+      acc.d += v * (static_cast<double>(static_cast<Compute<T>>(b[at])) - m);
     }
     n += dn;
     i += di;
@@ -137,7 +138,8 @@ unsigned block_count(int64_t blocks, const char* op) {
   return static_cast<unsigned>(blocks);
 }
 
-template <class T>
+// T: the data's type; K: the statistics' and per-channel operands' (float for 16-bit T).
+template <class T, class K = Compute<T>>
 void moments(const RawTensor& x, const RawTensor& out) {
   const Planes p = planes(x.shape);
   if (p.channels == 0) return;
@@ -150,22 +152,22 @@ void moments(const RawTensor& x, const RawTensor& out) {
   auto* partial = static_cast<Pair*>(partial_mem->data());
   auto* mean = static_cast<double*>(mean_mem->data());
   const unsigned blocks = block_count(p.channels * chunks, op);
-  channel_partials<T, Term::Value><<<blocks, kThreads, 0, stream>>>(
+  channel_partials<T, K, Term::Value><<<blocks, kThreads, 0, stream>>>(
       x.data_as<T>(), nullptr, nullptr, nullptr, p, chunks, partial);
   EMBER_CUDA_LAUNCHED(op);
   finish_mean<<<warp_blocks(p.channels), kThreads, 0, stream>>>(partial, p.channels, chunks, count,
                                                                 mean);
   EMBER_CUDA_LAUNCHED(op);
   // Second pass: squared deviations from the mean (stable where E[x^2] - E[x]^2 is not).
-  channel_partials<T, Term::Deviation2>
+  channel_partials<T, K, Term::Deviation2>
       <<<blocks, kThreads, 0, stream>>>(x.data_as<T>(), nullptr, mean, nullptr, p, chunks, partial);
   EMBER_CUDA_LAUNCHED(op);
-  finish_moments<T><<<warp_blocks(p.channels), kThreads, 0, stream>>>(
-      partial, mean, p.channels, chunks, count, out.data_as<T>());
+  finish_moments<K><<<warp_blocks(p.channels), kThreads, 0, stream>>>(
+      partial, mean, p.channels, chunks, count, out.data_as<K>());
   EMBER_CUDA_LAUNCHED(op);
 }
 
-template <class T>
+template <class T, class K = Compute<T>>
 void dot(const RawTensor& a, const RawTensor& b, const RawTensor& center, const RawTensor& out) {
   const Planes p = planes(a.shape);
   if (p.channels == 0) return;
@@ -174,49 +176,51 @@ void dot(const RawTensor& a, const RawTensor& b, const RawTensor& center, const 
   const int64_t chunks = chunks_for(p.outer * p.inner);
   const auto partial_mem = scratch(sizeof(Pair) * p.channels * chunks, a.storage->device());
   auto* partial = static_cast<Pair*>(partial_mem->data());
-  channel_partials<T, Term::Dot><<<block_count(p.channels * chunks, op), kThreads, 0, stream>>>(
-      a.data_as<T>(), b.data_as<T>(), nullptr, center.data_as<T>(), p, chunks, partial);
+  channel_partials<T, K, Term::Dot><<<block_count(p.channels * chunks, op), kThreads, 0, stream>>>(
+      a.data_as<T>(), b.data_as<T>(), nullptr, center.data_as<K>(), p, chunks, partial);
   EMBER_CUDA_LAUNCHED(op);
-  finish_dot<T><<<warp_blocks(p.channels), kThreads, 0, stream>>>(partial, p.channels, chunks,
-                                                                  out.data_as<T>());
+  finish_dot<K><<<warp_blocks(p.channels), kThreads, 0, stream>>>(partial, p.channels, chunks,
+                                                                  out.data_as<K>());
   EMBER_CUDA_LAUNCHED(op);
 }
 
 // out = a * ka[c] + (b * kb[c]) + k0[c]; I is the index type (32-bit when it fits: the channel
 // of each element costs two divisions).
-template <class T, class I, bool kHasB>
+template <class T, class K, class I, bool kHasB>
 __global__ void fma_kernel(I n, I channels, I inner, const T* __restrict__ a,
-                           const T* __restrict__ ka, const T* __restrict__ b,
-                           const T* __restrict__ kb, const T* __restrict__ k0,
+                           const K* __restrict__ ka, const T* __restrict__ b,
+                           const K* __restrict__ kb, const K* __restrict__ k0,
                            T* __restrict__ out) {
   for (I i = blockIdx.x * I{blockDim.x} + threadIdx.x; i < n; i += I{gridDim.x} * blockDim.x) {
     const I c = (inner == 1 ? i : i / inner) % channels;
+    const K av = static_cast<K>(static_cast<Compute<T>>(a[i]));
     if constexpr (kHasB) {
-      out[i] = a[i] * ka[c] + b[i] * kb[c] + k0[c];
+      out[i] = static_cast<T>(av * ka[c] + static_cast<K>(static_cast<Compute<T>>(b[i])) * kb[c] +
+                              k0[c]);
     } else {
-      out[i] = a[i] * ka[c] + k0[c];
+      out[i] = static_cast<T>(av * ka[c] + k0[c]);
     }
   }
 }
 
-template <class T, class I>
+template <class T, class K, class I>
 void fma_launch(const Planes& p, int64_t n, const RawTensor& a, const RawTensor& ka,
                 const RawTensor& b, const RawTensor& kb, const RawTensor& k0,
                 const RawTensor& out) {
   const cudaStream_t stream = stream_of(a);
   if (b.defined()) {
-    fma_kernel<T, I, true><<<grid_for(n), kThreads, 0, stream>>>(
+    fma_kernel<T, K, I, true><<<grid_for(n), kThreads, 0, stream>>>(
         static_cast<I>(n), static_cast<I>(p.channels), static_cast<I>(p.inner), a.data_as<T>(),
-        ka.data_as<T>(), b.data_as<T>(), kb.data_as<T>(), k0.data_as<T>(), out.data_as<T>());
+        ka.data_as<K>(), b.data_as<T>(), kb.data_as<K>(), k0.data_as<K>(), out.data_as<T>());
   } else {
-    fma_kernel<T, I, false><<<grid_for(n), kThreads, 0, stream>>>(
+    fma_kernel<T, K, I, false><<<grid_for(n), kThreads, 0, stream>>>(
         static_cast<I>(n), static_cast<I>(p.channels), static_cast<I>(p.inner), a.data_as<T>(),
-        ka.data_as<T>(), nullptr, nullptr, k0.data_as<T>(), out.data_as<T>());
+        ka.data_as<K>(), nullptr, nullptr, k0.data_as<K>(), out.data_as<T>());
   }
   EMBER_CUDA_LAUNCHED("channel_fma");
 }
 
-template <class T>
+template <class T, class K = Compute<T>>
 void fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
          const RawTensor& k0, const RawTensor& out) {
   const Planes p = planes(a.shape);
@@ -224,9 +228,9 @@ void fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawT
   if (n == 0) return;
   // The loop index reaches n + the grid's thread count, which must fit the index type too.
   if (n + int64_t{grid_for(n)} * kThreads < (int64_t{1} << 31)) {
-    fma_launch<T, uint32_t>(p, n, a, ka, b, kb, k0, out);
+    fma_launch<T, K, uint32_t>(p, n, a, ka, b, kb, k0, out);
   } else {
-    fma_launch<T, int64_t>(p, n, a, ka, b, kb, k0, out);
+    fma_launch<T, K, int64_t>(p, n, a, ka, b, kb, k0, out);
   }
 }
 
@@ -238,6 +242,10 @@ void CudaBackend::channel_moments(const RawTensor& x, const RawTensor& out) {
       return moments<float>(x, out);
     case DType::f64:
       return moments<double>(x, out);
+    case DType::f16:
+      return moments<Half>(x, out);
+    case DType::bf16:
+      return moments<BFloat16>(x, out);
     default:
       no_kernel("channel_moments", x.dtype);
   }
@@ -250,6 +258,10 @@ void CudaBackend::channel_dot(const RawTensor& a, const RawTensor& b, const RawT
       return dot<float>(a, b, center, out);
     case DType::f64:
       return dot<double>(a, b, center, out);
+    case DType::f16:
+      return dot<Half>(a, b, center, out);
+    case DType::bf16:
+      return dot<BFloat16>(a, b, center, out);
     default:
       no_kernel("channel_dot", a.dtype);
   }
@@ -262,6 +274,10 @@ void CudaBackend::channel_fma(const RawTensor& a, const RawTensor& ka, const Raw
       return fma<float>(a, ka, b, kb, k0, out);
     case DType::f64:
       return fma<double>(a, ka, b, kb, k0, out);
+    case DType::f16:
+      return fma<Half>(a, ka, b, kb, k0, out);
+    case DType::bf16:
+      return fma<BFloat16>(a, ka, b, kb, k0, out);
     default:
       no_kernel("channel_fma", a.dtype);
   }

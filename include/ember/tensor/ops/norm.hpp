@@ -10,11 +10,14 @@
 
 namespace ember {
 
-/// [2, C]: each channel's mean and biased variance (accumulated in double, two passes).
+/// [2, C]: each channel's mean and biased variance (accumulated in double, two passes), f64 for
+/// f64 input and f32 otherwise (16-bit inputs' statistics stay f32, as batch norm needs them).
 DynTensor channel_moments(const DynTensor& x);
-/// [2, C]: each channel's sum(a) and sum(a * (b - center[c])); a and b of one shape.
+/// [2, C]: each channel's sum(a) and sum(a * (b - center[c])); a and b of one shape. Result
+/// dtype as channel_moments'.
 DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& center);
-/// a * ka[c] + b * kb[c] + k0[c] in one pass; b and kb may be undefined (a * ka[c] + k0[c]).
+/// a * ka[c] + b * kb[c] + k0[c] in one pass, in a's dtype (computed in f32 for 16-bit); b and
+/// kb may be undefined (a * ka[c] + k0[c]).
 DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& b,
                       const DynTensor& kb, const DynTensor& k0);
 
