@@ -235,13 +235,14 @@ int gpt2(const Args& a) {
 }
 
 // ResNet-50 training (see the top of the file): images [batch, 3, 224, 224] and labels made once
-// on the device; SGD with momentum 0.9, lr 0.1, weight decay 1e-4, as torchvision's recipe.
+// on the device; SGD with momentum 0.9, lr 0.1, weight decay 1e-4, as torchvision's recipe, fused
+// (multi-tensor, as PyTorch's default foreach SGD on CUDA).
 int resnet50(const Args& a) {
   const Device dev = Device::cuda(0);
   manual_seed(0);
   models::ResNet model(models::ResNetConfig::resnet50(), dev);
   model.train();
-  auto opt = optim::SgdConfig().lr(0.1).momentum(0.9).weight_decay(1e-4).init();
+  auto opt = optim::SgdConfig().lr(0.1).momentum(0.9).weight_decay(1e-4).fused(true).init();
   const auto images = Tensor<4>(randn(Shape{a.batch, 3, 224, 224}, DType::f32, dev));
   const auto labels = Tensor<1, Int>(randint(0, 1000, Shape{a.batch}, DType::i64, dev));
   const bool amp = a.precision != "f32";

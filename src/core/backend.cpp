@@ -227,6 +227,8 @@ void Backend::adam_step_multi(const std::vector<AdamStepItem>& items) {
   }
 }
 
+bool Backend::sgd_step_multi(const std::vector<SgdStepItem>&) { return false; }
+
 // No silent default: a backend that cannot check indices must say so, not skip the check.
 RangeError Backend::check_range(const RawTensor& x, const RangeCheck& check) {
   no_kernel(*check.op ? check.op : "check_range", x.dtype);

@@ -67,21 +67,45 @@ class Sgd final : public Rule {
   GroupHyper defaults() const override { return {c_.lr_, c_.weight_decay_, c_.momentum_}; }
   DynTensor update(const DynTensor& p, const DynTensor& grad, ParamState& s,
                    const GroupHyper& h) const override {
-    DynTensor g = h.weight_decay != 0 ? add_scaled(grad, p, h.weight_decay) : grad;
-    if (h.momentum != 0) {
-      auto it = s.buffers.find("momentum_buffer");
-      if (it == s.buffers.end()) {
-        it = s.buffers.emplace("momentum_buffer", clone(g)).first;
-      } else {
-        it->second = add_scaled(mul(it->second, h.momentum), g, 1 - c_.dampening_);
-      }
-      g = c_.nesterov_ ? add_scaled(g, it->second, h.momentum) : it->second;
-    }
+    const auto it = s.buffers.find("momentum_buffer");
+    const bool first = it == s.buffers.end();
+    const SgdTensors next = ember::detail::sgd_step_composite({p, first ? DynTensor() : it->second},
+                                                              grad, params(h, first));
+    if (h.momentum != 0) s.buffers["momentum_buffer"] = next.momentum_buffer;
     ++s.step;
-    return add_scaled(p, g, -h.lr);
+    return next.param;
+  }
+  bool in_place() const override { return c_.fused_; }
+  void update_in_place(const std::vector<InPlace>& params_in) const override {
+    std::vector<SgdTensors> states;
+    std::vector<DynTensor> grads;
+    std::vector<SgdParams> steps;
+    for (const InPlace& p : params_in) {
+      const bool first = !p.state->buffers.contains("momentum_buffer");
+      DynTensor buf;
+      if (p.hyper->momentum != 0) {
+        buf = buffer(*p.state, "momentum_buffer", [&] { return zeros_like(p.param); });
+      }
+      steps.push_back(params(*p.hyper, first));
+      states.push_back({p.param, buf});
+      grads.push_back(p.grad);
+    }
+    sgd_step_in_place(states, grads, steps);  // checks every input before it writes any
+    for (const InPlace& p : params_in) ++p.state->step;
   }
 
  private:
+  SgdParams params(const GroupHyper& h, bool first) const {
+    SgdParams p;
+    p.lr = h.lr;
+    p.momentum = h.momentum;
+    p.dampening = c_.dampening_;
+    p.weight_decay = h.weight_decay;
+    p.nesterov = c_.nesterov_;
+    p.first = first;
+    return p;
+  }
+
   SgdConfig c_;
 };
 

@@ -1,9 +1,11 @@
 // The Adam step: validation, then the backend's fused kernel (OpFamily::Optim) when it has one,
-// or the same arithmetic as 13 tensor ops (adam_step_composite) when it has not.
+// or the same arithmetic as 13 tensor ops (adam_step_composite) when it has not. The in-place
+// SGD step: the backend's multi-tensor kernel where it has one, else tensor ops per parameter.
 #include "ember/tensor/ops/optim.hpp"
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/tensor/device_graph.hpp"
+#include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "internal.hpp"
@@ -58,6 +60,22 @@ AdamTensors adam_step_composite(const AdamTensors& s, const DynTensor& grad, con
     denom = add(div(sqrt(out.exp_avg_sq), p.bias_correction2_sqrt), p.eps);
   }
   out.param = add_scaled(param, div(out.exp_avg, denom), -step_size);
+  return out;
+}
+
+SgdTensors sgd_step_composite(const SgdTensors& s, const DynTensor& grad, const SgdParams& p) {
+  auto guard = no_grad();
+  const DynTensor param = detach(s.param);
+  DynTensor g = detach(grad);
+  if (p.weight_decay != 0) g = add_scaled(g, param, p.weight_decay);
+  SgdTensors out;
+  if (p.momentum != 0) {
+    out.momentum_buffer =
+        p.first ? clone(g)
+                : add_scaled(mul(detach(s.momentum_buffer), p.momentum), g, 1 - p.dampening);
+    g = p.nesterov ? add_scaled(g, out.momentum_buffer, p.momentum) : out.momentum_buffer;
+  }
+  out.param = add_scaled(param, g, -p.lr);
   return out;
 }
 
@@ -137,6 +155,60 @@ void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vecto
     if (params[i].amsgrad) copy_into(s.max_exp_avg_sq, next.max_exp_avg_sq);
   }
   if (!batch.empty()) detail::backend_for(batch.front().param.device()).adam_step_multi(batch);
+}
+
+void sgd_step_in_place(const std::vector<SgdTensors>& states, const std::vector<DynTensor>& grads,
+                       const std::vector<SgdParams>& params) {
+  constexpr const char* op = "sgd_step_in_place";
+  EMBER_CHECK(states.size() == grads.size() && states.size() == params.size(), "[", op, "] ",
+              states.size(), " parameters, ", grads.size(), " gradients and ", params.size(),
+              " step constants: one each");
+  auto guard = no_grad();
+  // Everything is checked before anything is written: a bad input updates nothing.
+  std::vector<char> one_dtype(states.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    const SgdTensors& s = states[i];
+    const bool momentum = params[i].momentum != 0;
+    one_dtype[i] = 1;
+    for (const DynTensor* t : {&s.param, &grads[i], &s.momentum_buffer}) {
+      if (t == &s.momentum_buffer && !momentum) break;
+      detail::check_defined(*t, op, t == &s.momentum_buffer ? "momentum_buffer" : "input");
+      detail::check_same_device(s.param, *t, op);
+      EMBER_CHECK(t->shape() == s.param.shape() && is_floating(t->dtype()), "[", op,
+                  "] every tensor must match the parameter's ", s.param.shape(), " ",
+                  s.param.dtype(), ", got ", t->shape(), " ", t->dtype());
+      one_dtype[i] = one_dtype[i] && t->dtype() == s.param.dtype();
+    }
+  }
+  // The multi-tensor kernel takes contiguous tensors of one dtype on the first such parameter's
+  // device and dtype; the others (and all of them where the backend has no kernel) run the ops.
+  std::vector<Backend::SgdStepItem> batch;
+  std::vector<size_t> in_batch;
+  std::vector<DynTensor> keep;  // contiguous gradients, alive until the batch is queued
+  for (size_t i = 0; i < states.size(); ++i) {
+    const SgdTensors& s = states[i];
+    const bool momentum = params[i].momentum != 0;
+    const bool fits = one_dtype[i] && s.param.is_contiguous() &&
+                      (!momentum || s.momentum_buffer.is_contiguous()) &&
+                      (batch.empty() || (batch.front().param.device() == s.param.device() &&
+                                         batch.front().param.dtype == s.param.dtype()));
+    if (!fits) continue;
+    const DynTensor g = contiguous(detach(grads[i]));
+    keep.push_back(g);
+    batch.push_back({detach(s.param).raw(), g.raw(),
+                     momentum ? detach(s.momentum_buffer).raw() : RawTensor(), params[i]});
+    in_batch.push_back(i);
+  }
+  std::vector<char> done(states.size(), 0);
+  if (!batch.empty() && detail::backend_for(batch.front().param.device()).sgd_step_multi(batch)) {
+    for (size_t i : in_batch) done[i] = 1;
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (done[i]) continue;
+    const SgdTensors next = detail::sgd_step_composite(states[i], grads[i], params[i]);
+    copy_into(states[i].param, next.param);
+    if (params[i].momentum != 0) copy_into(states[i].momentum_buffer, next.momentum_buffer);
+  }
 }
 
 }  // namespace ember

@@ -253,6 +253,15 @@ class Backend {
     AdamParams params;
   };
   virtual void adam_step_multi(const std::vector<AdamStepItem>& items);
+  /// One SGD step over many parameters in place: each item's param and momentum_buffer
+  /// (undefined without momentum) are read and written in their own storage; contiguous, of one
+  /// float dtype and device. False, having done nothing, where the backend has no multi-tensor
+  /// kernel for them (the default): the front end then runs tensor ops per parameter.
+  struct SgdStepItem {
+    RawTensor param, grad, momentum_buffer;
+    SgdParams params;
+  };
+  virtual bool sgd_step_multi(const std::vector<SgdStepItem>& items);
 
   // Asynchrony (docs/ARCHITECTURE.md, "Asynchrony"): any entry may queue its work and return;
   // reading to the host waits, and range checks run where the data lives.

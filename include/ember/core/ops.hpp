@@ -229,6 +229,13 @@ struct AdamParams {
   bool amsgrad = false;
 };
 
+/// One SGD step of torch.optim: L2 weight decay, momentum with dampening, Nesterov momentum.
+struct SgdParams {
+  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first = false;  // the momentum buffer starts as this step's gradient (its first step)
+};
+
 /// Fused scaled-dot-product attention: softmax(q k^T * scale [+ causal mask]) v.
 struct AttentionParams {
   double scale = 1.0;

@@ -40,6 +40,11 @@ class Optimizer;
 struct SgdConfig {
   double lr_ = 1e-3, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
   bool nesterov_ = false;
+  // fused(true): every parameter (and momentum buffer) updated in place, in one multi-tensor
+  // launch per 48 parameters on Cuda (PyTorch's foreach/fused SGD; tensor ops per parameter
+  // elsewhere). The parameters keep their storage, as a replayed DeviceGraph needs.
+  bool fused_ = false;
+  EMBER_OPTIM_SETTER(SgdConfig, bool, fused)
   EMBER_OPTIM_SETTER(SgdConfig, double, lr)
   EMBER_OPTIM_SETTER(SgdConfig, double, momentum)
   EMBER_OPTIM_SETTER(SgdConfig, double, dampening)

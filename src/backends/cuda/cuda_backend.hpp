@@ -104,6 +104,7 @@ class CudaBackend final : public Backend {
                  const RawTensor& param_out, const RawTensor& exp_avg_out,
                  const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) override;
   void adam_step_multi(const std::vector<AdamStepItem>& items) override;
+  bool sgd_step_multi(const std::vector<SgdStepItem>& items) override;
 
   RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
   RangeError synchronize(Device device) override;

@@ -1,6 +1,7 @@
 // Fused optimizer updates: one Adam/AdamW step in one pass, one thread per element, with the
-// Cpu's element formula (src/core/adam_step.hpp); and the multi-tensor step, in place over up to
-// kMaxTensors parameters per launch (PyTorch's fused AdamW), each block one chunk of one tensor.
+// Cpu's element formula (src/core/adam_step.hpp); and the multi-tensor Adam and SGD steps, in
+// place over many parameters per launch (PyTorch's fused AdamW and foreach SGD), each block one
+// chunk of one tensor.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -133,26 +134,138 @@ void adam_multi(const std::vector<Backend::AdamStepItem>& items) {
   launch();
 }
 
-}  // namespace
+// SGD: each product and sum rounded on its own (no FMA contraction), as the tensor ops of
+// sgd_step_composite round them, so the fused step gives the same values.
+__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline double add_rn(double a, double b) { return __dadd_rn(a, b); }
 
-void CudaBackend::adam_step_multi(const std::vector<AdamStepItem>& items) {
-  if (items.empty()) return;
-  // Buckets by the constants a launch shares, in first-seen order: parameter groups (a no-decay
-  // group for biases, say) each fill their own launches rather than break each other's.
-  std::vector<std::vector<AdamStepItem>> buckets;
-  for (const AdamStepItem& it : items) {
-    auto same = [&](const std::vector<AdamStepItem>& b) {
-      const AdamParams &p = it.params, &q = b.front().params;
-      return p.lr == q.lr && p.beta1 == q.beta1 && p.beta2 == q.beta2 && p.eps == q.eps &&
-             p.weight_decay == q.weight_decay;
-    };
-    auto b = std::find_if(buckets.begin(), buckets.end(), same);
+constexpr int kMaxSgdTensors = 48;
+
+template <class T>
+struct SgdArgs {
+  T* p[kMaxSgdTensors];
+  const T* g[kMaxSgdTensors];
+  T* buf[kMaxSgdTensors];
+  int64_t n[kMaxSgdTensors];
+  int first_chunk[kMaxSgdTensors + 1];
+  bool first[kMaxSgdTensors];
+  int count;
+  // Shared by the launch (one bucket's constants, rounded to T as the tensor ops' scalars).
+  T neg_lr, momentum, dampening1, weight_decay;
+  bool nesterov;
+};
+
+template <class T>
+__global__ void sgd_multi_kernel(const SgdArgs<T> a) {
+  const int block = static_cast<int>(blockIdx.x);
+  int t = 0;
+  while (t + 1 < a.count && block >= a.first_chunk[t + 1]) ++t;
+  const int64_t begin = static_cast<int64_t>(block - a.first_chunk[t]) * kChunk;
+  const int64_t end = begin + kChunk < a.n[t] ? begin + kChunk : a.n[t];
+  T* pp = a.p[t];
+  T* bp = a.buf[t];
+  const T* gp = a.g[t];
+  const bool momentum = a.momentum != T(0), first = a.first[t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const T w = pp[i];
+    T g = gp[i];
+    if (a.weight_decay != T(0)) g = add_rn(g, mul_rn(w, a.weight_decay));
+    if (momentum) {
+      const T b = first ? g : add_rn(mul_rn(bp[i], a.momentum), mul_rn(g, a.dampening1));
+      bp[i] = b;
+      g = a.nesterov ? add_rn(g, mul_rn(b, a.momentum)) : b;
+    }
+    pp[i] = add_rn(w, mul_rn(g, a.neg_lr));
+  }
+}
+
+// Items of one bucket: the same lr, momentum, dampening, weight decay and Nesterov flag.
+template <class T>
+void sgd_multi(const std::vector<Backend::SgdStepItem>& items) {
+  const cudaStream_t stream = stream_of(items.front().param);
+  const SgdParams& c = items.front().params;
+  SgdArgs<T> a{};
+  auto reset = [&] {
+    a = SgdArgs<T>{};
+    a.neg_lr = static_cast<T>(-c.lr);
+    a.momentum = static_cast<T>(c.momentum);
+    a.dampening1 = static_cast<T>(1 - c.dampening);
+    a.weight_decay = static_cast<T>(c.weight_decay);
+    a.nesterov = c.nesterov;
+  };
+  auto launch = [&] {
+    if (a.count == 0) return;
+    sgd_multi_kernel<T><<<static_cast<unsigned>(a.first_chunk[a.count]), kThreads, 0, stream>>>(a);
+    EMBER_CUDA_LAUNCHED("sgd_step_multi");
+    reset();
+  };
+  reset();
+  for (const Backend::SgdStepItem& it : items) {
+    const int64_t n = it.param.numel();
+    if (n == 0) continue;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    if (a.count == kMaxSgdTensors || a.first_chunk[a.count] + chunks > (int64_t{1} << 30)) {
+      launch();
+    }
+    const int k = a.count++;
+    a.p[k] = it.param.data_as<T>();
+    a.g[k] = it.grad.data_as<T>();
+    a.buf[k] = c.momentum != 0 ? it.momentum_buffer.data_as<T>() : nullptr;
+    a.first[k] = it.params.first;
+    a.n[k] = n;
+    a.first_chunk[k + 1] = a.first_chunk[k] + static_cast<int>(chunks);
+  }
+  launch();
+}
+
+// Groups items by what `same` says a launch may share, in first-seen order: parameter groups (a
+// no-decay group for biases, say) each fill their own launches rather than break each other's.
+template <class Item, class Same>
+std::vector<std::vector<Item>> buckets_of(const std::vector<Item>& items, const Same& same) {
+  std::vector<std::vector<Item>> buckets;
+  for (const Item& it : items) {
+    auto b = std::find_if(buckets.begin(), buckets.end(), [&](const std::vector<Item>& bucket) {
+      return same(it, bucket.front());
+    });
     if (b == buckets.end()) {
       buckets.push_back({it});
     } else {
       b->push_back(it);
     }
   }
+  return buckets;
+}
+
+}  // namespace
+
+bool CudaBackend::sgd_step_multi(const std::vector<SgdStepItem>& items) {
+  if (items.empty()) return true;
+  const DType dtype = items.front().param.dtype;
+  if (dtype != DType::f32 && dtype != DType::f64) return false;
+  const auto buckets = buckets_of(items, [](const SgdStepItem& x, const SgdStepItem& y) {
+    const SgdParams &p = x.params, &q = y.params;
+    return p.lr == q.lr && p.momentum == q.momentum && p.dampening == q.dampening &&
+           p.weight_decay == q.weight_decay && p.nesterov == q.nesterov;
+  });
+  for (const std::vector<SgdStepItem>& b : buckets) {
+    if (dtype == DType::f32) {
+      sgd_multi<float>(b);
+    } else {
+      sgd_multi<double>(b);
+    }
+  }
+  return true;
+}
+
+void CudaBackend::adam_step_multi(const std::vector<AdamStepItem>& items) {
+  if (items.empty()) return;
+  const auto buckets = buckets_of(items, [](const AdamStepItem& x, const AdamStepItem& y) {
+    const AdamParams &p = x.params, &q = y.params;
+    return p.lr == q.lr && p.beta1 == q.beta1 && p.beta2 == q.beta2 && p.eps == q.eps &&
+           p.weight_decay == q.weight_decay;
+  });
   for (const std::vector<AdamStepItem>& b : buckets) {
     switch (b.front().param.dtype) {
       case DType::f32:

@@ -26,10 +26,25 @@ AdamTensors adam_step(const AdamTensors& state, const DynTensor& grad, const Ada
 void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vector<DynTensor>& grads,
                         const std::vector<AdamParams>& params);
 
+/// A parameter and its SGD momentum buffer (undefined without momentum).
+struct SgdTensors {
+  DynTensor param, momentum_buffer;
+};
+
+/// torch.optim's SGD step for many parameters at once, in place: each parameter (and its
+/// momentum buffer, which must exist when p.momentum != 0, its values ignored when p.first) gets
+/// its new value in its own storage. One multi-tensor kernel per batch of contiguous same-dtype
+/// parameters where the backend has one (Cuda: f32, f64), else the tensor ops per parameter.
+void sgd_step_in_place(const std::vector<SgdTensors>& states, const std::vector<DynTensor>& grads,
+                       const std::vector<SgdParams>& params);
+
 namespace detail {
 /// adam_step as tensor ops: what adam_step runs on a backend without the fused kernel.
 AdamTensors adam_step_composite(const AdamTensors& state, const DynTensor& grad,
                                 const AdamParams& p);
+/// One SGD step as tensor ops, op for op torch.optim's single-tensor SGD: the new parameter and
+/// momentum buffer as new tensors.
+SgdTensors sgd_step_composite(const SgdTensors& state, const DynTensor& grad, const SgdParams& p);
 }  // namespace detail
 
 }  // namespace ember

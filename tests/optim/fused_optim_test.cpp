@@ -1,6 +1,7 @@
-// Adam and AdamW with fused(true): the in-place multi-tensor step against the per-parameter one
-// on every device, with enough parameters to span several launches, two groups, amsgrad, a
-// 16-bit parameter (no multi-tensor kernel: updated and written back) and the storage kept.
+// Adam, AdamW and SGD with fused(true): the in-place multi-tensor step against the per-parameter
+// one on every device, with enough parameters to span several launches, two groups, amsgrad,
+// SGD's momentum variants, a 16-bit parameter (no multi-tensor kernel: updated and written back)
+// and the storage kept.
 #include <gtest/gtest.h>
 
 #include <ember/ember.hpp>
@@ -80,6 +81,49 @@ TEST(FusedAdam, AdamWithAmsgradAndL2MatchesThePerParameterStep) {
 
 TEST(FusedAdam, A16BitParameterIsUpdatedInPlaceToo) {
   expect_fused_matches(optim::AdamWConfig().lr(0.01), DType::bf16);
+}
+
+// SGD's multi-tensor kernel rounds each product and sum as the tensor ops do: the same bits.
+TEST(FusedSgd, MomentumAndWeightDecayMatchThePerParameterStep) {
+  expect_fused_matches(optim::SgdConfig().lr(0.05).momentum(0.9).weight_decay(1e-2), DType::f32);
+}
+
+TEST(FusedSgd, NesterovMatchesThePerParameterStep) {
+  expect_fused_matches(optim::SgdConfig().lr(0.05).momentum(0.9).nesterov(true), DType::f32);
+}
+
+TEST(FusedSgd, DampeningAndA16BitParameterMatchThePerParameterStep) {
+  expect_fused_matches(optim::SgdConfig().lr(0.05).momentum(0.5).dampening(0.3), DType::bf16);
+}
+
+TEST(FusedSgd, PlainSgdMatchesThePerParameterStep) {
+  expect_fused_matches(optim::SgdConfig().lr(0.05).weight_decay(1e-2), DType::f32);
+}
+
+TEST(FusedSgd, MismatchedInputsAreErrors) {
+  const DynTensor p = make_input(Shape{3}, DType::f32, Layout::Contiguous, -1, 1, 1);
+  SgdParams with_momentum;
+  with_momentum.momentum = 0.9;
+  expect_error_containing(
+      [&] {
+        sgd_step_in_place({{p, DynTensor()}}, {}, {SgdParams{}});
+      },
+      "1 parameters, 0 gradients");
+  expect_error_containing(
+      [&] {
+        sgd_step_in_place({{p, DynTensor()}}, {zeros_like(p)}, {with_momentum});
+      },
+      "[sgd_step_in_place] momentum_buffer");
+  // Nothing is written when a later parameter is bad.
+  const DynTensor before = clone(p);
+  expect_error_containing(
+      [&] {
+        sgd_step_in_place({{p, DynTensor()}, {p, DynTensor()}},
+                          {ones_like(p), zeros(Shape{4}, DType::f32, p.device())},
+                          {SgdParams{}, SgdParams{}});
+      },
+      "[sgd_step_in_place]");
+  EXPECT_EQ(max_abs_diff(before, p), 0.0);
 }
 
 TEST(FusedAdam, MismatchedInputsAreErrors) {
