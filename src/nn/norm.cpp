@@ -13,6 +13,8 @@
 namespace ember::nn {
 namespace {
 
+bool is_16bit(const DynTensor& t) { return t.dtype() == DType::bf16 || t.dtype() == DType::f16; }
+
 // The last n dims of a rank-r tensor, after checking they equal `shape`.
 Dims last_dims(const DynTensor& x, const std::vector<int64_t>& shape, const char* op) {
   const int n = static_cast<int>(shape.size());
@@ -222,8 +224,10 @@ DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const Dy
       "batch_norm", {&x, &weight, &bias}, y,
       [x, xd, weight, wd, mean_c, invstd, scale, eps, dims, count](autodiff::BackwardArgs& a) {
         if (a.options.create_graph) {
-          // Recorded backward (second order): the composite formula over the tracked inputs.
-          const DynTensor mu = mean(x, dims, true), xc = sub(x, mu);
+          // Recorded backward (second order): the composite formula over the tracked inputs,
+          // 16-bit input computed in f32 as the first-order path's statistics are.
+          const DynTensor x32 = is_16bit(x) ? cast(x, DType::f32) : x;
+          const DynTensor mu = mean(x32, dims, true), xc = sub(x32, mu);
           const DynTensor inv = rsqrt(add(mean(square(xc), dims, true), eps));
           const DynTensor xhat = mul(xc, inv);
           const DynTensor& g = a.grad;
@@ -281,6 +285,7 @@ BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
     }
     const DynTensor scale = rsqrt(add(per_channel(running_var, x), eps));
     out.y = affine(mul(sub(x, per_channel(running_mean, x)), scale), weight, bias, x);
+    if (is_16bit(x)) out.y = cast(out.y, x.dtype());  // as the unrecorded and training paths
     return out;
   }
   const int64_t n = x.numel() / x.size(1);
@@ -291,8 +296,11 @@ BatchNormOutput batch_norm(const DynTensor& x, const DynTensor& running_mean,
   if (running_mean.defined()) {
     // The running statistics never carry gradients; the variance is the unbiased one.
     batch_var = mul(batch_var, static_cast<double>(n) / static_cast<double>(n - 1));
-    out.running_mean = add(mul(running_mean, 1.0 - momentum), mul(batch_mean, momentum));
-    out.running_var = add(mul(running_var, 1.0 - momentum), mul(batch_var, momentum));
+    // In the buffers' own dtype (f32 statistics of a 16-bit batch do not widen 16-bit buffers).
+    out.running_mean = cast(add(mul(running_mean, 1.0 - momentum), mul(batch_mean, momentum)),
+                            running_mean.dtype());
+    out.running_var =
+        cast(add(mul(running_var, 1.0 - momentum), mul(batch_var, momentum)), running_var.dtype());
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <utility>
 
 #include "ember/core/error.hpp"
 #include "ember/tensor/ops/creation.hpp"
@@ -80,17 +81,21 @@ class Sgd final : public Rule {
     std::vector<SgdTensors> states;
     std::vector<DynTensor> grads;
     std::vector<SgdParams> steps;
+    std::vector<std::pair<ParamState*, DynTensor>> fresh;  // kept only once the step has run
     for (const InPlace& p : params_in) {
-      const bool first = !p.state->buffers.contains("momentum_buffer");
+      const auto it = p.state->buffers.find("momentum_buffer");
+      const bool first = it == p.state->buffers.end();
       DynTensor buf;
       if (p.hyper->momentum != 0) {
-        buf = buffer(*p.state, "momentum_buffer", [&] { return zeros_like(p.param); });
+        buf = first ? zeros_like(p.param) : it->second;
+        if (first) fresh.emplace_back(p.state, buf);
       }
       steps.push_back(params(*p.hyper, first));
       states.push_back({p.param, buf});
       grads.push_back(p.grad);
     }
     sgd_step_in_place(states, grads, steps);  // checks every input before it writes any
+    for (auto& [state, buf] : fresh) state->buffers.emplace("momentum_buffer", std::move(buf));
     for (const InPlace& p : params_in) ++p.state->step;
   }
 

@@ -206,8 +206,10 @@ void sgd_step_in_place(const std::vector<SgdTensors>& states, const std::vector<
   for (size_t i = 0; i < states.size(); ++i) {
     if (done[i]) continue;
     const SgdTensors next = detail::sgd_step_composite(states[i], grads[i], params[i]);
-    copy_into(states[i].param, next.param);
-    if (params[i].momentum != 0) copy_into(states[i].momentum_buffer, next.momentum_buffer);
+    copy_into(detach(states[i].param), next.param);
+    if (params[i].momentum != 0) {
+      copy_into(detach(states[i].momentum_buffer), next.momentum_buffer);
+    }
   }
 }
 

@@ -58,9 +58,11 @@ TEST(AttentionFused, MatchesFloat64ForwardAndBackward) {
       const DynTensor k = require_grad(cast(k64, dt)), v = require_grad(cast(v64, dt));
       const DynTensor q = transpose(select(packed, 2, 0), 1, 2);  // [B, H, L, E], strided
       if (on_cuda && device_count(DeviceType::Cuda) > 0) {
-        // The build may lack the cuDNN frontend; then the composite runs, and says so here.
-        std::printf("[attention] fused on %s: %s\n", to_string(default_device()).c_str(),
-                    fused_attention_supported(q, k, v) ? "yes" : "no (composite)");
+#if EMBER_EXPECT_FUSED_ATTENTION
+        EXPECT_TRUE(fused_attention_supported(q, k, v)) << "built with the cuDNN frontend";
+#else
+        std::printf("[attention] built without the cuDNN frontend: the composite runs\n");
+#endif
       }
       const DynTensor out = nn::scaled_dot_product_attention(q, k, v, {}, 0.0, c.causal);
       EXPECT_EQ(out.dtype(), dt);

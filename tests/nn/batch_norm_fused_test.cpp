@@ -85,3 +85,20 @@ TEST(BatchNormFused, SixteenBitInputUnderAutocast) {
     expect_close(got[i], h.shape, h.v, Tol{1e-2, atol[i]}, names[i]);
   }
 }
+
+// A bf16 BatchNorm2d without autocast keeps bf16 everywhere: the running statistics after a
+// training step (f32 inside, stored in the buffers' dtype) and the evaluation output whether or
+// not the call is recorded.
+TEST(BatchNormFused, SixteenBitModuleKeepsItsDtypes) {
+  nn::BatchNorm2d bn(nn::BatchNormConfig(3), default_device());
+  bn.to(DType::bf16);
+  const DynTensor x =
+      cast(make_input(Shape{4, 3, 5, 6}, DType::f64, Layout::Contiguous, -2, 3, 61), DType::bf16);
+  (void)bn.forward(x);
+  EXPECT_EQ(bn.running_mean->dyn().dtype(), DType::bf16);
+  EXPECT_EQ(bn.running_var->dyn().dtype(), DType::bf16);
+  bn.mode.training = false;
+  EXPECT_EQ(bn.forward(x).dtype(), DType::bf16);  // recorded: the weights require grad
+  auto off = no_grad();
+  EXPECT_EQ(bn.forward(x).dtype(), DType::bf16);
+}

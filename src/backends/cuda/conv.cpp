@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -345,6 +346,15 @@ class Staging {
   std::vector<std::pair<RawTensor, RawTensor>> made_;
 };
 
+// cuDNN's graph engines load 16 bytes at a time, so every operand must start on a 16-byte
+// boundary (a view at an offset may not); otherwise the legacy API runs the call.
+bool aligned(std::initializer_list<const RawTensor*> operands) {
+  for (const RawTensor* t : operands) {
+    if (t->defined() && reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
+  }
+  return true;
+}
+
 // Where a graph writes a result: the tensor itself, or a channels-last buffer that
 // from_channels_last then moves into it.
 RawTensor target(const RawTensor& t, bool channels_last) {
@@ -379,8 +389,10 @@ void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvPara
   }
   const RawTensor gy = full_grad_out(grad_out, grad_in.shape, w.shape, p, op);
   bool cl = false;
-  if (const auto g = conv_graph_for(ConvPass::Data, grad_in.shape, w.shape, gy.shape, p,
-                                    grad_in.dtype, false, s.index, &cl, op.c_str())) {
+  if (const auto g = aligned({&gy, &w, &grad_in})
+                         ? conv_graph_for(ConvPass::Data, grad_in.shape, w.shape, gy.shape, p,
+                                          grad_in.dtype, false, s.index, &cl, op.c_str())
+                         : nullptr) {
     const RawTensor sw = staged(w, cl, op), sgy = staged(gy, cl, op), dx = target(grad_in, cl);
     conv_graph_run(*g, sgy.data(), sw.data(), nullptr, dx.data(), grad_in.device(), op.c_str());
     from_channels_last(dx, grad_in, op.c_str());
@@ -417,8 +429,10 @@ void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvPa
   if (!weights) return;
   const RawTensor gy = full_grad_out(grad_out, x.shape, grad_w.shape, p, op);
   bool cl = false;
-  if (const auto g = conv_graph_for(ConvPass::Filter, x.shape, grad_w.shape, gy.shape, p,
-                                    grad_w.dtype, false, s.index, &cl, op.c_str())) {
+  if (const auto g = aligned({&x, &gy, &grad_w})
+                         ? conv_graph_for(ConvPass::Filter, x.shape, grad_w.shape, gy.shape, p,
+                                          grad_w.dtype, false, s.index, &cl, op.c_str())
+                         : nullptr) {
     const RawTensor sx = staged(x, cl, op), sgy = staged(gy, cl, op), dw = target(grad_w, cl);
     conv_graph_run(*g, sx.data(), sgy.data(), nullptr, dw.data(), grad_w.device(), op.c_str());
     from_channels_last(dw, grad_w, op.c_str());
@@ -446,7 +460,8 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
   const bool with_bias = bias.defined();
   const bool any = x.numel() > 0 && w.numel() > 0;
   bool cl = false;
-  const auto g = any ? conv_graph_for(ConvPass::Forward, x.shape, w.shape, out.shape, p, out.dtype,
+  const auto g = any && aligned({&x, &w, &bias, &out})
+                     ? conv_graph_for(ConvPass::Forward, x.shape, w.shape, out.shape, p, out.dtype,
                                       with_bias, s.index, &cl, op.c_str())
                      : nullptr;
   if (g) {

@@ -8,7 +8,8 @@
 // Channels-last operands (NHWC, the filter KRSC) staged by conv.cpp through layout.cu's transpose
 // are the other choice, taken with EMBER_CUDNN_NHWC=1: cuDNN's NHWC kernels are faster, but with
 // Ember's tensors NCHW between convolutions the staging costs more than it saves (ResNet-50 bf16
-// on the H200: 60.4 ms a step staged against 48.8 ms NCHW; docs/PERFORMANCE.md).
+// on the H200: 61.4 ms a step staged against 49.0 ms NCHW; docs/PERFORMANCE.md). The operands'
+// addresses must be 16-byte aligned (the engines' vector loads): conv.cpp checks.
 #include "conv_graph.hpp"
 
 #include <cstdint>
@@ -131,13 +132,23 @@ std::shared_ptr<const ConvGraph> conv_graph_for(ConvPass pass, const Shape& x, c
   std::lock_guard lock(cache.mu);
   auto& slot = cache.graphs[key_of(pass, x, w, y, p, dtype, bias, cl)];
   if (!slot) {
+    // Building compiles and loads kernels: not something a graph capture can record.
+    device_state(device).check_not_capturing(
+        op,
+        "a convolution's first use of a shape builds its cuDNN plan; run it once before "
+        "capturing");
     auto c = std::make_shared<ConvGraph>();
     c->channels_last = cl;
     c->graph = new_graph(dtype);
     add_nodes(*c, pass, x, w, y, p, bias);
     const char* stage = "";
     auto* handle = reinterpret_cast<cudnnHandle_t>(device_state(device).cudnn(op));
-    if (!build(*c->graph, handle, &c->workspace, &stage).is_good()) c->graph = nullptr;
+    // A refusal is kept too (the legacy API runs the geometry from then on), with CUDA's error
+    // cleared so that the next kernel's launch check does not report it.
+    if (!build(*c->graph, handle, &c->workspace, &stage).is_good()) {
+      c->graph = nullptr;
+      (void)cudaGetLastError();
+    }
     slot = c;
   }
   if (!slot->graph) return nullptr;

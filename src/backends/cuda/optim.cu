@@ -152,9 +152,10 @@ struct SgdArgs {
   int first_chunk[kMaxSgdTensors + 1];
   bool first[kMaxSgdTensors];
   int count;
-  // Shared by the launch (one bucket's constants, rounded to T as the tensor ops' scalars).
+  // Shared by the launch (one bucket's constants, rounded to T as the tensor ops' scalars; which
+  // terms apply is decided on the doubles, as sgd_step_composite decides).
   T neg_lr, momentum, dampening1, weight_decay;
-  bool nesterov;
+  bool has_momentum, has_decay, nesterov;
 };
 
 template <class T>
@@ -167,12 +168,12 @@ __global__ void sgd_multi_kernel(const SgdArgs<T> a) {
   T* pp = a.p[t];
   T* bp = a.buf[t];
   const T* gp = a.g[t];
-  const bool momentum = a.momentum != T(0), first = a.first[t];
+  const bool first = a.first[t];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const T w = pp[i];
     T g = gp[i];
-    if (a.weight_decay != T(0)) g = add_rn(g, mul_rn(w, a.weight_decay));
-    if (momentum) {
+    if (a.has_decay) g = add_rn(g, mul_rn(w, a.weight_decay));
+    if (a.has_momentum) {
       const T b = first ? g : add_rn(mul_rn(bp[i], a.momentum), mul_rn(g, a.dampening1));
       bp[i] = b;
       g = a.nesterov ? add_rn(g, mul_rn(b, a.momentum)) : b;
@@ -193,6 +194,8 @@ void sgd_multi(const std::vector<Backend::SgdStepItem>& items) {
     a.momentum = static_cast<T>(c.momentum);
     a.dampening1 = static_cast<T>(1 - c.dampening);
     a.weight_decay = static_cast<T>(c.weight_decay);
+    a.has_momentum = c.momentum != 0;
+    a.has_decay = c.weight_decay != 0;
     a.nesterov = c.nesterov;
   };
   auto launch = [&] {
