@@ -83,6 +83,12 @@ SgdTensors sgd_step_composite(const SgdTensors& s, const DynTensor& grad, const 
 
 namespace {
 
+// The in-place steps take one gradient and one set of constants per parameter.
+void check_counts(size_t states, size_t grads, size_t params, const char* op) {
+  EMBER_CHECK(states == grads && states == params, "[", op, "] ", states, " parameters, ", grads,
+              " gradients and ", params, " step constants: one each");
+}
+
 // Checks one parameter's tensors; whether they share the parameter's dtype.
 bool check_adam_inputs(const AdamTensors& s, const DynTensor& grad, const AdamParams& p,
                        const char* op) {
@@ -113,9 +119,7 @@ AdamTensors adam_step(const AdamTensors& s, const DynTensor& grad, const AdamPar
 void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vector<DynTensor>& grads,
                         const std::vector<AdamParams>& params) {
   constexpr const char* op = "adam_step_in_place";
-  EMBER_CHECK(states.size() == grads.size() && states.size() == params.size(), "[", op, "] ",
-              states.size(), " parameters, ", grads.size(), " gradients and ", params.size(),
-              " step constants: one each");
+  check_counts(states.size(), grads.size(), params.size(), op);
   auto guard = no_grad();
   // Everything is checked before anything is written: a bad input updates nothing.
   std::vector<char> one_dtype(states.size());
@@ -160,9 +164,7 @@ void adam_step_in_place(const std::vector<AdamTensors>& states, const std::vecto
 void sgd_step_in_place(const std::vector<SgdTensors>& states, const std::vector<DynTensor>& grads,
                        const std::vector<SgdParams>& params) {
   constexpr const char* op = "sgd_step_in_place";
-  EMBER_CHECK(states.size() == grads.size() && states.size() == params.size(), "[", op, "] ",
-              states.size(), " parameters, ", grads.size(), " gradients and ", params.size(),
-              " step constants: one each");
+  check_counts(states.size(), grads.size(), params.size(), op);
   auto guard = no_grad();
   // Everything is checked before anything is written: a bad input updates nothing.
   std::vector<char> one_dtype(states.size());
