@@ -152,7 +152,10 @@ std::shared_ptr<const Bytes> map_file(const std::string& path, const char* what)
     close_quietly(fd);
     return std::make_shared<BufferBytes>(std::vector<unsigned char>{});
   }
-  void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // Private and writable, as torch.load(mmap=True) maps: tensors loaded zero-copy can be updated
+  // in place (a fused optimizer step, copy_into); a written page becomes this process's own copy
+  // and the file never changes. NORESERVE: no swap is committed for pages never written.
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
   const int err = errno;
   close_quietly(fd);  // the mapping keeps the file open
   EMBER_CHECK(base != MAP_FAILED, what, " cannot mmap '", path, "' (", size,

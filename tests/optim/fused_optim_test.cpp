@@ -169,3 +169,35 @@ TEST(FusedAdam, CopiesOfASharedParamWithTheirOwnStorageGetTheUpdate) {
 }
 
 }  // namespace
+
+// Parameters loaded from a safetensors file may share its read-only mapping (zero-copy on the
+// Cpu): a fused step must not write into the file's pages.
+TEST(FusedOptim, StepsParametersLoadedFromAFile) {
+  const std::string path = ::testing::TempDir() + "fused_optim_loaded.safetensors";
+  Stack src = make_stack(DType::f32);
+  save(src, path);
+  for (bool adam : {true, false}) {
+    Stack a = make_stack(DType::f32), b = make_stack(DType::f32);
+    load(a, path);
+    load(b, path);
+    optim::Optimizer plain = adam ? optim::AdamConfig().lr(0.01).init()
+                                  : optim::SgdConfig().lr(0.01).momentum(0.9).init();
+    optim::Optimizer fused = adam ? optim::AdamConfig().lr(0.01).fused(true).init()
+                                  : optim::SgdConfig().lr(0.01).momentum(0.9).fused(true).init();
+    for (int k = 0; k < 2; ++k) {
+      plain.step(a, grads_for(a, k));
+      fused.step(b, grads_for(b, k));
+    }
+    const auto pa = nn::named_params(nn::module_tree(a)), pb = nn::named_params(nn::module_tree(b));
+    for (size_t i = 0; i < pa.size(); ++i) {
+      EXPECT_EQ(max_abs_diff(pb[i].slot->dyn(), pa[i].slot->dyn()), 0.0) << pa[i].path;
+    }
+  }
+  // The file still holds the saved values.
+  Stack again = make_stack(DType::f32);
+  load(again, path);
+  const auto ps = nn::named_params(nn::module_tree(src)),
+             pg = nn::named_params(nn::module_tree(again));
+  for (size_t i = 0; i < ps.size(); ++i)
+    EXPECT_EQ(max_abs_diff(pg[i].slot->dyn(), ps[i].slot->dyn()), 0.0);
+}
