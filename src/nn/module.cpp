@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "ember/core/error.hpp"
+#include "ember/tensor/device_graph.hpp"
 #include "ember/tensor/print.hpp"
 
 namespace ember::nn {
@@ -38,6 +39,18 @@ void TensorSlot::set_checked(const DynTensor& value, const char* op) {
   EMBER_CHECK(!value_.defined() || value.shape() == value_.shape(), "[", op, "] the new value has ",
               "shape ", value.shape(), " but the ", kind_ == Kind::Param ? "parameter" : "buffer",
               " has shape ", value_.shape());
+  set_dyn(value);
+}
+
+void TensorSlot::assign(const DynTensor& value) {
+  EMBER_CHECK(value.defined(), "[nn] cannot set a parameter to an undefined tensor");
+  // Contiguous: a broadcast view (stride 0) would have many elements written to one place.
+  if (value_.defined() && !trainable_ && value_.is_contiguous() &&
+      value.shape() == value_.shape() && value.dtype() == value_.dtype() &&
+      value.device() == value_.device()) {
+    copy_into(value_, detach(value));
+    return;
+  }
   set_dyn(value);
 }
 

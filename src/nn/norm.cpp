@@ -482,19 +482,20 @@ DynTensor BatchNorm::forward(const DynTensor& x) const {
       bias ? bias->dyn() : DynTensor(), use_batch, momentum.value_or(1.0), eps);
   if (mode.training && running_mean) {
     const DynTensor count = add(num_batches_tracked->dyn(), 1);
+    // In place, as PyTorch updates them: a captured training step keeps working on them.
     if (momentum) {
-      running_mean->set_dyn(out.running_mean);
-      running_var->set_dyn(out.running_var);
+      running_mean->assign(out.running_mean);
+      running_var->assign(out.running_var);
     } else {
       // Cumulative moving average: factor 1 / num_batches_tracked (after this batch), as
       // PyTorch; a device tensor, so the step never waits for the count. With momentum 1
       // batch_norm returned the batch's own statistics.
       const DynTensor f = reciprocal(cast(count, out.running_mean.dtype()));
       const DynTensor keep = sub(1.0, f);
-      running_mean->set_dyn(add(mul(running_mean->dyn(), keep), mul(out.running_mean, f)));
-      running_var->set_dyn(add(mul(running_var->dyn(), keep), mul(out.running_var, f)));
+      running_mean->assign(add(mul(running_mean->dyn(), keep), mul(out.running_mean, f)));
+      running_var->assign(add(mul(running_var->dyn(), keep), mul(out.running_var, f)));
     }
-    num_batches_tracked->set_dyn(count);
+    num_batches_tracked->assign(count);
   }
   return out.y;
 }

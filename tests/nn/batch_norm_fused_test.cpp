@@ -5,6 +5,8 @@
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
 #include <ember/tensor/autocast.hpp>
+#include <ember/tensor/device_graph.hpp>
+#include <optional>
 
 #include "tensor/test_util.hpp"
 
@@ -101,4 +103,38 @@ TEST(BatchNormFused, SixteenBitModuleKeepsItsDtypes) {
   EXPECT_EQ(bn.forward(x).dtype(), DType::bf16);  // recorded: the weights require grad
   auto off = no_grad();
   EXPECT_EQ(bn.forward(x).dtype(), DType::bf16);
+}
+
+// The running statistics and the batch count are updated in place (PyTorch's behaviour), so a
+// training step captured in a DeviceGraph keeps updating the module's own buffers: three eager
+// steps and one eager step, a capture and two replays leave the same statistics, in the buffers
+// the module held from the start.
+TEST(BatchNormFused, RunningStatisticsUpdatedInPlace) {
+  const Device dev = default_device();
+  for (std::optional<double> momentum : {std::optional<double>(0.1), std::optional<double>()}) {
+    nn::BatchNorm2d eager(nn::BatchNormConfig(3).with_momentum(momentum), dev);
+    nn::BatchNorm2d graphed(nn::BatchNormConfig(3).with_momentum(momentum), dev);
+    const void* mean_at = graphed.running_mean->dyn().raw().data();
+    const void* count_at = graphed.num_batches_tracked->dyn().raw().data();
+    auto batch = [&](int k) {
+      return make_input(Shape{4, 3, 5, 6}, DType::f32, Layout::Contiguous, -2, 3,
+                        70 + static_cast<uint64_t>(k));
+    };
+    for (int k = 0; k < 4; ++k) (void)eager.forward(batch(k));
+    (void)graphed.forward(batch(0));  // the warm-up
+    const DynTensor x = clone(batch(1));
+    DynTensor y;
+    DeviceGraph g(dev);
+    g.capture([&] { y = graphed.forward(x); });
+    if (g.recorded()) g.replay();  // a recording runs nothing: this is step 2
+    for (int k = 2; k < 4; ++k) {
+      copy_into(x, batch(k));
+      g.replay();
+    }
+    EXPECT_EQ(graphed.running_mean->dyn().raw().data(), mean_at);
+    EXPECT_EQ(graphed.num_batches_tracked->dyn().raw().data(), count_at);
+    EXPECT_EQ(graphed.num_batches_tracked->dyn().item<int64_t>(), 4);
+    EXPECT_LT(max_abs_diff(graphed.running_mean->dyn(), eager.running_mean->dyn()), 1e-6);
+    EXPECT_LT(max_abs_diff(graphed.running_var->dyn(), eager.running_var->dyn()), 1e-6);
+  }
 }

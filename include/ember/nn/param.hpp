@@ -30,6 +30,10 @@ class TensorSlot {
   /// set_dyn for users (Param::set, Buffer::set): a value of another shape is refused at once,
   /// naming `op` and both shapes, rather than failing in a later forward.
   void set_checked(const DynTensor& value, const char* op);
+  /// Writes `value` into the held tensor's storage where it fits (same shape, dtype and device;
+  /// contiguous; not a trainable Param): the in-place update PyTorch makes to running statistics,
+  /// which keeps the address a captured step (DeviceGraph) reads and writes. Otherwise set_dyn.
+  void assign(const DynTensor& value);
   bool trainable() const { return trainable_; }
   /// Frozen parameters are detached: backward computes nothing for them.
   void set_trainable(bool on);
