@@ -287,6 +287,7 @@ void Optimizer::set_lr(double lr) {
 double Optimizer::weight_decay(int group) const { return impl_->group(group).hyper.weight_decay; }
 
 bool Optimizer::has_momentum() const { return impl_->rule->has_momentum(); }
+bool Optimizer::updates_in_place() const { return impl_->rule->in_place(); }
 
 double Optimizer::momentum(int group) const {
   EMBER_CHECK(impl_->rule->has_momentum(), "[", name(), "] has no momentum or beta1");

@@ -13,6 +13,7 @@
 #include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/optim/grad_scaler.hpp"
+#include "ember/tensor/device_graph.hpp"
 #include "ember/tensor/generator.hpp"
 #include "ember/tensor/memory.hpp"
 #include "ember/train/checkpoint.hpp"
@@ -148,9 +149,69 @@ std::string checkpoint_list(const std::vector<CheckpointInfo>& found) {
   return out;
 }
 
+// Graph replay of training steps (LearnerConfig::graph): the first batch that fits the static
+// inputs warms up eagerly, the next is captured (forward, loss and backward), later ones replay.
+// The loss, logits and gradients of a replay are the captured step's tensors, refilled.
+struct GraphSteps {
+  DeviceGraph graph;
+  bool warmed = false, off = false;
+  StepOutput out;
+  Gradients grads;
+  std::function<void(const std::string&)> note;
+
+  GraphSteps(Device device, std::function<void(const std::string&)> on_off)
+      : graph(device), note(std::move(on_off)) {}
+
+  // Runs the step of `batch` from the static inputs and sets `result` and `grads`; false when the
+  // batch must run eagerly (graph replay off, or shapes other than the static inputs').
+  bool run(BatchRun& batch, const EpochSource& source, StepOutput& result, int64_t& replays) {
+    if (off) return false;
+    EMBER_CHECK(static_cast<bool>(batch.stage), "[Learner] graph replay needs the batch's ",
+                "tensors: give the batch type a for_each_tensor(batch, f) in its namespace (as ",
+                "data::ImageBatch has), or train without graph()");
+    if (!batch.stage()) return false;
+    if (graph.captured()) {
+      graph.replay();
+      ++replays;
+    } else if (!warmed) {  // eager on the static inputs: algorithm searches, first-use checks
+      out = source.static_step();
+      grads = out.loss.backward();
+      warmed = true;
+    } else {
+      try {
+        graph.capture([this, &source] {
+          out = source.static_step();
+          grads = out.loss.backward();
+        });
+      } catch (const Error& e) {  // refused inside the capture: nothing was kept
+        off = true;
+        note(e.what());
+        return false;
+      }
+      if (graph.recorded()) graph.replay();  // a recording runs nothing by itself
+    }
+    result = out;
+    return true;
+  }
+};
+
 }  // namespace
 
 void request_stop() { g_stop = 1; }
+
+namespace detail {
+bool copy_batch(const std::vector<DynTensor>& dst, const std::vector<DynTensor>& src) {
+  if (dst.size() != src.size()) return false;
+  for (size_t i = 0; i < dst.size(); ++i) {
+    if (dst[i].shape() != src[i].shape() || dst[i].dtype() != src[i].dtype() ||
+        dst[i].device() != src[i].device()) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < dst.size(); ++i) copy_into(dst[i], detach(src[i]));
+  return true;
+}
+}  // namespace detail
 
 struct LearnerCore::State {
   std::optional<optim::Scheduler> scheduler;
@@ -189,6 +250,9 @@ LearnerCore::LearnerCore(std::function<nn::ModuleTree()> tree, optim::Optimizer 
   EMBER_CHECK(p == DType::f32 || p == DType::bf16 || p == DType::f16,
               "[Learner] precision must be f32, bf16 or f16, got ", p);
   if (p == DType::f16) state_->scaler.emplace();
+  EMBER_CHECK(!(config_.graph_ && p == DType::f16),
+              "[Learner] graph replay with precision f16 is not supported: the loss scaler's "
+              "skipped steps are decided on the host; use bf16, which needs no scaler");
 }
 
 AutocastGuard LearnerCore::step_precision() const {
@@ -355,8 +419,8 @@ EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
   auto guard = no_grad();
   Running run;
   const auto t0 = std::chrono::steady_clock::now();
-  source.run(0, 0, [&](StepOutput out) {
-    accumulate(run, out, config_.top_k_);
+  source.run(0, 0, [&](BatchRun& batch) {
+    accumulate(run, batch.compute(), config_.top_k_);
     return true;
   });
   run.seconds = seconds_since(t0);
@@ -450,6 +514,15 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   const nn::ModuleTree tree = tree_();
   const Device device = model_device(tree);
   s.device_type = device.type;
+  std::optional<GraphSteps> graph;
+  if (config_.graph_) {
+    EMBER_CHECK(optimizer_.updates_in_place(), "[Learner] graph replay needs an optimizer that ",
+                "updates the parameters in place (SGD, Adam or AdamW with fused(true)): a replay ",
+                "reads them where the capture found them; ", optimizer_.name(), " here does not");
+    graph.emplace(device, [&progress](const std::string& why) {
+      progress.note("graph replay off, training eagerly: " + why);
+    });
+  }
   auto write_files = [&] {
     if (!files) return;
     io::write_file_atomic((fs::path(config_.out_dir_) / "metrics.csv").string(),
@@ -471,12 +544,17 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     const auto t0 = std::chrono::steady_clock::now();
     const double seconds_before = run.seconds;
     progress.begin_epoch(epoch + 1, config_.epochs_, train.batches, done);
-    train.run(static_cast<uint64_t>(epoch), s.skip, [&](StepOutput out) {
-      if (s.scaler) {  // f16: the loss scaled, the step skipped when a gradient overflowed
+    train.run(static_cast<uint64_t>(epoch), s.skip, [&](BatchRun& batch) {
+      StepOutput out;
+      if (graph && graph->run(batch, train, out, result.replayed_steps)) {
+        optimizer_.step(tree, graph->grads);
+      } else if (s.scaler) {  // f16: the loss scaled, the step skipped when a gradient overflowed
+        out = batch.compute();
         const Gradients grads = s.scaler->scale(out.loss).backward();
         s.scaler->step(optimizer_, tree, optim::ParamGrads::from(tree, grads));
         s.scaler->update();
       } else {
+        out = batch.compute();
         optimizer_.step(tree, out.loss.backward());
       }
       if (s.scheduler && s.every == ScheduleEvery::batch) s.scheduler->step();

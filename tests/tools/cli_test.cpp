@@ -268,6 +268,19 @@ TEST(Cli, TrainsInMixedPrecision) {
   EXPECT_FAILS_WITH(ember(args), 2, "--precision: f8 not in {f32,bf16,f16}");
 }
 
+TEST(Cli, TrainsWithGraphReplay) {
+  const std::string out = fresh_dir("graph");
+  auto args = train_args(out, 1);
+  args.push_back("--graph");
+  const Result r = ember(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "graph replay; writing to")) << r.out;
+  EXPECT_TRUE(has(r.out, "test accuracy after 1 epochs")) << r.out;
+  args = train_args(fresh_dir("graph_f16"), 1);
+  args.insert(args.end(), {"--graph", "--precision", "f16"});
+  EXPECT_FAILS_WITH(ember(args), 1, "graph replay with precision f16 is not supported");
+}
+
 // --- Data ------------------------------------------------------------------------------------
 
 TEST(Cli, ALabelAboveNineIsAnErrorNamingTheFile) {

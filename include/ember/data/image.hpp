@@ -29,6 +29,14 @@ struct ImageBatch {
   Tensor<4> images;
   Tensor<1, Int> labels;
 };
+/// Calls f on each tensor of the batch, images then labels: how the Learner's graph replay
+/// (train::LearnerConfig::graph) copies a batch into its captured inputs. A batch type of one's
+/// own gets the same function in its namespace (found by argument-dependent lookup).
+template <class F>
+void for_each_tensor(ImageBatch& batch, F&& f) {
+  f(batch.images);
+  f(batch.labels);
+}
 
 /// How ImageBatcher turns pixels into floats: x / 255, then (x - mean[c]) / std[c] when mean and
 /// std are given (one value for every channel, or one per channel).

@@ -435,6 +435,9 @@ class Optimizer {
 
   /// Steps taken (by the parameter updated most often).
   int64_t steps() const;
+  /// Whether step() writes the new values into the parameters' own storage (SGD, Adam and AdamW
+  /// with fused(true)), as a replayed DeviceGraph that reads them needs.
+  bool updates_in_place() const;
 
   /// The state, named by the paths of `model`'s parameters.
   template <nn::detail::Module M>

@@ -74,6 +74,7 @@ struct LearnerConfig {
   bool catch_sigint_ = true;                 // Ctrl-C saves a checkpoint and returns from fit()
   std::string title_ = "training";           // of the curves
   DType precision_ = DType::f32;             // bf16/f16: steps run under autocast
+  bool graph_ = false;                       // replay captured training steps (DeviceGraph)
 
   LearnerConfig& epochs(int64_t n) { return set(epochs_, n); }
   LearnerConfig& out_dir(std::string dir) { return set(out_dir_, std::move(dir)); }
@@ -105,6 +106,16 @@ struct LearnerConfig {
   /// or f16 with float32 master weights; f16 also scales the loss (optim::GradScaler, its state
   /// saved in checkpoints) and skips steps whose gradients overflow.
   LearnerConfig& precision(DType dtype) { return set(precision_, dtype); }
+  /// Graph replay (PyTorch's CUDA graphs, torch.compile's "reduce-overhead"): the forward, loss
+  /// and backward of a training step are captured once in a DeviceGraph and replayed for every
+  /// later batch of the same shapes, whose tensors are copied into the captured inputs. The
+  /// first batch runs eagerly (the warm-up), the second is captured; a batch of other shapes (a
+  /// short last one) runs eagerly. Needs an optimizer that updates in place (fused(true)), a
+  /// batch type with for_each_tensor (data::ImageBatch has it) and precision f32 or bf16 (f16's
+  /// loss scaling is not captured). Where a capture is refused (random numbers: dropout), the
+  /// fit goes on eagerly with a note. On backends that cannot record, a replay runs the step
+  /// again: the same results, no speed-up.
+  LearnerConfig& graph(bool on = true) { return set(graph_, on); }
 
  private:
   template <class F, class V>
@@ -122,18 +133,63 @@ struct FitResult {
   bool early_stopped = false;
   std::optional<int64_t> best_epoch;  // by the monitored metric
   std::string checkpoint;             // the last checkpoint written ("" when none)
+  int64_t replayed_steps = 0;         // training steps of this fit() replayed (config().graph())
 };
 
 /// Asks a running fit() to save a checkpoint and return after the current batch: what the SIGINT
 /// handler does (async-signal-safe).
 void request_stop();
 
-/// A pass over one epoch of a loader, type-erased: run(epoch, skip, fn) calls fn with each batch's
-/// StepOutput, after skipping the first `skip` batches, until fn returns false.
-struct EpochSource {
-  std::function<void(uint64_t epoch, size_t skip, const std::function<bool(StepOutput)>& fn)> run;
-  size_t batches = 0;
+/// One batch of an epoch as the loop sees it (the template side knows its type).
+struct BatchRun {
+  /// step(model, batch) under the Learner's precision.
+  std::function<StepOutput()> compute;
+  /// Graph replay: copies the batch's tensors into the static inputs (the first batch's copies
+  /// become them) and returns true; false, copying nothing, when they differ from them in number,
+  /// shape, dtype or device. Empty when the batch type has no for_each_tensor.
+  std::function<bool()> stage;
 };
+
+/// A pass over one epoch of a loader, type-erased: run(epoch, skip, fn) calls fn with each batch,
+/// after skipping the first `skip` batches, until fn returns false.
+struct EpochSource {
+  std::function<void(uint64_t epoch, size_t skip, const std::function<bool(BatchRun&)>& fn)> run;
+  size_t batches = 0;
+  /// Graph replay: the step on the static inputs (what the last stage() copied in).
+  std::function<StepOutput()> static_step;
+};
+
+namespace detail {
+/// The tensors for_each_tensor(batch, f) visits, as DynTensor handles.
+template <class B>
+std::vector<DynTensor> batch_tensors(B& batch) {
+  std::vector<DynTensor> out;
+  for_each_tensor(batch, [&out](const auto& t) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t)>, DynTensor>) {
+      out.push_back(t);
+    } else {
+      out.push_back(t.dyn());
+    }
+  });
+  return out;
+}
+/// Makes every tensor of `batch` a copy of its own (the static inputs must not share storage
+/// with a data set a batch may be a view of).
+template <class B>
+void own_tensors(B& batch) {
+  for_each_tensor(batch, [](auto& t) {
+    using T = std::remove_cvref_t<decltype(t)>;
+    if constexpr (std::is_same_v<T, DynTensor>) {
+      t = clone(detach(t));
+    } else {
+      t = T(clone(detach(t.dyn())));
+    }
+  });
+}
+/// Copies src's tensors into dst's storage when they match in number, shape, dtype and device;
+/// false (nothing copied) otherwise.
+bool copy_batch(const std::vector<DynTensor>& dst, const std::vector<DynTensor>& src);
+}  // namespace detail
 
 /// The non-template Learner (src/train/learner.cpp): the loop, metrics, progress, files.
 class LearnerCore {
@@ -202,21 +258,38 @@ class Learner : public LearnerCore {
 
  private:
   template <class T, class B, class Step>
-  EpochSource source(const data::DataLoader<T, B>& loader, Step step) {
+  EpochSource source(const data::DataLoader<T, B>& loader, Step step_in) {
     EpochSource s;
     s.batches = loader.num_batches();
-    s.run = [this, &loader, step](uint64_t epoch, size_t skip,
-                                  const std::function<bool(StepOutput)>& fn) mutable {
+    auto step = std::make_shared<Step>(std::move(step_in));
+    auto statics = std::make_shared<std::optional<B>>();  // graph replay's static inputs
+    s.run = [this, &loader, step, statics](uint64_t epoch, size_t skip,
+                                           const std::function<bool(BatchRun&)>& fn) {
       size_t k = 0;
       for (B& batch : loader.epoch(epoch)) {
         if (k++ < skip) continue;  // a resumed epoch: the loader's order is the epoch's
-        StepOutput out;
-        {
+        BatchRun r;
+        r.compute = [&] {
           const AutocastGuard amp = step_precision();
-          out = step(model_, batch);
+          return (*step)(model_, batch);
+        };
+        if constexpr (requires { for_each_tensor(batch, [](const auto&) {}); }) {
+          r.stage = [&] {
+            if (!*statics) {
+              statics->emplace(batch);
+              detail::own_tensors(**statics);
+              return true;
+            }
+            return detail::copy_batch(detail::batch_tensors(**statics),
+                                      detail::batch_tensors(batch));
+          };
         }
-        if (!fn(std::move(out))) break;
+        if (!fn(r)) break;
       }
+    };
+    s.static_step = [this, step, statics] {
+      const AutocastGuard amp = step_precision();
+      return (*step)(model_, **statics);
     };
     return s;
   }
