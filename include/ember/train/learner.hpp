@@ -160,6 +160,12 @@ struct EpochSource {
 };
 
 namespace detail {
+/// A visitor that does nothing: what the Learner asks for_each_tensor to take (a named type, as
+/// lambdas in unevaluated operands are newer than some compilers we support).
+struct NoTensorVisit {
+  template <class T>
+  void operator()(const T&) const {}
+};
 /// The tensors for_each_tensor(batch, f) visits, as DynTensor handles.
 template <class B>
 std::vector<DynTensor> batch_tensors(B& batch) {
@@ -273,7 +279,7 @@ class Learner : public LearnerCore {
           const AutocastGuard amp = step_precision();
           return (*step)(model_, batch);
         };
-        if constexpr (requires { for_each_tensor(batch, [](const auto&) {}); }) {
+        if constexpr (requires { for_each_tensor(batch, detail::NoTensorVisit{}); }) {
           r.stage = [&] {
             if (!*statics) {
               statics->emplace(batch);
