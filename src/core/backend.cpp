@@ -176,6 +176,14 @@ void Backend::layer_norm_backward(const RawTensor& dy, const RawTensor&, const R
                                   const RawTensor&, const RawTensor&) {
   no_kernel("layer_norm_backward", dy.dtype);
 }
+void Backend::rms_norm(const RawTensor& x, const RawTensor&, double, const RawTensor&,
+                       const RawTensor&) {
+  no_kernel("rms_norm", x.dtype);
+}
+void Backend::rms_norm_backward(const RawTensor& dy, const RawTensor&, const RawTensor&,
+                                const RawTensor&, const RawTensor&, const RawTensor&) {
+  no_kernel("rms_norm_backward", dy.dtype);
+}
 
 void Backend::activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor&, const RawTensor&) {
   no_kernel(std::string(op_name(op)) + "_backward", gy.dtype);

@@ -142,31 +142,70 @@ DynTensor layer_norm(const DynTensor& x, const std::vector<int64_t>& normalized_
   });
 }
 
+namespace {
+// torch.finfo(dtype).eps: rms_norm's default epsilon, of the type it computes in.
+double finfo_eps(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return std::numeric_limits<double>::epsilon();
+    case DType::f16:
+      return 0.0009765625;
+    case DType::bf16:
+      return 0.0078125;
+    default:
+      return std::numeric_limits<float>::epsilon();
+  }
+}
+
+// rms_norm on the backend's one-pass kernels, as layer_norm_fused: 16-bit inputs read once, one
+// node whose backward is one kernel for dx and two for the weight gradient; the composite's
+// formula in tensor ops under create_graph.
+DynTensor rms_norm_fused(const DynTensor& x, const Dims& dims, int64_t d, const DynTensor& weight,
+                         double eps) {
+  const DType out = ember::detail::autocast_widens(x) ? DType::f32
+                    : weight.defined()                ? promote_types(x.dtype(), weight.dtype())
+                                                      : x.dtype();
+  auto fwd = std::make_shared<LayerNormRows>(rms_norm_rows(x, d, weight, eps, out));
+  DynTensor y = fwd->y;
+  const DynTensor* w = weight.defined() ? &weight : nullptr;  // null: a constant
+  if (!autodiff::should_record({&x, w})) return y;
+  autodiff::record("rms_norm", {&x, w}, y, [x, weight, fwd, dims, eps](autodiff::BackwardArgs& a) {
+    if (a.options.create_graph) {
+      const DynTensor xf = cast(x, DType::f32);
+      const DynTensor rstd = rsqrt(add(mean(square(xf), dims, true), eps));
+      const DynTensor xhat = mul(xf, rstd);
+      const DynTensor gy = cast(a.grad, DType::f32);
+      const DynTensor g = weight.defined() ? mul(gy, weight) : gy;
+      a.input_grads[0] =
+          cast(mul(rstd, sub(g, mul(xhat, mean(mul(g, xhat), dims, true)))), x.dtype());
+      Dims rows;
+      for (int i = 0; i < x.rank() - static_cast<int>(dims.size()); ++i) rows.push_back(i);
+      if (weight.defined()) a.input_grads[1] = reshape(sum(mul(gy, xhat), rows), weight.shape());
+      return;
+    }
+    auto g = layer_norm_rows_backward(a.grad, x, *fwd, weight, weight.defined(), false);
+    a.input_grads[0] = g[0];
+    if (weight.defined()) a.input_grads[1] = reshape(g[1], weight.shape());
+  });
+  return y;
+}
+}  // namespace
+
 DynTensor rms_norm(const DynTensor& x, const std::vector<int64_t>& normalized_shape,
                    const DynTensor& weight, std::optional<double> eps) {
-  if (ember::detail::autocast_widens(x))
-    return rms_norm(cast(x, DType::f32), normalized_shape, weight, eps);
-  const Dims dims = last_dims(x, normalized_shape, "rms_norm");
-  double e = 0;
-  if (eps) {
-    e = *eps;
-  } else {
-    // torch.finfo(x.dtype).eps, PyTorch's default.
-    switch (x.dtype()) {
-      case DType::f64:
-        e = std::numeric_limits<double>::epsilon();
-        break;
-      case DType::f16:
-        e = 0.0009765625;
-        break;
-      case DType::bf16:
-        e = 0.0078125;
-        break;
-      default:
-        e = std::numeric_limits<float>::epsilon();
-        break;
+  const bool widen = ember::detail::autocast_widens(x);
+  if (fused_layer_norm_supported(x) && x.numel() > 0) {
+    const Dims dims = last_dims(x, normalized_shape, "rms_norm");
+    int64_t d = 1;
+    for (int64_t s : normalized_shape) d *= s;
+    if (d > 0 && (!weight.defined() || (weight.dtype() == DType::f32 && weight.numel() == d))) {
+      const double e = eps ? *eps : finfo_eps(widen ? DType::f32 : x.dtype());
+      return as_op("rms_norm", [&] { return rms_norm_fused(x, dims, d, weight, e); });
     }
   }
+  if (widen) return rms_norm(cast(x, DType::f32), normalized_shape, weight, eps);
+  const Dims dims = last_dims(x, normalized_shape, "rms_norm");
+  const double e = eps ? *eps : finfo_eps(x.dtype());
   return as_op("rms_norm", [&] {
     DynTensor y = mul(x, rsqrt(add(mean(square(x), dims, true), e)));
     if (weight.defined()) y = mul(y, weight);

@@ -136,9 +136,11 @@ bool fused_layer_norm_supported(const DynTensor& x) {
   return x.defined() && detail::backend_of(x).supports(OpFamily::LayerNorm, x.dtype());
 }
 
-LayerNormRows layer_norm_rows(const DynTensor& x_in, int64_t d, const DynTensor& weight,
-                              const DynTensor& bias, double eps, DType out_dtype) {
-  constexpr const char* op = "layer_norm";
+namespace {
+// layer_norm's rows (center) or rms_norm's (no mean, no bias) through the backend's kernels.
+LayerNormRows norm_rows(const DynTensor& x_in, int64_t d, const DynTensor& weight,
+                        const DynTensor& bias, double eps, DType out_dtype, bool center) {
+  const char* op = center ? "layer_norm" : "rms_norm";
   EMBER_CHECK(fused_layer_norm_supported(x_in) && d > 0 && x_in.numel() % d == 0, "[", op,
               "] the fused kernel does not take ", x_in.dtype(), " ", x_in.shape(), " on ",
               x_in.device(), " over its last ", d, " elements");
@@ -151,7 +153,7 @@ LayerNormRows layer_norm_rows(const DynTensor& x_in, int64_t d, const DynTensor&
   const int64_t n = x.numel() / d;
   LayerNormRows r;
   r.y = detail::make_empty(x.shape(), out_dtype, x.device(), op);
-  r.mean = detail::make_empty(Shape{n}, DType::f32, x.device(), op);
+  if (center) r.mean = detail::make_empty(Shape{n}, DType::f32, x.device(), op);
   r.rstd = detail::make_empty(Shape{n}, DType::f32, x.device(), op);
   auto flat = [&](const DynTensor& t) {
     return t.raw().view(Shape{n, d}, Strides{d, 1}, t.raw().offset);
@@ -159,18 +161,35 @@ LayerNormRows layer_norm_rows(const DynTensor& x_in, int64_t d, const DynTensor&
   auto vec = [](const DynTensor& t) {
     return t.defined() ? contiguous(detach(t)).raw() : RawTensor();
   };
-  detail::backend_of(x).layer_norm(flat(x), vec(weight), vec(bias), eps, flat(r.y), r.mean.raw(),
-                                   r.rstd.raw());
+  Backend& be = detail::backend_of(x);
+  if (center) {
+    be.layer_norm(flat(x), vec(weight), vec(bias), eps, flat(r.y), r.mean.raw(), r.rstd.raw());
+  } else {
+    be.rms_norm(flat(x), vec(weight), eps, flat(r.y), r.rstd.raw());
+  }
   return r;
+}
+}  // namespace
+
+LayerNormRows layer_norm_rows(const DynTensor& x, int64_t d, const DynTensor& weight,
+                              const DynTensor& bias, double eps, DType out_dtype) {
+  return norm_rows(x, d, weight, bias, eps, out_dtype, true);
+}
+
+LayerNormRows rms_norm_rows(const DynTensor& x, int64_t d, const DynTensor& weight, double eps,
+                            DType out_dtype) {
+  return norm_rows(x, d, weight, DynTensor(), eps, out_dtype, false);
 }
 
 std::array<DynTensor, 3> layer_norm_rows_backward(const DynTensor& dy_in, const DynTensor& x_in,
                                                   const LayerNormRows& fwd, const DynTensor& weight,
                                                   bool want_dweight, bool want_dbias) {
-  constexpr const char* op = "layer_norm_backward";
+  const bool center = fwd.mean.defined();  // else rms_norm's rows
+  const char* op = center ? "layer_norm_backward" : "rms_norm_backward";
+  EMBER_CHECK(center || !want_dbias, "[", op, "] rms_norm has no bias");
   const DynTensor x = contiguous(detach(x_in));
   const DynTensor dy = contiguous(cast(detach(dy_in), fwd.y.dtype()));
-  const int64_t n = fwd.mean.numel(), d = n > 0 ? x.numel() / n : 0;
+  const int64_t n = fwd.rstd.numel(), d = n > 0 ? x.numel() / n : 0;
   std::array<DynTensor, 3> g{detail::make_empty(x.shape(), x.dtype(), x.device(), op)};
   if (want_dweight) g[1] = detail::make_empty(Shape{d}, DType::f32, x.device(), op);
   if (want_dbias) g[2] = detail::make_empty(Shape{d}, DType::f32, x.device(), op);
@@ -178,9 +197,14 @@ std::array<DynTensor, 3> layer_norm_rows_backward(const DynTensor& dy_in, const 
     return t.raw().view(Shape{n, d}, Strides{d, 1}, t.raw().offset);
   };
   const RawTensor w = weight.defined() ? contiguous(detach(weight)).raw() : RawTensor();
-  detail::backend_of(x).layer_norm_backward(flat(dy), flat(x), fwd.mean.raw(), fwd.rstd.raw(), w,
-                                            flat(g[0]), want_dweight ? g[1].raw() : RawTensor(),
-                                            want_dbias ? g[2].raw() : RawTensor());
+  const RawTensor dw = want_dweight ? g[1].raw() : RawTensor();
+  Backend& be = detail::backend_of(x);
+  if (center) {
+    be.layer_norm_backward(flat(dy), flat(x), fwd.mean.raw(), fwd.rstd.raw(), w, flat(g[0]), dw,
+                           want_dbias ? g[2].raw() : RawTensor());
+  } else {
+    be.rms_norm_backward(flat(dy), flat(x), fwd.rstd.raw(), w, flat(g[0]), dw);
+  }
   return g;
 }
 

@@ -192,9 +192,9 @@ class Backend {
                                       const RawTensor& target, const RawTensor& coef,
                                       const RawTensor& dx);
 
-  // layer_norm over the last dim of contiguous [N, D] (OpFamily::LayerNorm; x's dtype is the one
-  // supports() is asked about): x f32, f16 or bf16; y f32 or x's dtype; weight and bias [D] f32
-  // or undefined. Statistics in f32.
+  // layer_norm and rms_norm over the last dim of contiguous [N, D] (OpFamily::LayerNorm; x's dtype
+  // is the one supports() is asked about): x f32, f16 or bf16; y f32 or x's dtype; weight and bias
+  // [D] f32 or undefined. Statistics in f32.
   /// y = (x - mean) * rstd * weight + bias per row; mean and rstd [N] f32 kept for the backward.
   virtual void layer_norm(const RawTensor& x, const RawTensor& weight, const RawTensor& bias,
                           double eps, const RawTensor& y, const RawTensor& mean,
@@ -204,6 +204,14 @@ class Backend {
                                    const RawTensor& rstd, const RawTensor& weight,
                                    const RawTensor& dx, const RawTensor& dweight,
                                    const RawTensor& dbias);
+  /// rms_norm over the same rows (OpFamily::LayerNorm too): y = x * rstd * weight with rstd [N]
+  /// f32 = 1 / sqrt(mean(x^2) + eps), kept for the backward; weight [D] f32 or undefined.
+  virtual void rms_norm(const RawTensor& x, const RawTensor& weight, double eps, const RawTensor& y,
+                        const RawTensor& rstd);
+  /// dx (x's dtype) from dy (y's dtype), and dweight ([D] f32) when defined.
+  virtual void rms_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& rstd,
+                                 const RawTensor& weight, const RawTensor& dx,
+                                 const RawTensor& dweight);
 
   /// gx = gy * f'(x) for f = op (Gelu, GeluTanh or Silu) in one pass over contiguous gy and x of
   /// one shape and float dtype (OpFamily::ActivationGrad), arithmetic in f32 for 16-bit types.

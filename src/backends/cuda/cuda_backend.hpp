@@ -83,6 +83,11 @@ class CudaBackend final : public Backend {
   void layer_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& mean,
                            const RawTensor& rstd, const RawTensor& weight, const RawTensor& dx,
                            const RawTensor& dweight, const RawTensor& dbias) override;
+  void rms_norm(const RawTensor& x, const RawTensor& weight, double eps, const RawTensor& y,
+                const RawTensor& rstd) override;
+  void rms_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& rstd,
+                         const RawTensor& weight, const RawTensor& dx,
+                         const RawTensor& dweight) override;
   void activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor& x,
                        const RawTensor& gx) override;
   bool attention_supports(const RawTensor& q, const RawTensor& k,

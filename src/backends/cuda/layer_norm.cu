@@ -2,7 +2,8 @@
 // one block per row, forward (mean and variance in f32 from one read of the row, kept in
 // registers for the normalisation) and backward for dx; the weight and bias gradients are column
 // sums over the rows, made in fixed chunks of rows and then added in order, so results do not
-// change from run to run.
+// change from run to run. rms_norm is the same kernels with no centring: a null `mean` means the
+// mean is taken as 0 (rstd = 1 / sqrt(mean(x^2) + eps)) and the backward drops mean(g).
 #include <cub/cub.cuh>
 
 #include "common.cuh"
@@ -45,7 +46,7 @@ __global__ void layer_norm_kernel(const Tx* __restrict__ x, int64_t d,
     for (int64_t k = threadIdx.x; k < d; k += kLnThreads) sum += static_cast<float>(row[k]);
   }
   sum = Reduce(temp).Sum(sum);
-  if (threadIdx.x == 0) shared_mean = sum / static_cast<float>(d);
+  if (threadIdx.x == 0) shared_mean = mean ? sum / static_cast<float>(d) : 0.0f;
   __syncthreads();
   const float mu = shared_mean;
   // The variance from the centred values (two passes over registers): no cancellation.
@@ -65,7 +66,7 @@ __global__ void layer_norm_kernel(const Tx* __restrict__ x, int64_t d,
   sq = Reduce(temp).Sum(sq);
   if (threadIdx.x == 0) {
     shared_rstd = rsqrtf(sq / static_cast<float>(d) + eps);
-    mean[r] = mu;
+    if (mean) mean[r] = mu;
     rstd[r] = shared_rstd;
   }
   __syncthreads();
@@ -111,7 +112,7 @@ __global__ void layer_norm_warp_kernel(const Tx* __restrict__ x, int64_t n, int6
     v[i] = k < d ? static_cast<float>(row[k]) : 0.0f;
     sum += v[i];
   }
-  const float mu = warp_sum(sum) / static_cast<float>(d);
+  const float mu = mean ? warp_sum(sum) / static_cast<float>(d) : 0.0f;
   float sq = 0;  // from the centred values: no cancellation
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
@@ -119,7 +120,7 @@ __global__ void layer_norm_warp_kernel(const Tx* __restrict__ x, int64_t n, int6
   }
   const float rs = rsqrtf(warp_sum(sq) / static_cast<float>(d) + eps);
   if (lane == 0) {
-    mean[r] = mu;
+    if (mean) mean[r] = mu;
     rstd[r] = rs;
   }
   Ty* out = y + r * d;
@@ -143,7 +144,7 @@ __global__ void layer_norm_dx_warp_kernel(const Ty* __restrict__ dy, const Tx* _
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (r >= n) return;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const float mu = mean[r], rs = rstd[r];
+  const float mu = mean ? mean[r] : 0.0f, rs = rstd[r];
   const Ty* gy = dy + r * d;
   const Tx* row = x + r * d;
   float g[kPerLane], xhat[kPerLane];
@@ -157,7 +158,7 @@ __global__ void layer_norm_dx_warp_kernel(const Ty* __restrict__ dy, const Tx* _
     b += g[i] * xhat[i];
   }
   const float inv_d = 1.0f / static_cast<float>(d);
-  const float mg = warp_sum(a) * inv_d, mgx = warp_sum(b) * inv_d;
+  const float mg = mean ? warp_sum(a) * inv_d : 0.0f, mgx = warp_sum(b) * inv_d;
   Tx* out = dx + r * d;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
@@ -167,7 +168,8 @@ __global__ void layer_norm_dx_warp_kernel(const Ty* __restrict__ dy, const Tx* _
   }
 }
 
-// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight, per row.
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight, per row (rms_norm:
+// without mean(g)).
 template <class Tx, class Ty>
 __global__ void layer_norm_dx_kernel(const Ty* __restrict__ dy, const Tx* __restrict__ x,
                                      const float* __restrict__ mean, const float* __restrict__ rstd,
@@ -177,7 +179,7 @@ __global__ void layer_norm_dx_kernel(const Ty* __restrict__ dy, const Tx* __rest
   __shared__ typename Reduce::TempStorage temp;
   __shared__ Two shared;
   const int64_t r = blockIdx.x;
-  const float mu = mean[r], rs = rstd[r];
+  const float mu = mean ? mean[r] : 0.0f, rs = rstd[r];
   const Ty* gy = dy + r * d;
   const Tx* row = x + r * d;
   Two acc{0, 0};
@@ -191,7 +193,7 @@ __global__ void layer_norm_dx_kernel(const Ty* __restrict__ dy, const Tx* __rest
   if (threadIdx.x == 0) shared = total;
   __syncthreads();
   const float inv_d = 1.0f / static_cast<float>(d);
-  const float mg = shared.a * inv_d, mgx = shared.b * inv_d;
+  const float mg = mean ? shared.a * inv_d : 0.0f, mgx = shared.b * inv_d;
   Tx* out = dx + r * d;
   for (int64_t k = threadIdx.x; k < d; k += kLnThreads) {
     const float g = static_cast<float>(gy[k]) * (weight ? weight[k] : 1.0f);
@@ -214,7 +216,7 @@ __global__ void layer_norm_dwb_partial(const Ty* __restrict__ dy, const Tx* __re
   float w = 0, b = 0;
   for (int64_t r = begin; r < end; ++r) {
     const float g = static_cast<float>(dy[r * d + k]);
-    w += g * (static_cast<float>(x[r * d + k]) - mean[r]) * rstd[r];
+    w += g * (static_cast<float>(x[r * d + k]) - (mean ? mean[r] : 0.0f)) * rstd[r];
     b += g;
   }
   pw[c * d + k] = w;
@@ -238,6 +240,9 @@ __global__ void sum_chunks(const float* __restrict__ pw, const float* __restrict
 const float* f32_or_null(const RawTensor& t) {
   return t.defined() ? static_cast<const float*>(t.data()) : nullptr;
 }
+float* out_f32_or_null(const RawTensor& t) {
+  return t.defined() ? static_cast<float*>(t.data()) : nullptr;
+}
 
 template <class Tx, class Ty>
 void forward_typed(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, double eps,
@@ -247,14 +252,14 @@ void forward_typed(const RawTensor& x, const RawTensor& weight, const RawTensor&
     const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
     layer_norm_warp_kernel<Tx, Ty><<<blocks, 32 * kRowsPerBlock, 0, stream_of(x)>>>(
         static_cast<const Tx*>(x.data()), n, d, f32_or_null(weight), f32_or_null(bias),
-        static_cast<float>(eps), static_cast<Ty*>(y.data()), static_cast<float*>(mean.data()),
+        static_cast<float>(eps), static_cast<Ty*>(y.data()), out_f32_or_null(mean),
         static_cast<float*>(rstd.data()));
     EMBER_CUDA_LAUNCHED("layer_norm");
     return;
   }
   layer_norm_kernel<Tx, Ty><<<static_cast<unsigned>(n), kLnThreads, 0, stream_of(x)>>>(
       static_cast<const Tx*>(x.data()), d, f32_or_null(weight), f32_or_null(bias),
-      static_cast<float>(eps), static_cast<Ty*>(y.data()), static_cast<float*>(mean.data()),
+      static_cast<float>(eps), static_cast<Ty*>(y.data()), out_f32_or_null(mean),
       static_cast<float*>(rstd.data()));
   EMBER_CUDA_LAUNCHED("layer_norm");
 }
@@ -268,7 +273,7 @@ void backward_typed(const RawTensor& dy, const RawTensor& x, const RawTensor& me
   cudaStream_t stream = stream_of(x);
   const auto* gy = static_cast<const Ty*>(dy.data());
   const auto* xs = static_cast<const Tx*>(x.data());
-  const auto* mu = static_cast<const float*>(mean.data());
+  const float* mu = f32_or_null(mean);  // null: rms_norm
   const auto* rs = static_cast<const float*>(rstd.data());
   if (d <= kWarpRow) {
     const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -344,6 +349,23 @@ void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x,
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
   EMBER_LN_DISPATCH(x.dtype, dy.dtype, backward_typed, dy, x, mean, rstd, weight, dx, dweight,
                     dbias);
+}
+
+void CudaBackend::rms_norm(const RawTensor& x, const RawTensor& weight, double eps,
+                           const RawTensor& y, const RawTensor& rstd) {
+  check_rows(x, y, "rms_norm");
+  if (x.shape[0] == 0 || x.shape[1] == 0) return;
+  EMBER_LN_DISPATCH(x.dtype, y.dtype, forward_typed, x, weight, RawTensor(), eps, y, RawTensor(),
+                    rstd);
+}
+
+void CudaBackend::rms_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& rstd,
+                                    const RawTensor& weight, const RawTensor& dx,
+                                    const RawTensor& dweight) {
+  check_rows(x, dy, "rms_norm_backward");
+  if (x.shape[0] == 0 || x.shape[1] == 0) return;
+  EMBER_LN_DISPATCH(x.dtype, dy.dtype, backward_typed, dy, x, RawTensor(), rstd, weight, dx,
+                    dweight, RawTensor());
 }
 
 }  // namespace ember::cuda

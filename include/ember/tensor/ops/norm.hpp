@@ -26,11 +26,15 @@ DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& 
 bool fused_layer_norm_supported(const DynTensor& x);
 struct LayerNormRows {
   DynTensor y;           // x's shape, in the dtype asked for (f32 or x's)
-  DynTensor mean, rstd;  // [N] f32 over the N = numel / D rows
+  DynTensor mean, rstd;  // [N] f32 over the N = numel / D rows (mean undefined for rms_norm)
 };
 LayerNormRows layer_norm_rows(const DynTensor& x, int64_t d, const DynTensor& weight,
                               const DynTensor& bias, double eps, DType out_dtype);
-/// {dx (x's dtype and shape), dweight, dbias ([D] f32; undefined unless asked for)}.
+/// rms_norm on the same kernels (same condition): y = x * rstd * weight, no centring.
+LayerNormRows rms_norm_rows(const DynTensor& x, int64_t d, const DynTensor& weight, double eps,
+                            DType out_dtype);
+/// {dx (x's dtype and shape), dweight, dbias ([D] f32; undefined unless asked for)}, of
+/// layer_norm_rows or (fwd.mean undefined, no dbias) rms_norm_rows.
 std::array<DynTensor, 3> layer_norm_rows_backward(const DynTensor& dy, const DynTensor& x,
                                                   const LayerNormRows& fwd, const DynTensor& weight,
                                                   bool want_dweight, bool want_dbias);
