@@ -1,9 +1,11 @@
 // Gradient rules of matmul (any ranks, batch broadcasting undone) and the fused softmax family.
+#include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/indexing.hpp"
 #include "ember/tensor/ops/linalg.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/ops/softmax_rows.hpp"
 #include "rules.hpp"
 
 namespace ember::autodiff {
@@ -34,19 +36,24 @@ void matmul_rule(const Recording& r) {
   });
 }
 
-void softmax_rule(const Recording& r) {
-  record(r, [saved = r.out.raw(), dim = r.param<int64_t>()](BackwardArgs& a) {
+// The fused row kernel where the forward's dim is the last and nothing is recorded; else the
+// formula in tensor ops. The gradient takes the input's dtype (a 16-bit input read straight
+// under autocast has an f32 output).
+void softmax_family_rule(const Recording& r, bool log) {
+  record(r, [saved = r.out.raw(), dim = r.param<int64_t>(), in = r.input(0).dtype(),
+             log](BackwardArgs& a) {
     const DynTensor y = a.output(saved);
-    a.input_grads[0] = mul(y, sub(a.grad, sum(mul(a.grad, y), {dim}, true)));
+    if (!a.options.create_graph && fused_softmax_dim(y, dim)) {
+      a.input_grads[0] = softmax_last_backward(y, a.grad, log, in);
+      return;
+    }
+    const DynTensor g = log ? sub(a.grad, mul(exp(y), sum(a.grad, {dim}, true)))
+                            : mul(y, sub(a.grad, sum(mul(a.grad, y), {dim}, true)));
+    a.input_grads[0] = cast(g, in);
   });
 }
-
-void log_softmax_rule(const Recording& r) {
-  record(r, [saved = r.out.raw(), dim = r.param<int64_t>()](BackwardArgs& a) {
-    const DynTensor y = a.output(saved);
-    a.input_grads[0] = sub(a.grad, mul(exp(y), sum(a.grad, {dim}, true)));
-  });
-}
+void softmax_rule(const Recording& r) { softmax_family_rule(r, false); }
+void log_softmax_rule(const Recording& r) { softmax_family_rule(r, true); }
 
 }  // namespace
 }  // namespace ember::autodiff

@@ -166,6 +166,13 @@ void Backend::cross_entropy_backward(const RawTensor& x, const RawTensor&, const
                                      const RawTensor&, const RawTensor&) {
   no_kernel("cross_entropy_backward", x.dtype);
 }
+void Backend::softmax_rows(const RawTensor& x, const RawTensor&, bool log, const RawTensor&) {
+  no_kernel(log ? "log_softmax" : "softmax", x.dtype);
+}
+void Backend::softmax_rows_backward(const RawTensor& y, const RawTensor&, bool log,
+                                    const RawTensor&) {
+  no_kernel(log ? "log_softmax_backward" : "softmax_backward", y.dtype);
+}
 
 void Backend::layer_norm(const RawTensor& x, const RawTensor&, const RawTensor&, double,
                          const RawTensor&, const RawTensor&, const RawTensor&) {

@@ -6,6 +6,7 @@
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
+#include "ember/tensor/ops/softmax_rows.hpp"
 #include "internal.hpp"
 #include "record.hpp"
 
@@ -99,6 +100,12 @@ DynTensor softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[softmax] needs a floating tensor, got ", x.dtype());
   wrap_dim(dim, x.rank(), "softmax");  // here, not in the inner amax, so the error says softmax
+  if (fused_softmax_dim(x, dim)) {     // 16-bit read as it is: f32 under autocast, else x's type
+    const DType out = detail::autocast_widens(x) ? DType::f32 : x.dtype();
+    return as_op("softmax", [&] {
+      return detail::recorded(ops::softmax, {&x}, dim, [&] { return softmax_last(x, false, out); });
+    });
+  }
   if (detail::autocast_widens(x)) return softmax(cast(x, DType::f32), dim);  // stays f32
   return as_op("softmax", [&] {
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {
@@ -115,6 +122,13 @@ DynTensor log_softmax(const DynTensor& x, int64_t dim) {
   detail::check_defined(x, "log_softmax");
   EMBER_CHECK(is_floating(x.dtype()), "[log_softmax] needs a floating tensor, got ", x.dtype());
   wrap_dim(dim, x.rank(), "log_softmax");
+  if (fused_softmax_dim(x, dim)) {
+    const DType out = detail::autocast_widens(x) ? DType::f32 : x.dtype();
+    return as_op("log_softmax", [&] {
+      return detail::recorded(ops::log_softmax, {&x}, dim,
+                              [&] { return softmax_last(x, true, out); });
+    });
+  }
   if (detail::autocast_widens(x)) return log_softmax(cast(x, DType::f32), dim);  // stays f32
   return as_op("log_softmax", [&] {
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16) {

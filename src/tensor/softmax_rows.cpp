@@ -53,6 +53,42 @@ DynTensor cross_entropy_rows_grad(const DynTensor& x_in, const DynTensor& lse,
   return dx;
 }
 
+bool fused_softmax_dim(const DynTensor& x, int64_t dim) {
+  if (!x.defined() || x.rank() == 0 || x.numel() == 0 || !fused_softmax_rows(x)) return false;
+  return dim == x.rank() - 1 || dim == -1;
+}
+
+namespace {
+// x's rows over its last dim, as contiguous [N, C].
+DynTensor rows_of(const DynTensor& x) {
+  return reshape(contiguous(detach(x)), Shape{x.numel() / x.size(-1), x.size(-1)});
+}
+}  // namespace
+
+DynTensor softmax_last(const DynTensor& x, bool log, DType out) {
+  const char* op = log ? "log_softmax" : "softmax";
+  EMBER_CHECK(fused_softmax_dim(x, -1) && (out == x.dtype() || out == DType::f32), "[", op,
+              "] the fused kernels do not take ", x.dtype(), " ", x.shape(), " on ", x.device(),
+              " into ", out);
+  const DynTensor rows = rows_of(x);
+  const DynTensor lse = logsumexp_rows(rows);
+  DynTensor y = detail::make_empty(rows.shape(), out, x.device(), op);
+  detail::backend_of(x).softmax_rows(rows.raw(), lse.raw(), log, y.raw());
+  return reshape(y, x.shape());
+}
+
+DynTensor softmax_last_backward(const DynTensor& y, const DynTensor& gy, bool log, DType dtype) {
+  const char* op = log ? "log_softmax_backward" : "softmax_backward";
+  EMBER_CHECK(fused_softmax_dim(y, -1) && gy.shape() == y.shape() &&
+                  (dtype == y.dtype() || y.dtype() == DType::f32),
+              "[", op, "] the fused kernels do not take y ", y.dtype(), " ", y.shape(), ", gy ",
+              gy.dtype(), " ", gy.shape(), " into ", dtype);
+  const DynTensor yr = rows_of(y), gr = rows_of(cast(gy, y.dtype()));
+  DynTensor gx = detail::make_empty(yr.shape(), dtype, y.device(), op);
+  detail::backend_of(y).softmax_rows_backward(yr.raw(), gr.raw(), log, gx.raw());
+  return reshape(gx, y.shape());
+}
+
 namespace detail {
 
 DynTensor logsumexp_rows_composite(const DynTensor& x) {

@@ -1,10 +1,12 @@
 // cross_entropy on [N, C] logits through the row building blocks (the Cuda backend's fused
 // kernels, the composites elsewhere) against nll_loss(log_softmax) in float64: losses and input
 // gradients for f32, bf16 and f16 logits, every reduction, class weights and ignored targets; and
-// logsumexp_rows on rows far from zero and of -inf.
+// logsumexp_rows on rows far from zero and of -inf; softmax and log_softmax over the last dim on
+// the same kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
@@ -84,6 +86,73 @@ TEST(CrossEntropyRows, LogsumexpRowsIsStableFarFromZeroAndOnEmptyOrInfiniteRows)
   for (double v : logsumexp_rows(inf_row).to_vector<double>()) EXPECT_EQ(v, -INFINITY);
   EXPECT_EQ(logsumexp_rows(zeros(Shape{3, 0}, DType::f32, default_device())).to_vector<double>(),
             std::vector<double>(3, -INFINITY));
+}
+
+// softmax and log_softmax over the last dim (the fused row kernels on Cuda, the composite
+// elsewhere) against float64: values and input gradients for f32, bf16 and f16, short rows and
+// rows longer than a block, ranks 1 to 3; another dim takes the composite.
+TEST(SoftmaxRows, SoftmaxAndLogSoftmaxMatchFloat64) {
+  for (const Shape& s : {Shape{37}, Shape{4, 9, 50}, Shape{3, 5000}}) {
+    const DynTensor x64 = make_input(s, DType::f64, Layout::Contiguous, -6, 6, 91);
+    const DynTensor g64 = make_input(s, DType::f64, Layout::Contiguous, -1, 1, 92);
+    for (bool log : {false, true}) {
+      for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+        SCOPED_TRACE(std::string(log ? "log_softmax " : "softmax ") + std::string(dtype_name(dt)) +
+                     " " + to_string(s));
+        auto run = [&](const DynTensor& x, int64_t dim) {
+          return log ? log_softmax(x, dim) : softmax(x, dim);
+        };
+        const DynTensor x = require_grad(cast(x64, dt));
+        const DynTensor y = run(x, -1);
+        EXPECT_EQ(y.dtype(), dt);
+        const Gradients gr = backward(sum(mul(y, cast(g64, dt))));
+        const DynTensor xr = require_grad(cast(detach(x), DType::f64));
+        const DynTensor yr = run(xr, s.rank() - 1);
+        const Gradients rr = backward(sum(mul(yr, cast(cast(g64, dt), DType::f64))));
+        const double tol = dt == DType::f32 ? 1e-5 : (dt == DType::bf16 ? 4e-2 : 5e-3);
+        // log_softmax's values are O(10): relative rounding of the 16-bit output.
+        EXPECT_LT(max_abs_diff(y, yr), log ? 10 * tol : tol);
+        EXPECT_LT(max_abs_diff(gr.get(x), rr.get(xr)), log ? 40 * tol : tol);
+        if (s.rank() > 1) {  // another dim: the composite, the same values
+          const DynTensor y0 = run(cast(x64, DType::f32), 0), y0r = run(x64, 0);
+          EXPECT_LT(max_abs_diff(y0, y0r), 1e-5);
+        }
+      }
+    }
+  }
+}
+
+// Under autocast a 16-bit input gives an f32 output (read as it is where the kernels take it)
+// and its gradient keeps the input's type.
+TEST(SoftmaxRows, UnderAutocastTheOutputIsFloat32AndTheGradientKeepsTheInputType) {
+  const DynTensor x = require_grad(
+      cast(make_input(Shape{6, 300}, DType::f64, Layout::Contiguous, -4, 4, 93), DType::bf16));
+  DynTensor y;
+  {
+    auto amp = autocast(default_device(), DType::bf16);
+    y = softmax(x, -1);
+  }
+  EXPECT_EQ(y.dtype(), DType::f32);
+  EXPECT_LT(max_abs_diff(y, softmax(cast(detach(x), DType::f64), 1)), 1e-6);
+  const DynTensor gx = backward(sum(square(y))).get(x);
+  EXPECT_EQ(gx.dtype(), DType::bf16);
+}
+
+// A second derivative through create_graph runs the formula in tensor ops.
+TEST(SoftmaxRows, SecondDerivativeThroughCreateGraph) {
+  const DynTensor x64 = make_input(Shape{5, 32}, DType::f64, Layout::Contiguous, -2, 2, 94);
+  const DynTensor w64 = make_input(Shape{5, 32}, DType::f64, Layout::Contiguous, -1, 1, 95);
+  for (bool log : {false, true}) {
+    auto second = [&](DType dt) {
+      const DynTensor x = require_grad(cast(x64, dt));
+      const DynTensor y = log ? log_softmax(x, 1) : softmax(x, 1);
+      BackwardOptions o;
+      o.create_graph = true;
+      const DynTensor gx = backward(sum(mul(square(y), cast(w64, dt))), o).get(x);
+      return backward(sum(square(gx))).get(x);
+    };
+    EXPECT_LT(max_abs_diff(second(DType::f32), second(DType::f64)), 1e-4) << log;
+  }
 }
 
 }  // namespace

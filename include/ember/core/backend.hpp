@@ -191,6 +191,14 @@ class Backend {
   virtual void cross_entropy_backward(const RawTensor& x, const RawTensor& lse,
                                       const RawTensor& target, const RawTensor& coef,
                                       const RawTensor& dx);
+  /// softmax (log false) or log_softmax over the rows: y [N, C] (x's dtype or f32) =
+  /// exp(x - lse[i]) or x - lse[i], with lse from logsumexp_rows.
+  virtual void softmax_rows(const RawTensor& x, const RawTensor& lse, bool log, const RawTensor& y);
+  /// Their input gradient from y and gy (y's dtype, contiguous [N, C]): y * (gy - sum(gy * y))
+  /// or gy - exp(y) * sum(gy) per row, written in gx's dtype (y's, or the 16-bit input's type
+  /// when y is f32).
+  virtual void softmax_rows_backward(const RawTensor& y, const RawTensor& gy, bool log,
+                                     const RawTensor& gx);
 
   // layer_norm and rms_norm over the last dim of contiguous [N, D] (OpFamily::LayerNorm; x's dtype
   // is the one supports() is asked about): x f32, f16 or bf16; y f32 or x's dtype; weight and bias

@@ -77,6 +77,10 @@ class CudaBackend final : public Backend {
   void logsumexp_rows(const RawTensor& x, const RawTensor& lse) override;
   void cross_entropy_backward(const RawTensor& x, const RawTensor& lse, const RawTensor& target,
                               const RawTensor& coef, const RawTensor& dx) override;
+  void softmax_rows(const RawTensor& x, const RawTensor& lse, bool log,
+                    const RawTensor& y) override;
+  void softmax_rows_backward(const RawTensor& y, const RawTensor& gy, bool log,
+                             const RawTensor& gx) override;
 
   void layer_norm(const RawTensor& x, const RawTensor& weight, const RawTensor& bias, double eps,
                   const RawTensor& y, const RawTensor& mean, const RawTensor& rstd) override;

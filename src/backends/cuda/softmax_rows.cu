@@ -1,10 +1,12 @@
 // cross_entropy's fused row kernels over contiguous [N, C] logits (f32, f16, bf16), one block per
 // row: logsumexp_rows reads each row once with an online max-and-sum (a rescaled running sum, as
 // flash attention's softmax), and cross_entropy_backward writes coef * (softmax - one_hot) in the
-// logits' type in one more pass. Arithmetic in f32; the block's combine order is fixed, so results
-// do not change from run to run.
+// logits' type in one more pass. softmax and log_softmax over the last dim reuse logsumexp_rows
+// and write y in one more pass; their backward is one block per row. Arithmetic in f32; the
+// block's combine order is fixed, so results do not change from run to run.
 #include <cub/cub.cuh>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common.cuh"
@@ -86,6 +88,86 @@ void cross_entropy_backward_typed(const RawTensor& x, const RawTensor& lse, cons
   EMBER_CUDA_LAUNCHED("cross_entropy_backward");
 }
 
+// softmax / log_softmax over the last dim, after logsumexp_rows: y = exp(x - lse) or x - lse,
+// one thread per element (rows of any length), in y's type (x's or f32).
+template <class Tx, class Ty>
+__global__ void softmax_from_lse_kernel(const Tx* __restrict__ x, int64_t n, int64_t cols,
+                                        const float* __restrict__ lse, bool log,
+                                        Ty* __restrict__ y) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = static_cast<float>(x[i]) - lse[i / cols];
+    y[i] = Ty(log ? v : expf(v));
+  }
+}
+
+// The input gradient, one block per row: softmax gx = y * (gy - sum(gy * y)), log_softmax
+// gx = gy - exp(y) * sum(gy); the row's sum in f32 in a fixed order.
+template <class Tx, class Ty>
+__global__ void softmax_backward_kernel(const Ty* __restrict__ y, const Ty* __restrict__ gy,
+                                        int64_t cols, bool log, Tx* __restrict__ gx) {
+  using Reduce = cub::BlockReduce<float, kRowThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  __shared__ float shared_sum;
+  const int64_t r = blockIdx.x;
+  const Ty* yr = y + r * cols;
+  const Ty* gr = gy + r * cols;
+  float acc = 0;
+  for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
+    const float g = static_cast<float>(gr[k]);
+    acc += log ? g : g * static_cast<float>(yr[k]);
+  }
+  const float total = Reduce(temp).Sum(acc);
+  if (threadIdx.x == 0) shared_sum = total;
+  __syncthreads();
+  const float s = shared_sum;
+  Tx* out = gx + r * cols;
+  for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
+    const float g = static_cast<float>(gr[k]), v = static_cast<float>(yr[k]);
+    out[k] = Tx(log ? g - expf(v) * s : v * (g - s));
+  }
+}
+
+template <class Tx, class Ty>
+void softmax_rows_typed(const RawTensor& x, const RawTensor& lse, bool log, const RawTensor& y) {
+  const int64_t n = x.numel(), cols = x.shape[1];
+  constexpr int threads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 65535));
+  softmax_from_lse_kernel<Tx, Ty><<<blocks, threads, 0, stream_of(x)>>>(
+      static_cast<const Tx*>(x.data()), n, cols, static_cast<const float*>(lse.data()), log,
+      static_cast<Ty*>(y.data()));
+  EMBER_CUDA_LAUNCHED(log ? "log_softmax" : "softmax");
+}
+
+template <class Tx, class Ty>
+void softmax_rows_backward_typed(const RawTensor& y, const RawTensor& gy, bool log,
+                                 const RawTensor& gx) {
+  const int64_t rows = y.shape[0], cols = y.shape[1];
+  softmax_backward_kernel<Tx, Ty><<<static_cast<unsigned>(rows), kRowThreads, 0, stream_of(y)>>>(
+      static_cast<const Ty*>(y.data()), static_cast<const Ty*>(gy.data()), cols, log,
+      static_cast<Tx*>(gx.data()));
+  EMBER_CUDA_LAUNCHED(log ? "log_softmax_backward" : "softmax_backward");
+}
+
+// Calls FN<Tx, Ty> for the input's and the output's dtypes: Ty is f32 or Tx.
+#define EMBER_SOFTMAX_DISPATCH(xd, yd, op, FN, ...)                                     \
+  do {                                                                                  \
+    const bool y_f32 = (yd) == DType::f32;                                              \
+    switch (xd) {                                                                       \
+      case DType::f32:                                                                  \
+        FN<float, float>(__VA_ARGS__);                                                  \
+        break;                                                                          \
+      case DType::f16:                                                                  \
+        y_f32 ? FN<Half, float>(__VA_ARGS__) : FN<Half, Half>(__VA_ARGS__);             \
+        break;                                                                          \
+      case DType::bf16:                                                                 \
+        y_f32 ? FN<BFloat16, float>(__VA_ARGS__) : FN<BFloat16, BFloat16>(__VA_ARGS__); \
+        break;                                                                          \
+      default:                                                                          \
+        no_kernel(op, xd);                                                              \
+    }                                                                                   \
+  } while (0)
+
 // Rows are blocks: the grid's x dimension holds 2^31 - 1 of them.
 void check_rows(const RawTensor& x, const char* op) {
   EMBER_CHECK(x.shape.rank() == 2 && x.is_contiguous(), "[", op,
@@ -126,6 +208,29 @@ void CudaBackend::cross_entropy_backward(const RawTensor& x, const RawTensor& ls
     default:
       no_kernel("cross_entropy_backward", x.dtype);
   }
+}
+
+void CudaBackend::softmax_rows(const RawTensor& x, const RawTensor& lse, bool log,
+                               const RawTensor& y) {
+  const char* op = log ? "log_softmax" : "softmax";
+  check_rows(x, op);
+  EMBER_CHECK(
+      y.is_contiguous() && y.shape == x.shape && (y.dtype == x.dtype || y.dtype == DType::f32), "[",
+      op, "] writes contiguous ", x.shape, " in ", x.dtype, " or f32");
+  if (x.numel() == 0) return;
+  EMBER_SOFTMAX_DISPATCH(x.dtype, y.dtype, op, softmax_rows_typed, x, lse, log, y);
+}
+
+void CudaBackend::softmax_rows_backward(const RawTensor& y, const RawTensor& gy, bool log,
+                                        const RawTensor& gx) {
+  const char* op = log ? "log_softmax_backward" : "softmax_backward";
+  check_rows(y, op);
+  EMBER_CHECK(gy.is_contiguous() && gx.is_contiguous() && gy.shape == y.shape &&
+                  gx.shape == y.shape && gy.dtype == y.dtype &&
+                  (y.dtype == gx.dtype || y.dtype == DType::f32),
+              "[", op, "] needs contiguous gy in y's dtype ", y.dtype, " and gx in it or 16-bit");
+  if (y.numel() == 0) return;
+  EMBER_SOFTMAX_DISPATCH(gx.dtype, y.dtype, op, softmax_rows_backward_typed, y, gy, log, gx);
 }
 
 }  // namespace ember::cuda
