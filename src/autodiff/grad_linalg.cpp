@@ -47,8 +47,13 @@ void softmax_family_rule(const Recording& r, bool log) {
       a.input_grads[0] = softmax_last_backward(y, a.grad, log, in);
       return;
     }
-    const DynTensor g = log ? sub(a.grad, mul(exp(y), sum(a.grad, {dim}, true)))
-                            : mul(y, sub(a.grad, sum(mul(a.grad, y), {dim}, true)));
+    // 16-bit outputs (read straight from 16-bit inputs) get the formula in f32, as their
+    // forward had.
+    const bool narrow = y.dtype() == DType::f16 || y.dtype() == DType::bf16;
+    const DynTensor yf = narrow ? cast(y, DType::f32) : y;
+    const DynTensor gy = cast(a.grad, yf.dtype());
+    const DynTensor g = log ? sub(gy, mul(exp(yf), sum(gy, {dim}, true)))
+                            : mul(yf, sub(gy, sum(mul(gy, yf), {dim}, true)));
     a.input_grads[0] = cast(g, in);
   });
 }

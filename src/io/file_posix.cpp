@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ember/core/error.hpp"
 #include "file.hpp"
@@ -156,11 +158,35 @@ std::shared_ptr<const Bytes> map_file(const std::string& path, const char* what)
   // in place (a fused optimizer step, copy_into); a written page becomes this process's own copy
   // and the file never changes. NORESERVE: no swap is committed for pages never written.
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-  const int err = errno;
-  close_quietly(fd);  // the mapping keeps the file open
-  EMBER_CHECK(base != MAP_FAILED, what, " cannot mmap '", path, "' (", size,
-              " bytes): ", errno_text(err));
-  return std::make_shared<MappedBytes>(base, size);
+  if (base != MAP_FAILED) {
+    close_quietly(fd);  // the mapping keeps the file open
+    return std::make_shared<MappedBytes>(base, size);
+  }
+  // Strict overcommit (vm.overcommit_memory=2) charges a writable private mapping in full, and a
+  // large file may not fit: read it into memory instead, which is as writable.
+  const int map_err = errno;
+  std::vector<unsigned char> buffer;
+  try {
+    buffer.resize(size);
+  } catch (const std::bad_alloc&) {
+    close_quietly(fd);
+    EMBER_FAIL(what, " cannot mmap '", path, "' (", size, " bytes): ", errno_text(map_err),
+               ", nor hold it in memory");
+  }
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, buffer.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      close_quietly(fd);
+      EMBER_FAIL(what, " cannot read '", path, "' (", size, " bytes, ", done, " read)",
+                 err ? ": " + errno_text(err) : std::string(": it shrank while being read"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  close_quietly(fd);
+  return std::make_shared<BufferBytes>(std::move(buffer));
 }
 
 AtomicFile::AtomicFile(const std::string& path, const char* what) : path_(path), what_(what) {

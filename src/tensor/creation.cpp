@@ -139,6 +139,12 @@ DynTensor draw(RandomOp op, const char* name, double a, double b, const Shape& s
     return to_device(draw(op, name, a, b, shape, dtype, Device::cpu(), gen), device);
   }
   detail::check_supported(backend_for(device), OpFamily::Random, dtype, name);
+  // Refused before the generator moves on: a capture that fails here leaves the random stream
+  // as it was, so the step run eagerly instead draws what it would have drawn.
+  EMBER_CHECK(!backend_for(device).capturing(device), "[", name,
+              "] cannot run inside a DeviceGraph capture on ", device,
+              ": a replay would draw the same numbers again (make random tensors outside the "
+              "capture and pass them in)");
   DynTensor t = make_empty(shape, dtype, device, name);
   Generator& g = gen ? *gen : default_generator();
   RandomParams p;

@@ -55,7 +55,11 @@ DynTensor cross_entropy_rows_grad(const DynTensor& x_in, const DynTensor& lse,
 
 bool fused_softmax_dim(const DynTensor& x, int64_t dim) {
   if (!x.defined() || x.rank() == 0 || x.numel() == 0 || !fused_softmax_rows(x)) return false;
-  return dim == x.rank() - 1 || dim == -1;
+  if (dim != x.rank() - 1 && dim != -1) return false;
+  // The kernels give a row one block: a few very long rows would leave most of the device idle,
+  // where the composite's reductions use all of it.
+  const int64_t cols = x.size(-1), rows = x.numel() / cols;
+  return rows >= 32 || cols <= 16384;
 }
 
 namespace {

@@ -169,7 +169,11 @@ struct GraphSteps {
     EMBER_CHECK(static_cast<bool>(batch.stage), "[Learner] graph replay needs the batch's ",
                 "tensors: give the batch type a for_each_tensor(batch, f) in its namespace (as ",
                 "data::ImageBatch has), or train without graph()");
-    if (!batch.stage()) return false;
+    // Until a capture, a batch of other shapes (a resumed epoch may start on the short last
+    // one) becomes the static inputs and warms up again.
+    const Staged staged = batch.stage(!graph.captured());
+    if (staged == Staged::other_shapes) return false;
+    if (staged == Staged::new_inputs) warmed = false;
     if (graph.captured()) {
       graph.replay();
       ++replays;

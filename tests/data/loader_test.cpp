@@ -251,7 +251,9 @@ TEST(DataLoader, AfterAnErrorTheEpochEndsAndANewOneWorks) {
         },
         Error);
     EXPECT_EQ(seen, 10u);  // batches 0..9 came before batch 10 (items 40..43)
-    EXPECT_EQ(thread_count_settled(threads), threads);  // workers joined, `epoch` lives on
+    // Workers joined although `epoch` lives on: at most the threads before (the count taken
+    // then may include the last pass's workers, joined but not yet gone from /proc).
+    EXPECT_LE(thread_count_settled(threads), threads);
     ++it;
     EXPECT_TRUE(it == epoch.end());  // and the epoch is over
     broken = false;

@@ -155,4 +155,30 @@ TEST(SoftmaxRows, SecondDerivativeThroughCreateGraph) {
   }
 }
 
+// A NaN anywhere in a row makes the whole row NaN, and so does +inf (inf - inf), as the
+// composite's max-shifted sums give and PyTorch's softmax does; other rows are untouched. Rows
+// longer than a block, so one thread sees the NaN among other values.
+TEST(SoftmaxRows, NonFiniteValuesSpoilOnlyTheirRow) {
+  std::vector<double> v(3 * 700);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<double>(i)) * 3;
+  v[600] = NAN;           // row 0
+  v[700 + 5] = INFINITY;  // row 1
+  const DynTensor x = cast(from_data(TensorData::from(v, Shape{3, 700})), DType::f32);
+  const DynTensor xd = to_device(x, default_device());
+  for (bool log : {false, true}) {
+    const std::vector<double> y =
+        to_device(log ? log_softmax(xd, -1) : softmax(xd, -1), Device::cpu()).to_vector<double>();
+    double row2 = 0;
+    for (size_t k = 0; k < 700; ++k) {
+      EXPECT_TRUE(std::isnan(y[k])) << log << " row 0, " << k;
+      EXPECT_TRUE(std::isnan(y[700 + k])) << log << " row 1, " << k;
+      row2 += log ? std::exp(y[1400 + k]) : y[1400 + k];
+    }
+    EXPECT_NEAR(row2, 1.0, 1e-5) << log;
+  }
+  const std::vector<double> lse = to_device(logsumexp_rows(xd), Device::cpu()).to_vector<double>();
+  EXPECT_TRUE(std::isnan(lse[0]));
+  EXPECT_TRUE(std::isfinite(lse[2]));
+}
+
 }  // namespace

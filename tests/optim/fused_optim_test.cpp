@@ -170,8 +170,8 @@ TEST(FusedAdam, CopiesOfASharedParamWithTheirOwnStorageGetTheUpdate) {
 
 }  // namespace
 
-// Parameters loaded from a safetensors file may share its read-only mapping (zero-copy on the
-// Cpu): a fused step must not write into the file's pages.
+// Parameters loaded from a safetensors file share its mapping (zero-copy on the Cpu): a fused
+// step writes into them (the mapping is private: copy-on-write) and the file keeps its values.
 TEST(FusedOptim, StepsParametersLoadedFromAFile) {
   const std::string path = ::testing::TempDir() + "fused_optim_loaded.safetensors";
   Stack src = make_stack(DType::f32);

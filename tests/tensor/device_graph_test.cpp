@@ -106,6 +106,11 @@ TEST(DeviceGraph, WorkAReplayCannotRepeatIsAnErrorAndTheDeviceCarriesOn) {
     expect_error_containing(
         [&] { g.capture([&] { (void)rand(Shape{4}, DType::f32, dev, &gen); }); },
         "DeviceGraph capture");
+    // Refused before the generator moved on: the next draw is a fresh generator's first.
+    Generator fresh(3);
+    EXPECT_EQ(max_abs_diff(rand(Shape{4}, DType::f32, dev, &gen),
+                           rand(Shape{4}, DType::f32, dev, &fresh)),
+              0.0);
     expect_error_containing([&] { g.capture([&] { (void)sum(add(x, 1.0)).item<float>(); }); },
                             "DeviceGraph capture");
     expect_error_containing(

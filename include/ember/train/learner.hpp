@@ -140,14 +140,22 @@ struct FitResult {
 /// handler does (async-signal-safe).
 void request_stop();
 
+/// What BatchRun::stage did with a batch.
+enum class Staged {
+  other_shapes,  // its tensors differ from the static inputs'; nothing copied
+  copied,        // copied into the static inputs
+  new_inputs     // its copies became the static inputs (the first batch, or renew)
+};
+
 /// One batch of an epoch as the loop sees it (the template side knows its type).
 struct BatchRun {
   /// step(model, batch) under the Learner's precision.
   std::function<StepOutput()> compute;
-  /// Graph replay: copies the batch's tensors into the static inputs (the first batch's copies
-  /// become them) and returns true; false, copying nothing, when they differ from them in number,
-  /// shape, dtype or device. Empty when the batch type has no for_each_tensor.
-  std::function<bool()> stage;
+  /// Graph replay: copies the batch's tensors into the static inputs when they match them in
+  /// number, shape, dtype and device; otherwise, with `renew` (nothing captured yet) or when
+  /// there are none, makes copies of them the static inputs. Empty when the batch type has no
+  /// for_each_tensor.
+  std::function<Staged(bool renew)> stage;
 };
 
 /// A pass over one epoch of a loader, type-erased: run(epoch, skip, fn) calls fn with each batch,
@@ -164,7 +172,7 @@ namespace detail {
 /// lambdas in unevaluated operands are newer than some compilers we support).
 struct NoTensorVisit {
   template <class T>
-  void operator()(const T&) const {}
+  void operator()(T&) const {}  // non-const: the Learner writes through the references
 };
 /// The tensors for_each_tensor(batch, f) visits, as DynTensor handles.
 template <class B>
@@ -280,14 +288,15 @@ class Learner : public LearnerCore {
           return (*step)(model_, batch);
         };
         if constexpr (requires { for_each_tensor(batch, detail::NoTensorVisit{}); }) {
-          r.stage = [&] {
-            if (!*statics) {
-              statics->emplace(batch);
-              detail::own_tensors(**statics);
-              return true;
+          r.stage = [&](bool renew) {
+            if (*statics && detail::copy_batch(detail::batch_tensors(**statics),
+                                               detail::batch_tensors(batch))) {
+              return Staged::copied;
             }
-            return detail::copy_batch(detail::batch_tensors(**statics),
-                                      detail::batch_tensors(batch));
+            if (*statics && !renew) return Staged::other_shapes;
+            statics->emplace(batch);
+            detail::own_tensors(**statics);
+            return Staged::new_inputs;
           };
         }
         if (!fn(r)) break;

@@ -254,21 +254,21 @@ void forward_typed(const RawTensor& x, const RawTensor& weight, const RawTensor&
         static_cast<const Tx*>(x.data()), n, d, f32_or_null(weight), f32_or_null(bias),
         static_cast<float>(eps), static_cast<Ty*>(y.data()), out_f32_or_null(mean),
         static_cast<float*>(rstd.data()));
-    EMBER_CUDA_LAUNCHED("layer_norm");
+    EMBER_CUDA_LAUNCHED(mean.defined() ? "layer_norm" : "rms_norm");
     return;
   }
   layer_norm_kernel<Tx, Ty><<<static_cast<unsigned>(n), kLnThreads, 0, stream_of(x)>>>(
       static_cast<const Tx*>(x.data()), d, f32_or_null(weight), f32_or_null(bias),
       static_cast<float>(eps), static_cast<Ty*>(y.data()), out_f32_or_null(mean),
       static_cast<float*>(rstd.data()));
-  EMBER_CUDA_LAUNCHED("layer_norm");
+  EMBER_CUDA_LAUNCHED(mean.defined() ? "layer_norm" : "rms_norm");
 }
 
 template <class Tx, class Ty>
 void backward_typed(const RawTensor& dy, const RawTensor& x, const RawTensor& mean,
                     const RawTensor& rstd, const RawTensor& weight, const RawTensor& dx,
                     const RawTensor& dweight, const RawTensor& dbias) {
-  constexpr const char* op = "layer_norm_backward";
+  const char* op = mean.defined() ? "layer_norm_backward" : "rms_norm_backward";
   const int64_t n = x.shape[0], d = x.shape[1];
   cudaStream_t stream = stream_of(x);
   const auto* gy = static_cast<const Ty*>(dy.data());
@@ -304,7 +304,7 @@ void backward_typed(const RawTensor& dy, const RawTensor& x, const RawTensor& me
 }
 
 // Calls FN<Tx, Ty> for x's and y's dtypes: Ty is f32 or Tx.
-#define EMBER_LN_DISPATCH(xd, yd, FN, ...)                                              \
+#define EMBER_LN_DISPATCH(op, xd, yd, FN, ...)                                          \
   do {                                                                                  \
     const bool y_f32 = (yd) == DType::f32;                                              \
     switch (xd) {                                                                       \
@@ -318,7 +318,7 @@ void backward_typed(const RawTensor& dy, const RawTensor& x, const RawTensor& me
         y_f32 ? FN<BFloat16, float>(__VA_ARGS__) : FN<BFloat16, BFloat16>(__VA_ARGS__); \
         break;                                                                          \
       default:                                                                          \
-        no_kernel("layer_norm", xd);                                                    \
+        no_kernel(op, xd);                                                              \
     }                                                                                   \
   } while (0)
 
@@ -338,7 +338,8 @@ void CudaBackend::layer_norm(const RawTensor& x, const RawTensor& weight, const 
                              const RawTensor& rstd) {
   check_rows(x, y, "layer_norm");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH(x.dtype, y.dtype, forward_typed, x, weight, bias, eps, y, mean, rstd);
+  EMBER_LN_DISPATCH("layer_norm", x.dtype, y.dtype, forward_typed, x, weight, bias, eps, y, mean,
+                    rstd);
 }
 
 void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x,
@@ -347,16 +348,16 @@ void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x,
                                       const RawTensor& dweight, const RawTensor& dbias) {
   check_rows(x, dy, "layer_norm_backward");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH(x.dtype, dy.dtype, backward_typed, dy, x, mean, rstd, weight, dx, dweight,
-                    dbias);
+  EMBER_LN_DISPATCH("layer_norm_backward", x.dtype, dy.dtype, backward_typed, dy, x, mean, rstd,
+                    weight, dx, dweight, dbias);
 }
 
 void CudaBackend::rms_norm(const RawTensor& x, const RawTensor& weight, double eps,
                            const RawTensor& y, const RawTensor& rstd) {
   check_rows(x, y, "rms_norm");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH(x.dtype, y.dtype, forward_typed, x, weight, RawTensor(), eps, y, RawTensor(),
-                    rstd);
+  EMBER_LN_DISPATCH("rms_norm", x.dtype, y.dtype, forward_typed, x, weight, RawTensor(), eps, y,
+                    RawTensor(), rstd);
 }
 
 void CudaBackend::rms_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& rstd,
@@ -364,8 +365,8 @@ void CudaBackend::rms_norm_backward(const RawTensor& dy, const RawTensor& x, con
                                     const RawTensor& dweight) {
   check_rows(x, dy, "rms_norm_backward");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH(x.dtype, dy.dtype, backward_typed, dy, x, RawTensor(), rstd, weight, dx,
-                    dweight, RawTensor());
+  EMBER_LN_DISPATCH("rms_norm_backward", x.dtype, dy.dtype, backward_typed, dy, x, RawTensor(),
+                    rstd, weight, dx, dweight, RawTensor());
 }
 
 }  // namespace ember::cuda

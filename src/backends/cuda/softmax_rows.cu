@@ -17,12 +17,14 @@ namespace {
 
 constexpr int kRowThreads = 512;
 
-// A running (max, sum of exp(x - max)) pair; combining two rescales the smaller-max side.
+// A running (max, sum of exp(x - max)) pair; combining two rescales the smaller-max side. A NaN
+// anywhere makes the pair NaN for good (m = NaN), so the row's result is NaN, as PyTorch's.
 struct MaxSum {
   float m, s;
 };
 struct MaxSumCombine {
   __device__ MaxSum operator()(const MaxSum& a, const MaxSum& b) const {
+    if (isnan(a.m) || isnan(b.m)) return {NAN, NAN};
     if (a.m == -INFINITY) return b;
     if (b.m == -INFINITY) return a;
     const float m = fmaxf(a.m, b.m);
@@ -39,7 +41,9 @@ __global__ void logsumexp_rows_kernel(const T* __restrict__ x, int64_t cols,
   MaxSum acc{-INFINITY, 0.0f};
   for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
     const float v = static_cast<float>(row[k]);
-    if (v > acc.m) {
+    if (isnan(v) || isnan(acc.m)) {
+      acc = {NAN, NAN};
+    } else if (v > acc.m) {
       acc.s = (acc.m == -INFINITY ? 0.0f : acc.s * expf(acc.m - v)) + 1.0f;
       acc.m = v;
     } else {
@@ -96,7 +100,10 @@ __global__ void softmax_from_lse_kernel(const Tx* __restrict__ x, int64_t n, int
                                         Ty* __restrict__ y) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float v = static_cast<float>(x[i]) - lse[i / cols];
+    const float l = lse[i / cols];
+    // A row holding +inf: inf - inf is NaN for that entry, and NaN for the row, as the
+    // composite's max-shifted sum gives.
+    const float v = l == INFINITY ? NAN : static_cast<float>(x[i]) - l;
     y[i] = Ty(log ? v : expf(v));
   }
 }

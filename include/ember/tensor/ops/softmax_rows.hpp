@@ -19,7 +19,8 @@ DynTensor cross_entropy_rows_grad(const DynTensor& x, const DynTensor& lse, cons
                                   const DynTensor& coef);
 
 /// Whether softmax / log_softmax over `dim` of x run on the fused row kernels: the last dim of a
-/// float tensor with elements, of a dtype the backend's SoftmaxRows kernels take.
+/// float tensor with elements, of a dtype the backend's SoftmaxRows kernels take, and enough rows
+/// (or short enough ones) to fill the device.
 bool fused_softmax_dim(const DynTensor& x, int64_t dim);
 /// softmax (log false) or log_softmax over x's last dim, in `out` (x's dtype or f32): one read of
 /// x for the row's log-sum-exp, one more to write y. Values only.
