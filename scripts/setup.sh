@@ -14,6 +14,8 @@ packages=(
   libcli11-dev                                           # the ember command line's argument parser
   libonnx-dev libprotobuf-dev libonnx-testdata           # ONNX import and its conformance suite
   clang-14 libclang-rt-14-dev libomp-14-dev              # fuzz builds: libFuzzer, ASan/UBSan (scripts/fuzz.sh)
+  libvulkan-dev glslang-tools                            # the Vulkan backend: loader, GLSL -> SPIR-V
+  mesa-vulkan-drivers vulkan-validationlayers            # its tests: lavapipe (Vulkan on the CPU), validation
 )
 
 # Python's safetensors (PyPI) lets the tests check that Python reads the files Ember writes;

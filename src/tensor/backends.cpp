@@ -12,6 +12,9 @@
 #if EMBER_HAVE_CUDA
 #include "ember/backends/cuda/cuda.hpp"
 #endif
+#if EMBER_HAVE_VULKAN
+#include "ember/backends/vulkan/vulkan.hpp"
+#endif
 
 namespace ember {
 
@@ -29,8 +32,16 @@ Device Device::cuda(int index) {
 }
 
 Device Device::vulkan(int index) {
+#if EMBER_HAVE_VULKAN
+  const int n = vulkan::device_count();
+  EMBER_CHECK(index >= 0 && index < n, "[device] vulkan:", index, " does not exist: ", n,
+              " Vulkan device", n == 1 ? "" : "s", " with a compute queue here");
+  return {DeviceType::Vulkan, index};
+#else
   EMBER_FAIL("[device] vulkan:", index,
-             " is not available: this Ember was built without the Vulkan backend");
+             " is not available: this Ember was built without the Vulkan backend "
+             "(-DEMBER_WITH_VULKAN=ON, with libvulkan-dev and glslang-tools)");
+#endif
 }
 
 Device Device::libtorch(int index) {
@@ -85,6 +96,12 @@ int device_count(DeviceType type) {
 #else
       return 0;
 #endif
+    case DeviceType::Vulkan:
+#if EMBER_HAVE_VULKAN
+      return vulkan::device_count();
+#else
+      return 0;
+#endif
     default:
       return 0;
   }
@@ -105,6 +122,10 @@ Backend& backend_for(Device device) {
 #if EMBER_HAVE_CUDA
     case DeviceType::Cuda:
       return cuda::backend();
+#endif
+#if EMBER_HAVE_VULKAN
+    case DeviceType::Vulkan:
+      return vulkan::backend();
 #endif
     default:
       break;

@@ -1,0 +1,28 @@
+// The Vulkan backend's entry points (built when EMBER_WITH_VULKAN is on and the Vulkan loader and
+// glslangValidator are found). No Vulkan header here: programs that use Ember need none.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ember {
+class Backend;
+}
+
+namespace ember::vulkan {
+
+/// Vulkan devices with a compute queue: 0 without a driver (Mesa's lavapipe is one on the CPU).
+int device_count();
+
+/// The Vulkan backend; one object serves every device index.
+Backend& backend();
+
+/// The device's name as its driver reports it ("llvmpipe (LLVM 15.0.6, 256 bits)").
+std::string device_name(int index);
+
+/// Error messages from Khronos's validation layer so far, and the first one's text. The layer
+/// runs when the environment has EMBER_VULKAN_VALIDATION=1 (CI sets it for the Vulkan tests).
+size_t validation_errors();
+std::string first_validation_error();
+
+}  // namespace ember::vulkan

@@ -1,0 +1,531 @@
+// The Vulkan instance (one per process, with Khronos's validation layer when
+// EMBER_VULKAN_VALIDATION=1), the devices with a compute queue, and each device's allocator,
+// command recording and pipelines (context.hpp).
+#include "context.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "ember/backends/vulkan/vulkan.hpp"
+#include "ember/core/error.hpp"
+
+namespace ember::vulkan {
+namespace {
+
+const char* result_name(VkResult r) {
+  switch (r) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    default:
+      return "a Vulkan error";
+  }
+}
+
+// Validation messages of error severity: counted, and the first kept for the test's message.
+std::atomic<size_t> g_validation_errors{0};
+std::mutex g_first_mu;
+std::string g_first_error;
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                          VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    if (g_validation_errors++ == 0) {
+      std::lock_guard lock(g_first_mu);
+      g_first_error = data && data->pMessage ? data->pMessage : "(no message)";
+    }
+  }
+  return VK_FALSE;
+}
+
+bool validation_wanted() {
+  const char* v = std::getenv("EMBER_VULKAN_VALIDATION");
+  return v && std::strcmp(v, "0") != 0 && *v != '\0';
+}
+
+// The process's instance and its devices that have a compute queue. A machine without a Vulkan
+// driver has none (device_count() == 0), not an error.
+struct Instance {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  std::vector<VkPhysicalDevice> devices;
+  std::vector<std::unique_ptr<DeviceContext>> contexts;
+  std::mutex mu;
+
+  Instance() {
+    auto app = make<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "ember";
+    app.pEngineName = "ember";
+    app.apiVersion = VK_API_VERSION_1_1;
+    auto info = make<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    info.pApplicationInfo = &app;
+    const char* layer = "VK_LAYER_KHRONOS_validation";
+    const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    const bool validate = validation_wanted();
+    if (validate) {
+      info.enabledLayerCount = 1;
+      info.ppEnabledLayerNames = &layer;
+      info.enabledExtensionCount = 1;
+      info.ppEnabledExtensionNames = &ext;
+    }
+    if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) {
+      // With validation asked for, a missing layer is an error worth stating; without a driver
+      // there are simply no devices.
+      EMBER_CHECK(!validate,
+                  "[vulkan] EMBER_VULKAN_VALIDATION is set but the instance with "
+                  "VK_LAYER_KHRONOS_validation could not be made (install "
+                  "vulkan-validationlayers)");
+      instance = VK_NULL_HANDLE;
+      return;
+    }
+    if (validate) {
+      auto create_messenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+      auto m = make<VkDebugUtilsMessengerCreateInfoEXT>(
+          VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+      m.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+      m.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+      m.pfnUserCallback = on_message;
+      if (create_messenger) (void)create_messenger(instance, &m, nullptr, &messenger);
+    }
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(instance, &n, nullptr);
+    std::vector<VkPhysicalDevice> all(n);
+    vkEnumeratePhysicalDevices(instance, &n, all.data());
+    for (VkPhysicalDevice d : all) {
+      uint32_t families = 0;
+      vkGetPhysicalDeviceQueueFamilyProperties(d, &families, nullptr);
+      std::vector<VkQueueFamilyProperties> props(families);
+      vkGetPhysicalDeviceQueueFamilyProperties(d, &families, props.data());
+      const bool compute = std::any_of(props.begin(), props.end(), [](const auto& p) {
+        return (p.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
+      });
+      if (compute) devices.push_back(d);
+    }
+    contexts.resize(devices.size());
+  }
+  // Deliberately never destroyed: tensors in static objects may outlive any destructor order.
+};
+
+Instance& instance() {
+  static Instance* i = new Instance();
+  return *i;
+}
+
+uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
+                          VkMemoryPropertyFlags avoid, bool* found) {
+  VkPhysicalDeviceMemoryProperties m;
+  vkGetPhysicalDeviceMemoryProperties(physical, &m);
+  for (uint32_t i = 0; i < m.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags f = m.memoryTypes[i].propertyFlags;
+    if ((f & want) == want && (f & avoid) == 0) {
+      *found = true;
+      return i;
+    }
+  }
+  *found = false;
+  return 0;
+}
+
+constexpr size_t kBlockSize = size_t{64} << 20;  // tensors are ranges of 64 MiB blocks
+constexpr size_t kAlign = 256;                   // every range starts 256-byte aligned
+constexpr size_t kSubmitEvery = 256;             // commands per submission
+
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+void check(VkResult r, const char* op, const char* what) {
+  EMBER_CHECK(r == VK_SUCCESS, "[", op, "] vulkan: ", what, " failed (", result_name(r), ")");
+}
+
+int count_devices() { return static_cast<int>(instance().devices.size()); }
+
+DeviceContext& context(int index) {
+  Instance& in = instance();
+  std::lock_guard lock(in.mu);
+  const int n = static_cast<int>(in.devices.size());
+  EMBER_CHECK(index >= 0 && index < n, "[device] vulkan:", index, " does not exist: ", n,
+              " Vulkan device", n == 1 ? "" : "s", " with a compute queue here");
+  auto& c = in.contexts[static_cast<size_t>(index)];
+  if (!c)
+    c = std::make_unique<DeviceContext>(in.instance, in.devices[static_cast<size_t>(index)], index);
+  return *c;
+}
+
+DeviceContext::DeviceContext(VkInstance, VkPhysicalDevice physical, int index) : index_(index) {
+  vkGetPhysicalDeviceProperties(physical, &props_);
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> props(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
+  for (uint32_t i = 0; i < families; ++i) {
+    if (props[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      family_ = i;
+      break;
+    }
+  }
+  const float priority = 1.0f;
+  auto q = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  q.queueFamilyIndex = family_;
+  q.queueCount = 1;
+  q.pQueuePriorities = &priority;
+  const char* ext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  auto info = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &q;
+  info.enabledExtensionCount = 1;
+  info.ppEnabledExtensionNames = &ext;
+  check(vkCreateDevice(physical, &info, nullptr, &device_), "vulkan",
+        "vkCreateDevice (with "
+        "VK_KHR_push_descriptor)");
+  vkGetDeviceQueue(device_, family_, 0, &queue_);
+  push_descriptors_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+      vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+  EMBER_CHECK(push_descriptors_ != nullptr, "[vulkan] vulkan:", index,
+              " has no vkCmdPushDescriptorSetKHR");
+  auto pool = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = family_;
+  check(vkCreateCommandPool(device_, &pool, nullptr, &pool_), "vulkan", "vkCreateCommandPool");
+
+  // Tensors: device-local memory, host-visible too where the device has it (lavapipe, resizable
+  // BAR); staging for transfers: host-visible and coherent.
+  bool found = false;
+  device_type_ =
+      find_memory_type(physical,
+                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                       0, &found);
+  device_is_host_visible_ = found;
+  if (!found) {
+    device_type_ = find_memory_type(physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, &found);
+    EMBER_CHECK(found, "[vulkan] vulkan:", index, " has no device-local memory type");
+  }
+  host_type_ = find_memory_type(
+      physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0,
+      &found);
+  EMBER_CHECK(found, "[vulkan] vulkan:", index, " has no host-visible coherent memory type");
+}
+
+DeviceContext::~DeviceContext() = default;  // contexts live as long as the process
+
+// --- Memory ----------------------------------------------------------------------------------
+
+Block& DeviceContext::new_block(size_t size, bool staging) {
+  auto b = std::make_unique<Block>();
+  b->size = size;
+  b->staging = staging;
+  auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  bi.size = size;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &bi, nullptr, &b->buffer), "allocate", "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, b->buffer, &req);
+  auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = staging && !device_is_host_visible_ ? host_type_ : device_type_;
+  const VkResult r = vkAllocateMemory(device_, &ai, nullptr, &b->memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_, b->buffer, nullptr);
+    EMBER_FAIL("[allocate] vulkan:", index_, " could not allocate ", size, " bytes (",
+               result_name(r), "; ", in_use_, " bytes in use, ", reserved_, " reserved)");
+  }
+  check(vkBindBufferMemory(device_, b->buffer, b->memory, 0), "allocate", "vkBindBufferMemory");
+  if (staging || device_is_host_visible_) {  // staging blocks and lavapipe's
+    check(vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped), "allocate",
+          "vkMapMemory");
+  }
+  b->base = next_base_;
+  next_base_ += round_up(size, kBlockSize) + kBlockSize;  // a gap: no address is in two blocks
+  b->free[0] = size;
+  reserved_ += size;
+  Block& ref = *b;
+  by_base_[b->base] = b.get();
+  blocks_.push_back(std::move(b));
+  return ref;
+}
+
+// Tensors' ranges are reused as soon as they are released: every command waits for the ones
+// recorded before it (barrier()), so later work never overlaps earlier work on the same range,
+// as with a CUDA stream's caching allocator. Staging ranges are written by the host, so one is
+// reused only once the work recorded before its release has completed.
+uintptr_t DeviceContext::allocate(size_t nbytes, bool staging) {
+  const size_t want = round_up(std::max<size_t>(nbytes, 1), kAlign);
+  EMBER_CHECK(want <= max_binding(), "[allocate] vulkan:", index_, " binds at most ", max_binding(),
+              " bytes to a shader (maxStorageBufferRange); a tensor of ", nbytes,
+              " bytes is not supported yet");
+  auto take = [&]() -> uintptr_t {
+    for (auto& b : blocks_) {
+      if (b->staging != staging) continue;
+      for (auto it = b->free.begin(); it != b->free.end(); ++it) {
+        if (it->second < want) continue;
+        const size_t at = it->first, left = it->second - want;
+        b->free.erase(it);
+        if (left) b->free[at + want] = left;
+        in_use_ += want;
+        peak_ = std::max(peak_, in_use_);
+        return b->base + at;
+      }
+    }
+    return 0;
+  };
+  if (uintptr_t a = take()) return a;
+  if (staging && !pending_.empty()) {
+    retire(false);
+    if (uintptr_t a = take()) return a;
+    size_t waiting = 0;
+    for (const Pending& p : pending_) waiting += p.nbytes;
+    if (waiting >= kBlockSize) {  // rather than another block: wait for the uploads in flight
+      retire(true);
+      if (uintptr_t a = take()) return a;
+    }
+  }
+  Block& b = new_block(std::max(want, std::min(kBlockSize, max_binding())), staging);
+  const size_t left = b.size - want;
+  b.free.clear();
+  if (left) b.free[want] = left;
+  in_use_ += want;
+  peak_ = std::max(peak_, in_use_);
+  return b.base;
+}
+
+void DeviceContext::release(uintptr_t address, size_t nbytes) {
+  const size_t size = round_up(std::max<size_t>(nbytes, 1), kAlign);
+  if (!locate(address).first->staging) {
+    give_back(address, size);
+    return;
+  }
+  // Work recorded so far (in current_ or in flight) may still read the range.
+  const uint64_t serial = recorded_ ? next_serial_ : next_serial_ - 1;
+  pending_.push_back({address, size, serial});
+}
+
+void DeviceContext::give_back(uintptr_t address, size_t nbytes) {
+  auto [b, at] = locate(address);
+  in_use_ -= nbytes;
+  auto next = b->free.lower_bound(at);
+  size_t start = at, size = nbytes;
+  if (next != b->free.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == at) {
+      start = prev->first;
+      size += prev->second;
+      b->free.erase(prev);
+    }
+  }
+  if (next != b->free.end() && at + nbytes == next->first) {
+    size += next->second;
+    b->free.erase(next);
+  }
+  b->free[start] = size;
+}
+
+std::pair<Block*, size_t> DeviceContext::locate(uintptr_t address) const {
+  auto it = by_base_.upper_bound(address);
+  EMBER_CHECK(it != by_base_.begin(), "[vulkan] address ", address, " is no tensor's");
+  --it;
+  Block* b = it->second;
+  EMBER_CHECK(address - b->base <= b->size, "[vulkan] address ", address, " is no tensor's");
+  return {b, address - b->base};
+}
+
+void DeviceContext::empty_cache() {
+  finish();
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    Block& b = **it;
+    if (b.free.size() == 1 && b.free.begin()->first == 0 && b.free.begin()->second == b.size) {
+      if (b.mapped) vkUnmapMemory(device_, b.memory);
+      vkDestroyBuffer(device_, b.buffer, nullptr);
+      vkFreeMemory(device_, b.memory, nullptr);
+      reserved_ -= b.size;
+      by_base_.erase(b.base);
+      it = blocks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// --- Recording and submission ----------------------------------------------------------------
+
+VkCommandBuffer DeviceContext::recording() {
+  if (current_.cb == VK_NULL_HANDLE) {
+    if (!spare_.empty()) {
+      current_ = spare_.back();
+      spare_.pop_back();
+      check(vkResetCommandBuffer(current_.cb, 0), "vulkan", "vkResetCommandBuffer");
+      check(vkResetFences(device_, 1, &current_.fence), "vulkan", "vkResetFences");
+    } else {
+      auto ai = make<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+      ai.commandPool = pool_;
+      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      ai.commandBufferCount = 1;
+      check(vkAllocateCommandBuffers(device_, &ai, &current_.cb), "vulkan",
+            "vkAllocateCommandBuffers");
+      auto fi = make<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+      check(vkCreateFence(device_, &fi, nullptr, &current_.fence), "vulkan", "vkCreateFence");
+    }
+    auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(current_.cb, &bi), "vulkan", "vkBeginCommandBuffer");
+    current_.serial = next_serial_;
+    recorded_ = 0;
+  }
+  return current_.cb;
+}
+
+void DeviceContext::barrier() {
+  // Every command reads what the ones before it wrote (compute and transfer alike).
+  auto m = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  m.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  m.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vkCmdPipelineBarrier(current_.cb, stages, stages, 0, 1, &m, 0, nullptr, 0, nullptr);
+  if (++recorded_ >= kSubmitEvery) submit();
+}
+
+void DeviceContext::dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                             uint32_t push_size, uint32_t groups) {
+  VkCommandBuffer cb = recording();
+  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
+    writes[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  push_descriptors_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0,
+                    static_cast<uint32_t>(writes.size()), writes.data());
+  if (push_size) vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+  vkCmdDispatch(cb, std::max(groups, 1u), 1, 1);
+  barrier();
+}
+
+void DeviceContext::copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset,
+                                size_t nbytes) {
+  if (nbytes == 0) return;
+  VkCommandBuffer cb = recording();
+  const VkBufferCopy region{src_offset, dst_offset, nbytes};
+  vkCmdCopyBuffer(cb, src, dst, 1, &region);
+  barrier();
+}
+
+void DeviceContext::submit() {
+  if (current_.cb == VK_NULL_HANDLE) return;
+  check(vkEndCommandBuffer(current_.cb), "vulkan", "vkEndCommandBuffer");
+  auto si = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &current_.cb;
+  check(vkQueueSubmit(queue_, 1, &si, current_.fence), "vulkan", "vkQueueSubmit");
+  in_flight_.push_back(current_);
+  current_ = Submission{};
+  recorded_ = 0;
+  ++next_serial_;
+}
+
+void DeviceContext::retire(bool wait) {
+  while (!in_flight_.empty()) {
+    Submission& s = in_flight_.front();
+    if (wait) {
+      check(vkWaitForFences(device_, 1, &s.fence, VK_TRUE, UINT64_MAX), "synchronize",
+            "vkWaitForFences");
+    } else if (vkGetFenceStatus(device_, s.fence) != VK_SUCCESS) {
+      break;
+    }
+    completed_ = s.serial;
+    spare_.push_back(s);
+    in_flight_.pop_front();
+  }
+  // Ranges whose last user has completed go back to their blocks.
+  auto done = std::partition(pending_.begin(), pending_.end(),
+                             [&](const Pending& p) { return p.serial > completed_; });
+  for (auto it = done; it != pending_.end(); ++it) give_back(it->address, it->nbytes);
+  pending_.erase(done, pending_.end());
+}
+
+void DeviceContext::finish() {
+  submit();
+  retire(true);
+}
+
+// --- Pipelines -------------------------------------------------------------------------------
+
+const Pipeline& DeviceContext::pipeline(const std::string& name, std::span<const uint32_t> spirv,
+                                        uint32_t bindings, uint32_t push_size) {
+  auto it = pipelines_.find(name);
+  if (it != pipelines_.end()) return it->second;
+  Pipeline p;
+  p.bindings = bindings;
+  std::vector<VkDescriptorSetLayoutBinding> b(bindings);
+  for (uint32_t i = 0; i < bindings; ++i) {
+    b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  }
+  auto dl =
+      make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+  dl.bindingCount = bindings;
+  dl.pBindings = b.data();
+  check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &p.set_layout), name.c_str(),
+        "vkCreateDescriptorSetLayout");
+  const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size};
+  auto pl = make<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p.set_layout;
+  pl.pushConstantRangeCount = push_size ? 1 : 0;
+  pl.pPushConstantRanges = &range;
+  check(vkCreatePipelineLayout(device_, &pl, nullptr, &p.layout), name.c_str(),
+        "vkCreatePipelineLayout");
+  auto sm = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  sm.codeSize = spirv.size_bytes();
+  sm.pCode = spirv.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  check(vkCreateShaderModule(device_, &sm, nullptr, &module), name.c_str(), "vkCreateShaderModule");
+  auto ci = make<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  ci.stage =
+      make<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module;
+  ci.stage.pName = "main";
+  ci.layout = p.layout;
+  const VkResult r =
+      vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
+  vkDestroyShaderModule(device_, module, nullptr);
+  check(r, name.c_str(), "vkCreateComputePipelines");
+  return pipelines_.emplace(name, p).first->second;
+}
+
+size_t validation_errors() { return g_validation_errors.load(); }
+std::string first_validation_error() {
+  std::lock_guard lock(g_first_mu);
+  return g_first_error;
+}
+
+}  // namespace ember::vulkan

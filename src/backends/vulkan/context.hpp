@@ -1,0 +1,154 @@
+// The Vulkan backend's per-device state: the logical device and its compute queue, the memory it
+// sub-allocates tensors from, the command buffer being recorded and the submissions in flight,
+// and the compute pipelines built from the embedded SPIR-V. Internal to src/backends/vulkan.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ember/core/device.hpp"
+
+namespace ember::vulkan {
+
+/// A Vulkan info struct, zeroed, with its sType.
+template <class T>
+T make(VkStructureType type) {
+  T t{};
+  t.sType = type;
+  return t;
+}
+
+/// "[op] vulkan: <what> failed (VK_ERROR_...)" unless r is VK_SUCCESS.
+void check(VkResult r, const char* op, const char* what);
+
+/// A range of one of the device's memory blocks, as a shader binds it.
+struct Span {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  size_t offset = 0;  // bytes from the start of the block's buffer
+};
+
+/// One large VkDeviceMemory with one VkBuffer over all of it; tensors are ranges of it. Its
+/// `base` is an address in Ember's private address space: a Storage's data() is base + offset,
+/// so RawTensor's pointer arithmetic works and the backend maps an address back to its block.
+struct Block {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  size_t size = 0;
+  uintptr_t base = 0;
+  void* mapped = nullptr;         // host-visible blocks (staging; every block on lavapipe)
+  bool staging = false;           // for transfers: host-visible, reused only once idle
+  std::map<size_t, size_t> free;  // offset -> size of each free range, coalesced
+};
+
+/// A compute pipeline and its layout (push descriptors: bindings are pushed per dispatch).
+struct Pipeline {
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t bindings = 0;
+};
+
+/// A buffer range bound to one binding of a dispatch.
+struct Binding {
+  VkBuffer buffer;
+  VkDeviceSize offset, range;
+};
+
+class DeviceContext {
+ public:
+  DeviceContext(VkInstance instance, VkPhysicalDevice physical, int index);
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  // Everything below holds `mu` (the backend's entries lock it once per call).
+  std::recursive_mutex mu;
+
+  /// A tensor's bytes in device memory, or with `staging` host-visible bytes for a transfer.
+  uintptr_t allocate(size_t nbytes, bool staging);
+  /// Returns a range (a staging one is reused once the work recorded so far has completed).
+  void release(uintptr_t address, size_t nbytes);
+  /// The block and byte offset of an address from allocate().
+  std::pair<Block*, size_t> locate(uintptr_t address) const;
+
+  /// Records a dispatch of `p` over `groups` workgroups with these bindings and push constants,
+  /// followed by a barrier so that the next command sees its writes.
+  void dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
+                uint32_t push_size, uint32_t groups);
+  /// Records a buffer copy (and a barrier).
+  void copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset, size_t nbytes);
+  /// Submits what was recorded and waits for all of it.
+  void finish();
+
+  /// The pipeline of an embedded shader, built on first use.
+  const Pipeline& pipeline(const std::string& name, std::span<const uint32_t> spirv,
+                           uint32_t bindings, uint32_t push_size);
+
+  const VkPhysicalDeviceProperties& properties() const { return props_; }
+  size_t max_binding() const { return props_.limits.maxStorageBufferRange; }
+  size_t binding_alignment() const { return props_.limits.minStorageBufferOffsetAlignment; }
+  size_t in_use() const { return in_use_; }
+  size_t peak() const { return peak_; }
+  size_t reserved() const { return reserved_; }
+  void reset_peak() { peak_ = in_use_; }
+  void empty_cache();
+  int index() const { return index_; }
+
+ private:
+  struct Submission {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    uint64_t serial = 0;
+  };
+  struct Pending {  // a released range, free once `serial` has completed
+    uintptr_t address;
+    size_t nbytes;
+    uint64_t serial;
+  };
+
+  VkCommandBuffer recording();
+  void submit();
+  void retire(bool wait);
+  void barrier();
+  Block& new_block(size_t size, bool staging);
+  void give_back(uintptr_t address, size_t nbytes);
+
+  int index_;
+  VkPhysicalDeviceProperties props_{};
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t family_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  PFN_vkCmdPushDescriptorSetKHR push_descriptors_ = nullptr;
+  uint32_t device_type_ = 0, host_type_ = 0;  // memory types: tensors, staging
+  bool device_is_host_visible_ = false;
+
+  std::vector<std::unique_ptr<Block>> blocks_;
+  std::map<uintptr_t, Block*> by_base_;
+  uintptr_t next_base_ = uintptr_t{1} << 40;
+  std::vector<Pending> pending_;
+  size_t in_use_ = 0, peak_ = 0, reserved_ = 0;
+
+  Submission current_;
+  size_t recorded_ = 0;  // commands in current_
+  std::deque<Submission> in_flight_;
+  std::vector<Submission> spare_;
+  uint64_t next_serial_ = 1, completed_ = 0;
+
+  std::map<std::string, Pipeline> pipelines_;
+};
+
+/// The context of vulkan:index (made on first use); fails naming the index when there is none.
+DeviceContext& context(int index);
+int count_devices();
+
+}  // namespace ember::vulkan

@@ -1,0 +1,18 @@
+// The compute shaders, compiled from shaders/*.comp to SPIR-V at build time (glslangValidator,
+// CMakeLists.txt) and embedded as arrays of 32-bit words.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "shaders/binary_f32.spv.h"
+#include "shaders/copy32.spv.h"
+#include "shaders/fill.spv.h"
+
+namespace ember::vulkan::shaders {
+
+inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
+inline constexpr std::span<const uint32_t> copy32{copy32_spv};
+inline constexpr std::span<const uint32_t> fill{fill_spv};
+
+}  // namespace ember::vulkan::shaders

@@ -1,0 +1,301 @@
+// The Vulkan backend's memory, transfers and first kernels: fill, copy and the float32 binary
+// arithmetic, each a compute shader from shaders/ (embedded SPIR-V, shaders.hpp).
+#include "vulkan_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "context.hpp"
+#include "ember/backends/vulkan/vulkan.hpp"
+#include "ember/core/error.hpp"
+#include "shaders.hpp"
+
+namespace ember::vulkan {
+namespace {
+
+constexpr uint32_t kThreads = 256;  // every shader's local_size_x
+constexpr int kMaxRank = 6;         // the strided shaders' push constants hold 6 dims
+
+struct Range {
+  DeviceContext* ctx;
+  size_t nbytes;
+};
+
+void release_range(void* context, void* data, size_t) {
+  auto* r = static_cast<Range*>(context);
+  {
+    std::lock_guard lock(r->ctx->mu);
+    r->ctx->release(reinterpret_cast<uintptr_t>(data), r->nbytes);
+  }
+  delete r;
+}
+
+DeviceContext& ctx_of(const RawTensor& t) { return context(t.device().index); }
+
+// Workgroups for n elements: the shaders loop, so a bounded grid covers any n.
+uint32_t groups_for(int64_t n) {
+  return static_cast<uint32_t>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535));
+}
+
+// The bytes a strided tensor touches, bound as a storage buffer: its block's buffer from an
+// aligned offset at or below the lowest element; `base` is the tensor's first element (index 0)
+// counted in elements from the binding's start.
+struct Bound {
+  Binding binding;
+  uint32_t base;
+};
+Bound bind(DeviceContext& c, const RawTensor& t) {
+  const int64_t size = static_cast<int64_t>(dtype_size(t.dtype));
+  int64_t lo = 0, hi = 0;  // element offsets from element 0
+  for (int d = 0; d < t.rank(); ++d) {
+    if (t.shape[d] == 0) return {{VK_NULL_HANDLE, 0, 0}, 0};
+    const int64_t reach = (t.shape[d] - 1) * t.strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  auto [block, at] = c.locate(reinterpret_cast<uintptr_t>(t.data()));
+  const int64_t first = static_cast<int64_t>(at) + lo * size;
+  EMBER_CHECK(first >= 0, "[vulkan] a view reaches before its storage");
+  const size_t align = c.binding_alignment();
+  const size_t start = static_cast<size_t>(first) / align * align;
+  const size_t end = at + static_cast<size_t>((hi + 1) * size);
+  EMBER_CHECK(end - start <= c.max_binding(), "[vulkan] a view spans ", end - start,
+              " bytes, more than the ", c.max_binding(), " a shader binds");
+  EMBER_CHECK((at - start) % static_cast<size_t>(size) == 0,
+              "[vulkan] a tensor's data is not aligned to its element size");
+  return {{block->buffer, start, end - start},
+          static_cast<uint32_t>((at - start) / static_cast<size_t>(size))};
+}
+
+template <class T>
+void put_strided(const RawTensor& t, const Shape& shape, T* shape_out, int32_t* strides_out) {
+  const int r = shape.rank();
+  for (int d = 0; d < r; ++d) {
+    shape_out[d] = static_cast<T>(shape[d]);
+    strides_out[d] = static_cast<int32_t>(t.strides[d]);
+  }
+}
+
+void check_indexable(const RawTensor& t, const char* op) {
+  EMBER_CHECK(t.rank() <= kMaxRank, "[", op, "] the Vulkan kernels take up to ", kMaxRank,
+              " dims, got ", t.shape);
+  EMBER_CHECK(t.numel() < (int64_t{1} << 31), "[", op, "] ", t.numel(),
+              " elements exceed the 2^31 the Vulkan kernels index");
+}
+
+// Ember's BinaryOp as binary_f32.comp numbers it; -1: not there yet.
+int binary_code(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add:
+      return 0;
+    case BinaryOp::Sub:
+      return 1;
+    case BinaryOp::Mul:
+      return 2;
+    case BinaryOp::Div:
+      return 3;
+    case BinaryOp::Maximum:
+      return 4;
+    case BinaryOp::Minimum:
+      return 5;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+bool VulkanBackend::supports(OpFamily family, DType dtype) const {
+  switch (family) {
+    case OpFamily::Copy:
+    case OpFamily::Fill:
+      return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
+    case OpFamily::Binary:
+      return dtype == DType::f32;
+    default:
+      return false;
+  }
+}
+
+MemoryStats VulkanBackend::memory_stats(Device device) const {
+  DeviceContext& c = context(device.index);
+  std::lock_guard lock(c.mu);
+  MemoryStats s;
+  s.in_use = c.in_use();
+  s.peak = c.peak();
+  s.cached = c.reserved() - c.in_use();
+  return s;
+}
+
+void VulkanBackend::reset_peak_memory(Device device) {
+  DeviceContext& c = context(device.index);
+  std::lock_guard lock(c.mu);
+  c.reset_peak();
+}
+
+void VulkanBackend::empty_cache(Device device) {
+  DeviceContext& c = context(device.index);
+  std::lock_guard lock(c.mu);
+  c.empty_cache();
+}
+
+std::shared_ptr<Storage> VulkanBackend::allocate(size_t nbytes, Device device) {
+  DeviceContext& c = context(device.index);
+  std::lock_guard lock(c.mu);
+  const uintptr_t a = c.allocate(nbytes, false);
+  return std::make_shared<Storage>(reinterpret_cast<void*>(a), nbytes, device, release_range,
+                                   new Range{&c, nbytes});
+}
+
+void VulkanBackend::write_from_host(const void* host, const RawTensor& dst) {
+  const size_t n = dst.nbytes();
+  if (n == 0) return;
+  DeviceContext& c = ctx_of(dst);
+  std::lock_guard lock(c.mu);
+  // Into an idle staging range, then a queued copy: the caller's buffer is free on return and
+  // work queued before still sees dst's old bytes.
+  const uintptr_t s = c.allocate(n, true);
+  auto [sb, sat] = c.locate(s);
+  std::memcpy(static_cast<char*>(sb->mapped) + sat, host, n);
+  auto [db, dat] = c.locate(reinterpret_cast<uintptr_t>(dst.data()));
+  c.copy_buffer(sb->buffer, sat, db->buffer, dat, n);
+  c.release(s, n);
+}
+
+void VulkanBackend::read_to_host(const RawTensor& src, void* host) {
+  const size_t n = src.nbytes();
+  if (n == 0) return;
+  DeviceContext& c = ctx_of(src);
+  std::lock_guard lock(c.mu);
+  const uintptr_t s = c.allocate(n, true);
+  auto [sb, sat] = c.locate(s);
+  auto [b, at] = c.locate(reinterpret_cast<uintptr_t>(src.data()));
+  c.copy_buffer(b->buffer, at, sb->buffer, sat, n);
+  c.finish();
+  std::memcpy(host, static_cast<const char*>(sb->mapped) + sat, n);
+  c.release(s, n);
+}
+
+void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
+  constexpr const char* op = "copy";
+  if (src.dtype != dst.dtype || !supports(OpFamily::Copy, dst.dtype)) no_kernel("cast", src.dtype);
+  if (dst.numel() == 0) return;
+  DeviceContext& c = ctx_of(dst);
+  std::lock_guard lock(c.mu);
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    auto [sb, sat] = c.locate(reinterpret_cast<uintptr_t>(src.data()));
+    auto [db, dat] = c.locate(reinterpret_cast<uintptr_t>(dst.data()));
+    c.copy_buffer(sb->buffer, sat, db->buffer, dat, dst.nbytes());
+    return;
+  }
+  EMBER_CHECK(dst.is_contiguous() && dtype_size(dst.dtype) == 4, "[", op,
+              "] the Vulkan backend copies strided ", dst.dtype,
+              " tensors into contiguous ones only, for 4-byte dtypes so far");
+  check_indexable(src, op);
+  struct {
+    uint32_t count, rank, src_base, dst_base;
+    uint32_t shape[kMaxRank];
+    int32_t stride[kMaxRank];
+  } p{};
+  const Bound s = bind(c, src), d = bind(c, dst);
+  p.count = static_cast<uint32_t>(dst.numel());
+  p.rank = static_cast<uint32_t>(src.rank());
+  p.src_base = s.base;
+  p.dst_base = d.base;
+  put_strided(src, src.shape, p.shape, p.stride);
+  const Binding b[] = {s.binding, d.binding};
+  c.dispatch(c.pipeline("copy32", shaders::copy32, 2, sizeof p), b, &p, sizeof p,
+             groups_for(dst.numel()));
+}
+
+void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
+  if (!supports(OpFamily::Fill, dst.dtype)) no_kernel("fill", dst.dtype);
+  if (dst.numel() == 0) return;
+  EMBER_CHECK(dst.is_contiguous(), "[fill] the Vulkan backend fills contiguous tensors");
+  check_indexable(dst, "fill");
+  // The value's bits in dst's dtype, as the Cpu would store them.
+  uint64_t bits = 0;
+  switch (dst.dtype) {
+    case DType::f32: {
+      const float v = value.to<float>();
+      std::memcpy(&bits, &v, 4);
+      break;
+    }
+    case DType::i32: {
+      const auto v = value.to<int32_t>();
+      std::memcpy(&bits, &v, 4);
+      break;
+    }
+    case DType::f64: {
+      const double v = value.to_double();
+      std::memcpy(&bits, &v, 8);
+      break;
+    }
+    case DType::i64: {
+      const int64_t v = value.to<int64_t>();
+      std::memcpy(&bits, &v, 8);
+      break;
+    }
+    default:
+      no_kernel("fill", dst.dtype);
+  }
+  DeviceContext& c = ctx_of(dst);
+  std::lock_guard lock(c.mu);
+  const Bound d = bind(c, dst);
+  const bool wide = dtype_size(dst.dtype) == 8;
+  struct {
+    uint32_t count, base, wide, lo, hi;
+  } p{static_cast<uint32_t>(dst.numel()), d.base * (wide ? 2u : 1u), wide ? 1u : 0u,
+      static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)};
+  const Binding b[] = {d.binding};
+  c.dispatch(c.pipeline("fill", shaders::fill, 1, sizeof p), b, &p, sizeof p,
+             groups_for(dst.numel()));
+}
+
+void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
+                           const RawTensor& out) {
+  const int code = binary_code(op);
+  if (code < 0 || out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32) {
+    no_kernel(op_name(op), a.dtype);
+  }
+  if (out.numel() == 0) return;
+  check_indexable(out, op_name(op).data());
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t count, rank, op, out_base;
+    uint32_t a_base, b_base, pad0, pad1;
+    uint32_t shape[kMaxRank];
+    int32_t a_stride[kMaxRank];
+    int32_t b_stride[kMaxRank];
+  } p{};
+  const Bound ba = bind(c, a), bb = bind(c, b), bo = bind(c, out);
+  p.count = static_cast<uint32_t>(out.numel());
+  p.rank = static_cast<uint32_t>(out.rank());
+  p.op = static_cast<uint32_t>(code);
+  p.out_base = bo.base;
+  p.a_base = ba.base;
+  p.b_base = bb.base;
+  put_strided(a, out.shape, p.shape, p.a_stride);
+  for (int d = 0; d < out.rank(); ++d) p.b_stride[d] = static_cast<int32_t>(b.strides[d]);
+  const Binding bs[] = {ba.binding, bb.binding, bo.binding};
+  c.dispatch(c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p), bs, &p, sizeof p,
+             groups_for(out.numel()));
+}
+
+RangeError VulkanBackend::synchronize(Device device) {
+  DeviceContext& c = context(device.index);
+  std::lock_guard lock(c.mu);
+  c.finish();
+  return {};
+}
+
+int device_count() { return count_devices(); }
+
+Backend& backend() {
+  static VulkanBackend b;
+  return b;
+}
+
+std::string device_name(int index) { return context(index).properties().deviceName; }
+
+}  // namespace ember::vulkan

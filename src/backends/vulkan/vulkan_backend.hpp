@@ -1,0 +1,28 @@
+// The Vulkan backend (Device::vulkan(i)): compute shaders in GLSL, compiled to SPIR-V at build
+// time and embedded; tensors are ranges of large device allocations; work is recorded into
+// command buffers and submitted in batches, and the host waits only to read data back
+// (docs/VULKAN.md). Internal: public headers include no Vulkan header.
+#pragma once
+
+#include "ember/core/backend.hpp"
+
+namespace ember::vulkan {
+
+class VulkanBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "vulkan"; }
+  bool supports(OpFamily family, DType dtype) const override;
+
+  MemoryStats memory_stats(Device device) const override;
+  void reset_peak_memory(Device device) override;
+  void empty_cache(Device device) override;
+  std::shared_ptr<Storage> allocate(size_t nbytes, Device device) override;
+  void copy(const RawTensor& src, const RawTensor& dst) override;
+  void write_from_host(const void* host, const RawTensor& dst) override;
+  void read_to_host(const RawTensor& src, void* host) override;
+  void fill(const RawTensor& dst, const Scalar& value) override;
+  void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  RangeError synchronize(Device device) override;
+};
+
+}  // namespace ember::vulkan
