@@ -119,6 +119,20 @@ TEST(Vulkan, WhatHasNoKernelYetIsAClearError) {
   }
 }
 
+// 8 GiB in one tensor: more than a shader can bind on any device (maxStorageBufferRange), refused
+// before anything is allocated, until tensors are bound in ranges.
+TEST(Vulkan, ATensorPastTheBindingLimitIsAClearError) {
+  EMBER_REQUIRE_VULKAN();
+  try {
+    (void)empty(Shape{int64_t{1} << 31}, DType::f32, vk());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(to_device(full(Shape{3}, 2.0f, DType::f32, vk()), Device::cpu()).to_vector<float>()[2],
+            2.0f);
+}
+
 TEST(Vulkan, MemoryIsReusedAndReturned) {
   EMBER_REQUIRE_VULKAN();
   const Device d = vk();

@@ -76,6 +76,25 @@ void expect_same_history(const FitResult& a, const FitResult& b) {
   }
 }
 
+// Trains two models made from one seed, eagerly and with graph replay (`run(graph, model)`), and
+// checks that they end alike and that the graph run replayed `replays` steps; returns the graph
+// run's result.
+template <class M, class Run>
+FitResult expect_replay_matches_eager(uint64_t seed, Run run, int64_t replays, M* graphed_out) {
+  manual_seed(seed);
+  M eager_model;
+  manual_seed(seed);
+  M& graph_model = *graphed_out;
+  graph_model = M();
+  const FitResult eager = run(false, eager_model);
+  const FitResult graphed = run(true, graph_model);
+  EXPECT_EQ(eager.replayed_steps, 0);
+  EXPECT_EQ(graphed.replayed_steps, replays);
+  expect_same_history(eager, graphed);
+  expect_same_state(eager_model, graph_model);
+  return graphed;
+}
+
 // 200 images in batches of 16: 12 full batches and one of 8 per epoch. Per epoch the first full
 // batch warms up (first epoch) or replays, the second is captured (first epoch), the short one
 // runs eagerly: 10 + 12 replays in two epochs.
@@ -87,20 +106,13 @@ TEST(LearnerGraph, ReplayedTrainingEndsWhereEagerTrainingEnds) {
                     LearnerConfig().epochs(2).graph(graph).progress(Progress::none));
     return learner.fit(train, valid);
   };
-  manual_seed(5);
-  BnNet eager_model;
-  manual_seed(5);
   BnNet graph_model;
-  const FitResult eager = run(false, eager_model);
-  const FitResult graphed = run(true, graph_model);
-  EXPECT_EQ(eager.replayed_steps, 0);
-  EXPECT_EQ(graphed.replayed_steps, 22);
-  expect_same_history(eager, graphed);
-  expect_same_state(eager_model, graph_model);
+  expect_replay_matches_eager(5, run, 22, &graph_model);
   EXPECT_EQ(graph_model.bn.num_batches_tracked->dyn().item<int64_t>(), 26);
 }
 
-// bf16 autocast inside the captured step, and Adam's fused step between replays.
+// bf16 autocast inside the captured step, and Adam's fused step between replays: 6 batches, a
+// warm-up, a capture and 4 replays.
 TEST(LearnerGraph, ReplaysUnderBf16Autocast) {
   const auto train = loader(quadrant_images(96, 3), true);
   auto run = [&](bool graph, BnNet& model) {
@@ -109,15 +121,36 @@ TEST(LearnerGraph, ReplaysUnderBf16Autocast) {
         LearnerConfig().epochs(1).graph(graph).precision(DType::bf16).progress(Progress::none));
     return learner.fit(train);
   };
-  manual_seed(6);
-  BnNet eager_model;
-  manual_seed(6);
   BnNet graph_model;
-  const FitResult eager = run(false, eager_model);
-  const FitResult graphed = run(true, graph_model);
-  EXPECT_EQ(graphed.replayed_steps, 4);  // 6 batches: a warm-up, a capture, 4 replays
-  expect_same_history(eager, graphed);
-  expect_same_state(eager_model, graph_model);
+  expect_replay_matches_eager(6, run, 4, &graph_model);
+}
+
+// A run resumed after 12 of an epoch's 13 batches starts on the short one: it becomes the static
+// inputs, then the next epoch's full batches replace them, warm up and are captured (10 replays).
+TEST(LearnerGraph, AResumedEpochStartingOnTheShortBatchStillReplays) {
+  const auto train = loader(quadrant_images(200, 7), false);
+  int runs = 0;
+  auto run = [&](bool graph, BnNet& model) {
+    const std::string dir = fresh_dir("graph_resume_" + std::to_string(runs++));
+    auto sgd = [] { return optim::SgdConfig().lr(0.05).momentum(0.9).fused(true).init(); };
+    auto config = [&] {
+      return LearnerConfig().epochs(2).out_dir(dir).catch_sigint(false).graph(graph).progress(
+          Progress::none);
+    };
+    {
+      int batches = 0;
+      Learner first(model, sgd(), config());
+      const FitResult r = first.fit(train, [&batches](BnNet& m, const data::ImageBatch& b) {
+        if (++batches == 12) request_stop();
+        return ClassificationStep()(m, b);
+      });
+      EXPECT_TRUE(r.interrupted);
+    }
+    Learner resumed(model, sgd(), config().resume());
+    return resumed.fit(train);
+  };
+  BnNet graph_model;
+  expect_replay_matches_eager(9, run, 10, &graph_model);
 }
 
 // Dropout draws random numbers: a recording backend (Cuda) refuses to capture them, and the
@@ -131,17 +164,10 @@ TEST(LearnerGraph, DropoutTrainsAsEagerDoes) {
                     LearnerConfig().epochs(2).graph(graph).progress(Progress::none));
     return learner.fit(train);
   };
-  manual_seed(8);
-  TinyNet eager_model;
-  manual_seed(8);
-  TinyNet graph_model;
-  const FitResult eager = run(false, eager_model);
-  const FitResult graphed = run(true, graph_model);
   DeviceGraph probe(default_device());
   probe.capture([] {});
-  EXPECT_EQ(graphed.replayed_steps, probe.recorded() ? 0 : 10);
-  expect_same_history(eager, graphed);
-  expect_same_state(eager_model, graph_model);
+  TinyNet graph_model;
+  expect_replay_matches_eager(8, run, probe.recorded() ? 0 : 10, &graph_model);
 }
 
 // A batch type of one's own without for_each_tensor.

@@ -71,6 +71,25 @@ namespace ember::cuda {
     default:                                                 \
       otherwise;                                             \
   }
+/// FN<Tx, Ty> for the f32, f16 and bf16 Tx of `xd`, with Ty f32 (yd f32) or Tx: kernels that read
+/// 16-bit data and write it or f32 (the norms, softmax); no_kernel(op, xd) for other dtypes.
+#define EMBER_CUDA_DISPATCH_FLOAT_IO(op, xd, yd, FN, ...)                               \
+  do {                                                                                  \
+    const bool y_f32 = (yd) == DType::f32;                                              \
+    switch (xd) {                                                                       \
+      case DType::f32:                                                                  \
+        FN<float, float>(__VA_ARGS__);                                                  \
+        break;                                                                          \
+      case DType::f16:                                                                  \
+        y_f32 ? FN<Half, float>(__VA_ARGS__) : FN<Half, Half>(__VA_ARGS__);             \
+        break;                                                                          \
+      case DType::bf16:                                                                 \
+        y_f32 ? FN<BFloat16, float>(__VA_ARGS__) : FN<BFloat16, BFloat16>(__VA_ARGS__); \
+        break;                                                                          \
+      default:                                                                          \
+        no_kernel(op, xd);                                                              \
+    }                                                                                   \
+  } while (0)
 
 constexpr int kThreads = 256;
 

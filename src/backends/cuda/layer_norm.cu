@@ -303,25 +303,6 @@ void backward_typed(const RawTensor& dy, const RawTensor& x, const RawTensor& me
   EMBER_CUDA_LAUNCHED(op);
 }
 
-// Calls FN<Tx, Ty> for x's and y's dtypes: Ty is f32 or Tx.
-#define EMBER_LN_DISPATCH(op, xd, yd, FN, ...)                                          \
-  do {                                                                                  \
-    const bool y_f32 = (yd) == DType::f32;                                              \
-    switch (xd) {                                                                       \
-      case DType::f32:                                                                  \
-        FN<float, float>(__VA_ARGS__);                                                  \
-        break;                                                                          \
-      case DType::f16:                                                                  \
-        y_f32 ? FN<Half, float>(__VA_ARGS__) : FN<Half, Half>(__VA_ARGS__);             \
-        break;                                                                          \
-      case DType::bf16:                                                                 \
-        y_f32 ? FN<BFloat16, float>(__VA_ARGS__) : FN<BFloat16, BFloat16>(__VA_ARGS__); \
-        break;                                                                          \
-      default:                                                                          \
-        no_kernel(op, xd);                                                              \
-    }                                                                                   \
-  } while (0)
-
 void check_rows(const RawTensor& x, const RawTensor& y, const char* op) {
   EMBER_CHECK(x.shape.rank() == 2 && x.is_contiguous() && y.is_contiguous(), "[", op,
               "] needs contiguous [N, D] rows, got ", x.shape);
@@ -338,8 +319,8 @@ void CudaBackend::layer_norm(const RawTensor& x, const RawTensor& weight, const 
                              const RawTensor& rstd) {
   check_rows(x, y, "layer_norm");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH("layer_norm", x.dtype, y.dtype, forward_typed, x, weight, bias, eps, y, mean,
-                    rstd);
+  EMBER_CUDA_DISPATCH_FLOAT_IO("layer_norm", x.dtype, y.dtype, forward_typed, x, weight, bias, eps,
+                               y, mean, rstd);
 }
 
 void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x,
@@ -348,16 +329,16 @@ void CudaBackend::layer_norm_backward(const RawTensor& dy, const RawTensor& x,
                                       const RawTensor& dweight, const RawTensor& dbias) {
   check_rows(x, dy, "layer_norm_backward");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH("layer_norm_backward", x.dtype, dy.dtype, backward_typed, dy, x, mean, rstd,
-                    weight, dx, dweight, dbias);
+  EMBER_CUDA_DISPATCH_FLOAT_IO("layer_norm_backward", x.dtype, dy.dtype, backward_typed, dy, x,
+                               mean, rstd, weight, dx, dweight, dbias);
 }
 
 void CudaBackend::rms_norm(const RawTensor& x, const RawTensor& weight, double eps,
                            const RawTensor& y, const RawTensor& rstd) {
   check_rows(x, y, "rms_norm");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH("rms_norm", x.dtype, y.dtype, forward_typed, x, weight, RawTensor(), eps, y,
-                    RawTensor(), rstd);
+  EMBER_CUDA_DISPATCH_FLOAT_IO("rms_norm", x.dtype, y.dtype, forward_typed, x, weight, RawTensor(),
+                               eps, y, RawTensor(), rstd);
 }
 
 void CudaBackend::rms_norm_backward(const RawTensor& dy, const RawTensor& x, const RawTensor& rstd,
@@ -365,8 +346,8 @@ void CudaBackend::rms_norm_backward(const RawTensor& dy, const RawTensor& x, con
                                     const RawTensor& dweight) {
   check_rows(x, dy, "rms_norm_backward");
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
-  EMBER_LN_DISPATCH("rms_norm_backward", x.dtype, dy.dtype, backward_typed, dy, x, RawTensor(),
-                    rstd, weight, dx, dweight, RawTensor());
+  EMBER_CUDA_DISPATCH_FLOAT_IO("rms_norm_backward", x.dtype, dy.dtype, backward_typed, dy, x,
+                               RawTensor(), rstd, weight, dx, dweight, RawTensor());
 }
 
 }  // namespace ember::cuda

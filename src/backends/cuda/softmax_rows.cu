@@ -156,25 +156,6 @@ void softmax_rows_backward_typed(const RawTensor& y, const RawTensor& gy, bool l
   EMBER_CUDA_LAUNCHED(log ? "log_softmax_backward" : "softmax_backward");
 }
 
-// Calls FN<Tx, Ty> for the input's and the output's dtypes: Ty is f32 or Tx.
-#define EMBER_SOFTMAX_DISPATCH(xd, yd, op, FN, ...)                                     \
-  do {                                                                                  \
-    const bool y_f32 = (yd) == DType::f32;                                              \
-    switch (xd) {                                                                       \
-      case DType::f32:                                                                  \
-        FN<float, float>(__VA_ARGS__);                                                  \
-        break;                                                                          \
-      case DType::f16:                                                                  \
-        y_f32 ? FN<Half, float>(__VA_ARGS__) : FN<Half, Half>(__VA_ARGS__);             \
-        break;                                                                          \
-      case DType::bf16:                                                                 \
-        y_f32 ? FN<BFloat16, float>(__VA_ARGS__) : FN<BFloat16, BFloat16>(__VA_ARGS__); \
-        break;                                                                          \
-      default:                                                                          \
-        no_kernel(op, xd);                                                              \
-    }                                                                                   \
-  } while (0)
-
 // Rows are blocks: the grid's x dimension holds 2^31 - 1 of them.
 void check_rows(const RawTensor& x, const char* op) {
   EMBER_CHECK(x.shape.rank() == 2 && x.is_contiguous(), "[", op,
@@ -225,7 +206,7 @@ void CudaBackend::softmax_rows(const RawTensor& x, const RawTensor& lse, bool lo
       y.is_contiguous() && y.shape == x.shape && (y.dtype == x.dtype || y.dtype == DType::f32), "[",
       op, "] writes contiguous ", x.shape, " in ", x.dtype, " or f32");
   if (x.numel() == 0) return;
-  EMBER_SOFTMAX_DISPATCH(x.dtype, y.dtype, op, softmax_rows_typed, x, lse, log, y);
+  EMBER_CUDA_DISPATCH_FLOAT_IO(op, x.dtype, y.dtype, softmax_rows_typed, x, lse, log, y);
 }
 
 void CudaBackend::softmax_rows_backward(const RawTensor& y, const RawTensor& gy, bool log,
@@ -237,7 +218,7 @@ void CudaBackend::softmax_rows_backward(const RawTensor& y, const RawTensor& gy,
                   (y.dtype == gx.dtype || y.dtype == DType::f32),
               "[", op, "] needs contiguous gy in y's dtype ", y.dtype, " and gx in it or 16-bit");
   if (y.numel() == 0) return;
-  EMBER_SOFTMAX_DISPATCH(gx.dtype, y.dtype, op, softmax_rows_backward_typed, y, gy, log, gx);
+  EMBER_CUDA_DISPATCH_FLOAT_IO(op, gx.dtype, y.dtype, softmax_rows_backward_typed, y, gy, log, gx);
 }
 
 }  // namespace ember::cuda

@@ -167,12 +167,11 @@ DeviceContext& context(int index) {
   EMBER_CHECK(index >= 0 && index < n, "[device] vulkan:", index, " does not exist: ", n,
               " Vulkan device", n == 1 ? "" : "s", " with a compute queue here");
   auto& c = in.contexts[static_cast<size_t>(index)];
-  if (!c)
-    c = std::make_unique<DeviceContext>(in.instance, in.devices[static_cast<size_t>(index)], index);
+  if (!c) c = std::make_unique<DeviceContext>(in.devices[static_cast<size_t>(index)], index);
   return *c;
 }
 
-DeviceContext::DeviceContext(VkInstance, VkPhysicalDevice physical, int index) : index_(index) {
+DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(index) {
   vkGetPhysicalDeviceProperties(physical, &props_);
   uint32_t families = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
@@ -483,7 +482,6 @@ const Pipeline& DeviceContext::pipeline(const std::string& name, std::span<const
   auto it = pipelines_.find(name);
   if (it != pipelines_.end()) return it->second;
   Pipeline p;
-  p.bindings = bindings;
   std::vector<VkDescriptorSetLayoutBinding> b(bindings);
   for (uint32_t i = 0; i < bindings; ++i) {
     b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};

@@ -30,12 +30,6 @@ T make(VkStructureType type) {
 /// "[op] vulkan: <what> failed (VK_ERROR_...)" unless r is VK_SUCCESS.
 void check(VkResult r, const char* op, const char* what);
 
-/// A range of one of the device's memory blocks, as a shader binds it.
-struct Span {
-  VkBuffer buffer = VK_NULL_HANDLE;
-  size_t offset = 0;  // bytes from the start of the block's buffer
-};
-
 /// One large VkDeviceMemory with one VkBuffer over all of it; tensors are ranges of it. Its
 /// `base` is an address in Ember's private address space: a Storage's data() is base + offset,
 /// so RawTensor's pointer arithmetic works and the backend maps an address back to its block.
@@ -54,7 +48,6 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  uint32_t bindings = 0;
 };
 
 /// A buffer range bound to one binding of a dispatch.
@@ -65,7 +58,7 @@ struct Binding {
 
 class DeviceContext {
  public:
-  DeviceContext(VkInstance instance, VkPhysicalDevice physical, int index);
+  DeviceContext(VkPhysicalDevice physical, int index);
   ~DeviceContext();
   DeviceContext(const DeviceContext&) = delete;
   DeviceContext& operator=(const DeviceContext&) = delete;
@@ -101,7 +94,6 @@ class DeviceContext {
   size_t reserved() const { return reserved_; }
   void reset_peak() { peak_ = in_use_; }
   void empty_cache();
-  int index() const { return index_; }
 
  private:
   struct Submission {

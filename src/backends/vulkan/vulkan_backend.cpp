@@ -66,13 +66,13 @@ Bound bind(DeviceContext& c, const RawTensor& t) {
           static_cast<uint32_t>((at - start) / static_cast<size_t>(size))};
 }
 
-template <class T>
-void put_strided(const RawTensor& t, const Shape& shape, T* shape_out, int32_t* strides_out) {
-  const int r = shape.rank();
-  for (int d = 0; d < r; ++d) {
-    shape_out[d] = static_cast<T>(shape[d]);
-    strides_out[d] = static_cast<int32_t>(t.strides[d]);
-  }
+// A shape and an operand's strides as the strided shaders' push constants hold them (bounded by
+// check_indexable and by the binding's size, so 32 bits suffice).
+void put_shape(const Shape& shape, uint32_t* out) {
+  for (int d = 0; d < shape.rank(); ++d) out[d] = static_cast<uint32_t>(shape[d]);
+}
+void put_strides(const RawTensor& t, int32_t* out) {
+  for (int d = 0; d < t.rank(); ++d) out[d] = static_cast<int32_t>(t.strides[d]);
 }
 
 void check_indexable(const RawTensor& t, const char* op) {
@@ -201,7 +201,8 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   p.rank = static_cast<uint32_t>(src.rank());
   p.src_base = s.base;
   p.dst_base = d.base;
-  put_strided(src, src.shape, p.shape, p.stride);
+  put_shape(src.shape, p.shape);
+  put_strides(src, p.stride);
   const Binding b[] = {s.binding, d.binding};
   c.dispatch(c.pipeline("copy32", shaders::copy32, 2, sizeof p), b, &p, sizeof p,
              groups_for(dst.numel()));
@@ -275,8 +276,9 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   p.out_base = bo.base;
   p.a_base = ba.base;
   p.b_base = bb.base;
-  put_strided(a, out.shape, p.shape, p.a_stride);
-  for (int d = 0; d < out.rank(); ++d) p.b_stride[d] = static_cast<int32_t>(b.strides[d]);
+  put_shape(out.shape, p.shape);
+  put_strides(a, p.a_stride);
+  put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   c.dispatch(c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
