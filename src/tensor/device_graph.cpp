@@ -3,6 +3,10 @@
 #include "ember/tensor/device_graph.hpp"
 
 #include <utility>
+#if !defined(EMBER_NO_THREADS)
+#include <mutex>
+#include <shared_mutex>
+#endif
 
 #include "ember/core/backend.hpp"
 #include "ember/core/error.hpp"
@@ -15,6 +19,19 @@ struct DeviceGraph::Impl {
   std::unique_ptr<Backend::CapturedWork> work;  // null where the backend cannot record
 };
 
+#if !defined(EMBER_NO_THREADS)
+namespace {
+// Shared by BackgroundWork scopes, exclusive during a capture. One gate for every
+// device: captures are rare and short, and a background batch waits at most one capture.
+std::shared_mutex g_background_gate;
+}  // namespace
+BackgroundWork::BackgroundWork() { g_background_gate.lock_shared(); }
+BackgroundWork::~BackgroundWork() { g_background_gate.unlock_shared(); }
+#else
+BackgroundWork::BackgroundWork() = default;
+BackgroundWork::~BackgroundWork() = default;
+#endif
+
 DeviceGraph::DeviceGraph(Device device) : device_(device), impl_(std::make_unique<Impl>()) {}
 DeviceGraph::~DeviceGraph() = default;
 DeviceGraph::DeviceGraph(DeviceGraph&&) noexcept = default;
@@ -25,6 +42,10 @@ void DeviceGraph::capture(std::function<void()> fn) {
   impl_->work.reset();
   impl_->fn = nullptr;
   Backend& be = detail::backend_for(device_);
+#if !defined(EMBER_NO_THREADS)
+  // Held on every backend, recording or not, so that a program waits (or deadlocks) alike on each.
+  std::unique_lock<std::shared_mutex> background_held_off(g_background_gate);
+#endif
   if (!be.can_capture()) {
     fn();
     impl_->fn = std::move(fn);

@@ -5,6 +5,11 @@
 // (recorded() is true); elsewhere replay() runs the function again.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
 #include <ember/optim/optim.hpp>
@@ -148,6 +153,50 @@ TEST(DeviceGraph, WorkAReplayCannotRepeatIsAnErrorAndTheDeviceCarriesOn) {
   EXPECT_LE(max_abs_diff(y, mul(x, 3.0)), 0.0);
   expect_error_containing([&] { copy_into(y, zeros(Shape{5}, DType::f32, dev)); },
                           "[copy_into] shapes differ");
+}
+
+// Background work (a DataLoader worker uploading the next batch) never overlaps a capture on
+// another thread, which would record its upload into the graph: the capture waits for a scope
+// under way, and a scope opened during the capture waits for its end.
+TEST(DeviceGraph, BackgroundWorkWaitsOutACapture) {
+  using namespace std::chrono_literals;
+  const Device dev = default_device();
+  const DynTensor x = make_input(Shape{4, 8}, DType::f32, Layout::Contiguous, -1, 1, 3);
+  std::atomic<int> phase{0};
+  std::atomic<bool> capturing{false}, overlapped{false};
+  std::string worker_error;
+  std::thread worker([&] {
+    try {
+      {
+        const BackgroundWork held;
+        phase = 1;
+        std::this_thread::sleep_for(50ms);
+        if (capturing) overlapped = true;
+      }
+      while (phase < 2) std::this_thread::yield();
+      const BackgroundWork held;
+      if (capturing) overlapped = true;
+      const DynTensor batch = make_input(Shape{4, 8}, DType::f32, Layout::Contiguous, -1, 1, 4);
+      (void)batch.to_vector<double>();
+    } catch (const Error& e) {
+      worker_error = e.what();
+    }
+  });
+  while (phase < 1) std::this_thread::yield();
+  DynTensor y;
+  DeviceGraph g(dev);
+  g.capture([&] {
+    capturing = true;
+    phase = 2;
+    std::this_thread::sleep_for(50ms);
+    y = mul(x, 2.0);
+    capturing = false;
+  });
+  worker.join();
+  EXPECT_FALSE(overlapped);
+  EXPECT_EQ(worker_error, "");
+  g.replay();
+  EXPECT_LE(max_abs_diff(y, mul(x, 2.0)), 0.0);
 }
 
 TEST(DeviceGraph, ItsMemoryReturnsWhenTheGraphGoes) {

@@ -20,6 +20,7 @@
 
 #include "ember/core/device.hpp"
 #include "ember/data/dataset.hpp"
+#include "ember/tensor/background_work.hpp"
 
 namespace ember::data {
 
@@ -219,6 +220,9 @@ class DataLoader {
           items.push_back(dataset_->at(item));
         }
         item = detail::kNone;
+        if (worker == detail::kNone) return batcher_->batch(std::move(items), config_.device_);
+        // A worker's uploads wait out a DeviceGraph capture on the loop's thread.
+        const BackgroundWork held;
         return batcher_->batch(std::move(items), config_.device_);
       } catch (...) {
         detail::loader_error(worker, k, item);

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "ember/core/device.hpp"
+#include "ember/tensor/background_work.hpp"
 #include "ember/tensor/dyn_tensor.hpp"
 
 namespace ember {
@@ -36,7 +37,9 @@ class DeviceGraph {
   DeviceGraph& operator=(const DeviceGraph&) = delete;
 
   /// Runs fn once, recording the work it queues on the device (replacing an earlier capture).
-  /// Other threads must not use the device meanwhile. If fn throws, nothing is kept.
+  /// Work from other threads would be recorded too (a device has one queue): the capture waits
+  /// for every BackgroundWork scope to end and holds new ones off until it ends. If fn throws,
+  /// nothing is kept.
   void capture(std::function<void()> fn);
   /// Queues the recorded work again (Cuda: one graph launch, no host wait); where the backend
   /// cannot record, calls fn again.
