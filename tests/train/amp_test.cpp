@@ -151,6 +151,37 @@ std::vector<double> amp_losses(DType precision, int steps) {
 // The stated tolerance (docs/TRAINING.md): over 120 Adam steps, every step's loss within 0.03 of
 // the f32 run's and the mean of the last 20 within 0.01, while the loss falls from 1.4 to 0.01
 // (measured on the Cpu: 0.0015 and 0.0000 in bf16, 0.0002 and 0.0000 in f16).
+// A transposed weight (x @ w.t(), as a tied lm head is written) is cast in its memory order and
+// stays a transposed 16-bit view, so no strided gather runs; values and gradients are those of
+// the contiguous cast.
+TEST(Autocast, ATransposedWeightKeepsItsLayoutWhenCast) {
+  manual_seed(6);
+  const DynTensor x = randn_dyn({5, 8});
+  const DynTensor w = require_grad(randn_dyn({7, 8}));
+  const DynTensor wt = transpose(w, 0, 1);
+  auto amp = autocast(dev(), DType::bf16);
+  const DynTensor lowered = ember::detail::autocast_lower(wt);
+  EXPECT_EQ(lowered.dtype(), DType::bf16);
+  EXPECT_EQ(lowered.shape(), (Shape{8, 7}));
+  EXPECT_EQ(lowered.raw().strides[0], 1);  // w's memory order, seen transposed
+  EXPECT_EQ(lowered.raw().strides[1], 8);
+  EXPECT_EQ(max_abs_diff(lowered, cast(contiguous(wt), DType::bf16)), 0.0);
+  const DynTensor g = backward(sum(square(matmul(x, wt)))).get(w);
+  DynTensor g_ref;
+  {
+    auto off = autocast(dev(), DType::bf16, false);
+    const DynTensor w16 = require_grad(cast(detach(w), DType::bf16));
+    g_ref = backward(sum(cast(square(matmul(cast(x, DType::bf16), transpose(w16, 0, 1))),
+                              DType::f32)))
+                .get(w16);
+  }
+  EXPECT_EQ(g.dtype(), DType::f32);
+  EXPECT_EQ(g.shape(), (Shape{7, 8}));
+  EXPECT_LT(max_abs_diff(g, g_ref), 1e-2 * std::sqrt(sum(square(g)).item<double>()));
+  const DynTensor broadcast = expand(reshape(detach(w), Shape{7, 1, 8}), Shape{7, 3, 8});
+  EXPECT_TRUE(ember::detail::autocast_lower(broadcast).is_contiguous());  // not dense: a plain cast
+}
+
 TEST(Autocast, TrainingInBf16AndF16TracksFloat32) {
   const int steps = 120;
   const std::vector<double> f32 = amp_losses(DType::f32, steps);
