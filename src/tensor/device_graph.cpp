@@ -19,18 +19,37 @@ struct DeviceGraph::Impl {
   std::unique_ptr<Backend::CapturedWork> work;  // null where the backend cannot record
 };
 
-#if !defined(EMBER_NO_THREADS)
 namespace {
-// Shared by BackgroundWork scopes, exclusive during a capture. One gate for every
-// device: captures are rare and short, and a background batch waits at most one capture.
+#if !defined(EMBER_NO_THREADS)
+// Shared by BackgroundWork scopes, exclusive during a capture. One gate for every device:
+// captures are rare and short, and a background batch waits at most one capture.
 std::shared_mutex g_background_gate;
-}  // namespace
-BackgroundWork::BackgroundWork() { g_background_gate.lock_shared(); }
-BackgroundWork::~BackgroundWork() { g_background_gate.unlock_shared(); }
+thread_local bool t_capturing = false;  // this thread holds the gate: a capture is under way
 #else
-BackgroundWork::BackgroundWork() = default;
-BackgroundWork::~BackgroundWork() = default;
+bool t_capturing = false;
 #endif
+
+// Marks the calling thread as capturing for the scope's life (exceptions included).
+struct CapturingScope {
+  CapturingScope() { t_capturing = true; }
+  ~CapturingScope() { t_capturing = false; }
+  CapturingScope(const CapturingScope&) = delete;
+  CapturingScope& operator=(const CapturingScope&) = delete;
+};
+}  // namespace
+
+BackgroundWork::BackgroundWork() {
+  EMBER_CHECK(!t_capturing, "[BackgroundWork] opened inside a DeviceGraph capture on the same ",
+              "thread: it would wait for that capture to end");
+#if !defined(EMBER_NO_THREADS)
+  g_background_gate.lock_shared();
+#endif
+}
+BackgroundWork::~BackgroundWork() {
+#if !defined(EMBER_NO_THREADS)
+  g_background_gate.unlock_shared();
+#endif
+}
 
 DeviceGraph::DeviceGraph(Device device) : device_(device), impl_(std::make_unique<Impl>()) {}
 DeviceGraph::~DeviceGraph() = default;
@@ -41,11 +60,14 @@ void DeviceGraph::capture(std::function<void()> fn) {
   EMBER_CHECK(fn != nullptr, "[DeviceGraph::capture] the function is empty");
   impl_->work.reset();
   impl_->fn = nullptr;
+  EMBER_CHECK(!t_capturing, "[DeviceGraph] a capture is already under way on this thread: ",
+              "captures do not nest");
   Backend& be = detail::backend_for(device_);
 #if !defined(EMBER_NO_THREADS)
-  // Held on every backend, recording or not, so that a program waits (or deadlocks) alike on each.
+  // Held on every backend, recording or not, so that a program waits alike on each.
   std::unique_lock<std::shared_mutex> background_held_off(g_background_gate);
 #endif
+  const CapturingScope capturing;
   if (!be.can_capture()) {
     fn();
     impl_->fn = std::move(fn);
