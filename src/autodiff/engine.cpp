@@ -3,6 +3,7 @@
 // dropped as soon as a node has run, so memory falls while backward proceeds.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <unordered_map>
 
 #include "../tensor/internal.hpp"
@@ -127,15 +128,42 @@ bool pieces_tile(const std::vector<GradPiece>& pieces, const Shape& shape) {
   return covered == shape.numel();
 }
 
+// When tiling pieces already sit where they belong in one buffer of the slot's dtype (the
+// gradients of q, k and v that fused attention wrote into one buffer laid out as the packed qkv
+// projection), that buffer is the gradient: a view of it, with no copy.
+std::optional<RawTensor> pieces_in_place(const std::vector<GradPiece>& pieces, const Shape& shape,
+                                         DType dtype) {
+  const RawTensor& first = pieces.front().part.raw();
+  const int64_t base = first.offset - pieces.front().offset;
+  if (base < 0) return std::nullopt;
+  for (const GradPiece& p : pieces) {
+    const RawTensor& t = p.part.raw();
+    if (t.storage != first.storage || t.dtype != dtype || t.offset - p.offset != base) {
+      return std::nullopt;
+    }
+    for (int d = 0; d < t.shape.rank(); ++d) {
+      if (t.shape[d] > 1 && t.strides[d] != p.strides[d]) return std::nullopt;
+    }
+  }
+  return first.view(shape, contiguous_strides(shape), base);
+}
+
 // The slot's whole gradient: the dense part plus every piece, added in place into one fresh
 // buffer (a copy of the dense part, or zeros), or the pieces copied into place when they tile it.
 DynTensor take_gradient(Slot& slot, const Node& n) {
   DynTensor g = std::move(slot.grad);
   if (slot.pieces.empty()) return g;
+  const bool tiled = !g.defined() && pieces_tile(slot.pieces, n.shape());
+  if (tiled) {
+    if (auto whole = pieces_in_place(slot.pieces, n.shape(), n.dtype())) {
+      slot.pieces.clear();
+      return DynTensor(std::move(*whole));
+    }
+  }
   const Device device = slot.pieces.front().part.device();
   DynTensor out = detail::make_empty(n.shape(), n.dtype(), device, "backward");
   Backend& be = detail::backend_of(out);
-  if (!g.defined() && pieces_tile(slot.pieces, n.shape())) {
+  if (tiled) {
     detail::check_supported(be, OpFamily::Copy, n.dtype(), "backward");
     for (GradPiece& p : slot.pieces) {
       be.copy(p.part.raw(), out.raw().view(p.part.shape(), p.strides, p.offset));  // casts too

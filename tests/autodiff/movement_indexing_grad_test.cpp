@@ -169,6 +169,22 @@ TEST(MovementGrad, SparsePiecesAccumulate) {
              {rnd({2, 4, 2})});
 }
 
+// Pieces that already sit in place in one buffer (a split's parts concatenated in order: cat's
+// backward passes views of its gradient) are that buffer, with no copy; out of place (the parts
+// reordered) they are copied.
+TEST(MovementGrad, PiecesAlreadyInPlaceAreTheirBuffer) {
+  CHECK_GRAD([](auto& in) { return cat(split(in[0], 2, 1), 1); }, {rnd_t(3, 5)});
+  const DynTensor x = require_grad(rnd({3, 5}));
+  const DynTensor w = rnd({3, 5});
+  const DynTensor g = ember::grad(cat(split(x, 2, 1), 1), {x}, w)[0];
+  EXPECT_EQ(g.raw().data(), w.raw().data());
+  EXPECT_EQ(g.to_vector<double>(), w.to_vector<double>());
+  const DynTensor r = ember::grad(cat({narrow(x, 1, 2, 3), narrow(x, 1, 0, 2)}, 1), {x}, w)[0];
+  EXPECT_NE(r.raw().data(), w.raw().data());
+  EXPECT_EQ(cat({narrow(r, 1, 2, 3), narrow(r, 1, 0, 2)}, 1).to_vector<double>(),
+            w.to_vector<double>());
+}
+
 TEST(MovementGrad, Flip) {
   CHECK_GRAD([](auto& in) { return flip(in[0], {0, -1}); }, {rnd_t(3, 4)});
   CHECK_GRAD([](auto& in) { return flip(in[0], {1}); }, {rnd({2, 1, 3})});

@@ -235,7 +235,8 @@ class Backend {
   /// log-sum-exp of each query's scaled scores (what the backward needs).
   virtual void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
                          const AttentionParams& p, const RawTensor& out, const RawTensor& lse);
-  /// dq, dk, dv (contiguous) from the forward's inputs, out, lse and grad_out.
+  /// dq, dk, dv from the forward's inputs, out, lse and grad_out: contiguous, or laid out as q,
+  /// k and v are when those are the three slices of one packed view (one buffer, no overlap).
   virtual void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
                                   const RawTensor& out, const RawTensor& grad_out,
                                   const RawTensor& lse, const AttentionParams& p,

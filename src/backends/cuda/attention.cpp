@@ -146,7 +146,8 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
                                      const RawTensor& dv) {
   constexpr const char* op = "scaled_dot_product_attention_backward";
   DeviceState& s = state_of(dq);
-  const std::string key = key_of("bwd", q, k, v, out, &grad_out, p);
+  std::string key = key_of("bwd", q, k, v, out, &grad_out, p);
+  for (const RawTensor* d : {&dq, &dk, &dv}) append(key, *d);
   const auto a = cached_graph(key, q, k, v, s, op, [&](AttentionGraph& g) {
     g.o = input(*g.graph, "O", out);
     g.d_o = input(*g.graph, "dO", grad_out);
