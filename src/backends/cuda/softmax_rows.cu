@@ -8,14 +8,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common.cuh"
 #include "cuda_backend.hpp"
+#include "elementwise.cuh"
 
 namespace ember::cuda {
 namespace {
 
 constexpr int kRowThreads = 512;
+
+// exp(a - m) for a <= m, with a == m giving 1 even where both are +inf: a row holding +inf
+// (and no NaN) sums to the count of its +infs, so its log-sum-exp is +inf. The fast exp: its
+// relative error (a few 1e-7) is below what the f32 sum keeps.
+__device__ __forceinline__ float exp_below(float a, float m) {
+  return a == m ? 1.0f : __expf(a - m);
+}
 
 // A running (max, sum of exp(x - max)) pair; combining two rescales the smaller-max side. A NaN
 // anywhere makes the pair NaN for good (m = NaN), so the row's result is NaN, as PyTorch's.
@@ -28,26 +37,61 @@ struct MaxSumCombine {
     if (a.m == -INFINITY) return b;
     if (b.m == -INFINITY) return a;
     const float m = fmaxf(a.m, b.m);
-    return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+    return {m, a.s * exp_below(a.m, m) + b.s * exp_below(b.m, m)};
   }
 };
 
+// Rows are read in 16-byte packs when every row starts 16-byte aligned (the vocabulary-sized
+// rows of a language model's logits): 8 16-bit values per load instead of one.
 template <class T>
+constexpr int kPackOf = static_cast<int>(16 / sizeof(T));
+template <class T>
+using RowPack = Pack<T, kPackOf<T>>;
+
+template <class T>
+bool rows_in_packs(const RawTensor& x) {
+  return aligned_to(x.data(), 16) && x.shape[1] % kPackOf<T> == 0;
+}
+
+// Folds n values into the running pair: one rescale per call, one exp per value.
+__device__ __forceinline__ void fold(MaxSum& acc, const float* v, int n) {
+  float m = acc.m;
+  bool nan = isnan(m);
+  for (int i = 0; i < n; ++i) {
+    nan |= isnan(v[i]);
+    m = fmaxf(m, v[i]);
+  }
+  if (nan) {
+    acc = {NAN, NAN};
+    return;
+  }
+  if (m == -INFINITY) return;  // nothing but -inf so far
+  float s = acc.m == -INFINITY ? 0.0f : acc.s * exp_below(acc.m, m);
+  for (int i = 0; i < n; ++i) s += exp_below(v[i], m);
+  acc = {m, s};
+}
+
+template <class T, bool kPacked>
 __global__ void logsumexp_rows_kernel(const T* __restrict__ x, int64_t cols,
                                       float* __restrict__ lse) {
   using Reduce = cub::BlockReduce<MaxSum, kRowThreads>;
   __shared__ typename Reduce::TempStorage temp;
   const T* row = x + static_cast<int64_t>(blockIdx.x) * cols;
   MaxSum acc{-INFINITY, 0.0f};
-  for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
-    const float v = static_cast<float>(row[k]);
-    if (isnan(v) || isnan(acc.m)) {
-      acc = {NAN, NAN};
-    } else if (v > acc.m) {
-      acc.s = (acc.m == -INFINITY ? 0.0f : acc.s * expf(acc.m - v)) + 1.0f;
-      acc.m = v;
-    } else {
-      acc.s += expf(v - acc.m);
+  if constexpr (kPacked) {
+    constexpr int K = kPackOf<T>;
+    const auto* packs = reinterpret_cast<const RowPack<T>*>(row);
+    for (int64_t j = threadIdx.x; j < cols / K; j += kRowThreads) {
+      const RowPack<T> p = packs[j];
+      float v[K];
+#pragma unroll
+      for (int i = 0; i < K; ++i) v[i] = static_cast<float>(p.v[i]);
+      fold(acc, v, K);
+    }
+  } else {
+    for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
+      const float v = static_cast<float>(row[k]);
+      fold(acc, &v, 1);
     }
   }
   const MaxSum total = Reduce(temp).Reduce(acc, MaxSumCombine());
@@ -57,7 +101,7 @@ __global__ void logsumexp_rows_kernel(const T* __restrict__ x, int64_t cols,
   }
 }
 
-template <class T>
+template <class T, bool kPacked>
 __global__ void cross_entropy_backward_kernel(const T* __restrict__ x, int64_t cols,
                                               const float* __restrict__ lse,
                                               const int64_t* __restrict__ target,
@@ -67,17 +111,39 @@ __global__ void cross_entropy_backward_kernel(const T* __restrict__ x, int64_t c
   T* out = dx + r * cols;
   const float l = lse[r], c = coef[r];
   const int64_t t = target[r];
-  for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
-    const float p = expf(static_cast<float>(row[k]) - l);
-    out[k] = T(c * (k == t ? p - 1.0f : p));
+  if constexpr (kPacked) {
+    constexpr int K = kPackOf<T>;
+    const auto* in = reinterpret_cast<const RowPack<T>*>(row);
+    auto* o = reinterpret_cast<RowPack<T>*>(out);
+    for (int64_t j = threadIdx.x; j < cols / K; j += kRowThreads) {
+      const RowPack<T> p = in[j];
+      RowPack<T> q;
+#pragma unroll
+      for (int i = 0; i < K; ++i) {
+        const float e = __expf(static_cast<float>(p.v[i]) - l);
+        q.v[i] = T(c * (j * K + i == t ? e - 1.0f : e));
+      }
+      o[j] = q;
+    }
+  } else {
+    for (int64_t k = threadIdx.x; k < cols; k += kRowThreads) {
+      const float e = __expf(static_cast<float>(row[k]) - l);
+      out[k] = T(c * (k == t ? e - 1.0f : e));
+    }
   }
 }
 
 template <class T>
 void logsumexp_rows_typed(const RawTensor& x, const RawTensor& lse) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
-  logsumexp_rows_kernel<T><<<static_cast<unsigned>(rows), kRowThreads, 0, stream_of(x)>>>(
-      static_cast<const T*>(x.data()), cols, static_cast<float*>(lse.data()));
+  const auto grid = static_cast<unsigned>(rows);
+  const auto* xp = static_cast<const T*>(x.data());
+  auto* out = static_cast<float*>(lse.data());
+  if (rows_in_packs<T>(x)) {
+    logsumexp_rows_kernel<T, true><<<grid, kRowThreads, 0, stream_of(x)>>>(xp, cols, out);
+  } else {
+    logsumexp_rows_kernel<T, false><<<grid, kRowThreads, 0, stream_of(x)>>>(xp, cols, out);
+  }
   EMBER_CUDA_LAUNCHED("cross_entropy");
 }
 
@@ -85,10 +151,19 @@ template <class T>
 void cross_entropy_backward_typed(const RawTensor& x, const RawTensor& lse, const RawTensor& target,
                                   const RawTensor& coef, const RawTensor& dx) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
-  cross_entropy_backward_kernel<T><<<static_cast<unsigned>(rows), kRowThreads, 0, stream_of(x)>>>(
-      static_cast<const T*>(x.data()), cols, static_cast<const float*>(lse.data()),
-      static_cast<const int64_t*>(target.data()), static_cast<const float*>(coef.data()),
-      static_cast<T*>(dx.data()));
+  const auto grid = static_cast<unsigned>(rows);
+  auto launch = [&](auto packed) {
+    cross_entropy_backward_kernel<T, decltype(packed)::value>
+        <<<grid, kRowThreads, 0, stream_of(x)>>>(
+            static_cast<const T*>(x.data()), cols, static_cast<const float*>(lse.data()),
+            static_cast<const int64_t*>(target.data()), static_cast<const float*>(coef.data()),
+            static_cast<T*>(dx.data()));
+  };
+  if (rows_in_packs<T>(x) && aligned_to(dx.data(), 16)) {
+    launch(std::true_type{});
+  } else {
+    launch(std::false_type{});
+  }
   EMBER_CUDA_LAUNCHED("cross_entropy_backward");
 }
 
