@@ -29,8 +29,8 @@ DynTensor linear_fused(const DynTensor& x, const DynTensor& weight, const DynTen
   const DynTensor saved_w = x.requires_grad() ? weight : DynTensor();
   autodiff::record(
       "linear", {&x, &weight, b}, y,
-      [x = saved_x, w = saved_w, x_shape = x.shape(), has_bias = b != nullptr, m, n,
-       k](autodiff::BackwardArgs& a) {
+      [x = saved_x, w = saved_w, w_column_major = fused_linear_column_major(weight),
+       x_shape = x.shape(), has_bias = b != nullptr, m, n, k](autodiff::BackwardArgs& a) {
         constexpr size_t ix = 0, iw = 1, ib = 2;
         const bool want_db = has_bias && a.needs(ib);
         if (a.options.create_graph) {
@@ -43,7 +43,8 @@ DynTensor linear_fused(const DynTensor& x, const DynTensor& weight, const DynTen
         const DynTensor g = reshape(detach(a.grad), Shape{m, n});
         if (a.needs(ix)) a.input_grads[ix] = reshape(matmul(g, detach(w)), x_shape);
         if (a.needs(iw)) {
-          auto [dw, db] = fused_linear_weight_grad(g, reshape(detach(x), Shape{m, k}), want_db);
+          auto [dw, db] =
+              fused_linear_weight_grad(g, reshape(detach(x), Shape{m, k}), want_db, w_column_major);
           a.input_grads[iw] = dw;
           if (want_db) a.input_grads[ib] = db;
         } else if (want_db) {

@@ -19,7 +19,19 @@ RawTensor matrix(const DynTensor& t) {
   return direct ? d.raw() : contiguous(d).raw();
 }
 
+// The weight as the backend reads it: row-major or column-major as it is, else a packed copy.
+RawTensor weight_matrix(const DynTensor& w) {
+  return fused_linear_column_major(w) ? detach(w).raw() : matrix(w);
+}
+
 }  // namespace
+
+bool fused_linear_column_major(const DynTensor& w) {
+  if (!w.defined() || w.rank() != 2) return false;
+  // Row-major wins where both hold (one row or one column).
+  const bool row_major = w.strides()[1] == 1 && (w.size(0) == 1 || w.strides()[0] >= w.size(1));
+  return !row_major && w.strides()[0] == 1 && (w.size(1) == 1 || w.strides()[1] >= w.size(0));
+}
 
 bool fused_linear_supported(const DynTensor& x, const DynTensor& w, const DynTensor& b) {
   if (!x.defined() || !w.defined() || x.rank() < 1 || w.rank() != 2) return false;
@@ -43,12 +55,12 @@ DynTensor fused_linear(const DynTensor& x2d, const DynTensor& w, const DynTensor
   const DynTensor out =
       detail::make_empty(Shape{x2d.size(0), w.size(0)}, x2d.dtype(), x2d.device(), op);
   const RawTensor bias = b.defined() ? contiguous(detach(b)).raw() : RawTensor();
-  detail::backend_of(out).linear(matrix(x2d), matrix(w), bias, out.raw());
+  detail::backend_of(out).linear(matrix(x2d), weight_matrix(w), bias, out.raw());
   return out;
 }
 
 std::array<DynTensor, 2> fused_linear_weight_grad(const DynTensor& g2d, const DynTensor& x2d,
-                                                  bool has_bias) {
+                                                  bool has_bias, bool dw_column_major) {
   constexpr const char* op = "linear_backward";
   detail::check_defined(g2d, op, "grad");
   detail::check_defined(x2d, op);
@@ -60,7 +72,10 @@ std::array<DynTensor, 2> fused_linear_weight_grad(const DynTensor& g2d, const Dy
   // The gradient has the result's dtype, which is x's; a cast keeps the contract if it has not.
   const DynTensor g = cast(detach(g2d), x2d.dtype());
   const int64_t n = g.size(1), k = x2d.size(1);
-  std::array<DynTensor, 2> d{detail::make_empty(Shape{n, k}, x2d.dtype(), x2d.device(), op)};
+  std::array<DynTensor, 2> d{
+      dw_column_major
+          ? transpose(detail::make_empty(Shape{k, n}, x2d.dtype(), x2d.device(), op), 0, 1)
+          : detail::make_empty(Shape{n, k}, x2d.dtype(), x2d.device(), op)};
   if (has_bias) d[1] = detail::make_empty(Shape{n}, x2d.dtype(), x2d.device(), op);
   detail::backend_of(x2d).linear_backward_weight(matrix(g), matrix(x2d), d[0].raw(),
                                                  has_bias ? d[1].raw() : RawTensor());

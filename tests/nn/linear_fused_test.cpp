@@ -47,7 +47,8 @@ struct Case {
   int64_t out;
   bool bias;
   Layout layout;
-  bool padded = false;  // rows further apart than their length (a slice of wider rows)
+  bool padded = false;     // rows further apart than their length (a slice of wider rows)
+  bool w_columns = false;  // the weight a transposed [in, out] leaf (Conv1D's w.t()): column-major
 };
 
 // x in `dt` and the case's layout.
@@ -68,6 +69,9 @@ TEST(LinearFused, MatchesFloat64ValuesAndGradients) {
                         Case{Shape{3, 9, 32}, 24, true, Layout::Strided},
                         Case{Shape{20, 48}, 32, true, Layout::Contiguous, true},
                         Case{Shape{33, 64}, 48, false, Layout::Contiguous},
+                        Case{Shape{33, 64}, 48, true, Layout::Contiguous, false, true},
+                        Case{Shape{2, 17, 96}, 80, false, Layout::Contiguous, false, true},
+                        Case{Shape{1, 40}, 1, true, Layout::Contiguous, false, true},
                         Case{Shape{1024, 256}, 384, true, Layout::Contiguous}}) {
     const int64_t in = c.x[c.x.rank() - 1];
     Shape y_shape = c.x;
@@ -76,10 +80,13 @@ TEST(LinearFused, MatchesFloat64ValuesAndGradients) {
     for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + to_string(c.x) + " " +
                    layout_name(c.layout) + " out " + std::to_string(c.out) +
-                   (c.bias ? "" : " no bias"));
+                   (c.bias ? "" : " no bias") + (c.w_columns ? " w.t()" : ""));
       const DynTensor x = require_grad(make_x(c, dt));
-      const DynTensor w =
-          require_grad(make_input(Shape{c.out, in}, dt, Layout::Contiguous, -0.5, 0.5, 82));
+      const DynTensor w_leaf =
+          require_grad(make_input(c.w_columns ? Shape{in, c.out} : Shape{c.out, in}, dt,
+                                  Layout::Contiguous, -0.5, 0.5, 82));
+      const DynTensor w = c.w_columns ? transpose(w_leaf, 0, 1) : w_leaf;
+      EXPECT_EQ(fused_linear_column_major(w), c.w_columns && c.out > 1);
       const DynTensor b =
           c.bias ? require_grad(make_input(Shape{c.out}, dt, Layout::Contiguous, -1, 1, 83))
                  : DynTensor();
@@ -100,7 +107,8 @@ TEST(LinearFused, MatchesFloat64ValuesAndGradients) {
       const Gradients ref = backward(sum(mul(yr, cast(g, DType::f64))));
       expect_close_to(y, yr, dt, "y");
       expect_close_to(grads.get(x), ref.get(xr), dt, "dx");
-      expect_close_to(grads.get(w), ref.get(wr), dt, "dw");
+      const DynTensor dw = grads.get(w_leaf);
+      expect_close_to(c.w_columns ? transpose(dw, 0, 1) : dw, ref.get(wr), dt, "dw");
       if (c.bias) expect_close_to(grads.get(b), ref.get(br), dt, "db");
     }
   }

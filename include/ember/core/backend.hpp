@@ -245,6 +245,8 @@ class Backend {
   // Fused linear layer (OpFamily::Linear), every operand of one float dtype (the one supports()
   // is asked about): x [M, K], w [N, K] and grad [M, N] with a unit last stride and rows at least
   // a row apart (any row stride for one row), bias, out and the gradients contiguous; M, N, K >= 1.
+  // w and dw may instead be column-major (unit row stride, columns at least a column apart: the
+  // transpose of a row-major [K, N], as a Conv1D weight is passed).
   /// out [M, N] = x w^T + bias (bias [N] may be undefined): one GEMM with the bias in its epilogue.
   virtual void linear(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                       const RawTensor& out);

@@ -203,6 +203,14 @@ bool run(const Gemm& g, DeviceState& s, const char* op) {
 // stride, which is free when it has one row.
 int64_t leading(const RawTensor& t) { return t.shape[0] == 1 ? t.shape[1] : t.strides[0]; }
 
+// Whether t [rows, cols] is column-major (unit row stride; Backend::linear's alternative for the
+// weight and its gradient), and its leading dimension then: the column stride.
+bool column_major(const RawTensor& t) {
+  return !(t.strides[1] == 1 && (t.shape[0] == 1 || t.strides[0] >= t.shape[1])) &&
+         t.strides[0] == 1;
+}
+int64_t leading_column(const RawTensor& t) { return t.shape[1] == 1 ? t.shape[0] : t.strides[1]; }
+
 // t [rows, cols] as matmul's [1, rows, cols] operand, or its transpose [1, cols, rows].
 RawTensor batch_of_one(const RawTensor& t, bool transposed) {
   const int64_t rows = t.shape[0], cols = t.shape[1], ld = leading(t);
@@ -219,14 +227,16 @@ void CudaBackend::linear(const RawTensor& x, const RawTensor& w, const RawTensor
   const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
   // Row-major y [M, N] is column-major [N, M] = op(A) B with A = w's memory (column-major
   // [K, N], transposed) and B = x's (column-major [K, M]): the bias runs along D's N rows.
+  // A column-major w is A's memory as it is (column-major [N, K]), not transposed.
+  const bool w_columns = column_major(w);
   Gemm g;
-  g.trans_a = CUBLAS_OP_T;
+  g.trans_a = w_columns ? CUBLAS_OP_N : CUBLAS_OP_T;
   g.trans_b = CUBLAS_OP_N;
   g.m = n;
   g.n = m;
   g.k = k;
   g.a = w.data();
-  g.lda = leading(w);
+  g.lda = w_columns ? leading_column(w) : leading(w);
   g.b = x.data();
   g.ldb = leading(x);
   g.d = out.data();
@@ -238,10 +248,13 @@ void CudaBackend::linear(const RawTensor& x, const RawTensor& w, const RawTensor
 
   // No algorithm for the epilogue: x w^T by the plain GEMM, then the bias added (broadcast).
   const RawTensor out3 = out.view(Shape{1, m, n}, Strides{m * n, n, 1}, out.offset);
-  if (!bias.defined()) return matmul(batch_of_one(x, false), batch_of_one(w, true), out3);
+  const RawTensor wt = w_columns
+                           ? w.view(Shape{1, k, n}, Strides{0, leading_column(w), 1}, w.offset)
+                           : batch_of_one(w, true);
+  if (!bias.defined()) return matmul(batch_of_one(x, false), wt, out3);
   const std::shared_ptr<Storage> tmp = scratch(out.nbytes(), out.device());
   const RawTensor xw{tmp, Shape{m, n}, Strides{n, 1}, 0, out.dtype};
-  matmul(batch_of_one(x, false), batch_of_one(w, true), xw.view(out3.shape, out3.strides, 0));
+  matmul(batch_of_one(x, false), wt, xw.view(out3.shape, out3.strides, 0));
   binary(BinaryOp::Add, xw, bias.view(Shape{m, n}, Strides{0, 1}, bias.offset), out);
   // tmp is released here: the allocator's frees are ordered on the stream after the add.
 }
@@ -254,26 +267,40 @@ void CudaBackend::linear_backward_weight(const RawTensor& grad, const RawTensor&
   // Row-major dw [N, K] is column-major [K, N] = A op(B) with A = x's memory (column-major
   // [K, M]) and B = grad's (column-major [N, M], transposed), k = M; BGRADB sums op(B) over that
   // same k: dbias, one entry per column of D.
+  // A column-major dw is column-major [N, K] = grad's memory (column-major [N, M]) times x's
+  // transposed, k = M again; the bias gradient then sums A (BGRADA), one entry per row of D.
+  const bool dw_columns = column_major(dw);
   Gemm g;
   g.trans_a = CUBLAS_OP_N;
   g.trans_b = CUBLAS_OP_T;
-  g.m = k;
-  g.n = n;
+  g.m = dw_columns ? n : k;
+  g.n = dw_columns ? k : n;
   g.k = m;
-  g.a = x.data();
-  g.lda = leading(x);
-  g.b = grad.data();
-  g.ldb = leading(grad);
+  g.a = dw_columns ? grad.data() : x.data();
+  g.lda = dw_columns ? leading(grad) : leading(x);
+  g.b = dw_columns ? x.data() : grad.data();
+  g.ldb = dw_columns ? leading(x) : leading(grad);
   g.d = dw.data();
-  g.ldd = k;
+  g.ldd = dw_columns ? n : k;
   g.bias = dbias.defined() ? dbias.data() : nullptr;
-  g.epilogue = dbias.defined() ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT;
+  g.epilogue = !dbias.defined() ? CUBLASLT_EPILOGUE_DEFAULT
+               : dw_columns     ? CUBLASLT_EPILOGUE_BGRADA
+                                : CUBLASLT_EPILOGUE_BGRADB;
   g.dtype = dw.dtype;
   if (run(g, s, op)) return;
 
-  // No algorithm for the epilogue: grad^T x by the plain GEMM, then grad's column sums.
-  matmul(batch_of_one(grad, true), batch_of_one(x, false),
-         dw.view(Shape{1, n, k}, Strides{n * k, k, 1}, dw.offset));
+  // No algorithm for the epilogue: grad^T x by the plain GEMM (into scratch, then laid out as dw
+  // when dw is column-major), then grad's column sums.
+  if (dw_columns) {
+    const std::shared_ptr<Storage> tmp = scratch(dw.nbytes(), dw.device());
+    const RawTensor rows{tmp, Shape{n, k}, Strides{k, 1}, 0, dw.dtype};
+    matmul(batch_of_one(grad, true), batch_of_one(x, false),
+           rows.view(Shape{1, n, k}, Strides{n * k, k, 1}, 0));
+    copy(rows, dw);
+  } else {
+    matmul(batch_of_one(grad, true), batch_of_one(x, false),
+           dw.view(Shape{1, n, k}, Strides{n * k, k, 1}, dw.offset));
+  }
   if (dbias.defined()) {
     const RawTensor g2 = grad.view(Shape{m, n}, Strides{leading(grad), 1}, grad.offset);
     reduce(ReduceOp::Sum, g2, 1u, dbias.view(Shape{1, n}, Strides{n, 1}, dbias.offset));
