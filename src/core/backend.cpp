@@ -196,17 +196,18 @@ void Backend::activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor&,
   no_kernel(std::string(op_name(op)) + "_backward", gy.dtype);
 }
 
-bool Backend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&) const {
+bool Backend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&,
+                                 const RawTensor&) const {
   return false;
 }
-void Backend::attention(const RawTensor& q, const RawTensor&, const RawTensor&,
+void Backend::attention(const RawTensor& q, const RawTensor&, const RawTensor&, const RawTensor&,
                         const AttentionParams&, const RawTensor&, const RawTensor&) {
   no_kernel("scaled_dot_product_attention", q.dtype);
 }
 void Backend::attention_backward(const RawTensor& q, const RawTensor&, const RawTensor&,
                                  const RawTensor&, const RawTensor&, const RawTensor&,
-                                 const AttentionParams&, const RawTensor&, const RawTensor&,
-                                 const RawTensor&) {
+                                 const RawTensor&, const AttentionParams&, const RawTensor&,
+                                 const RawTensor&, const RawTensor&) {
   no_kernel("scaled_dot_product_attention_backward", q.dtype);
 }
 

@@ -49,6 +49,24 @@ DynTensor causal_mask(int64_t l, int64_t s, DType dtype, Device device) {
   return additive(gt(j, i), true, dtype);
 }
 
+// attn_mask as the fused kernels take it: additive, in q's dtype, [B or 1, H or 1, L, S] with a
+// unit last stride; undefined where it cannot be (more than 4 dims, a shape that does not
+// broadcast so, or a mask that needs a gradient: the kernels give it none).
+DynTensor fused_mask(const DynTensor& attn_mask, const DynTensor& q, const DynTensor& k) {
+  if (attn_mask.requires_grad() || attn_mask.rank() > 4) return {};
+  DynTensor m = additive(detach(attn_mask), false, q.dtype());
+  while (m.rank() < 4) m = unsqueeze(m, 0);
+  const Shape want{m.size(0), m.size(1), q.size(2), k.size(2)};
+  for (int i = 0; i < 4; ++i) {
+    const bool full = i < 2 ? m.size(i) == q.size(i) : m.size(i) == want[i];
+    if (m.size(i) != 1 && !full) return {};
+  }
+  if (m.shape() != want) m = expand(m, want);  // the query and key dims in full
+  bool direct = m.strides()[3] == 1;
+  for (int i = 0; i < 4; ++i) direct = direct && (m.size(i) == 1 || m.strides()[i] != 0);
+  return direct ? m : contiguous(m);
+}
+
 }  // namespace
 
 DynTensor scaled_dot_product_attention(const DynTensor& q, const DynTensor& k, const DynTensor& v,
@@ -68,14 +86,17 @@ DynTensor scaled_dot_product_attention(const DynTensor& q, const DynTensor& k, c
                                         attn_mask, dropout_p, is_causal, scale, gen);
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  if (!attn_mask.defined() && dropout_p == 0.0 && q.rank() == 4 &&
-      fused_attention_supported(q, k, v)) {
-    // One fused kernel each way (cuDNN's flash attention on Cuda): no [L, S] score matrix.
+  const bool fusable = dropout_p == 0.0 && q.rank() == 4 && fused_attention_supported(q, k, v);
+  const DynTensor bias = fusable && attn_mask.defined() ? fused_mask(attn_mask, q, k) : DynTensor();
+  if (fusable &&
+      (!attn_mask.defined() || (bias.defined() && fused_attention_supported(q, k, v, bias)))) {
+    // One fused kernel each way (cuDNN's flash attention on Cuda): no [L, S] score matrix; a
+    // mask is added to the scores inside the kernels.
     AttentionParams p;
     p.scale = s;
     p.causal = is_causal;
     auto fwd =
-        std::make_shared<FusedAttention>(fused_attention(detach(q), detach(k), detach(v), p));
+        std::make_shared<FusedAttention>(fused_attention(detach(q), detach(k), detach(v), p, bias));
     DynTensor out = fwd->out;
     if (autodiff::should_record({&q, &k, &v})) {
       autodiff::record(

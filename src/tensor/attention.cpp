@@ -11,27 +11,33 @@
 
 namespace ember {
 
-bool fused_attention_supported(const DynTensor& q, const DynTensor& k, const DynTensor& v) {
+bool fused_attention_supported(const DynTensor& q, const DynTensor& k, const DynTensor& v,
+                               const DynTensor& bias) {
   if (!q.defined() || !k.defined() || !v.defined()) return false;
   if (k.device() != q.device() || v.device() != q.device()) return false;
+  if (bias.defined() && bias.device() != q.device()) return false;
   const Backend& be = detail::backend_of(q);
   return be.supports(OpFamily::Attention, q.dtype()) &&
-         be.attention_supports(q.raw(), k.raw(), v.raw());
+         be.attention_supports(q.raw(), k.raw(), v.raw(),
+                               bias.defined() ? bias.raw() : RawTensor());
 }
 
 FusedAttention fused_attention(const DynTensor& q, const DynTensor& k, const DynTensor& v,
-                               const AttentionParams& p) {
+                               const AttentionParams& p, const DynTensor& bias) {
   constexpr const char* op = "scaled_dot_product_attention";
-  EMBER_CHECK(fused_attention_supported(q, k, v), "[", op, "] the fused kernels do not take q ",
-              q.shape(), ", k ", k.shape(), ", v ", v.shape(), " of ", q.dtype(), " on ",
-              q.device());
+  EMBER_CHECK(fused_attention_supported(q, k, v, bias), "[", op,
+              "] the fused kernels do not take q ", q.shape(), ", k ", k.shape(), ", v ", v.shape(),
+              bias.defined() ? " and that mask" : "", " of ", q.dtype(), " on ", q.device());
   const int64_t b = q.size(0), h = q.size(1), l = q.size(2), ev = v.size(3);
   // Written as [B, L, H, Ev]: merging the heads afterwards (transpose(1, 2), reshape) is free.
   const DynTensor blhe = detail::make_empty(Shape{b, l, h, ev}, q.dtype(), q.device(), op);
   FusedAttention r;
   r.out = transpose(blhe, 1, 2);
   r.lse = detail::make_empty(Shape{b, h, l}, DType::f32, q.device(), op);
-  detail::backend_of(q).attention(q.raw(), k.raw(), v.raw(), p, r.out.raw(), r.lse.raw());
+  r.bias = bias.defined() ? detach(bias) : DynTensor();
+  detail::backend_of(q).attention(q.raw(), k.raw(), v.raw(),
+                                  bias.defined() ? bias.raw() : RawTensor(), p, r.out.raw(),
+                                  r.lse.raw());
   return r;
 }
 
@@ -94,8 +100,9 @@ std::array<DynTensor, 3> fused_attention_backward(const DynTensor& q, const DynT
   // need a unit last stride.
   const DynTensor g = grad_out.strides()[3] == 1 ? grad_out : contiguous(grad_out);
   std::array<DynTensor, 3> d = gradient_buffers(q, k, v, op);
-  detail::backend_of(q).attention_backward(q.raw(), k.raw(), v.raw(), fwd.out.raw(), g.raw(),
-                                           fwd.lse.raw(), p, d[0].raw(), d[1].raw(), d[2].raw());
+  detail::backend_of(q).attention_backward(
+      q.raw(), k.raw(), v.raw(), fwd.bias.defined() ? fwd.bias.raw() : RawTensor(), fwd.out.raw(),
+      g.raw(), fwd.lse.raw(), p, d[0].raw(), d[1].raw(), d[2].raw());
   return d;
 }
 

@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include <ember/autodiff/node.hpp>
 #include <ember/ember.hpp>
 #include <ember/nn/nn.hpp>
 #include <ember/tensor/ops/attention.hpp>
@@ -111,6 +113,65 @@ TEST(AttentionFused, PackedQkvGradientsMatchFloat64) {
       for (int64_t i = 0; i < 3; ++i) {
         EXPECT_LT(max_abs_diff(select(dpacked, 2, i), select(dwant, 2, i)), 4 * tol) << i;
       }
+    }
+  }
+}
+
+// Masks, bool (true: attend) and additive, broadcast over batch or heads: the fused kernels add
+// them to the scores on Cuda (the recorded node is the fused one), the composite elsewhere.
+TEST(AttentionFused, MaskedMatchesFloat64) {
+  const bool fused_device = default_device().type == DeviceType::Cuda;
+  const int64_t b = 2, h = 3, l = 40, s = 56, e = 64;
+  // Bool [B, 1, 1, S]: batch 0 sees every key, batch 1 the first 30 (padding).
+  std::vector<int64_t> keep(static_cast<size_t>(b * s), 1);
+  for (int64_t j = 30; j < s; ++j) keep[static_cast<size_t>(s + j)] = 0;
+  const DynTensor padding =
+      cast(to_device(from_data(TensorData::from(keep, Shape{b, 1, 1, s})), default_device()),
+           DType::boolean);
+  // Additive [L, S]: random in [-2, 0], -inf on every third key of each row but never all.
+  std::vector<double> extra(static_cast<size_t>(l * s));
+  for (size_t i = 0; i < extra.size(); ++i) {
+    extra[i] = i % 3 == 1 ? -INFINITY : -2.0 * static_cast<double>((i * 7919) % 101) / 100.0;
+  }
+  const DynTensor additive64 =
+      to_device(from_data(TensorData::from(extra, Shape{l, s})), default_device());
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (int which = 0; which < 2; ++which) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (which == 0 ? " bool padding" : " additive"));
+      const DynTensor mask = which == 0 ? padding : cast(additive64, dt);
+      const DynTensor q64 =
+          make_input(Shape{b, h, l, e}, DType::f64, Layout::Contiguous, -2, 2, 73);
+      const DynTensor k64 =
+          make_input(Shape{b, h, s, e}, DType::f64, Layout::Contiguous, -2, 2, 74);
+      const DynTensor v64 =
+          make_input(Shape{b, h, s, e}, DType::f64, Layout::Contiguous, -1, 1, 75);
+      const DynTensor g64 =
+          make_input(Shape{b, h, l, e}, DType::f64, Layout::Contiguous, -1, 1, 76);
+      const DynTensor q = require_grad(cast(q64, dt)), k = require_grad(cast(k64, dt)),
+                      v = require_grad(cast(v64, dt));
+      const DynTensor out = nn::scaled_dot_product_attention(q, k, v, mask);
+#if EMBER_EXPECT_FUSED_ATTENTION
+      if (fused_device) EXPECT_STREQ(out.node()->name(), "scaled_dot_product_attention");
+#else
+      (void)fused_device;
+#endif
+      const Gradients grads = backward(sum(mul(cast(out, DType::f32), cast(g64, DType::f32))));
+
+      const DynTensor qr = require_grad(cast(detach(q), DType::f64));
+      const DynTensor kr = require_grad(cast(detach(k), DType::f64));
+      const DynTensor vr = require_grad(cast(detach(v), DType::f64));
+      const DynTensor mr = which == 0
+                               ? where(padding, zeros(Shape{}, DType::f64, default_device()),
+                                       full(Shape{}, -INFINITY, DType::f64, default_device()))
+                               : cast(mask, DType::f64);
+      const DynTensor want = matmul(
+          softmax(add(mul(matmul(qr, transpose(kr, -2, -1)), 1.0 / std::sqrt(64.0)), mr), -1), vr);
+      const Gradients rg = backward(sum(mul(want, g64)));
+      const double tol = dt == DType::bf16 ? 3e-2 : 4e-3;
+      EXPECT_LT(max_abs_diff(out, want), tol);
+      EXPECT_LT(max_abs_diff(grads.get(q), rg.get(qr)), 4 * tol);
+      EXPECT_LT(max_abs_diff(grads.get(k), rg.get(kr)), 4 * tol);
+      EXPECT_LT(max_abs_diff(grads.get(v), rg.get(vr)), 4 * tol);
     }
   }
 }

@@ -228,19 +228,25 @@ class Backend {
 
   // Fused attention (OpFamily::Attention) over q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev]
   // of one 16-bit float dtype, each with unit stride in its last dim (other strides free: the
-  // heads of a packed qkv projection are views). The backend reports which shapes it takes.
-  /// Whether the fused kernels take these shapes (head dims, sequence lengths).
-  virtual bool attention_supports(const RawTensor& q, const RawTensor& k, const RawTensor& v) const;
+  // heads of a packed qkv projection are views), and an optional additive mask `bias` (undefined:
+  // none) of q's dtype, [B or 1, H or 1, L, S] with a unit last stride, added to the scaled
+  // scores before the softmax. The backend reports which shapes it takes.
+  /// Whether the fused kernels take these shapes (head dims, sequence lengths, the mask's).
+  virtual bool attention_supports(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                                  const RawTensor& bias) const;
   /// out [B, H, L, Ev] (any strides with a unit last one) and lse [B, H, L] f32 contiguous, the
-  /// log-sum-exp of each query's scaled scores (what the backward needs).
+  /// log-sum-exp of each query's scaled (and masked) scores (what the backward needs).
   virtual void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
-                         const AttentionParams& p, const RawTensor& out, const RawTensor& lse);
+                         const RawTensor& bias, const AttentionParams& p, const RawTensor& out,
+                         const RawTensor& lse);
   /// dq, dk, dv from the forward's inputs, out, lse and grad_out: contiguous, or laid out as q,
   /// k and v are when those are the three slices of one packed view (one buffer, no overlap).
+  /// The mask gets no gradient.
   virtual void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
-                                  const RawTensor& out, const RawTensor& grad_out,
-                                  const RawTensor& lse, const AttentionParams& p,
-                                  const RawTensor& dq, const RawTensor& dk, const RawTensor& dv);
+                                  const RawTensor& bias, const RawTensor& out,
+                                  const RawTensor& grad_out, const RawTensor& lse,
+                                  const AttentionParams& p, const RawTensor& dq,
+                                  const RawTensor& dk, const RawTensor& dv);
 
   // Fused linear layer (OpFamily::Linear), every operand of one float dtype (the one supports()
   // is asked about): x [M, K], w [N, K] and grad [M, N] with a unit last stride and rows at least

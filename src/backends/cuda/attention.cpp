@@ -28,7 +28,7 @@ using namespace cudnn_graph;
 // A built graph and the tensors its variant pack names.
 struct AttentionGraph {
   std::shared_ptr<fe::graph::Graph> graph;
-  TensorPtr q, k, v, o, stats, d_o, dq, dk, dv;
+  TensorPtr q, k, v, bias, o, stats, d_o, dq, dk, dv;  // bias: null without a mask
   int64_t workspace = 0;
 };
 
@@ -51,12 +51,17 @@ TensorPtr input(fe::graph::Graph& g, const char* name, const RawTensor& t) {
 }
 
 std::string key_of(const char* kind, const RawTensor& q, const RawTensor& k, const RawTensor& v,
-                   const RawTensor& o, const RawTensor* d_o, const AttentionParams& p) {
+                   const RawTensor& bias, const RawTensor& o, const RawTensor* d_o,
+                   const AttentionParams& p) {
   std::string key = std::string(kind) + dtype_name(q.dtype).data() + "|" + std::to_string(p.scale) +
                     (p.causal ? "c|" : "f|");
   append(key, q);
   append(key, k);
   append(key, v);
+  if (bias.defined()) {
+    key += "bias:";
+    append(key, bias);
+  }
   append(key, o);
   if (d_o) append(key, *d_o);
   return key;
@@ -66,8 +71,9 @@ std::string key_of(const char* kind, const RawTensor& q, const RawTensor& k, con
 // `add` puts in the SDPA node and its outputs, then the plan is built.
 template <class Add>
 std::shared_ptr<AttentionGraph> cached_graph(const std::string& key, const RawTensor& q,
-                                             const RawTensor& k, const RawTensor& v, DeviceState& s,
-                                             const char* op, Add&& add) {
+                                             const RawTensor& k, const RawTensor& v,
+                                             const RawTensor& bias, DeviceState& s, const char* op,
+                                             Add&& add) {
   auto& c = GraphCache<AttentionGraph>::of(q.device().index);
   std::lock_guard lock(c.mu);
   auto& slot = c.graphs[key];
@@ -77,6 +83,7 @@ std::shared_ptr<AttentionGraph> cached_graph(const std::string& key, const RawTe
     g->q = input(*g->graph, "Q", q);
     g->k = input(*g->graph, "K", k);
     g->v = input(*g->graph, "V", v);
+    if (bias.defined()) g->bias = input(*g->graph, "Bias", bias);
     add(*g);
     const char* stage = "";
     check(build(*g->graph, reinterpret_cast<cudnnHandle_t>(s.cudnn(op)), &g->workspace, &stage), op,
@@ -88,8 +95,8 @@ std::shared_ptr<AttentionGraph> cached_graph(const std::string& key, const RawTe
 
 }  // namespace
 
-bool CudaBackend::attention_supports(const RawTensor& q, const RawTensor& k,
-                                     const RawTensor& v) const {
+bool CudaBackend::attention_supports(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                                     const RawTensor& bias) const {
   if (q.dtype != DType::f16 && q.dtype != DType::bf16) return false;
   if (k.dtype != q.dtype || v.dtype != q.dtype) return false;
   if (q.shape.rank() != 4 || k.shape.rank() != 4 || v.shape.rank() != 4) return false;
@@ -101,8 +108,17 @@ bool CudaBackend::attention_supports(const RawTensor& q, const RawTensor& k,
     if (k.shape[i] != q.shape[i] || v.shape[i] != q.shape[i]) return false;
   }
   if (k.shape[2] != v.shape[2] || q.shape[2] < 1 || k.shape[2] < 1) return false;
+  if (bias.defined()) {
+    // The mask: q's dtype, [B or 1, H or 1, L, S], unit last stride.
+    if (bias.dtype != q.dtype || bias.shape.rank() != 4 || bias.strides[3] != 1) return false;
+    for (int i = 0; i < 2; ++i) {
+      if (bias.shape[i] != 1 && bias.shape[i] != q.shape[i]) return false;
+    }
+    if (bias.shape[2] != q.shape[2] || bias.shape[3] != k.shape[2]) return false;
+  }
   // 16-byte aligned starts and strides (the kernels' vector loads).
-  for (const RawTensor* t : {&q, &k, &v}) {
+  for (const RawTensor* t : {&q, &k, &v, &bias}) {
+    if (!t->defined()) continue;
     if (reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
     for (int i = 0; i < 3; ++i) {
       if ((t->strides[i] * 2) % 16 != 0 && t->shape[i] > 1) return false;
@@ -112,16 +128,18 @@ bool CudaBackend::attention_supports(const RawTensor& q, const RawTensor& k,
 }
 
 void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
-                            const AttentionParams& p, const RawTensor& out, const RawTensor& lse) {
+                            const RawTensor& bias, const AttentionParams& p, const RawTensor& out,
+                            const RawTensor& lse) {
   constexpr const char* op = "scaled_dot_product_attention";
   DeviceState& s = state_of(out);
-  const std::string key = key_of("fwd", q, k, v, out, nullptr, p);
-  const auto a = cached_graph(key, q, k, v, s, op, [&](AttentionGraph& g) {
+  const std::string key = key_of("fwd", q, k, v, bias, out, nullptr, p);
+  const auto a = cached_graph(key, q, k, v, bias, s, op, [&](AttentionGraph& g) {
     auto options = fe::graph::SDPA_attributes()
                        .set_name("sdpa")
                        .set_generate_stats(true)
                        .set_attn_scale(static_cast<float>(p.scale))
                        .set_causal_mask(p.causal);
+    if (g.bias) options.set_bias(g.bias);
     auto [o, stats] = g.graph->sdpa(g.q, g.k, g.v, options);
     o->set_output(true).set_dim(dims_of(out)).set_stride(strides_of(out));
     stats->set_output(true)
@@ -136,19 +154,20 @@ void CudaBackend::attention(const RawTensor& q, const RawTensor& k, const RawTen
                {a->v, v.data()},
                {a->o, out.data()},
                {a->stats, lse.data()}};
+  if (a->bias) pack[a->bias] = bias.data();
   execute(*a->graph, a->workspace, out.device(), pack, op, "attention");
 }
 
 void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
-                                     const RawTensor& out, const RawTensor& grad_out,
-                                     const RawTensor& lse, const AttentionParams& p,
-                                     const RawTensor& dq, const RawTensor& dk,
-                                     const RawTensor& dv) {
+                                     const RawTensor& bias, const RawTensor& out,
+                                     const RawTensor& grad_out, const RawTensor& lse,
+                                     const AttentionParams& p, const RawTensor& dq,
+                                     const RawTensor& dk, const RawTensor& dv) {
   constexpr const char* op = "scaled_dot_product_attention_backward";
   DeviceState& s = state_of(dq);
-  std::string key = key_of("bwd", q, k, v, out, &grad_out, p);
+  std::string key = key_of("bwd", q, k, v, bias, out, &grad_out, p);
   for (const RawTensor* d : {&dq, &dk, &dv}) append(key, *d);
-  const auto a = cached_graph(key, q, k, v, s, op, [&](AttentionGraph& g) {
+  const auto a = cached_graph(key, q, k, v, bias, s, op, [&](AttentionGraph& g) {
     g.o = input(*g.graph, "O", out);
     g.d_o = input(*g.graph, "dO", grad_out);
     g.stats = g.graph->tensor(fe::graph::Tensor_attributes()
@@ -160,6 +179,7 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
                        .set_name("sdpa_backward")
                        .set_attn_scale(static_cast<float>(p.scale))
                        .set_causal_mask(p.causal);
+    if (g.bias) options.set_bias(g.bias);
     auto [gq, gk, gv] = g.graph->sdpa_backward(g.q, g.k, g.v, g.o, g.d_o, g.stats, options);
     gq->set_output(true).set_dim(dims_of(dq)).set_stride(strides_of(dq));
     gk->set_output(true).set_dim(dims_of(dk)).set_stride(strides_of(dk));
@@ -171,22 +191,25 @@ void CudaBackend::attention_backward(const RawTensor& q, const RawTensor& k, con
   Pack pack = {{a->q, q.data()},   {a->k, k.data()},          {a->v, v.data()},
                {a->o, out.data()}, {a->d_o, grad_out.data()}, {a->stats, lse.data()},
                {a->dq, dq.data()}, {a->dk, dk.data()},        {a->dv, dv.data()}};
+  if (a->bias) pack[a->bias] = bias.data();
   execute(*a->graph, a->workspace, dq.device(), pack, op, "attention");
 }
 
 #else  // built without the cuDNN frontend: no shape is taken, the composite runs
 
-bool CudaBackend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&) const {
+bool CudaBackend::attention_supports(const RawTensor&, const RawTensor&, const RawTensor&,
+                                     const RawTensor&) const {
   return false;
 }
 void CudaBackend::attention(const RawTensor& q, const RawTensor&, const RawTensor&,
-                            const AttentionParams&, const RawTensor&, const RawTensor&) {
+                            const RawTensor&, const AttentionParams&, const RawTensor&,
+                            const RawTensor&) {
   no_kernel("scaled_dot_product_attention", q.dtype);
 }
 void CudaBackend::attention_backward(const RawTensor& q, const RawTensor&, const RawTensor&,
                                      const RawTensor&, const RawTensor&, const RawTensor&,
-                                     const AttentionParams&, const RawTensor&, const RawTensor&,
-                                     const RawTensor&) {
+                                     const RawTensor&, const AttentionParams&, const RawTensor&,
+                                     const RawTensor&, const RawTensor&) {
   no_kernel("scaled_dot_product_attention_backward", q.dtype);
 }
 

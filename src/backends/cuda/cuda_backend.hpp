@@ -94,14 +94,14 @@ class CudaBackend final : public Backend {
                          const RawTensor& dweight) override;
   void activation_grad(UnaryOp op, const RawTensor& gy, const RawTensor& x,
                        const RawTensor& gx) override;
-  bool attention_supports(const RawTensor& q, const RawTensor& k,
-                          const RawTensor& v) const override;
-  void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+  bool attention_supports(const RawTensor& q, const RawTensor& k, const RawTensor& v,
+                          const RawTensor& bias) const override;
+  void attention(const RawTensor& q, const RawTensor& k, const RawTensor& v, const RawTensor& bias,
                  const AttentionParams& p, const RawTensor& out, const RawTensor& lse) override;
   void attention_backward(const RawTensor& q, const RawTensor& k, const RawTensor& v,
-                          const RawTensor& out, const RawTensor& grad_out, const RawTensor& lse,
-                          const AttentionParams& p, const RawTensor& dq, const RawTensor& dk,
-                          const RawTensor& dv) override;
+                          const RawTensor& bias, const RawTensor& out, const RawTensor& grad_out,
+                          const RawTensor& lse, const AttentionParams& p, const RawTensor& dq,
+                          const RawTensor& dk, const RawTensor& dv) override;
 
   void linear(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
               const RawTensor& out) override;
