@@ -151,7 +151,9 @@ TEST(AttentionFused, MaskedMatchesFloat64) {
                       v = require_grad(cast(v64, dt));
       const DynTensor out = nn::scaled_dot_product_attention(q, k, v, mask);
 #if EMBER_EXPECT_FUSED_ATTENTION
-      if (fused_device) EXPECT_STREQ(out.node()->name(), "scaled_dot_product_attention");
+      if (fused_device) {
+        EXPECT_STREQ(out.node()->name(), "scaled_dot_product_attention");
+      }
 #else
       (void)fused_device;
 #endif
