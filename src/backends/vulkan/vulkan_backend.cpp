@@ -102,6 +102,25 @@ int binary_code(BinaryOp op) {
   }
 }
 
+// The UnaryOps unary_f32.comp has, in its numbering (the index here); the others (erfinv,
+// lgamma, digamma, polygamma, and the ops with Bool or integer results) are not there yet.
+constexpr UnaryOp kUnaryOps[] = {
+    UnaryOp::Neg,      UnaryOp::Abs,   UnaryOp::Sign,     UnaryOp::Square, UnaryOp::Relu,
+    UnaryOp::Exp,      UnaryOp::Exp2,  UnaryOp::Log,      UnaryOp::Log2,   UnaryOp::Log10,
+    UnaryOp::Log1p,    UnaryOp::Expm1, UnaryOp::Sqrt,     UnaryOp::Rsqrt,  UnaryOp::Reciprocal,
+    UnaryOp::Sin,      UnaryOp::Cos,   UnaryOp::Tan,      UnaryOp::Asin,   UnaryOp::Acos,
+    UnaryOp::Atan,     UnaryOp::Sinh,  UnaryOp::Cosh,     UnaryOp::Tanh,   UnaryOp::Erf,
+    UnaryOp::Sigmoid,  UnaryOp::Gelu,  UnaryOp::GeluTanh, UnaryOp::Silu,   UnaryOp::Softplus,
+    UnaryOp::Floor,    UnaryOp::Ceil,  UnaryOp::Round,    UnaryOp::Trunc,  UnaryOp::Clamp,
+    UnaryOp::PowScalar};
+
+int unary_code(UnaryOp op) {
+  for (size_t i = 0; i < std::size(kUnaryOps); ++i) {
+    if (kUnaryOps[i] == op) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace
 
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
@@ -110,6 +129,7 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Fill:
       return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
     case OpFamily::Binary:
+    case OpFamily::Unary:
       return dtype == DType::f32;
     default:
       return false;
@@ -281,6 +301,39 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   c.dispatch(c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p), bs, &p, sizeof p,
+             groups_for(out.numel()));
+}
+
+void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
+                          const RawTensor& out) {
+  const int code = unary_code(op);
+  if (code < 0 || out.dtype != DType::f32 || x.dtype != DType::f32) no_kernel(op_name(op), x.dtype);
+  if (out.numel() == 0) return;
+  EMBER_CHECK(out.is_contiguous(), "[", op_name(op),
+              "] the Vulkan backend writes contiguous outputs");
+  check_indexable(x, op_name(op).data());
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t count, rank, op, out_base;
+    uint32_t x_base, flags, pad0, pad1;
+    float a, b, pad2, pad3;
+    uint32_t shape[kMaxRank];
+    int32_t x_stride[kMaxRank];
+  } p{};
+  const Bound bx = bind(c, x), bo = bind(c, out);
+  p.count = static_cast<uint32_t>(out.numel());
+  p.rank = static_cast<uint32_t>(x.rank());
+  p.op = static_cast<uint32_t>(code);
+  p.out_base = bo.base;
+  p.x_base = bx.base;
+  p.flags = (params.has_a ? 1u : 0u) | (params.has_b ? 2u : 0u);
+  p.a = static_cast<float>(params.a);
+  p.b = static_cast<float>(params.b);
+  put_shape(x.shape, p.shape);
+  put_strides(x, p.x_stride);
+  const Binding bs[] = {bx.binding, bo.binding};
+  c.dispatch(c.pipeline("unary_f32", shaders::unary_f32, 2, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
 }
 

@@ -1,0 +1,101 @@
+// Unary float32 ops over a strided operand of rank up to 6, written to a contiguous output; the
+// op is a push constant (unary_code() in vulkan_backend.cpp), with clamp's bounds, softplus's
+// beta and threshold, and pow's exponent in `a` and `b`. Formulas follow the Cpu backend's; the
+// precision of exp, log and the trigonometric functions is the driver's (docs/VULKAN.md).
+#version 450
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform Params {
+  uint count, rank, op, out_base;
+  uint x_base, flags, pad0, pad1;  // flags: 1 clamp has a min, 2 a max
+  float a, b, pad2, pad3;
+  uint shape[6];
+  int x_stride[6];
+} p;
+
+
+const float kInvSqrt2 = 0.70710678118654752;
+const float kSqrt2OverPi = 0.79788456080286536;
+
+// erf to about 1e-7 (Abramowitz and Stegun 7.1.26 is 1.5e-7): GLSL has none.
+float erf_approx(float v) {
+  const float t = 1.0 / (1.0 + 0.3275911 * abs(v));
+  const float poly =
+      t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  return sign(v) * (1.0 - poly * exp(-v * v));
+}
+
+float apply(uint op, float v) {
+  switch (op) {
+    case 0u: return -v;
+    case 1u: return abs(v);
+    case 2u: return isnan(v) ? v : sign(v);
+    case 3u: return v * v;
+    case 4u: return isnan(v) ? v : max(v, 0.0);
+    case 5u: return exp(v);
+    case 6u: return exp2(v);
+    case 7u: return log(v);
+    case 8u: return log2(v);
+    case 9u: return log(v) * 0.43429448190325182;
+    case 10u: {  // log1p: log(u) * v / (u - 1) keeps the digits that 1 + v rounds away
+      const float u = 1.0 + v;
+      return u == 1.0 ? v : (isinf(u) ? u : log(u) * (v / (u - 1.0)));
+    }
+    case 11u: {  // expm1, by the same correction
+      const float u = exp(v);
+      if (u == 1.0) return v;
+      const float um1 = u - 1.0;
+      return (um1 == -1.0 || isinf(u)) ? um1 : um1 * (v / log(u));
+    }
+    case 12u: return sqrt(v);
+    case 13u: return inversesqrt(v);
+    case 14u: return 1.0 / v;
+    case 15u: return sin(v);
+    case 16u: return cos(v);
+    case 17u: return tan(v);
+    // asin and acos through atan2: drivers' own (lavapipe's) are good to about 1e-4 only.
+    case 18u: return atan(v, sqrt((1.0 - v) * (1.0 + v)));
+    case 19u: return atan(sqrt((1.0 - v) * (1.0 + v)), v);
+    case 20u: return atan(v);
+    case 21u: return sinh(v);
+    case 22u: return cosh(v);
+    case 23u: return tanh(v);
+    case 24u: return erf_approx(v);
+    case 25u: return 1.0 / (1.0 + exp(-v));
+    case 26u: return 0.5 * v * (1.0 + erf_approx(v * kInvSqrt2));
+    case 27u: return 0.5 * v * (1.0 + tanh(kSqrt2OverPi * (v + 0.044715 * v * v * v)));
+    case 28u: return v / (1.0 + exp(-v));
+    case 29u: {  // softplus(beta = a, threshold = b): linear above the threshold, as PyTorch's
+      const float z = v * p.a;
+      return z > p.b ? v : log(1.0 + exp(z)) / p.a;
+    }
+    case 30u: return floor(v);
+    case 31u: return ceil(v);
+    case 32u: return roundEven(v);  // half to even, as PyTorch's round
+    case 33u: return trunc(v);
+    case 34u: {  // clamp: NaN stays NaN
+      if (isnan(v)) return v;
+      float r = v;
+      if ((p.flags & 1u) != 0u) r = max(r, p.a);
+      if ((p.flags & 2u) != 0u) r = min(r, p.b);
+      return r;
+    }
+    case 35u: return pow(v, p.a);
+  }
+  return uintBitsToFloat(0x7fc00000u);  // not reached: the host sends known codes
+}
+
+void main() {
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {
+    uint rest = i;
+    int ix = int(p.x_base);
+    for (int d = int(p.rank) - 1; d >= 0; --d) {
+      const int c = int(rest % p.shape[d]);
+      rest /= p.shape[d];
+      ix += c * p.x_stride[d];
+    }
+    o[p.out_base + i] = apply(p.op, x[ix]);
+  }
+}
