@@ -76,7 +76,9 @@ std::array<DynTensor, 3> gradient_buffers(const DynTensor& q, const DynTensor& k
     dims.emplace_back(rq.strides[d], rq.shape[d]);
     extent += rq.strides[d] * (rq.shape[d] - 1);
   }
-  if (!packed || !nested(dims)) {
+  // Exactly dense (no holes): a buffer over sparse slices of something larger would cost more
+  // memory than three separate gradients.
+  if (!packed || !nested(dims) || extent != 3 * q.numel()) {
     return {detail::make_empty(q.shape(), q.dtype(), q.device(), op),
             detail::make_empty(k.shape(), k.dtype(), k.device(), op),
             detail::make_empty(v.shape(), v.dtype(), v.device(), op)};

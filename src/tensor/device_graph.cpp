@@ -25,8 +25,10 @@ namespace {
 // captures are rare and short, and a background batch waits at most one capture.
 std::shared_mutex g_background_gate;
 thread_local bool t_capturing = false;  // this thread holds the gate: a capture is under way
+thread_local int t_background = 0;      // BackgroundWork scopes open on this thread
 #else
 bool t_capturing = false;
+int t_background = 0;
 #endif
 
 // Marks the calling thread as capturing for the scope's life (exceptions included).
@@ -44,12 +46,16 @@ BackgroundWork::BackgroundWork() {
 #if !defined(EMBER_NO_THREADS)
   g_background_gate.lock_shared();
 #endif
+  ++t_background;
 }
 BackgroundWork::~BackgroundWork() {
+  --t_background;
 #if !defined(EMBER_NO_THREADS)
   g_background_gate.unlock_shared();
 #endif
 }
+
+bool capture_on_this_thread() { return t_capturing; }
 
 DeviceGraph::DeviceGraph(Device device) : device_(device), impl_(std::make_unique<Impl>()) {}
 DeviceGraph::~DeviceGraph() = default;
@@ -62,6 +68,8 @@ void DeviceGraph::capture(std::function<void()> fn) {
   impl_->fn = nullptr;
   EMBER_CHECK(!t_capturing, "[DeviceGraph] a capture is already under way on this thread: ",
               "captures do not nest");
+  EMBER_CHECK(t_background == 0, "[DeviceGraph] capture inside a BackgroundWork scope on the ",
+              "same thread: it would wait for that scope to end");
   Backend& be = detail::backend_for(device_);
 #if !defined(EMBER_NO_THREADS)
   // Held on every backend, recording or not, so that a program waits alike on each.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <tuple>
 #include <vector>
@@ -160,6 +161,9 @@ TEST(Vulkan, Float32UnaryOpsMatchTheCpu) {
       {"clamp", [](const DynTensor& x) { return clamp(x, -1.5, 2.0); }, &wide},
       {"clamp_min", [](const DynTensor& x) { return clamp_min(x, 0.25); }, &wide},
       {"pow", [](const DynTensor& x) { return pow(x, 2.5); }, &pos},
+      {"pow 2", [](const DynTensor& x) { return pow(x, 2.0); }, &wide},
+      {"pow 3", [](const DynTensor& x) { return pow(x, 3.0); }, &wide},
+      {"pow -1", [](const DynTensor& x) { return pow(x, -1.0); }, &wide},
   };
   for (const auto& [name, f, x] : ops) {
     const DynTensor want = f(*x);
@@ -167,6 +171,47 @@ TEST(Vulkan, Float32UnaryOpsMatchTheCpu) {
     EXPECT_EQ(got.device(), vk());
     const double scale = std::max(1.0, amax(abs(cast(want, DType::f64)), {}).item<double>());
     EXPECT_LE(max_abs_diff(to_device(got, Device::cpu()), want), 4e-6 * scale) << name;
+  }
+  expect_no_validation_errors();
+}
+
+// Where GLSL leaves results undefined (log and sqrt of x <= 0, a negative base for pow) or
+// differs from the Cpu (sign of NaN), the kernels give the Cpu's values: NaN where it has NaN.
+TEST(Vulkan, Float32UnaryEdgeValuesAreTheCpus) {
+  EMBER_REQUIRE_VULKAN();
+  const std::vector<double> v = {-2.0, -0.0, 0.0, 1.5, INFINITY, -INFINITY, NAN};
+  const DynTensor x = cast(from_data(TensorData::from(v, Shape{7})), DType::f32);
+  using Fn = std::function<DynTensor(const DynTensor&)>;
+  const std::vector<std::pair<const char*, Fn>> ops = {
+      {"sign", [](const DynTensor& t) { return sign(t); }},
+      {"log", [](const DynTensor& t) { return log(t); }},
+      {"log2", [](const DynTensor& t) { return log2(t); }},
+      {"log1p", [](const DynTensor& t) { return log1p(sub(t, 1.0)); }},
+      {"sqrt", [](const DynTensor& t) { return sqrt(t); }},
+      {"rsqrt", [](const DynTensor& t) { return rsqrt(t); }},
+      {"relu", [](const DynTensor& t) { return relu(t); }},
+      {"clamp", [](const DynTensor& t) { return clamp(t, -1.0, 1.0); }},
+      {"pow 0.5", [](const DynTensor& t) { return pow(t, 0.5); }},
+      {"pow 1.5", [](const DynTensor& t) { return pow(t, 1.5); }},
+      {"pow 3", [](const DynTensor& t) { return pow(t, 3.0); }},
+      {"pow -2", [](const DynTensor& t) { return pow(t, -2.0); }},
+      {"pow 0", [](const DynTensor& t) { return pow(t, 0.0); }},
+  };
+  for (const auto& [name, f] : ops) {
+    const std::vector<double> want = f(x).to_vector<double>();
+    const std::vector<double> got =
+        to_device(f(to_device(x, vk())), Device::cpu()).to_vector<double>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << name << " of " << v[i] << ": " << got[i];
+      } else if (std::isinf(want[i])) {
+        EXPECT_EQ(got[i], want[i]) << name << " of " << v[i];
+      } else {
+        EXPECT_NEAR(got[i], want[i], 1e-6 * std::max(1.0, std::abs(want[i])))
+            << name << " of " << v[i];
+      }
+    }
   }
   expect_no_validation_errors();
 }

@@ -117,6 +117,12 @@ TEST(DeviceGraph, WorkAReplayCannotRepeatIsAnErrorAndTheDeviceCarriesOn) {
       "do not nest");
   expect_error_containing([&] { g.capture([] { const BackgroundWork held; }); },
                           "inside a DeviceGraph capture on the same thread");
+  expect_error_containing(
+      [&] {
+        const BackgroundWork held;
+        g.capture([] {});
+      },
+      "capture inside a BackgroundWork scope");
   if (dev.type == DeviceType::Cuda) {
     Generator gen(3);
     expect_error_containing(

@@ -132,8 +132,8 @@ TEST(LearnerGraph, ReplaysUnderBf16Autocast) {
 TEST(LearnerGraph, AResumedEpochStartingOnTheShortBatchStillReplays) {
   int made = 0;
   bool counting = false;
-  auto batcher = data::make_batcher<data::ImageItem>(
-      [&](std::vector<data::ImageItem> items, Device dev) {
+  auto batcher =
+      data::make_batcher<data::ImageItem>([&](std::vector<data::ImageItem> items, Device dev) {
         if (counting && ++made == 12) request_stop();
         return data::ImageBatcher().batch(std::move(items), dev);
       });
@@ -176,6 +176,19 @@ TEST(LearnerGraph, DropoutTrainsAsEagerDoes) {
   probe.capture([] {});
   TinyNet graph_model;
   expect_replay_matches_eager(8, run, probe.recorded() ? 0 : 10, &graph_model);
+}
+
+// A DataLoader's workers wait for a capture to end, so asking for a batch inside one is an error
+// (not a hang), and the epoch carries on once the capture is over.
+TEST(LearnerGraph, ABatchAskedForInsideACaptureIsAnError) {
+  const auto train = loader(quadrant_images(64, 6), false, 2);
+  auto epoch = train.epoch(0);
+  auto it = epoch.begin();
+  DeviceGraph g(default_device());
+  expect_error_containing([&] { g.capture([&] { ++it; }); }, "inside a DeviceGraph capture");
+  size_t rest = 0;
+  for (++it; !(it == epoch.end()); ++it) ++rest;
+  EXPECT_EQ(rest, 3u);  // batches 1 to 3 of 4: the refused ask consumed nothing
 }
 
 // A batch type of one's own without for_each_tensor.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ember/core/device.hpp"
+#include "ember/core/error.hpp"
 #include "ember/data/dataset.hpp"
 #include "ember/tensor/background_work.hpp"
 
@@ -212,7 +213,11 @@ class DataLoader {
       const size_t begin = k * config_.batch_size_;
       const size_t end = std::min(begin + config_.batch_size_, order_.size());
       size_t item = detail::kNone;  // the dataset item being read; kNone in the batcher
+      // A worker's device work (reads, transforms, uploads) waits out a DeviceGraph capture on
+      // the loop's thread.
+      std::optional<BackgroundWork> held;
       try {
+        if (worker != detail::kNone) held.emplace();
         std::vector<T> items;
         items.reserve(end - begin);
         for (size_t i = begin; i < end; ++i) {
@@ -220,15 +225,17 @@ class DataLoader {
           items.push_back(dataset_->at(item));
         }
         item = detail::kNone;
-        if (worker == detail::kNone) return batcher_->batch(std::move(items), config_.device_);
-        // A worker's uploads wait out a DeviceGraph capture on the loop's thread.
-        const BackgroundWork held;
         return batcher_->batch(std::move(items), config_.device_);
       } catch (...) {
         detail::loader_error(worker, k, item);
       }
     }
     void advance() {
+      // Before anything else: ending the epoch below would join workers that wait for the
+      // capture to end.
+      EMBER_CHECK(!prefetcher_ || !capture_on_this_thread(), "[DataLoader] a batch was asked ",
+                  "for inside a DeviceGraph capture: the workers wait for the capture to end; ",
+                  "take the batch before capturing");
       current_.reset();
       if (next_ >= count_) return;
       const size_t k = next_++;

@@ -26,21 +26,48 @@ float erf_approx(float v) {
   return sign(v) * (1.0 - poly * exp(-v * v));
 }
 
+// The Cpu's results where GLSL leaves them undefined (x <= 0 for log and sqrt, a negative base
+// for pow): -inf at 0, NaN below.
+float nan_value() { return uintBitsToFloat(0x7fc00000u); }
+float inf_value() { return uintBitsToFloat(0x7f800000u); }
+float log_of(float v) { return v > 0.0 ? log(v) : (v == 0.0 ? -inf_value() : nan_value()); }
+float log2_of(float v) { return v > 0.0 ? log2(v) : (v == 0.0 ? -inf_value() : nan_value()); }
+
+// x^y as std::pow and the Cpu: y = 2 is x * x and y = 0.5 the square root (as the Cpu computes
+// them), x^0 is 1, 0^y is 0 or inf, and a negative base keeps its sign's parity for an integer
+// exponent and is NaN for any other (GLSL's pow is defined for x > 0 only).
+float pow_of(float v, float y) {
+  if (y == 2.0) return v * v;
+  if (y == 0.5) return v >= 0.0 ? sqrt(v) : nan_value();
+  if (y == 0.0) return 1.0;
+  if (isnan(v) || isnan(y)) return nan_value();
+  if (v == 0.0) return y > 0.0 ? 0.0 : inf_value();
+  if (v > 0.0) return pow(v, y);
+  const bool odd = y == floor(y) && mod(y, 2.0) == 1.0;
+  if (isinf(v)) {  // -inf: +-inf or +-0 by the exponent's sign and parity, as C's pow
+    const float m = y > 0.0 ? inf_value() : 0.0;
+    return odd ? -m : m;
+  }
+  if (y != floor(y)) return nan_value();
+  const float m = pow(-v, y);
+  return odd ? -m : m;
+}
+
 float apply(uint op, float v) {
   switch (op) {
     case 0u: return -v;
     case 1u: return abs(v);
-    case 2u: return isnan(v) ? v : sign(v);
+    case 2u: return float(v > 0.0) - float(v < 0.0);  // NaN gives 0, as the Cpu's and PyTorch's
     case 3u: return v * v;
     case 4u: return isnan(v) ? v : max(v, 0.0);
     case 5u: return exp(v);
     case 6u: return exp2(v);
-    case 7u: return log(v);
-    case 8u: return log2(v);
-    case 9u: return log(v) * 0.43429448190325182;
+    case 7u: return log_of(v);
+    case 8u: return log2_of(v);
+    case 9u: return log_of(v) * 0.43429448190325182;
     case 10u: {  // log1p: log(u) * v / (u - 1) keeps the digits that 1 + v rounds away
       const float u = 1.0 + v;
-      return u == 1.0 ? v : (isinf(u) ? u : log(u) * (v / (u - 1.0)));
+      return u == 1.0 ? v : (isinf(u) || u <= 0.0 ? log_of(u) : log(u) * (v / (u - 1.0)));
     }
     case 11u: {  // expm1, by the same correction
       const float u = exp(v);
@@ -48,8 +75,11 @@ float apply(uint op, float v) {
       const float um1 = u - 1.0;
       return (um1 == -1.0 || isinf(u)) ? um1 : um1 * (v / log(u));
     }
-    case 12u: return sqrt(v);
-    case 13u: return inversesqrt(v);
+    case 12u: return v >= 0.0 ? sqrt(v) : nan_value();
+    case 13u: {  // 1 / sqrt(+-0) is +-inf
+      if (v == 0.0) return (floatBitsToUint(v) >> 31) != 0u ? -inf_value() : inf_value();
+      return v > 0.0 ? inversesqrt(v) : nan_value();
+    }
     case 14u: return 1.0 / v;
     case 15u: return sin(v);
     case 16u: return cos(v);
@@ -68,7 +98,10 @@ float apply(uint op, float v) {
     case 28u: return v / (1.0 + exp(-v));
     case 29u: {  // softplus(beta = a, threshold = b): linear above the threshold, as PyTorch's
       const float z = v * p.a;
-      return z > p.b ? v : log(1.0 + exp(z)) / p.a;
+      if (z > p.b) return v;
+      const float u = exp(z);  // log1p(u) by the correction above: exact for tiny u
+      const float w = 1.0 + u;
+      return (w == 1.0 ? u : log(w) * (u / (w - 1.0))) / p.a;
     }
     case 30u: return floor(v);
     case 31u: return ceil(v);
@@ -81,9 +114,9 @@ float apply(uint op, float v) {
       if ((p.flags & 2u) != 0u) r = min(r, p.b);
       return r;
     }
-    case 35u: return pow(v, p.a);
+    case 35u: return pow_of(v, p.a);
   }
-  return uintBitsToFloat(0x7fc00000u);  // not reached: the host sends known codes
+  return nan_value();  // not reached: the host sends known codes
 }
 
 void main() {
