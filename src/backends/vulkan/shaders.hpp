@@ -8,6 +8,7 @@
 #include "shaders/binary_f32.spv.h"
 #include "shaders/copy32.spv.h"
 #include "shaders/fill.spv.h"
+#include "shaders/reduce_f32.spv.h"
 #include "shaders/unary_f32.spv.h"
 
 namespace ember::vulkan::shaders {
@@ -15,6 +16,7 @@ namespace ember::vulkan::shaders {
 inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
+inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 
 }  // namespace ember::vulkan::shaders

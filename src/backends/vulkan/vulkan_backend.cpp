@@ -130,6 +130,7 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
     case OpFamily::Binary:
     case OpFamily::Unary:
+    case OpFamily::Reduce:
       return dtype == DType::f32;
     default:
       return false;
@@ -335,6 +336,48 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
   const Binding bs[] = {bx.binding, bo.binding};
   c.dispatch(c.pipeline("unary_f32", shaders::unary_f32, 2, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
+}
+
+void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
+                           const RawTensor& out) {
+  // Sum, Mean, Prod, Amax, Amin: reduce_f32.comp numbers them as ReduceOp does.
+  if (x.dtype != DType::f32 || out.dtype != DType::f32 ||
+      static_cast<int>(op) > static_cast<int>(ReduceOp::Amin)) {
+    no_kernel(op_name(op), x.dtype);
+  }
+  if (out.numel() == 0) return;
+  EMBER_CHECK(out.is_contiguous(), "[", op_name(op),
+              "] the Vulkan backend writes contiguous outputs");
+  check_indexable(x, op_name(op).data());
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t out_count, red_count, op, x_base;
+    uint32_t out_base, kept_rank, red_rank, pad0;
+    uint32_t kept_shape[kMaxRank];
+    int32_t kept_stride[kMaxRank];
+    uint32_t red_shape[kMaxRank];
+    int32_t red_stride[kMaxRank];
+  } p{};
+  int64_t red_count = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    const bool reduced = (dims_mask >> d) & 1u;
+    uint32_t& rank = reduced ? p.red_rank : p.kept_rank;
+    (reduced ? p.red_shape : p.kept_shape)[rank] = static_cast<uint32_t>(x.shape[d]);
+    (reduced ? p.red_stride : p.kept_stride)[rank] = static_cast<int32_t>(x.strides[d]);
+    ++rank;
+    if (reduced) red_count *= x.shape[d];
+  }
+  const Bound bx = bind(c, x), bo = bind(c, out);
+  p.out_count = static_cast<uint32_t>(out.numel());
+  p.red_count = static_cast<uint32_t>(red_count);
+  p.op = static_cast<uint32_t>(op);
+  p.x_base = x.numel() == 0 ? 0 : bx.base;
+  p.out_base = bo.base;
+  // An empty x is never read (nothing to fold): out's range stands in for its binding.
+  const Binding bs[] = {x.numel() == 0 ? bo.binding : bx.binding, bo.binding};
+  c.dispatch(c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p), bs, &p, sizeof p,
+             static_cast<uint32_t>(std::clamp<int64_t>(out.numel(), 1, 65535)));
 }
 
 RangeError VulkanBackend::synchronize(Device device) {
