@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "context.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
@@ -80,6 +82,12 @@ void check_indexable(const RawTensor& t, const char* op) {
               " dims, got ", t.shape);
   EMBER_CHECK(t.numel() < (int64_t{1} << 31), "[", op, "] ", t.numel(),
               " elements exceed the 2^31 the Vulkan kernels index");
+}
+
+// The checks of a kernel that reads x (strided) and writes out (contiguous).
+void check_operands(std::string_view op, const RawTensor& x, const RawTensor& out) {
+  EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
+  check_indexable(x, std::string(op).c_str());
 }
 
 // Ember's BinaryOp as binary_f32.comp numbers it; -1: not there yet.
@@ -310,9 +318,7 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
   const int code = unary_code(op);
   if (code < 0 || out.dtype != DType::f32 || x.dtype != DType::f32) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
-  EMBER_CHECK(out.is_contiguous(), "[", op_name(op),
-              "] the Vulkan backend writes contiguous outputs");
-  check_indexable(x, op_name(op).data());
+  check_operands(op_name(op), x, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   struct {
@@ -346,9 +352,7 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
     no_kernel(op_name(op), x.dtype);
   }
   if (out.numel() == 0) return;
-  EMBER_CHECK(out.is_contiguous(), "[", op_name(op),
-              "] the Vulkan backend writes contiguous outputs");
-  check_indexable(x, op_name(op).data());
+  check_operands(op_name(op), x, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   struct {
