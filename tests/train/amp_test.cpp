@@ -171,9 +171,9 @@ TEST(Autocast, ATransposedWeightKeepsItsLayoutWhenCast) {
   {
     auto off = autocast(dev(), DType::bf16, false);
     const DynTensor w16 = require_grad(cast(detach(w), DType::bf16));
-    g_ref = backward(sum(cast(square(matmul(cast(x, DType::bf16), transpose(w16, 0, 1))),
-                              DType::f32)))
-                .get(w16);
+    g_ref =
+        backward(sum(cast(square(matmul(cast(x, DType::bf16), transpose(w16, 0, 1))), DType::f32)))
+            .get(w16);
   }
   EXPECT_EQ(g.dtype(), DType::f32);
   EXPECT_EQ(g.shape(), (Shape{7, 8}));
