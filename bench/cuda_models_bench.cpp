@@ -17,7 +17,8 @@
 // forward (minilm) is captured once as a DeviceGraph and replayed; the optimizer step runs
 // eagerly between replays (bf16 and f32 only: f16's loss scale is a captured constant).
 // --profile 1: after the timing, --steps more steps under CUPTI, and the device time per step by
-// kernel on stderr (bench/kernel_profile.hpp; bench/cuda_models.py --profile prints PyTorch's).
+// kernel on stderr, the top 30 (--profile N: the top N; bench/kernel_profile.hpp;
+// bench/cuda_models.py --profile prints PyTorch's).
 // resnet50: ResNet-50 (torchvision's structure) training steps in training mode (batch norm on
 // batch statistics) on random images [batch, 3, 224, 224] (--batch defaults to 128 here) and
 // random labels of 1000 classes: forward and cross-entropy under autocast, backward, SGD
@@ -50,7 +51,7 @@ struct Args {
   int64_t batch = 16, seq = 1024, steps = 10;
   std::string precision = "bf16";
   bool graph = false;
-  bool profile = false;
+  int profile = 0;  // the kernels to list (1: the top 30)
 };
 
 Args parse(int argc, char** argv) {
@@ -59,7 +60,7 @@ Args parse(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: bench_cuda_models gpt2|resnet50|attention|minilm|probe [--batch N] "
-        "[--seq N] [--steps N] [--precision bf16|f16|f32] [--graph 0|1] [--profile 0|1]\n");
+        "[--seq N] [--steps N] [--precision bf16|f16|f32] [--graph 0|1] [--profile 0|1|N]\n");
     std::exit(2);
   }
   a.workload = argv[1];
@@ -77,7 +78,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--graph")
       a.graph = v != "0";
     else if (k == "--profile")
-      a.profile = v != "0";
+      a.profile = std::stoi(v) == 1 ? 30 : std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -94,7 +95,7 @@ void profile(const Args& a, const Device& dev, const std::function<void()>& f) {
   bench::kernel_profile_start();
   for (int64_t i = 0; i < a.steps; ++i) f();
   synchronize(dev);
-  bench::kernel_profile_stop(stderr, 30, static_cast<int>(a.steps));
+  bench::kernel_profile_stop(stderr, a.profile, static_cast<int>(a.steps));
 #else
   (void)dev;
   (void)f;

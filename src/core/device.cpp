@@ -52,6 +52,22 @@ bool deterministic_algorithms() { return g_deterministic.load(std::memory_order_
 void set_allow_tf32(bool on) { g_allow_tf32.store(on, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 
+bool RawTensor::is_channels_last() const {
+  if (shape.rank() < 3) return false;
+  int64_t expected = 1;
+  const auto dense = [&](int i) {
+    if (shape[i] == 1) return true;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+    return true;
+  };
+  if (!dense(1)) return false;
+  for (int i = shape.rank() - 1; i >= 2; --i) {
+    if (!dense(i)) return false;
+  }
+  return dense(0);
+}
+
 bool RawTensor::is_contiguous_nd() const {
   if (shape.numel() == 0) return true;
   int64_t expected = 1;

@@ -83,6 +83,20 @@ Strides contiguous_strides(const Shape& shape) {
   return st;
 }
 
+Strides channels_last_strides(const Shape& shape) {
+  if (shape.rank() < 3) return contiguous_strides(shape);
+  Strides st = shape;
+  int64_t acc = 1;
+  const auto next = [&](int i) {
+    st[i] = acc;
+    if (!checked_mul(acc, std::max<int64_t>(shape[i], 1), &acc)) checked_numel(shape, "strides");
+  };
+  next(1);
+  for (int i = shape.rank() - 1; i >= 2; --i) next(i);
+  st[0] = acc;
+  return st;
+}
+
 int64_t checked_numel(const Shape& shape, const char* op) {
   int64_t nonzero = 1;
   bool has_zero = false, overflow = false;

@@ -246,7 +246,9 @@ namespace {
 // dims are every dim but 1.
 DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
                            double eps, const Dims& dims, DynTensor& mean_out, DynTensor& var_out) {
-  const DynTensor xd = contiguous(detach(x));
+  // Channels-last stays so: the channel ops take either layout (tensor/norm.cpp).
+  const DynTensor xd =
+      x.raw().is_channels_last() ? detach(x) : contiguous(detach(x));
   const DynTensor wd = weight.defined() ? detach(weight) : DynTensor();
   const DynTensor moments = channel_moments(xd);
   const DynTensor mean_c = select(moments, 0, 0), var_c = select(moments, 0, 1);
@@ -281,7 +283,7 @@ DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const Dy
         }
         // d = [sum(g), sum(g * (x - mean))] per channel; with xhat = (x - mean) * invstd,
         // dx = scale * (g - sum(g) / n - xhat * sum(g * xhat) / n) = k1 g + k2 x + k3.
-        const DynTensor g = contiguous(a.grad);
+        const DynTensor& g = a.grad;
         const DynTensor d = channel_dot(g, xd, mean_c);
         const DynTensor sum_g = select(d, 0, 0), sum_gxc = select(d, 0, 1);
         if (a.needs(0)) {

@@ -1,9 +1,7 @@
 // Autocast's per-thread state and its two casting rules (include/ember/tensor/autocast.hpp).
 #include "ember/tensor/autocast.hpp"
 
-#include <algorithm>
 #include <array>
-#include <numeric>
 #include <unordered_map>
 #include <utility>
 
@@ -40,27 +38,6 @@ thread_local AutocastState g_state;
 
 size_t slot(DeviceType type) { return static_cast<size_t>(type); }
 
-// A cast that keeps a dense permuted layout (a transposed weight, as `x @ w.t()` passes it):
-// cast elementwise in memory order, then permute back, so the matmul gets a transposed 16-bit
-// view (a free cuBLAS transpose) instead of paying for a strided gather; as PyTorch's
-// preserve_format. Other layouts get a contiguous cast.
-DynTensor cast_keeping_layout(const DynTensor& t, DType dtype) {
-  const int rank = t.shape().rank();
-  if (t.is_contiguous() || rank < 2) return cast(t, dtype);
-  std::vector<int64_t> order(static_cast<size_t>(rank));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  const auto& strides = t.raw().strides;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return strides[static_cast<size_t>(a)] > strides[static_cast<size_t>(b)];
-  });
-  const DynTensor in_memory_order = permute(t, order);
-  if (!in_memory_order.is_contiguous()) return cast(t, dtype);
-  std::vector<int64_t> back(order.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  return permute(cast(in_memory_order, dtype), back);
-}
-
 }  // namespace
 
 AutocastGuard::AutocastGuard(DeviceType type, std::optional<DType> dtype)
@@ -96,10 +73,10 @@ DynTensor autocast_lower(const DynTensor& t) {
   // Only recorded casts are cached: one made under no_grad would cut the weight's gradient off
   // for a later use in the same scope.
   if (node == nullptr || !node->is_leaf() || !grad_enabled()) {
-    return cast_keeping_layout(t, *to);
+    return cast(t, *to);
   }
   CachedCast& entry = g_state.cache[node][*to == DType::bf16 ? 0 : 1];
-  if (!entry.cast.defined()) entry = {t.node(), cast_keeping_layout(t, *to)};
+  if (!entry.cast.defined()) entry = {t.node(), cast(t, *to)};
   return entry.cast;
 }
 

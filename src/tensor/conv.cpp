@@ -11,6 +11,7 @@
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
+#include "layout.hpp"
 #include "record.hpp"
 
 namespace ember {
@@ -194,6 +195,18 @@ PoolParams window_params(const std::string& op, int spatial, const SpatialArg& k
   return p;
 }
 
+// Whether the backend runs x's (non-transposed) convolutions channels-last: their outputs and
+// data gradients are allocated so, and their operands pass as they are when already so.
+bool channels_last_conv(const DynTensor& x, const ConvParams& p) {
+  return detail::backend_of(x).channels_last(OpFamily::Conv, x.dtype(), p.spatial);
+}
+
+// An operand of a convolution's backward: contiguous, or channels-last as it is where the
+// backend takes that.
+DynTensor operand_of(const DynTensor& t, const ConvParams& p) {
+  return channels_last_conv(t, p) ? detail::contiguous_or_channels_last(t) : contiguous(t);
+}
+
 // The forwards; the public functions record them as one node each.
 DynTensor convolution_unrecorded(const DynTensor& x, const DynTensor& w, const DynTensor& bias,
                                  const ConvParams& p, bool transposed);
@@ -289,9 +302,12 @@ DynTensor convolution_unrecorded(const DynTensor& x, const DynTensor& w, const D
   }
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op.c_str());
 
-  const DynTensor xc = contiguous(x), wc = contiguous(w);
-  DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
-  Backend& be = detail::backend_of(out);
+  Backend& be = detail::backend_of(x);
+  const bool cl = !transposed && be.channels_last(OpFamily::Conv, x.dtype(), sp);
+  const DynTensor xc = cl ? detail::contiguous_or_channels_last(x) : contiguous(x);
+  const DynTensor wc = contiguous(w);
+  DynTensor out = cl ? detail::make_empty_channels_last(out_shape, x.dtype(), x.device(), op.c_str())
+                     : detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   // The kernels allocate workspace (im2col columns, oneDNN buffers): a failure there names op.
   if (!transposed) {
     const DynTensor bc = bias.defined() ? contiguous(bias) : DynTensor();
@@ -353,7 +369,7 @@ DynTensor conv_backward_weight_unrecorded(const DynTensor& x, const DynTensor& g
         list(p.padding, sp), ", dilation ", list(p.dilation, sp));
   }
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op);
-  const DynTensor xc = contiguous(x), gc = contiguous(grad_out);
+  const DynTensor xc = operand_of(x, p), gc = operand_of(grad_out, p);
   DynTensor out = detail::make_empty(weight_shape, x.dtype(), x.device(), op);
   DynTensor gb;
   if (grad_bias) gb = detail::make_empty(Shape{weight_shape[0]}, x.dtype(), x.device(), op);
@@ -391,10 +407,14 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
   }
   ConvGrads r;
   if (!need[0] && !need[1] && !need[2]) return r;
-  const DynTensor xc = contiguous(detach(x)), wc = contiguous(detach(w)),
-                  gc = contiguous(detach(grad_out));
-  const DynTensor yc = p.relu ? contiguous(detach(y)) : DynTensor();
-  if (need[0]) r.input = detail::make_empty(x.shape(), x.dtype(), x.device(), op);
+  const DynTensor xc = operand_of(detach(x), p), wc = contiguous(detach(w)),
+                  gc = operand_of(detach(grad_out), p);
+  const DynTensor yc = p.relu ? operand_of(detach(y), p) : DynTensor();
+  if (need[0]) {
+    r.input = channels_last_conv(x, p)
+                  ? detail::make_empty_channels_last(x.shape(), x.dtype(), x.device(), op)
+                  : detail::make_empty(x.shape(), x.dtype(), x.device(), op);
+  }
   if (need[1]) r.weight = detail::make_empty(w.shape(), w.dtype(), w.device(), op);
   if (need[2]) r.bias = detail::make_empty(Shape{w.size(0)}, w.dtype(), w.device(), op);
   as_op(op, [&] {
@@ -405,6 +425,21 @@ ConvGrads conv_backward(const DynTensor& x, const DynTensor& w, const DynTensor&
 }
 
 namespace {
+// Whether a pool's output holds one element per plane.
+bool one_per_plane(const Shape& out, const PoolParams& p) {
+  for (int i = 0; i < p.spatial; ++i) {
+    if (out[out.rank() - p.spatial + i] != 1) return false;
+  }
+  return true;
+}
+
+// Pooling kernels take contiguous operands; a channels-last input (or gradient) gets its result
+// back channels-last, as PyTorch's pooling keeps the memory format, so the convolutions around
+// a pool see no layout change.
+DynTensor in_layout_of(const DynTensor& out, const DynTensor& like) {
+  return detail::only_channels_last(like.raw()) ? detail::channels_last_copy(out) : out;
+}
+
 // max_pool with indices of `index_dtype`, or none (an undefined tensor) when `with_indices` is
 // false and nothing records the op.
 ValuesIndices max_pool_impl(const DynTensor& x, const PoolParams& p, DType index_dtype,
@@ -423,6 +458,7 @@ ValuesIndices max_pool_impl(const DynTensor& x, const PoolParams& p, DType index
   r.values = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   if (with_indices) r.indices = detail::make_empty(out_shape, index_dtype, x.device(), op.c_str());
   detail::backend_of(xc).max_pool(xc.raw(), p, r.values.raw(), r.indices.raw());
+  r.values = in_layout_of(r.values, x);
   if (with_indices) detail::record(ops::max_pool, {&x}, r.values, PoolIndices{p, r.indices});
   return r;
 }
@@ -454,6 +490,7 @@ DynTensor max_pool_backward(const DynTensor& grad_out, const DynTensor& indices,
   const DynTensor gc = contiguous(detach(grad_out)), ic = contiguous(indices);
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).max_pool_backward(gc.raw(), ic.raw(), p, out.raw());
+  out = in_layout_of(out, grad_out);
   detail::record(ops::max_pool_backward, {&grad_out}, out, PoolIndices{p, indices});
   return out;
 }
@@ -462,10 +499,19 @@ DynTensor avg_pool(const DynTensor& x, const PoolParams& p) {
   EMBER_CHECK(p.spatial >= 1 && p.spatial <= 3, "[avg_pool] supports 1 to 3 spatial dims");
   const std::string op = pool_name(p.adaptive ? "adaptive_avg_pool" : "avg_pool", p.spatial);
   const Shape out_shape = pool_shape(x, p, op);
+  if (p.adaptive && one_per_plane(out_shape, p)) {
+    // One output per plane (a classifier's global pool) is the mean over the spatial dims: the
+    // reduction reads any layout (a channels-last input needs no copy) and its gradient is a
+    // broadcast, which takes the layout of the activation it meets.
+    Dims dims;
+    for (int i = 0; i < p.spatial; ++i) dims.push_back(x.rank() - p.spatial + i);
+    return mean(x, dims, true);
+  }
   detail::check_supported(x, OpFamily::Pool, x.dtype(), op.c_str());
   const DynTensor xc = contiguous(detach(x));
   DynTensor out = detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   detail::backend_of(out).avg_pool(xc.raw(), p, out.raw());
+  out = in_layout_of(out, x);
   detail::record(ops::avg_pool, {&x}, out, p);
   return out;
 }
@@ -481,6 +527,7 @@ DynTensor avg_pool_backward(const DynTensor& grad_out, const Shape& input_shape,
   const DynTensor gc = contiguous(detach(grad_out));
   DynTensor out = detail::make_empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   detail::backend_of(out).avg_pool_backward(gc.raw(), p, out.raw());
+  out = in_layout_of(out, grad_out);
   detail::record(ops::avg_pool_backward, {&grad_out}, out, p);
   return out;
 }

@@ -9,6 +9,7 @@
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "internal.hpp"
+#include "layout.hpp"
 #include "record.hpp"
 
 namespace ember {
@@ -231,8 +232,10 @@ DynTensor cast(const DynTensor& x, DType dtype) {
   detail::check_defined(x, "cast");
   if (x.dtype() == dtype) return x;
   detail::check_copy(backend_of(x), x.dtype(), dtype, "cast");
-  DynTensor t = make_empty(x.shape(), dtype, x.device(), "cast");
-  backend_of(t).copy(x.raw(), t.raw());
+  // A dense layout is kept (PyTorch's preserve_format): cast in memory order.
+  const auto order = detail::MemoryOrder::of(x.raw());
+  DynTensor t = order.empty(x.shape(), dtype, x.device(), "cast");
+  backend_of(t).copy(order.apply(x.raw()), order.apply(t.raw()));
   detail::record(ops::cast, {&x}, t);
   return t;
 }

@@ -10,6 +10,7 @@
 #include "ember/tensor/ops/reduce.hpp"
 #include "ember/tensor/sync.hpp"
 #include "internal.hpp"
+#include "layout.hpp"
 #include "record.hpp"
 
 namespace ember {
@@ -70,13 +71,15 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   const Shape& shape = same ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Backend& be = detail::backend_of(a);
   detail::check_supported(be, OpFamily::Binary, dtype, name);
-  DynTensor out =
-      detail::make_empty(shape, returns_bool(op) ? DType::boolean : dtype, a.device(), name);
-  if (same) {
+  const DType out_dtype = returns_bool(op) ? DType::boolean : dtype;
+  const auto order = detail::MemoryOrder::of_first({&a.raw(), &b.raw()}, shape);
+  DynTensor out = order.empty(shape, out_dtype, a.device(), name);
+  if (same && order.identity()) {
     be.binary(op, a.raw(), b.raw(), out.raw());
   } else {
-    const DynTensor ea = detail::broadcast_view(a, shape), eb = detail::broadcast_view(b, shape);
-    be.binary(op, ea.raw(), eb.raw(), out.raw());
+    const DynTensor ea = same ? a : detail::broadcast_view(a, shape);
+    const DynTensor eb = same ? b : detail::broadcast_view(b, shape);
+    be.binary(op, order.apply(ea.raw()), order.apply(eb.raw()), order.apply(out.raw()));
   }
   detail::record(op_def(op), {&a, &b}, out);
   return out;
@@ -136,9 +139,14 @@ DynTensor unary(UnaryOp op, const DynTensor& x_in, const UnaryParams& params) {
   const DType dtype = compute_dtype(op_kinds(op), x_in.dtype(), name);
   const DynTensor x = cast(x_in, dtype);
   detail::check_supported(x, OpFamily::Unary, dtype, name);
+  const auto order = detail::MemoryOrder::of(x.raw());
   DynTensor out =
-      detail::make_empty(x.shape(), returns_bool(op) ? DType::boolean : dtype, x.device(), name);
-  detail::backend_of(out).unary(op, params, x.raw(), out.raw());
+      order.empty(x.shape(), returns_bool(op) ? DType::boolean : dtype, x.device(), name);
+  if (order.identity()) {
+    detail::backend_of(out).unary(op, params, x.raw(), out.raw());
+  } else {
+    detail::backend_of(out).unary(op, params, order.apply(x.raw()), order.apply(out.raw()));
+  }
   detail::record(op_def(op), {&x}, out, params);
   return out;
 }
@@ -242,11 +250,13 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   detail::check_supported(a, OpFamily::Where, dtype, "where");
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  DynTensor out = detail::make_empty(shape, dtype, a.device(), "where");
   const DynTensor ca = cast(a, dtype), cb = cast(b, dtype);
+  const auto order = detail::MemoryOrder::of_first({&cond.raw(), &ca.raw(), &cb.raw()}, shape);
+  DynTensor out = order.empty(shape, dtype, a.device(), "where");
   const DynTensor ec = detail::broadcast_view(cond, shape), ea = detail::broadcast_view(ca, shape),
                   eb = detail::broadcast_view(cb, shape);
-  detail::backend_of(out).where(ec.raw(), ea.raw(), eb.raw(), out.raw());
+  detail::backend_of(out).where(order.apply(ec.raw()), order.apply(ea.raw()),
+                                order.apply(eb.raw()), order.apply(out.raw()));
   detail::record(ops::where, {&cond, &ca, &cb}, out);
   return out;
 }
@@ -356,6 +366,14 @@ DynTensor fused_activation_grad(UnaryOp op, const DynTensor& x, const DynTensor&
       x.dtype() != gy.dtype() || x.device() != gy.device() ||
       !detail::backend_of(x).supports(OpFamily::ActivationGrad, x.dtype())) {
     return {};
+  }
+  // x's dense layout is kept when gy shares it (a channels-last activation's gradient).
+  const auto order = detail::MemoryOrder::of(x.raw());
+  if (!order.identity() && gy.strides() == x.strides()) {
+    DynTensor gx = order.empty(x.shape(), x.dtype(), x.device(), op_name(op).data());
+    detail::backend_of(x).activation_grad(op, order.apply(gy.raw()), order.apply(x.raw()),
+                                          order.apply(gx.raw()));
+    return gx;
   }
   const DynTensor xc = contiguous(x), gc = contiguous(gy);
   DynTensor gx = detail::make_empty(x.shape(), x.dtype(), x.device(), op_name(op).data());

@@ -4,12 +4,15 @@
 // *_composite functions) where it has not. Statistics come back in the compute dtype.
 #include "ember/tensor/ops/norm.hpp"
 
+#include <initializer_list>
+
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/ops/reduce.hpp"
 #include "internal.hpp"
+#include "layout.hpp"
 
 namespace ember {
 namespace {
@@ -31,8 +34,22 @@ DType data_dtype(const DynTensor& x, DType dt) {
   return has_kernels(x, x.dtype()) ? x.dtype() : dt;
 }
 
-// An untracked contiguous operand in `dt`.
-DynTensor operand(const DynTensor& t, DType dt) { return contiguous(cast(detach(t), dt)); }
+// Whether the channel operands go to the kernels channels-last: some operand is, and the backend
+// reads that layout (batch norm between channels-last convolutions).
+bool channels_last_operands(std::initializer_list<const DynTensor*> ts, DType dt) {
+  for (const DynTensor* t : ts) {
+    if (t->defined() && detail::only_channels_last(t->raw())) {
+      return detail::backend_of(*t).channels_last(OpFamily::Norm, dt, t->rank() - 2);
+    }
+  }
+  return false;
+}
+
+// An untracked operand in `dt`: contiguous, or channels-last (a cast keeps the layout).
+DynTensor operand(const DynTensor& t, DType dt, bool channels_last = false) {
+  const DynTensor c = cast(detach(t), dt);
+  return channels_last ? detail::channels_last_copy(c) : contiguous(c);
+}
 
 // A per-channel operand: [C] on x's device.
 DynTensor coefficient(const DynTensor& k, const DynTensor& x, DType dt, const char* op,
@@ -86,7 +103,7 @@ DynTensor channel_fma_composite(const DynTensor& a, const DynTensor& ka, const D
 DynTensor channel_moments(const DynTensor& x) {
   const char* op = "channel_moments";
   const DType dt = compute_dtype(x, op);
-  const DynTensor xc = operand(x, data_dtype(x, dt));
+  const DynTensor xc = operand(x, data_dtype(x, dt), channels_last_operands({&x}, dt));
   if (!has_kernels(x, dt)) return detail::channel_moments_composite(xc);
   DynTensor out = detail::make_empty(Shape{2, x.size(1)}, dt, x.device(), op);
   detail::backend_of(out).channel_moments(xc.raw(), out.raw());
@@ -101,7 +118,8 @@ DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& c
   EMBER_CHECK(a.shape() == b.shape(), "[", op, "] operands differ in shape: ", a.shape(), " and ",
               b.shape());
   const DType data = data_dtype(a, dt);
-  const DynTensor ac = operand(a, data), bc = operand(b, data);
+  const bool cl = channels_last_operands({&a, &b}, dt);
+  const DynTensor ac = operand(a, data, cl), bc = operand(b, data, cl);
   const DynTensor cc = coefficient(center, a, dt, op, "center");
   if (!has_kernels(a, dt)) return detail::channel_dot_composite(ac, bc, cc);
   DynTensor out = detail::make_empty(Shape{2, a.size(1)}, dt, a.device(), op);
@@ -113,20 +131,22 @@ DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& 
                       const DynTensor& kb, const DynTensor& k0) {
   const char* op = "channel_fma";
   const DType dt = compute_dtype(a, op), data = data_dtype(a, dt);
-  const DynTensor ac = operand(a, data);
+  const bool cl = channels_last_operands({&a, &b}, dt);
+  const DynTensor ac = operand(a, data, cl);
   const DynTensor kac = coefficient(ka, a, dt, op, "ka"), k0c = coefficient(k0, a, dt, op, "k0");
   DynTensor bc, kbc;
   if (b.defined()) {
     detail::check_same_device(a, b, op);
     EMBER_CHECK(a.shape() == b.shape(), "[", op, "] operands differ in shape: ", a.shape(), " and ",
                 b.shape());
-    bc = operand(b, data);
+    bc = operand(b, data, cl);
     kbc = coefficient(kb, a, dt, op, "kb");
   }
   if (!has_kernels(a, dt)) {
     return cast(detail::channel_fma_composite(ac, kac, bc, kbc, k0c), a.dtype());
   }
-  DynTensor out = detail::make_empty(a.shape(), data, a.device(), op);
+  DynTensor out = cl ? detail::make_empty_channels_last(a.shape(), data, a.device(), op)
+                     : detail::make_empty(a.shape(), data, a.device(), op);
   detail::backend_of(out).channel_fma(ac.raw(), kac.raw(), bc.raw(), kbc.raw(), k0c.raw(),
                                       out.raw());
   return cast(out, a.dtype());

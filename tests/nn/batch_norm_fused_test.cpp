@@ -13,11 +13,23 @@
 using namespace ember;
 using namespace ember::test;
 
+static void matches_float64_composite(Layout layout);
+static void sixteen_bit_input_under_autocast(Layout layout, const Shape& s);
+
 // Training-mode batch_norm (the fused node) in f32 on data far from zero, against the composite
 // formula in f64: the output and the gradients of input, weight and bias.
+// A channels-last input (a Cuda 16-bit convolution's output) too, which the output keeps where
+// the backend's Norm kernels read that layout.
 TEST(BatchNormFused, MatchesFloat64Composite) {
+  for (Layout layout : {Layout::Contiguous, Layout::ChannelsLast}) {
+    SCOPED_TRACE(layout_name(layout));
+    matches_float64_composite(layout);
+  }
+}
+
+static void matches_float64_composite(Layout layout) {
   const Shape s{4, 3, 5, 6};
-  const DynTensor x64 = make_input(s, DType::f64, Layout::Contiguous, 40, 40.5, 41);
+  const DynTensor x64 = make_input(s, DType::f64, layout, 40, 40.5, 41);
   const DynTensor w64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, 0.5, 1.5, 42);
   const DynTensor b64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, -1, 1, 43);
   const DynTensor g64 = make_input(s, DType::f64, Layout::Contiguous, -1, 1, 44);
@@ -38,6 +50,10 @@ TEST(BatchNormFused, MatchesFloat64Composite) {
   };
   const auto want = run(DType::f64, true);
   const auto got = run(DType::f32, false);
+  if (layout == Layout::ChannelsLast && got[0].device().type == DeviceType::Cuda) {
+    EXPECT_TRUE(got[0].raw().is_channels_last());
+    EXPECT_TRUE(got[1].raw().is_channels_last());
+  }
   const char* names[] = {"y", "dx", "dw", "db"};
   const double atol[] = {2e-4, 2e-2, 2e-3, 1e-4};  // dx ~ invstd (about 7) times O(1) terms
   for (size_t i = 0; i < 4; ++i) {
@@ -56,10 +72,18 @@ TEST(BatchNormFused, MatchesFloat64Composite) {
 // coefficients are f32 inside): y and dx bf16, dw and db f32 like the weights, all against the
 // f64 composite on the same bf16-rounded input.
 TEST(BatchNormFused, SixteenBitInputUnderAutocast) {
-  const Shape s{4, 3, 5, 6};
-  const DynTensor x16 = cast(make_input(s, DType::f64, Layout::Contiguous, -2, 3, 51), DType::bf16);
-  const DynTensor w64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, 0.5, 1.5, 52);
-  const DynTensor b64 = make_input(Shape{3}, DType::f64, Layout::Contiguous, -1, 1, 53);
+  for (Layout layout : {Layout::Contiguous, Layout::ChannelsLast}) {
+    SCOPED_TRACE(layout_name(layout));
+    sixteen_bit_input_under_autocast(layout, Shape{4, 3, 5, 6});
+    sixteen_bit_input_under_autocast(layout, Shape{2, 16, 5, 3});  // 16-byte channel packs
+  }
+}
+
+static void sixteen_bit_input_under_autocast(Layout layout, const Shape& s) {
+  const int64_t c = s[1];
+  const DynTensor x16 = cast(make_input(s, DType::f64, layout, -2, 3, 51), DType::bf16);
+  const DynTensor w64 = make_input(Shape{c}, DType::f64, Layout::Contiguous, 0.5, 1.5, 52);
+  const DynTensor b64 = make_input(Shape{c}, DType::f64, Layout::Contiguous, -1, 1, 53);
   const DynTensor g64 = make_input(s, DType::f64, Layout::Contiguous, -1, 1, 54);
   std::vector<DynTensor> got;
   {
@@ -76,7 +100,7 @@ TEST(BatchNormFused, SixteenBitInputUnderAutocast) {
   const Dims dims{0, 2, 3};
   const DynTensor mu = mean(x, dims, true), xc = sub(x, mu);
   const DynTensor xhat = mul(xc, rsqrt(add(mean(square(xc), dims, true), 1e-5)));
-  const DynTensor y = add(mul(xhat, reshape(w, Shape{3, 1, 1})), reshape(b, Shape{3, 1, 1}));
+  const DynTensor y = add(mul(xhat, reshape(w, Shape{c, 1, 1})), reshape(b, Shape{c, 1, 1}));
   Gradients grads = backward(sum(mul(y, cast(cast(g64, DType::bf16), DType::f64))));
   const std::vector<DynTensor> want = {y, grads.get(x), grads.get(w), grads.get(b)};
   const char* names[] = {"y", "dx", "dw", "db"};

@@ -114,6 +114,60 @@ TEST(NormKernels, FmaOverLargePlanes) {
   }
 }
 
+// Channels-last operands (batch norm between Cuda's 16-bit convolutions) against float64: channel
+// counts that fill 16-byte packs (16, 64) and that do not (5, 24 over a partial thread group),
+// rows enough for several chunks, a channels-last a with a contiguous b; the multiply-add keeps
+// a's layout where the backend reads channels-last.
+TEST(NormKernels, ChannelsLastAgainstFloat64) {
+  const std::vector<Shape> shapes = {Shape{4, 64, 20, 20}, Shape{3, 16, 5, 7}, Shape{2, 24, 9},
+                                     Shape{3, 5, 4, 7}};
+  uint32_t seed = 300;
+  for (const Shape& shape : shapes) {
+    const int64_t channels = shape[1];
+    for (DType dt : kFloatTypes) {
+      const std::string what = std::string(dtype_name(dt)) + " " + to_string(shape);
+      const DynTensor x = make_input(shape, dt, Layout::ChannelsLast, 99.0, 101.0, seed++);
+      const DynTensor a = make_input(shape, dt, Layout::ChannelsLast, -2, 2, seed++);
+      const DynTensor b = make_input(shape, dt, Layout::Contiguous, 49, 51, seed++);
+      const DynTensor center = make_input(Shape{channels}, dt, Layout::Contiguous, 49, 51, seed++);
+      const DynTensor ka = make_input(Shape{channels}, dt, Layout::Contiguous, -1, 1, seed++);
+      const DynTensor kb = make_input(Shape{channels}, dt, Layout::Contiguous, -1, 1, seed++);
+      const DynTensor k0 = make_input(Shape{channels}, dt, Layout::Contiguous, -1, 1, seed++);
+      const Host hx = Host::of(x), ha = Host::of(a), hb = Host::of(b), hc = Host::of(center),
+                 hka = Host::of(ka), hkb = Host::of(kb), hk0 = Host::of(k0);
+      const size_t nc = static_cast<size_t>(channels);
+      std::vector<double> sum(nc), count(nc), moments(2 * nc), dot(2 * nc);
+      std::vector<double> fma(static_cast<size_t>(ha.numel()));
+      for (int64_t i = 0; i < hx.numel(); ++i) {
+        const size_t c = static_cast<size_t>(hx.index(i)[1]), k = static_cast<size_t>(i);
+        sum[c] += hx.v[k];
+        count[c] += 1;
+        dot[c] += ha.v[k];
+        dot[nc + c] += ha.v[k] * (hb.v[k] - hc.v[c]);
+        fma[k] = ha.v[k] * hka.v[c] + hb.v[k] * hkb.v[c] + hk0.v[c];
+      }
+      for (size_t c = 0; c < nc; ++c) moments[c] = sum[c] / count[c];
+      for (int64_t i = 0; i < hx.numel(); ++i) {
+        const size_t c = static_cast<size_t>(hx.index(i)[1]);
+        moments[nc + c] += std::pow(hx.v[static_cast<size_t>(i)] - moments[c], 2) / count[c];
+      }
+      Tol tol = loose(dt);
+      tol.atol = std::max(tol.atol, dt == DType::f32 ? 1e-6 : tol.atol);
+      expect_close(channel_moments(x), Shape{2, channels}, moments, tol, "moments " + what);
+      Tol dot_tol = loose(dt);
+      dot_tol.atol = dot_tol.rtol * 200 * static_cast<double>(x.numel() / channels) / 84;
+      expect_close(channel_dot(a, b, center), Shape{2, channels}, dot, dot_tol, "dot " + what);
+      Tol fma_tol = loose(dt);
+      fma_tol.atol = fma_tol.rtol * 50;
+      const DynTensor got = channel_fma(a, ka, b, kb, k0);
+      expect_close(got, shape, fma, fma_tol, "fma " + what);
+      if (got.device().type == DeviceType::Cuda) {  // its Norm kernels read channels-last
+        EXPECT_TRUE(got.raw().is_channels_last()) << what;
+      }
+    }
+  }
+}
+
 // The composites the ops run on a backend without the Norm kernels give the kernels' values
 // (f32 and f64; the ops run 16-bit floats in f32), so both paths stay tested on the Cpu.
 TEST(NormKernels, CompositesMatchTheKernels) {

@@ -48,9 +48,12 @@ inline const std::vector<DType> kAllTypes = {DType::f32,  DType::f64, DType::f16
                                              DType::i8,   DType::u8,  DType::boolean};
 
 /// Memory layouts an input is made in; the values seen through the tensor are the same.
-enum class Layout { Contiguous, Transposed, Strided, Expanded };
+/// ChannelsLast: [N, C, *] with C innermost in memory (NHWC), as Cuda's 16-bit convolutions
+/// write their outputs; Transposed below rank 3.
+enum class Layout { Contiguous, Transposed, Strided, Expanded, ChannelsLast };
 inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Transposed,
-                                             Layout::Strided, Layout::Expanded};
+                                             Layout::Strided, Layout::Expanded,
+                                             Layout::ChannelsLast};
 inline const char* layout_name(Layout l) {
   switch (l) {
     case Layout::Contiguous:
@@ -61,8 +64,25 @@ inline const char* layout_name(Layout l) {
       return "strided";
     case Layout::Expanded:
       return "expanded";
+    case Layout::ChannelsLast:
+      return "channels_last";
   }
   return "?";
+}
+
+/// [N, C, *rest] -> [N, *rest, C]: the shape whose contiguous tensor is [N, C, *rest]'s
+/// channels-last memory.
+inline Shape channels_last_shape(const Shape& s) {
+  Shape m = s;
+  for (int i = 1; i + 1 < s.rank(); ++i) m[i] = s[i + 1];
+  m[s.rank() - 1] = s[1];
+  return m;
+}
+/// [N, *rest, C] viewed as [N, C, *rest] (channels-last strides).
+inline DynTensor channels_last_view(const DynTensor& t) {
+  std::vector<int64_t> order{0, t.rank() - 1};
+  for (int i = 1; i + 1 < t.rank(); ++i) order.push_back(i);
+  return permute(t, order);
 }
 
 /// Uniform random values in [lo, hi), never all zero; integers when `integral`.
@@ -88,6 +108,7 @@ inline DynTensor make_input(const Shape& shape, DType dtype, Layout layout, doub
     }
     return cast(from_data(TensorData::from(v, s)), dtype);
   };
+  if (shape.rank() < 3 && layout == Layout::ChannelsLast) layout = Layout::Transposed;
   if (shape.rank() < 2 && layout == Layout::Transposed) layout = Layout::Strided;
   if (shape.rank() < 1) return from(shape);
   switch (layout) {
@@ -108,6 +129,8 @@ inline DynTensor make_input(const Shape& shape, DType dtype, Layout layout, doub
       s[0] = 1;
       return expand(from(s), shape);
     }
+    case Layout::ChannelsLast:
+      return channels_last_view(from(channels_last_shape(shape)));
   }
   return from(shape);
 }
@@ -120,6 +143,19 @@ inline DynTensor from_host(const Host& h, DType dtype, Layout layout, double fil
     return cast(from_data(TensorData::from(v, s)), dtype);
   };
   const int r = h.shape.rank();
+  if (layout == Layout::ChannelsLast && r < 3) layout = Layout::Transposed;
+  if (layout == Layout::ChannelsLast) {
+    const Shape s = channels_last_shape(h.shape);
+    const Host t{s, {}};
+    std::vector<double> v(static_cast<size_t>(s.numel()));
+    for (int64_t i = 0; i < s.numel(); ++i) {
+      const std::vector<int64_t> m = t.index(i);  // [n, *rest, c] -> [n, c, *rest]
+      std::vector<int64_t> idx{m[0], m[static_cast<size_t>(r - 1)]};
+      for (int d = 1; d + 1 < r; ++d) idx.push_back(m[static_cast<size_t>(d)]);
+      v[static_cast<size_t>(i)] = h.at(idx);
+    }
+    return channels_last_view(make(s, v));
+  }
   if (layout == Layout::Transposed && r < 2) layout = Layout::Strided;
   if (layout == Layout::Transposed) {
     Shape s = h.shape;

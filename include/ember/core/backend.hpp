@@ -66,6 +66,14 @@ class Backend {
   /// The index dtype its max-pool writes without a conversion, for the indices that only the
   /// gradient reads (max_pool2d's): i32 halves their traffic on the Cpu; ATen's kernels write i64.
   virtual DType pool_index_dtype() const { return DType::i32; }
+  /// Whether its kernels of `family` (Conv, Norm) take [N, C, *] operands channels-last
+  /// (RawTensor::is_channels_last: NHWC memory) for `dtype` over `spatial` dims, and are faster
+  /// so (docs/ARCHITECTURE.md, "Memory formats"). Conv: the front end then allocates the output
+  /// (and the data gradient) channels-last and passes the input as it comes, channels-last or
+  /// contiguous; the backend stages whatever else its kernels need. Norm: channels-last operands
+  /// are passed as they are and channel_fma's out takes a's layout. Default false: the
+  /// "contiguous" of the conventions above.
+  virtual bool channels_last(OpFamily family, DType dtype, int spatial) const;
 
   /// Raises "[op] no kernel on <name()> for <dtype>": the one message of a missing kernel, used
   /// by the defaults and by the front end when supports() says no.

@@ -36,6 +36,9 @@ struct RawTensor {
   }
 
   bool is_contiguous_nd() const;
+  /// Dense with channels_last_strides (size-1 dims ignored): [N, C, *] in NHWC memory order.
+  /// A tensor may be both this and contiguous (one channel, or a 1x1 plane).
+  bool is_channels_last() const;
 
   /// A view of the same storage with another shape/strides/offset.
   RawTensor view(const Shape& new_shape, const Strides& new_strides, int64_t new_offset) const {

@@ -75,6 +75,10 @@ void append(std::string& out, const Shape& s);
 
 /// Row-major (C-contiguous) strides of a shape, in elements.
 Strides contiguous_strides(const Shape& shape);
+/// Channels-last strides of an [N, C, *spatial] shape (rank >= 3): dense with C innermost, then
+/// the spatial dims in order, N outermost (NHWC memory for an NCHW shape, as PyTorch's
+/// channels_last). Lower ranks get contiguous strides.
+Strides channels_last_strides(const Shape& shape);
 
 /// a * b and a + b on sizes and offsets; false when the result does not fit in int64.
 inline bool checked_mul(int64_t a, int64_t b, int64_t* out) {

@@ -34,10 +34,6 @@ namespace ember::cuda {
 void conv_broadcast_bias(const RawTensor& bias, const RawTensor& out, const char* op);
 void conv_relu(const RawTensor& out, const char* op);
 void conv_bias_grad(const RawTensor& gy, const RawTensor& gb, const char* op);
-// layout.cu
-bool channels_last_moves(const Shape& s);
-RawTensor to_channels_last(const RawTensor& t, const char* op);
-void from_channels_last(const RawTensor& src, const RawTensor& dst, const char* op);
 
 namespace {
 
@@ -329,22 +325,58 @@ RawTensor device_empty(const Shape& shape, DType dtype, Device device) {
       contiguous_strides(shape), 0, dtype};
 }
 
-// Operands as a graph reads them: staged channels-last when its operands are NHWC. One Staging
-// serves one call, so conv_backward's data and filter passes stage grad_out once.
+// Whether t is already in the layout a kernel reads: channels-last, or contiguous (NCHW).
+bool in_layout(const RawTensor& t, bool channels_last) {
+  return channels_last ? t.is_channels_last() : t.is_contiguous();
+}
+
+// A fresh tensor shaped like t in either layout.
+RawTensor empty_in(const RawTensor& t, bool channels_last) {
+  RawTensor out = device_empty(t.shape, t.dtype, t.device());
+  if (channels_last) out.strides = channels_last_strides(t.shape);
+  return out;
+}
+
+// dst = src across layouts: the tiled transposes where they apply, else a strided copy.
+void relayout(const RawTensor& src, const RawTensor& dst, const char* op) {
+  if (src.is_contiguous() && dst.is_channels_last()) {
+    to_channels_last(src, dst, op);
+  } else if (src.is_channels_last() && dst.is_contiguous()) {
+    from_channels_last(src, dst, op);
+  } else {
+    backend().copy(src, dst);
+  }
+}
+
+// Operands in the layout a call's kernels read: as they are where they are in it, else staged
+// into a copy. One Staging serves one call, so conv_backward's data and filter passes stage
+// grad_out once.
 class Staging {
  public:
   RawTensor operator()(const RawTensor& t, bool channels_last, const std::string& op) {
-    if (!channels_last) return t;
+    if (!t.defined() || in_layout(t, channels_last)) return t;
     for (const auto& [from, to] : made_) {
-      if (from.storage == t.storage && from.offset == t.offset && from.shape == t.shape) return to;
+      if (from.storage == t.storage && from.offset == t.offset && from.shape == t.shape &&
+          in_layout(to, channels_last)) {
+        return to;
+      }
     }
-    made_.emplace_back(t, to_channels_last(t, op.c_str()));
-    return made_.back().second;
+    RawTensor to = empty_in(t, channels_last);
+    relayout(t, to, op.c_str());
+    made_.emplace_back(t, to);
+    return to;
   }
 
  private:
   std::vector<std::pair<RawTensor, RawTensor>> made_;
 };
+
+// The layout of a pass: channels-last when the tensor the front end allocated for it (the
+// output, or grad_out for the filter gradient) is; a tensor that is both (one channel, a 1x1
+// plane) follows the other operand.
+bool channels_last_pass(const RawTensor& decides, const RawTensor& other) {
+  return decides.is_channels_last() && (!decides.is_contiguous() || other.is_channels_last());
+}
 
 // cuDNN's graph engines load 16 bytes at a time, so every operand must start on a 16-byte
 // boundary (a view at an offset may not); otherwise the legacy API runs the call.
@@ -355,11 +387,14 @@ bool aligned(std::initializer_list<const RawTensor*> operands) {
   return true;
 }
 
-// Where a graph writes a result: the tensor itself, or a channels-last buffer that
-// from_channels_last then moves into it.
+// Where a kernel writes a result: the tensor itself when it is in the layout, else a buffer that
+// finish() then moves into it.
 RawTensor target(const RawTensor& t, bool channels_last) {
-  return channels_last && channels_last_moves(t.shape) ? device_empty(t.shape, t.dtype, t.device())
-                                                       : t;
+  return in_layout(t, channels_last) ? t : empty_in(t, channels_last);
+}
+
+void finish(const RawTensor& written, const RawTensor& t, const std::string& op) {
+  if (written.storage != t.storage) relayout(written, t, op.c_str());
 }
 
 // grad_out as cuDNN's backward passes take it: cuDNN derives the output size from the input's,
@@ -388,26 +423,30 @@ void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvPara
     return;
   }
   const RawTensor gy = full_grad_out(grad_out, grad_in.shape, w.shape, p, op);
-  bool cl = false;
+  const bool cl = channels_last_pass(grad_in, gy);
   if (const auto g = aligned({&gy, &w, &grad_in})
                          ? conv_graph_for(ConvPass::Data, grad_in.shape, w.shape, gy.shape, p,
-                                          grad_in.dtype, false, s.index, &cl, op.c_str())
+                                          grad_in.dtype, false, s.index, cl, op.c_str())
                          : nullptr) {
     const RawTensor sw = staged(w, cl, op), sgy = staged(gy, cl, op), dx = target(grad_in, cl);
     conv_graph_run(*g, sgy.data(), sw.data(), nullptr, dx.data(), grad_in.device(), op.c_str());
-    from_channels_last(dx, grad_in, op.c_str());
+    finish(dx, grad_in, op);
     return;
   }
+  // The legacy API on NCHW operands.
+  const RawTensor sw = staged(w, false, op), sgy = staged(gy, false, op),
+                  dx = target(grad_in, false);
   Descs d;
   make_descs(d, grad_in.shape, w.shape, gy.shape, p, grad_in.dtype, op);
   auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
   const Algo a = algo_for(Pass::Data, d, h, grad_in.dtype, s.index, op);
   void* ws = s.workspace(a.workspace, op.c_str());
   check_cudnn(
-      cudnnConvolutionBackwardData(h, kOne.ptr(grad_in.dtype), d.w, w.data(), d.y, gy.data(),
+      cudnnConvolutionBackwardData(h, kOne.ptr(grad_in.dtype), d.w, sw.data(), d.y, sgy.data(),
                                    d.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws,
-                                   a.workspace, kZero.ptr(grad_in.dtype), d.x, grad_in.data()),
+                                   a.workspace, kZero.ptr(grad_in.dtype), d.x, dx.data()),
       op);
+  finish(dx, grad_in, op);
 }
 
 void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
@@ -425,29 +464,32 @@ void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvPa
       EMBER_CUDA_CHECK(cudaMemsetAsync(grad_bias.data(), 0, grad_bias.nbytes(), s.stream), op);
     return;
   }
-  if (bias) conv_bias_grad(grad_out, grad_bias, op.c_str());
+  if (bias) conv_bias_grad(staged(grad_out, false, op), grad_bias, op.c_str());
   if (!weights) return;
   const RawTensor gy = full_grad_out(grad_out, x.shape, grad_w.shape, p, op);
-  bool cl = false;
+  const bool cl = channels_last_pass(gy, x);
   if (const auto g = aligned({&x, &gy, &grad_w})
                          ? conv_graph_for(ConvPass::Filter, x.shape, grad_w.shape, gy.shape, p,
-                                          grad_w.dtype, false, s.index, &cl, op.c_str())
+                                          grad_w.dtype, false, s.index, cl, op.c_str())
                          : nullptr) {
     const RawTensor sx = staged(x, cl, op), sgy = staged(gy, cl, op), dw = target(grad_w, cl);
     conv_graph_run(*g, sx.data(), sgy.data(), nullptr, dw.data(), grad_w.device(), op.c_str());
-    from_channels_last(dw, grad_w, op.c_str());
+    finish(dw, grad_w, op);
     return;
   }
+  const RawTensor sx = staged(x, false, op), sgy = staged(gy, false, op),
+                  dw = target(grad_w, false);
   Descs d;
   make_descs(d, x.shape, grad_w.shape, gy.shape, p, grad_w.dtype, op);
   auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
   const Algo a = algo_for(Pass::Filter, d, h, grad_w.dtype, s.index, op);
   void* ws = s.workspace(a.workspace, op.c_str());
   check_cudnn(
-      cudnnConvolutionBackwardFilter(h, kOne.ptr(grad_w.dtype), d.x, x.data(), d.y, gy.data(),
+      cudnnConvolutionBackwardFilter(h, kOne.ptr(grad_w.dtype), d.x, sx.data(), d.y, sgy.data(),
                                      d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                     ws, a.workspace, kZero.ptr(grad_w.dtype), d.w, grad_w.data()),
+                                     ws, a.workspace, kZero.ptr(grad_w.dtype), d.w, dw.data()),
       op);
+  finish(dw, grad_w, op);
 }
 
 }  // namespace
@@ -459,31 +501,35 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
   DeviceState& s = state_of(out);
   const bool with_bias = bias.defined();
   const bool any = x.numel() > 0 && w.numel() > 0;
-  bool cl = false;
+  const bool cl = channels_last_pass(out, x);
   const auto g = any && aligned({&x, &w, &bias, &out})
                      ? conv_graph_for(ConvPass::Forward, x.shape, w.shape, out.shape, p, out.dtype,
-                                      with_bias, s.index, &cl, op.c_str())
+                                      with_bias, s.index, cl, op.c_str())
                      : nullptr;
+  Staging staged;
   if (g) {
-    Staging staged;
     const RawTensor sx = staged(x, cl, op), sw = staged(w, cl, op), y = target(out, cl);
     conv_graph_run(*g, sx.data(), sw.data(), with_bias ? bias.data() : nullptr, y.data(),
                    out.device(), op.c_str());
-    from_channels_last(y, out, op.c_str());
+    finish(y, out, op);
   } else if (any) {
-    if (with_bias) conv_broadcast_bias(bias, out, op.c_str());
+    const RawTensor sx = staged(x, false, op), y = target(out, false);
+    if (with_bias) conv_broadcast_bias(bias, y, op.c_str());
     Descs d;
     make_descs(d, x.shape, w.shape, out.shape, p, out.dtype, op);
     auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
     const Algo a = algo_for(Pass::Forward, d, h, out.dtype, s.index, op);
     void* ws = s.workspace(a.workspace, op.c_str());
     check_cudnn(
-        cudnnConvolutionForward(h, kOne.ptr(out.dtype), d.x, x.data(), d.w, w.data(), d.conv,
+        cudnnConvolutionForward(h, kOne.ptr(out.dtype), d.x, sx.data(), d.w, w.data(), d.conv,
                                 static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace,
-                                (with_bias ? kOne : kZero).ptr(out.dtype), d.y, out.data()),
+                                (with_bias ? kOne : kZero).ptr(out.dtype), d.y, y.data()),
         op);
+    finish(y, out, op);
   } else if (with_bias) {
-    conv_broadcast_bias(bias, out, op.c_str());
+    const RawTensor y = target(out, false);
+    conv_broadcast_bias(bias, y, op.c_str());
+    finish(y, out, op);
   } else {  // no input channels: the sum is empty
     EMBER_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.nbytes(), s.stream), op);
   }

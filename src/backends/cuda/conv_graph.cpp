@@ -1,19 +1,17 @@
 // 16-bit 2-d convolutions through cuDNN's graph API (the cuDNN frontend, as attention.cpp), as
 // PyTorch runs them: on Hopper its fast bf16/f16 kernels (sm90 implicit GEMM) are engines of the
-// graph API that the legacy cudnnConvolution* calls never choose. The operands keep Ember's NCHW
-// strides; the plan is the first of cuDNN's heuristics (mode A) that builds, as PyTorch's with
-// cudnn.benchmark off. Graphs are cached per geometry and device, and so is a refusal, after
-// which the legacy API runs that geometry.
+// graph API that the legacy cudnnConvolution* calls never choose. The plan is the first of
+// cuDNN's heuristics (mode A) that builds, as PyTorch's with cudnn.benchmark off. Graphs are
+// cached per geometry, layout and device, and so is a refusal, after which the legacy API runs
+// that geometry.
 //
-// Channels-last operands (NHWC, the filter KRSC) staged by conv.cpp through layout.cu's transpose
-// are the other choice, taken with EMBER_CUDNN_NHWC=1: cuDNN's NHWC kernels are faster, but with
-// Ember's tensors NCHW between convolutions the staging costs more than it saves (ResNet-50 bf16
-// on the H200: 61.4 ms a step staged against 49.0 ms NCHW; docs/PERFORMANCE.md). The operands'
+// The operands are all channels-last (NHWC, the filter KRSC) or all NCHW, as the caller says.
+// Channels-last is what the front end hands over for these convolutions (CudaBackend::
+// channels_last): cuDNN's NHWC kernels need no conversion kernels around them. The operands'
 // addresses must be 16-byte aligned (the engines' vector loads): conv.cpp checks.
 #include "conv_graph.hpp"
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -35,17 +33,14 @@ struct ConvGraph {
   bool channels_last = true;
 };
 
+bool conv_graph_runs(DType dtype, int spatial) {
+  return (dtype == DType::bf16 || dtype == DType::f16) && spatial == 2 &&
+         !deterministic_algorithms();
+}
+
 namespace {
 
 using namespace cudnn_graph;
-
-bool staged_channels_last() {
-  static const bool nhwc = [] {
-    const char* v = std::getenv("EMBER_CUDNN_NHWC");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return nhwc;
-}
 
 std::vector<int64_t> dims_of(const Shape& s) { return {s[0], s[1], s[2], s[3]}; }
 
@@ -123,11 +118,9 @@ void add_nodes(ConvGraph& c, ConvPass pass, const Shape& x, const Shape& w, cons
 
 std::shared_ptr<const ConvGraph> conv_graph_for(ConvPass pass, const Shape& x, const Shape& w,
                                                 const Shape& y, const ConvParams& p, DType dtype,
-                                                bool bias, int device, bool* channels_last,
+                                                bool bias, int device, bool cl,
                                                 const char* op) {
-  if (dtype != DType::bf16 && dtype != DType::f16) return nullptr;
-  if (p.spatial != 2 || p.groups != 1 || deterministic_algorithms()) return nullptr;
-  const bool cl = staged_channels_last();
+  if (!conv_graph_runs(dtype, p.spatial) || p.groups != 1) return nullptr;
   auto& cache = GraphCache<ConvGraph>::of(device);
   std::lock_guard lock(cache.mu);
   auto& slot = cache.graphs[key_of(pass, x, w, y, p, dtype, bias, cl)];
@@ -152,7 +145,6 @@ std::shared_ptr<const ConvGraph> conv_graph_for(ConvPass pass, const Shape& x, c
     slot = c;
   }
   if (!slot->graph) return nullptr;
-  *channels_last = slot->channels_last;
   return slot;
 }
 
@@ -167,8 +159,10 @@ void conv_graph_run(const ConvGraph& g, const void* a, const void* b, const void
 
 struct ConvGraph {};
 
+bool conv_graph_runs(DType, int) { return false; }
+
 std::shared_ptr<const ConvGraph> conv_graph_for(ConvPass, const Shape&, const Shape&, const Shape&,
-                                                const ConvParams&, DType, bool, int, bool*,
+                                                const ConvParams&, DType, bool, int, bool,
                                                 const char*) {
   return nullptr;
 }

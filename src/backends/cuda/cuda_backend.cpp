@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "check.hpp"
+#include "conv_graph.hpp"
 #include "ember/backends/cuda/cuda.hpp"
 #include "state.hpp"
 
@@ -31,6 +32,13 @@ void release_block(void* context, void* data, size_t) {
 }
 
 }  // namespace
+
+// Convolutions that reach cuDNN's graph API run NHWC kernels; the Norm kernels (norm.cu) read
+// either layout, so batch norm between two such convolutions keeps theirs.
+bool CudaBackend::channels_last(OpFamily family, DType dtype, int spatial) const {
+  if (family == OpFamily::Norm) return is_floating(dtype);
+  return family == OpFamily::Conv && conv_graph_runs(dtype, spatial);
+}
 
 bool CudaBackend::supports(OpFamily family, DType dtype) const {
   const bool floating = is_floating(dtype);

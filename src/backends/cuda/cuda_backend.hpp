@@ -12,6 +12,7 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   bool supports(OpFamily family, DType dtype) const override;
   DType pool_index_dtype() const override { return DType::i64; }
+  bool channels_last(OpFamily family, DType dtype, int spatial) const override;
 
   MemoryStats memory_stats(Device device) const override;
   void reset_peak_memory(Device device) override;
@@ -124,5 +125,13 @@ class CudaBackend final : public Backend {
   void begin_capture(Device device) override;
   std::unique_ptr<CapturedWork> end_capture(Device device, bool ok) override;
 };
+
+// layout.cu: [N, C, *] between contiguous and channels-last (RawTensor::is_channels_last) as a
+// tiled transpose, coalesced on both sides. relayout_channels does dst = src when it applies
+// (same dtype, one side of each layout, a grid that holds it) and says whether it did; the two
+// others fall back to a strided copy.
+bool relayout_channels(const RawTensor& src, const RawTensor& dst, const char* op);
+void to_channels_last(const RawTensor& src, const RawTensor& dst, const char* op);
+void from_channels_last(const RawTensor& src, const RawTensor& dst, const char* op);
 
 }  // namespace ember::cuda

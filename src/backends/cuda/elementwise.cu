@@ -121,6 +121,8 @@ void CudaBackend::copy(const RawTensor& src, const RawTensor& dst) {
                        "copy");
       return;
     }
+    // Contiguous <-> channels-last: a tiled transpose, coalesced on both sides.
+    if (relayout_channels(src, dst, "copy")) return;
     RawTensor ws, wd;
     if (as_rows_of_words(src, dst, &ws, &wd)) {
       move_words<Word16>(ws, wd);

@@ -1,6 +1,7 @@
-// Channels-last staging for cuDNN (conv.cpp): [A, B, *rest] <-> [A, *rest, B] as a batched 2-d
-// transpose through 32x32 shared-memory tiles, so reads and writes are both coalesced. It moves
-// bytes, not values, so one kernel per element size serves every dtype.
+// Contiguous <-> channels-last (conv.cpp's staging, copy()'s relayouts): [A, B, *rest] <->
+// [A, *rest, B] as a batched 2-d transpose through 32x32 shared-memory tiles, so reads and
+// writes are both coalesced. It moves bytes, not values, so one kernel per element size serves
+// every dtype.
 #include <cstdint>
 
 #include "common.cuh"
@@ -47,16 +48,14 @@ int64_t rest_of(const Shape& s) {
   return n;
 }
 
-// dst = src transposed per batch; falls back to a strided copy past the grid's limits.
+constexpr int64_t kMaxY = 65535, kMaxZ = 65535;
+
+// Whether the grid holds a [batch, rows, cols] transpose.
+bool fits(int64_t batch, int64_t rows) { return (rows + kTile - 1) / kTile <= kMaxY && batch <= kMaxZ; }
+
+// dst = src transposed per batch (the grid holds it).
 void transpose(const RawTensor& src, const RawTensor& dst, int64_t batch, int64_t rows,
                int64_t cols, const char* op) {
-  constexpr int64_t kMaxY = 65535, kMaxZ = 65535;
-  if ((rows + kTile - 1) / kTile > kMaxY || batch > kMaxZ) {
-    backend().copy(src.view(Shape{batch, cols, rows}, Strides{rows * cols, 1, cols}, src.offset),
-                   dst.view(Shape{batch, cols, rows}, contiguous_strides(Shape{batch, cols, rows}),
-                            dst.offset));
-    return;
-  }
   const cudaStream_t stream = stream_of(dst);
   switch (dtype_size(src.dtype)) {
     case 1:
@@ -75,26 +74,32 @@ void transpose(const RawTensor& src, const RawTensor& dst, int64_t batch, int64_
   EMBER_CUDA_LAUNCHED(op);
 }
 
-}  // namespace
-
 bool channels_last_moves(const Shape& s) { return s.rank() > 2 && s[1] > 1 && rest_of(s) > 1; }
 
-RawTensor to_channels_last(const RawTensor& t, const char* op) {
-  if (!channels_last_moves(t.shape) || t.numel() == 0) return t;
-  RawTensor out{backend().allocate(t.nbytes(), t.device()), t.shape, contiguous_strides(t.shape), 0,
-                t.dtype};
-  transpose(t, out, t.shape[0], t.shape[1], rest_of(t.shape), op);
-  return out;
+}  // namespace
+
+bool relayout_channels(const RawTensor& src, const RawTensor& dst, const char* op) {
+  if (src.dtype != dst.dtype || !channels_last_moves(dst.shape)) return false;
+  const int64_t n = dst.shape[0], c = dst.shape[1], rest = rest_of(dst.shape);
+  if (src.is_contiguous() && dst.is_channels_last()) {
+    if (!fits(n, c)) return false;
+    transpose(src, dst, n, c, rest, op);
+    return true;
+  }
+  if (src.is_channels_last() && dst.is_contiguous()) {
+    if (!fits(n, rest)) return false;
+    transpose(src, dst, n, rest, c, op);
+    return true;
+  }
+  return false;
+}
+
+void to_channels_last(const RawTensor& src, const RawTensor& dst, const char* op) {
+  if (dst.numel() > 0 && !relayout_channels(src, dst, op)) backend().copy(src, dst);
 }
 
 void from_channels_last(const RawTensor& src, const RawTensor& dst, const char* op) {
-  if (src.storage == dst.storage && src.offset == dst.offset) return;
-  if (dst.numel() == 0) return;
-  if (!channels_last_moves(dst.shape)) {
-    backend().copy(src, dst);
-    return;
-  }
-  transpose(src, dst, dst.shape[0], rest_of(dst.shape), dst.shape[1], op);
+  if (dst.numel() > 0 && !relayout_channels(src, dst, op)) backend().copy(src, dst);
 }
 
 }  // namespace ember::cuda

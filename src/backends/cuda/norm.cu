@@ -10,7 +10,19 @@
 #include "cuda_backend.hpp"
 
 namespace ember::cuda {
+
+// norm_channels_last.cu: the same ops on channels-last operands.
+void channel_moments_channels_last(const RawTensor& x, const RawTensor& out);
+void channel_dot_channels_last(const RawTensor& a, const RawTensor& b, const RawTensor& center,
+                               const RawTensor& out);
+void channel_fma_channels_last(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
+                               const RawTensor& kb, const RawTensor& k0, const RawTensor& out);
+
 namespace {
+
+// Channels-last and not also contiguous (Backend::channels_last: the front end passes such
+// operands as they are).
+bool channels_last_only(const RawTensor& t) { return t.is_channels_last() && !t.is_contiguous(); }
 
 // Two sums accumulated together (channel_dot needs both; the moments use the first).
 struct Pair {
@@ -237,6 +249,7 @@ void fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawT
 }  // namespace
 
 void CudaBackend::channel_moments(const RawTensor& x, const RawTensor& out) {
+  if (channels_last_only(x)) return channel_moments_channels_last(x, out);
   switch (x.dtype) {
     case DType::f32:
       return moments<float>(x, out);
@@ -253,6 +266,7 @@ void CudaBackend::channel_moments(const RawTensor& x, const RawTensor& out) {
 
 void CudaBackend::channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
                               const RawTensor& out) {
+  if (channels_last_only(a)) return channel_dot_channels_last(a, b, center, out);
   switch (a.dtype) {
     case DType::f32:
       return dot<float>(a, b, center, out);
@@ -269,6 +283,7 @@ void CudaBackend::channel_dot(const RawTensor& a, const RawTensor& b, const RawT
 
 void CudaBackend::channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
                               const RawTensor& kb, const RawTensor& k0, const RawTensor& out) {
+  if (channels_last_only(a)) return channel_fma_channels_last(a, ka, b, kb, k0, out);
   switch (a.dtype) {
     case DType::f32:
       return fma<float>(a, ka, b, kb, k0, out);
