@@ -160,6 +160,16 @@ void Backend::channel_fma(const RawTensor& a, const RawTensor&, const RawTensor&
   no_kernel("channel_fma", a.dtype);
 }
 
+void Backend::batch_norm_coefficients(const RawTensor& moments, const RawTensor&, const RawTensor&,
+                                      double, const RawTensor&) {
+  no_kernel("batch_norm_coefficients", moments.dtype);
+}
+
+void Backend::batch_norm_backward_coefficients(const RawTensor& d, const RawTensor&,
+                                               const RawTensor&, double, const RawTensor&) {
+  no_kernel("batch_norm_backward_coefficients", d.dtype);
+}
+
 void Backend::logsumexp_rows(const RawTensor& x, const RawTensor&) {
   no_kernel("logsumexp_rows", x.dtype);
 }

@@ -246,24 +246,24 @@ namespace {
 // dims are every dim but 1.
 DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const DynTensor& bias,
                            double eps, const Dims& dims, DynTensor& mean_out, DynTensor& var_out) {
-  // Channels-last stays so: the channel ops take either layout (tensor/norm.cpp).
-  const DynTensor xd =
-      x.raw().is_channels_last() ? detach(x) : contiguous(detach(x));
+  // Contiguous, or channels-last where the backend's channel kernels read it: one copy at most.
+  const DynTensor xd = channel_operand(x);
   const DynTensor wd = weight.defined() ? detach(weight) : DynTensor();
   const DynTensor moments = channel_moments(xd);
   const DynTensor mean_c = select(moments, 0, 0), var_c = select(moments, 0, 1);
-  const DynTensor invstd = rsqrt(add(var_c, eps));
-  const DynTensor scale = wd.defined() ? mul(wd, invstd) : invstd;
-  DynTensor shift = neg(mul(mean_c, scale));
-  if (bias.defined()) shift = add(shift, detach(bias));
-  DynTensor y = channel_fma(xd, scale, DynTensor(), DynTensor(), shift);
+  // invstd, scale, shift: one kernel where the backend has it, six small ops where not.
+  const DynTensor coefficients =
+      batch_norm_coefficients(moments, wd, bias.defined() ? detach(bias) : DynTensor(), eps);
+  const DynTensor scale = select(coefficients, 0, 1);
+  DynTensor y = channel_fma(xd, scale, DynTensor(), DynTensor(), select(coefficients, 0, 2));
   mean_out = mean_c;
   var_out = var_c;
   if (!autodiff::should_record({&x, &weight, &bias})) return y;
   const double count = static_cast<double>(x.numel() / x.size(1));
   autodiff::record(
       "batch_norm", {&x, &weight, &bias}, y,
-      [x, xd, weight, wd, mean_c, invstd, scale, eps, dims, count](autodiff::BackwardArgs& a) {
+      [x, xd, weight, moments, coefficients, mean_c, scale, eps, dims,
+       count](autodiff::BackwardArgs& a) {
         if (a.options.create_graph) {
           // Recorded backward (second order): the composite formula over the tracked inputs,
           // 16-bit input computed in f32 as the first-order path's statistics are.
@@ -285,14 +285,13 @@ DynTensor batch_norm_fused(const DynTensor& x, const DynTensor& weight, const Dy
         // dx = scale * (g - sum(g) / n - xhat * sum(g * xhat) / n) = k1 g + k2 x + k3.
         const DynTensor& g = a.grad;
         const DynTensor d = channel_dot(g, xd, mean_c);
-        const DynTensor sum_g = select(d, 0, 0), sum_gxc = select(d, 0, 1);
+        // k2, k3, dweight, dbias in one kernel where the backend has it.
+        const DynTensor k = batch_norm_backward_coefficients(d, coefficients, moments, count);
         if (a.needs(0)) {
-          const DynTensor k2 = neg(div(mul(mul(scale, square(invstd)), sum_gxc), count));
-          const DynTensor k3 = sub(neg(div(mul(scale, sum_g), count)), mul(k2, mean_c));
-          a.input_grads[0] = channel_fma(g, scale, xd, k2, k3);
+          a.input_grads[0] = channel_fma(g, scale, xd, select(k, 0, 0), select(k, 0, 1));
         }
-        if (a.needs(1)) a.input_grads[1] = mul(sum_gxc, invstd);
-        if (a.needs(2)) a.input_grads[2] = sum_g;
+        if (a.needs(1)) a.input_grads[1] = select(k, 0, 2);
+        if (a.needs(2)) a.input_grads[2] = select(k, 0, 3);
       });
   return y;
 }

@@ -198,7 +198,7 @@ PoolParams window_params(const std::string& op, int spatial, const SpatialArg& k
 // Whether the backend runs x's (non-transposed) convolutions channels-last: their outputs and
 // data gradients are allocated so, and their operands pass as they are when already so.
 bool channels_last_conv(const DynTensor& x, const ConvParams& p) {
-  return detail::backend_of(x).channels_last(OpFamily::Conv, x.dtype(), p.spatial);
+  return p.groups == 1 && detail::backend_of(x).channels_last(OpFamily::Conv, x.dtype(), p.spatial);
 }
 
 // An operand of a convolution's backward: contiguous, or channels-last as it is where the
@@ -303,11 +303,12 @@ DynTensor convolution_unrecorded(const DynTensor& x, const DynTensor& w, const D
   detail::check_supported(x, OpFamily::Conv, x.dtype(), op.c_str());
 
   Backend& be = detail::backend_of(x);
-  const bool cl = !transposed && be.channels_last(OpFamily::Conv, x.dtype(), sp);
+  const bool cl = !transposed && channels_last_conv(x, p);
   const DynTensor xc = cl ? detail::contiguous_or_channels_last(x) : contiguous(x);
   const DynTensor wc = contiguous(w);
-  DynTensor out = cl ? detail::make_empty_channels_last(out_shape, x.dtype(), x.device(), op.c_str())
-                     : detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
+  DynTensor out =
+      cl ? detail::make_empty_channels_last(out_shape, x.dtype(), x.device(), op.c_str())
+         : detail::make_empty(out_shape, x.dtype(), x.device(), op.c_str());
   // The kernels allocate workspace (im2col columns, oneDNN buffers): a failure there names op.
   if (!transposed) {
     const DynTensor bc = bias.defined() ? contiguous(bias) : DynTensor();

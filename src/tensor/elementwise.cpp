@@ -255,8 +255,8 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   DynTensor out = order.empty(shape, dtype, a.device(), "where");
   const DynTensor ec = detail::broadcast_view(cond, shape), ea = detail::broadcast_view(ca, shape),
                   eb = detail::broadcast_view(cb, shape);
-  detail::backend_of(out).where(order.apply(ec.raw()), order.apply(ea.raw()),
-                                order.apply(eb.raw()), order.apply(out.raw()));
+  detail::backend_of(out).where(order.apply(ec.raw()), order.apply(ea.raw()), order.apply(eb.raw()),
+                                order.apply(out.raw()));
   detail::record(ops::where, {&cond, &ca, &cb}, out);
   return out;
 }

@@ -57,8 +57,7 @@ DynTensor MemoryOrder::empty(const Shape& shape, DType dtype, Device device, con
   return make_view(t, shape, strides, 0);
 }
 
-DynTensor make_empty_channels_last(const Shape& shape, DType dtype, Device device,
-                                   const char* op) {
+DynTensor make_empty_channels_last(const Shape& shape, DType dtype, Device device, const char* op) {
   const DynTensor t = make_empty(shape, dtype, device, op);
   return make_view(t, shape, channels_last_strides(shape), 0);
 }

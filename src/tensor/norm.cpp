@@ -5,6 +5,7 @@
 #include "ember/tensor/ops/norm.hpp"
 
 #include <initializer_list>
+#include <tuple>
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/tensor/ops/creation.hpp"
@@ -100,6 +101,14 @@ DynTensor channel_fma_composite(const DynTensor& a, const DynTensor& ka, const D
 
 }  // namespace detail
 
+DynTensor channel_operand(const DynTensor& x) {
+  detail::check_defined(x, "channel_operand");
+  const DynTensor d = detach(x);
+  if (d.is_contiguous()) return d;
+  if (x.rank() >= 2 && channels_last_operands({&d}, compute_dtype(x, "channel_operand"))) return d;
+  return contiguous(d);
+}
+
 DynTensor channel_moments(const DynTensor& x) {
   const char* op = "channel_moments";
   const DType dt = compute_dtype(x, op);
@@ -150,6 +159,94 @@ DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& 
   detail::backend_of(out).channel_fma(ac.raw(), kac.raw(), bc.raw(), kbc.raw(), k0c.raw(),
                                       out.raw());
   return cast(out, a.dtype());
+}
+
+namespace detail {
+
+DynTensor batch_norm_coefficients_composite(const DynTensor& moments, const DynTensor& weight,
+                                            const DynTensor& bias, double eps) {
+  const DynTensor mean = select(moments, 0, 0), var = select(moments, 0, 1);
+  const DynTensor invstd = rsqrt(add(var, eps));
+  const DynTensor scale = weight.defined() ? mul(weight, invstd) : invstd;
+  DynTensor shift = neg(mul(mean, scale));
+  if (bias.defined()) shift = add(shift, bias);
+  return stack({invstd, scale, shift});
+}
+
+DynTensor batch_norm_backward_coefficients_composite(const DynTensor& d,
+                                                     const DynTensor& coefficients,
+                                                     const DynTensor& moments, double count) {
+  const DynTensor sum_g = select(d, 0, 0), sum_gxc = select(d, 0, 1);
+  const DynTensor invstd = select(coefficients, 0, 0), scale = select(coefficients, 0, 1);
+  const DynTensor mean = select(moments, 0, 0);
+  const DynTensor k2 = neg(div(mul(mul(scale, square(invstd)), sum_gxc), count));
+  const DynTensor k3 = sub(neg(div(mul(scale, sum_g), count)), mul(k2, mean));
+  return stack({k2, k3, mul(sum_gxc, invstd), sum_g});
+}
+
+}  // namespace detail
+
+namespace {
+
+// A [rows, C] per-channel operand of the coefficient ops, in dtype `dt`.
+DynTensor vectors(const DynTensor& t, int64_t rows, int64_t channels, DType dt, const char* op,
+                  const char* what) {
+  detail::check_defined(t, op, what);
+  EMBER_CHECK(t.rank() == 2 && t.size(0) == rows && t.size(1) == channels, "[", op, "] ", what,
+              " must be [", rows, ", ", channels, "], got ", t.shape());
+  return operand(t, dt);
+}
+
+bool has_coefficient_kernels(const DynTensor& t, DType dt) {
+  return detail::backend_of(t).supports(OpFamily::BatchNormCoefficients, dt);
+}
+
+}  // namespace
+
+DynTensor batch_norm_coefficients(const DynTensor& moments, const DynTensor& weight,
+                                  const DynTensor& bias, double eps) {
+  const char* op = "batch_norm_coefficients";
+  detail::check_defined(moments, op, "moments");
+  EMBER_CHECK(moments.rank() == 2 && moments.size(0) == 2 && is_floating(moments.dtype()), "[", op,
+              "] moments must be a floating [2, C], got ", moments.dtype(), " ", moments.shape());
+  const int64_t c = moments.size(1);
+  const DType dt = moments.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DynTensor m = operand(moments, dt);
+  DynTensor w, b;
+  for (auto [t, out, what] : {std::tuple{&weight, &w, "weight"}, std::tuple{&bias, &b, "bias"}}) {
+    if (!t->defined()) continue;
+    detail::check_same_device(moments, *t, op);
+    EMBER_CHECK(t->rank() == 1 && t->numel() == c, "[", op, "] ", what, " of shape ", t->shape(),
+                " does not match the ", c, " channels of the moments");
+    *out = operand(*t, dt);
+  }
+  if (!has_coefficient_kernels(m, dt))
+    return detail::batch_norm_coefficients_composite(m, w, b, eps);
+  DynTensor out = detail::make_empty(Shape{3, c}, dt, m.device(), op);
+  detail::backend_of(out).batch_norm_coefficients(m.raw(), w.raw(), b.raw(), eps, out.raw());
+  return out;
+}
+
+DynTensor batch_norm_backward_coefficients(const DynTensor& d, const DynTensor& coefficients,
+                                           const DynTensor& moments, double count) {
+  const char* op = "batch_norm_backward_coefficients";
+  detail::check_defined(d, op, "d");
+  EMBER_CHECK(d.rank() == 2 && is_floating(d.dtype()), "[", op,
+              "] d must be a floating [2, C], got ", d.dtype(), " ", d.shape());
+  const int64_t c = d.size(1);
+  const DType dt = d.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DynTensor dc = vectors(d, 2, c, dt, op, "d");
+  const DynTensor kc = vectors(coefficients, 3, c, dt, op, "coefficients");
+  const DynTensor mc = vectors(moments, 2, c, dt, op, "moments");
+  detail::check_same_device(dc, kc, op);
+  detail::check_same_device(dc, mc, op);
+  if (!has_coefficient_kernels(dc, dt)) {
+    return detail::batch_norm_backward_coefficients_composite(dc, kc, mc, count);
+  }
+  DynTensor out = detail::make_empty(Shape{4, c}, dt, dc.device(), op);
+  detail::backend_of(out).batch_norm_backward_coefficients(dc.raw(), kc.raw(), mc.raw(), count,
+                                                           out.raw());
+  return out;
 }
 
 bool fused_layer_norm_supported(const DynTensor& x) {

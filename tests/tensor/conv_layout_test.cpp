@@ -11,11 +11,11 @@ namespace {
 
 struct LayoutCase {
   Shape x, w;
-  int64_t stride = 1, padding = 0;
+  int64_t stride = 1, padding = 0, groups = 1;
 };
 
 // A stem-like first layer (3 channels), channels in 16-byte packs, odd channels, a 1x1 output
-// plane and a 1x1 kernel with stride 2.
+// plane, a 1x1 kernel with stride 2 and two groups.
 const std::vector<LayoutCase>& layout_cases() {
   static const std::vector<LayoutCase> cases = {
       {Shape{2, 3, 15, 13}, Shape{16, 3, 7, 7}, 2, 3},
@@ -23,6 +23,7 @@ const std::vector<LayoutCase>& layout_cases() {
       {Shape{2, 5, 6, 7}, Shape{7, 5, 3, 3}, 1, 0},
       {Shape{4, 8, 3, 3}, Shape{16, 8, 3, 3}, 1, 0},
       {Shape{2, 32, 8, 8}, Shape{16, 32, 1, 1}, 2, 0},
+      {Shape{2, 16, 7, 7}, Shape{16, 8, 3, 3}, 1, 1, 2},  // grouped: stays contiguous
   };
   return cases;
 }
@@ -40,7 +41,8 @@ double relative_gap(const DynTensor& a, const DynTensor& b) {
 }
 
 bool on_cuda_16bit(const DynTensor& t) {
-  return t.device().type == DeviceType::Cuda && (t.dtype() == DType::bf16 || t.dtype() == DType::f16);
+  return t.device().type == DeviceType::Cuda &&
+         (t.dtype() == DType::bf16 || t.dtype() == DType::f16);
 }
 
 }  // namespace
@@ -62,7 +64,7 @@ TEST(ConvLayout, ConvolutionMatchesFloat64InEveryLayout) {
         auto run = [&](DType dt) {
           const DynTensor x = require_grad(cast(x0, dt)), w = require_grad(cast(w0, dt)),
                           b = require_grad(cast(b0, dt));
-          const DynTensor y = conv2d(x, w, b, {c.stride}, {c.padding});
+          const DynTensor y = conv2d(x, w, b, {c.stride}, {c.padding}, {1}, c.groups);
           const DynTensor g = cast(make_input(y.shape(), dtype, layout, -1, 1, 77), dt);
           std::vector<DynTensor> out = grad(y, {x, w, b}, g);
           out.insert(out.begin(), y);
@@ -74,9 +76,11 @@ TEST(ConvLayout, ConvolutionMatchesFloat64InEveryLayout) {
           EXPECT_EQ(got[i].dtype(), dtype) << what << " " << names[i];
           EXPECT_LE(relative_gap(got[i], want[i]), rel) << what << " " << names[i];
         }
-        if (on_cuda_16bit(got[0])) {
+        if (on_cuda_16bit(got[0]) && c.groups == 1) {
           EXPECT_TRUE(got[0].raw().is_channels_last()) << what;
           EXPECT_TRUE(got[1].raw().is_channels_last()) << what;
+        } else if (layout == Layout::Contiguous) {
+          EXPECT_TRUE(got[0].is_contiguous()) << what;
         }
         EXPECT_TRUE(got[2].is_contiguous()) << what;  // a weight's gradient keeps its layout
       }

@@ -168,6 +168,57 @@ TEST(NormKernels, ChannelsLastAgainstFloat64) {
   }
 }
 
+// Batch norm's per-channel arithmetic (one kernel a direction on Cuda, the composites elsewhere)
+// against the formulas in float64, with and without weight and bias, in f32 and f64.
+TEST(NormKernels, BatchNormCoefficientsAgainstFloat64) {
+  const int64_t c = 37;
+  uint32_t seed = 500;
+  for (DType dt : {DType::f32, DType::f64}) {
+    const DynTensor mean = make_input(Shape{c}, dt, Layout::Contiguous, -3, 3, seed++);
+    const DynTensor var = make_input(Shape{c}, dt, Layout::Contiguous, 0.01, 4, seed++);
+    const DynTensor moments = stack({mean, var});
+    const DynTensor w = make_input(Shape{c}, dt, Layout::Contiguous, 0.5, 1.5, seed++);
+    const DynTensor b = make_input(Shape{c}, dt, Layout::Contiguous, -1, 1, seed++);
+    const DynTensor d = make_input(Shape{2, c}, dt, Layout::Contiguous, -20, 20, seed++);
+    const Host hm = Host::of(mean), hv = Host::of(var), hw = Host::of(w), hb = Host::of(b),
+               hd = Host::of(d);
+    const double eps = 1e-5, count = 300;
+    for (const bool affine : {true, false}) {
+      const std::string what = std::string(dtype_name(dt)) + (affine ? " affine" : " plain");
+      std::vector<double> fwd(static_cast<size_t>(3 * c)), bwd(static_cast<size_t>(4 * c));
+      for (int64_t i = 0; i < c; ++i) {
+        const size_t k = static_cast<size_t>(i), n = static_cast<size_t>(c);
+        const double invstd = 1 / std::sqrt(hv.v[k] + eps);
+        const double scale = affine ? hw.v[k] * invstd : invstd;
+        fwd[k] = invstd;
+        fwd[n + k] = scale;
+        fwd[2 * n + k] = (affine ? hb.v[k] : 0.0) - hm.v[k] * scale;
+        const double k2 = -scale * invstd * invstd * hd.v[n + k] / count;
+        bwd[k] = k2;
+        bwd[n + k] = -scale * hd.v[k] / count - k2 * hm.v[k];
+        bwd[2 * n + k] = hd.v[n + k] * invstd;
+        bwd[3 * n + k] = hd.v[k];
+      }
+      const DynTensor coef =
+          batch_norm_coefficients(moments, affine ? w : DynTensor(), affine ? b : DynTensor(), eps);
+      const Tol tol = loose(dt);
+      expect_close(coef, Shape{3, c}, fwd, tol, "coefficients " + what);
+      expect_close(batch_norm_backward_coefficients(d, coef, moments, count), Shape{4, c}, bwd, tol,
+                   "backward coefficients " + what);
+      // The composites give the same values (on the Cpu they are what runs above).
+      const DynTensor comp = detail::batch_norm_coefficients_composite(
+          moments, affine ? w : DynTensor(), affine ? b : DynTensor(), eps);
+      expect_close(comp, Shape{3, c}, fwd, tol, "composite " + what);
+      expect_close(detail::batch_norm_backward_coefficients_composite(d, comp, moments, count),
+                   Shape{4, c}, bwd, tol, "backward composite " + what);
+    }
+  }
+  EXPECT_THROW(batch_norm_coefficients(randn(Shape{3, 4}, DType::f32), {}, {}, 1e-5), Error);
+  EXPECT_THROW(batch_norm_coefficients(randn(Shape{2, 4}, DType::f32), randn(Shape{5}, DType::f32),
+                                       {}, 1e-5),
+               Error);
+}
+
 // The composites the ops run on a backend without the Norm kernels give the kernels' values
 // (f32 and f64; the ops run 16-bit floats in f32), so both paths stay tested on the Cpu.
 TEST(NormKernels, CompositesMatchTheKernels) {

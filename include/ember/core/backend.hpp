@@ -68,7 +68,8 @@ class Backend {
   virtual DType pool_index_dtype() const { return DType::i32; }
   /// Whether its kernels of `family` (Conv, Norm) take [N, C, *] operands channels-last
   /// (RawTensor::is_channels_last: NHWC memory) for `dtype` over `spatial` dims, and are faster
-  /// so (docs/ARCHITECTURE.md, "Memory formats"). Conv: the front end then allocates the output
+  /// so (docs/ARCHITECTURE.md, "Memory formats"). Conv (asked of convolutions with one group
+  /// only; grouped ones stay contiguous): the front end then allocates the output
   /// (and the data gradient) channels-last and passes the input as it comes, channels-last or
   /// contiguous; the backend stages whatever else its kernels need. Norm: channels-last operands
   /// are passed as they are and channel_fma's out takes a's layout. Default false: the
@@ -189,6 +190,17 @@ class Backend {
   /// out = a * ka[c] + b * kb[c] + k0[c]; b and kb may be undefined (then out = a * ka + k0).
   virtual void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
                            const RawTensor& kb, const RawTensor& k0, const RawTensor& out);
+
+  // Batch norm's per-channel arithmetic (OpFamily::BatchNormCoefficients) over contiguous [C]
+  // vectors of one float dtype (f32 or f64, the statistics'); tensor/ops/norm.hpp gives the
+  // formulas. weight and bias may be undefined (1 and 0).
+  /// out [3, C]: invstd, scale, shift from moments [2, C].
+  virtual void batch_norm_coefficients(const RawTensor& moments, const RawTensor& weight,
+                                       const RawTensor& bias, double eps, const RawTensor& out);
+  /// out [4, C]: k2, k3, dweight, dbias from d [2, C], coefficients [3, C] and moments [2, C].
+  virtual void batch_norm_backward_coefficients(const RawTensor& d, const RawTensor& coefficients,
+                                                const RawTensor& moments, double count,
+                                                const RawTensor& out);
 
   // cross_entropy's two passes over contiguous [N, C] logits (OpFamily::SoftmaxRows), computed in
   // f32 whatever the logits' float type, so 16-bit logits are read once and never widened.

@@ -271,7 +271,8 @@ enum class OpFamily : uint8_t {
   Attention,       // fused scaled-dot-product attention, forward and backward (no score matrix)
   LayerNorm,       // layer_norm over the last dim in one pass each way (layer_norm_rows*)
   ActivationGrad,  // the backward of GELU (both forms) and SiLU in one pass (activation_grad)
-  Linear           // nn::linear's GEMM with the bias (and the bias gradient) in its epilogue
+  Linear,          // nn::linear's GEMM with the bias (and the bias gradient) in its epilogue
+  BatchNormCoefficients  // batch norm's per-channel arithmetic on [C] vectors, one kernel a way
 };
 
 std::string_view op_name(UnaryOp op);

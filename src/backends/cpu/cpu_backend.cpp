@@ -81,6 +81,7 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::LayerNorm:       // the composite layer_norm (src/nn/norm.cpp)
     case OpFamily::ActivationGrad:  // the gradient rules' composites (src/autodiff)
     case OpFamily::Linear:          // the composite linear (src/nn/linear.cpp)
+    case OpFamily::BatchNormCoefficients:  // the composites (src/tensor/norm.cpp)
       return false;
     default:
       return true;

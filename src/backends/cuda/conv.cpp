@@ -337,6 +337,21 @@ RawTensor empty_in(const RawTensor& t, bool channels_last) {
   return out;
 }
 
+// t's dims in channels-last memory order, [N, *spatial, C]: a channels-last tensor reads as
+// contiguous.
+RawTensor in_memory_order(const RawTensor& t) {
+  Shape shape = t.shape;
+  Strides strides = t.strides;
+  const int r = t.rank();
+  for (int i = 1; i + 1 < r; ++i) {
+    shape[i] = t.shape[i + 1];
+    strides[i] = t.strides[i + 1];
+  }
+  shape[r - 1] = t.shape[1];
+  strides[r - 1] = t.strides[1];
+  return t.view(shape, strides, t.offset);
+}
+
 // dst = src across layouts: the tiled transposes where they apply, else a strided copy.
 void relayout(const RawTensor& src, const RawTensor& dst, const char* op) {
   if (src.is_contiguous() && dst.is_channels_last()) {
@@ -549,8 +564,16 @@ void CudaBackend::conv_backward(const RawTensor& x, const RawTensor& w, const Ra
   const std::string op = "conv_backward";
   RawTensor gy = grad_out;
   if (y.defined() && grad_out.numel() > 0) {  // relu_backward once, for every gradient
-    gy = device_empty(grad_out.shape, grad_out.dtype, grad_out.device());
-    binary(BinaryOp::ReluBackward, grad_out, y, gy);
+    // In grad_out's layout: a channels-last gradient stays so for the graphs (the kernel writes
+    // a contiguous out, so a channels-last one is handed over in its memory order).
+    const bool cl = grad_out.is_channels_last() && !grad_out.is_contiguous();
+    gy = empty_in(grad_out, cl);
+    if (cl) {
+      binary(BinaryOp::ReluBackward, in_memory_order(grad_out), in_memory_order(y),
+             in_memory_order(gy));
+    } else {
+      binary(BinaryOp::ReluBackward, grad_out, y, gy);
+    }
   }
   Staging staged;
   if (grad_in.defined()) backward_data(gy, w, p, grad_in, op, staged);

@@ -118,8 +118,7 @@ void add_nodes(ConvGraph& c, ConvPass pass, const Shape& x, const Shape& w, cons
 
 std::shared_ptr<const ConvGraph> conv_graph_for(ConvPass pass, const Shape& x, const Shape& w,
                                                 const Shape& y, const ConvParams& p, DType dtype,
-                                                bool bias, int device, bool cl,
-                                                const char* op) {
+                                                bool bias, int device, bool cl, const char* op) {
   if (!conv_graph_runs(dtype, p.spatial) || p.groups != 1) return nullptr;
   auto& cache = GraphCache<ConvGraph>::of(device);
   std::lock_guard lock(cache.mu);

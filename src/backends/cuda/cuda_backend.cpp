@@ -60,6 +60,7 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
       return floating;
     case OpFamily::Optim:
     case OpFamily::Svd:
+    case OpFamily::BatchNormCoefficients:  // norm.cu
       return dtype == DType::f32 || dtype == DType::f64;
     default:
       return true;

@@ -72,6 +72,11 @@ class CudaBackend final : public Backend {
   void channel_moments(const RawTensor& x, const RawTensor& out) override;
   void channel_dot(const RawTensor& a, const RawTensor& b, const RawTensor& center,
                    const RawTensor& out) override;
+  void batch_norm_coefficients(const RawTensor& moments, const RawTensor& weight,
+                               const RawTensor& bias, double eps, const RawTensor& out) override;
+  void batch_norm_backward_coefficients(const RawTensor& d, const RawTensor& coefficients,
+                                        const RawTensor& moments, double count,
+                                        const RawTensor& out) override;
   void channel_fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawTensor& kb,
                    const RawTensor& k0, const RawTensor& out) override;
 

@@ -51,7 +51,9 @@ int64_t rest_of(const Shape& s) {
 constexpr int64_t kMaxY = 65535, kMaxZ = 65535;
 
 // Whether the grid holds a [batch, rows, cols] transpose.
-bool fits(int64_t batch, int64_t rows) { return (rows + kTile - 1) / kTile <= kMaxY && batch <= kMaxZ; }
+bool fits(int64_t batch, int64_t rows) {
+  return (rows + kTile - 1) / kTile <= kMaxY && batch <= kMaxZ;
+}
 
 // dst = src transposed per batch (the grid holds it).
 void transpose(const RawTensor& src, const RawTensor& dst, int64_t batch, int64_t rows,

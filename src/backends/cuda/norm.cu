@@ -246,7 +246,81 @@ void fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawT
   }
 }
 
+// Batch norm's per-channel arithmetic, a thread a channel (tensor/ops/norm.hpp's formulas).
+template <class K>
+__global__ void coefficients_kernel(int64_t channels, const K* __restrict__ moments,
+                                    const K* __restrict__ weight, const K* __restrict__ bias,
+                                    double eps, K* __restrict__ out) {
+  EMBER_CUDA_FOR(c, channels) {
+    const K mean = moments[c], var = moments[channels + c];
+    const K invstd = K{1} / sqrt(var + static_cast<K>(eps));
+    const K scale = weight != nullptr ? weight[c] * invstd : invstd;
+    const K shift = -(mean * scale) + (bias != nullptr ? bias[c] : K{0});
+    out[c] = invstd;
+    out[channels + c] = scale;
+    out[2 * channels + c] = shift;
+  }
+}
+
+template <class K>
+__global__ void backward_coefficients_kernel(int64_t channels, const K* __restrict__ d,
+                                             const K* __restrict__ coefficients,
+                                             const K* __restrict__ moments, K count,
+                                             K* __restrict__ out) {
+  EMBER_CUDA_FOR(c, channels) {
+    const K sum_g = d[c], sum_gxc = d[channels + c];
+    const K invstd = coefficients[c], scale = coefficients[channels + c], mean = moments[c];
+    const K k2 = -(scale * (invstd * invstd) * sum_gxc / count);
+    out[c] = k2;
+    out[channels + c] = -(scale * sum_g / count) - k2 * mean;
+    out[2 * channels + c] = sum_gxc * invstd;
+    out[3 * channels + c] = sum_g;
+  }
+}
+
+template <class K>
+void coefficients(const RawTensor& moments, const RawTensor& weight, const RawTensor& bias,
+                  double eps, const RawTensor& out) {
+  const int64_t c = moments.shape[1];
+  if (c == 0) return;
+  coefficients_kernel<K><<<grid_for(c), kThreads, 0, stream_of(out)>>>(
+      c, moments.data_as<K>(), weight.defined() ? weight.data_as<K>() : nullptr,
+      bias.defined() ? bias.data_as<K>() : nullptr, eps, out.data_as<K>());
+  EMBER_CUDA_LAUNCHED("batch_norm_coefficients");
+}
+
+template <class K>
+void backward_coefficients(const RawTensor& d, const RawTensor& coefficients,
+                           const RawTensor& moments, double count, const RawTensor& out) {
+  const int64_t c = d.shape[1];
+  if (c == 0) return;
+  backward_coefficients_kernel<K><<<grid_for(c), kThreads, 0, stream_of(out)>>>(
+      c, d.data_as<K>(), coefficients.data_as<K>(), moments.data_as<K>(), static_cast<K>(count),
+      out.data_as<K>());
+  EMBER_CUDA_LAUNCHED("batch_norm_backward_coefficients");
+}
+
 }  // namespace
+
+void CudaBackend::batch_norm_coefficients(const RawTensor& moments, const RawTensor& weight,
+                                          const RawTensor& bias, double eps, const RawTensor& out) {
+  if (moments.dtype == DType::f64) return coefficients<double>(moments, weight, bias, eps, out);
+  if (moments.dtype == DType::f32) return coefficients<float>(moments, weight, bias, eps, out);
+  no_kernel("batch_norm_coefficients", moments.dtype);
+}
+
+void CudaBackend::batch_norm_backward_coefficients(const RawTensor& d,
+                                                   const RawTensor& coefficients,
+                                                   const RawTensor& moments, double count,
+                                                   const RawTensor& out) {
+  if (d.dtype == DType::f64) {
+    return backward_coefficients<double>(d, coefficients, moments, count, out);
+  }
+  if (d.dtype == DType::f32) {
+    return backward_coefficients<float>(d, coefficients, moments, count, out);
+  }
+  no_kernel("batch_norm_backward_coefficients", d.dtype);
+}
 
 void CudaBackend::channel_moments(const RawTensor& x, const RawTensor& out) {
   if (channels_last_only(x)) return channel_moments_channels_last(x, out);

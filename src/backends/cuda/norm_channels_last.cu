@@ -2,9 +2,10 @@
 // so a thread reads 16 bytes of adjacent channels at a time (8 bf16) and keeps their sums, and
 // the per-channel multiply-add is a vectorised elementwise pass. Sums are in double, each
 // channel's rows split into chunks fixed by the sizes and the GPU's SM count and reduced in a
-// fixed tree, so results do not change from run to run. The moments take one pass: sums of x - x[0, c] and of its square in
-// double, whose difference loses no digits that matter at these sizes (the shift keeps a large
-// mean from cancelling).
+// fixed tree, so results do not change from run to run. The moments take one pass: sums of x - x[0,
+// c] and of its square in double, whose difference loses no digits that matter at these sizes (the
+// shift keeps a large mean from cancelling).
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
@@ -27,9 +28,9 @@ enum class Sums { Moments, Dot };
 constexpr int kBlock = 256;
 
 struct Geometry {
-  int tx = 1, ty = kBlock;    // threads over channel packs, over rows
-  int64_t groups = 1;         // blocks over the channel packs (gridDim.y)
-  int64_t chunks = 1;         // blocks over the rows (gridDim.x)
+  int tx = 1, ty = kBlock;  // threads over channel packs, over rows
+  int64_t groups = 1;       // blocks over the channel packs (gridDim.y)
+  int64_t chunks = 1;       // blocks over the rows (gridDim.x)
   int64_t rows_per_chunk = 1;
 };
 
@@ -117,15 +118,15 @@ __global__ void partials_kernel(const T* __restrict__ a, const T* __restrict__ b
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
         if constexpr (kSums == Sums::Moments) {
-          const Inner v = static_cast<Inner>(static_cast<Compute<T>>(av.v[j])) -
-                          static_cast<Inner>(m[j]);
+          const Inner v =
+              static_cast<Inner>(static_cast<Compute<T>>(av.v[j])) - static_cast<Inner>(m[j]);
           si[j] += v;
           di[j] += v * v;
         } else {
           const Inner v = static_cast<Inner>(static_cast<Compute<T>>(av.v[j]));
           si[j] += v;
-          di[j] += v * (static_cast<Inner>(static_cast<Compute<T>>(bv.v[j])) -
-                        static_cast<Inner>(m[j]));
+          di[j] +=
+              v * (static_cast<Inner>(static_cast<Compute<T>>(bv.v[j])) - static_cast<Inner>(m[j]));
         }
       }
     };
@@ -224,17 +225,23 @@ void sums_launch(const RawTensor& a, const RawTensor& b, const RawTensor& center
   const int64_t channels = a.shape[1], rows = a.numel() / channels;
   const Device device = a.storage->device();
   const size_t shared = sizeof(double) * kBlock * kVec;
-  // One wave of as many blocks as the SMs hold at once: no tail of a second wave.
-  static const int per_sm = [&] {
-    int n = 0;
+  // One wave of as many blocks as the SMs hold at once: no tail of a second wave. The count is
+  // kept per device (the occupancy query answers for the current one).
+  constexpr int kDevices = 64;
+  static std::atomic<int> resident[kDevices] = {};
+  const int slot = device.index < kDevices ? device.index : kDevices - 1;
+  int blocks = resident[slot].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    int per_sm = 0, sms = 0;
     EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &n, partials_kernel<T, K, kSums, kVec>, kBlock, shared),
+                         &per_sm, partials_kernel<T, K, kSums, kVec>, kBlock, shared),
                      op);
-    return n > 0 ? n : 1;
-  }();
-  int sms = 0;
-  EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device.index), op);
-  const Geometry g = geometry_of(rows, channels / kVec, int64_t{sms} * per_sm);
+    EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device.index),
+                     op);
+    blocks = (per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
+    resident[slot].store(blocks, std::memory_order_relaxed);
+  }
+  const Geometry g = geometry_of(rows, channels / kVec, blocks);
   const cudaStream_t stream = stream_of(a);
   const auto partial_mem = scratch(2 * sizeof(double) * g.chunks * channels, device);
   auto* partial_s = static_cast<double*>(partial_mem->data());
@@ -244,8 +251,8 @@ void sums_launch(const RawTensor& a, const RawTensor& b, const RawTensor& center
   const dim3 grid(static_cast<unsigned>(g.chunks), static_cast<unsigned>(g.groups));
   partials_kernel<T, K, kSums, kVec><<<grid, dim3(g.tx, g.ty), shared, stream>>>(
       a.data_as<T>(), b.defined() ? b.data_as<T>() : nullptr,
-      center.defined() ? center.data_as<K>() : nullptr, rows, channels, g.rows_per_chunk,
-      partial_s, partial_d);
+      center.defined() ? center.data_as<K>() : nullptr, rows, channels, g.rows_per_chunk, partial_s,
+      partial_d);
   EMBER_CUDA_LAUNCHED(op);
   finish_kernel<T, K, kSums>
       <<<static_cast<unsigned>((channels + 31) / 32), dim3(32, kFinishSlices), 0, stream>>>(
@@ -287,8 +294,7 @@ __global__ void fma_kernel(I packs, I channels, const T* __restrict__ a, const K
   const auto* ap = reinterpret_cast<const Pack<T, kVec>*>(a);
   const auto* bp = reinterpret_cast<const Pack<T, kVec>*>(b);
   auto* outp = reinterpret_cast<Pack<T, kVec>*>(out);
-  for (I i = blockIdx.x * I{blockDim.x} + threadIdx.x; i < packs;
-       i += I{gridDim.x} * blockDim.x) {
+  for (I i = blockIdx.x * I{blockDim.x} + threadIdx.x; i < packs; i += I{gridDim.x} * blockDim.x) {
     const I c0 = (i * kVec) % channels;
     const Pack<T, kVec> av = ap[i];
     const Pack<K, kVec> sa = coefficients<K, kVec, kPacked>(ka, c0);
@@ -299,15 +305,15 @@ __global__ void fma_kernel(I packs, I channels, const T* __restrict__ a, const K
       const Pack<K, kVec> sb = coefficients<K, kVec, kPacked>(kb, c0);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        r.v[j] = static_cast<T>(static_cast<K>(static_cast<Compute<T>>(av.v[j])) * sa.v[j] +
-                                static_cast<K>(static_cast<Compute<T>>(bv.v[j])) * sb.v[j] +
-                                s0.v[j]);
+        r.v[j] =
+            static_cast<T>(static_cast<K>(static_cast<Compute<T>>(av.v[j])) * sa.v[j] +
+                           static_cast<K>(static_cast<Compute<T>>(bv.v[j])) * sb.v[j] + s0.v[j]);
       }
     } else {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        r.v[j] = static_cast<T>(static_cast<K>(static_cast<Compute<T>>(av.v[j])) * sa.v[j] +
-                                s0.v[j]);
+        r.v[j] =
+            static_cast<T>(static_cast<K>(static_cast<Compute<T>>(av.v[j])) * sa.v[j] + s0.v[j]);
       }
     }
     outp[i] = r;
@@ -326,8 +332,8 @@ void fma_launch(const RawTensor& a, const RawTensor& ka, const RawTensor& b, con
         b.data_as<T>(), kb.data_as<K>(), k0.data_as<K>(), out.data_as<T>());
   } else {
     fma_kernel<T, K, I, kVec, false, kPacked><<<grid, kThreads, 0, stream>>>(
-        static_cast<I>(packs), static_cast<I>(a.shape[1]), a.data_as<T>(), ka.data_as<K>(),
-        nullptr, nullptr, k0.data_as<K>(), out.data_as<T>());
+        static_cast<I>(packs), static_cast<I>(a.shape[1]), a.data_as<T>(), ka.data_as<K>(), nullptr,
+        nullptr, k0.data_as<K>(), out.data_as<T>());
   }
   EMBER_CUDA_LAUNCHED("channel_fma");
 }
@@ -377,57 +383,35 @@ void fma(const RawTensor& a, const RawTensor& ka, const RawTensor& b, const RawT
   }
 }
 
+template <class T>
+void moments(const RawTensor& x, const RawTensor& out) {
+  sums<T, Compute<T>, Sums::Moments>(x, RawTensor(), RawTensor(), out, "channel_moments");
+}
+
+template <class T>
+void dot(const RawTensor& a, const RawTensor& b, const RawTensor& center, const RawTensor& out) {
+  sums<T, Compute<T>, Sums::Dot>(a, b, center, out, "channel_dot");
+}
+
 }  // namespace
 
 // Operands are channels-last and dense (the front end's contract), so data() is row 0, channel
 // 0 of an [M, C] matrix.
 void channel_moments_channels_last(const RawTensor& x, const RawTensor& out) {
-  const char* op = "channel_moments";
-  switch (x.dtype) {
-    case DType::f32:
-      return sums<float, float, Sums::Moments>(x, RawTensor(), RawTensor(), out, op);
-    case DType::f64:
-      return sums<double, double, Sums::Moments>(x, RawTensor(), RawTensor(), out, op);
-    case DType::f16:
-      return sums<Half, float, Sums::Moments>(x, RawTensor(), RawTensor(), out, op);
-    case DType::bf16:
-      return sums<BFloat16, float, Sums::Moments>(x, RawTensor(), RawTensor(), out, op);
-    default:
-      backend().no_kernel(op, x.dtype);
-  }
+  EMBER_CUDA_DISPATCH_FLOAT(x.dtype, backend().no_kernel("channel_moments", x.dtype), moments, x,
+                            out)
 }
 
 void channel_dot_channels_last(const RawTensor& a, const RawTensor& b, const RawTensor& center,
                                const RawTensor& out) {
-  const char* op = "channel_dot";
-  switch (a.dtype) {
-    case DType::f32:
-      return sums<float, float, Sums::Dot>(a, b, center, out, op);
-    case DType::f64:
-      return sums<double, double, Sums::Dot>(a, b, center, out, op);
-    case DType::f16:
-      return sums<Half, float, Sums::Dot>(a, b, center, out, op);
-    case DType::bf16:
-      return sums<BFloat16, float, Sums::Dot>(a, b, center, out, op);
-    default:
-      backend().no_kernel(op, a.dtype);
-  }
+  EMBER_CUDA_DISPATCH_FLOAT(a.dtype, backend().no_kernel("channel_dot", a.dtype), dot, a, b, center,
+                            out)
 }
 
 void channel_fma_channels_last(const RawTensor& a, const RawTensor& ka, const RawTensor& b,
                                const RawTensor& kb, const RawTensor& k0, const RawTensor& out) {
-  switch (a.dtype) {
-    case DType::f32:
-      return fma<float>(a, ka, b, kb, k0, out);
-    case DType::f64:
-      return fma<double>(a, ka, b, kb, k0, out);
-    case DType::f16:
-      return fma<Half>(a, ka, b, kb, k0, out);
-    case DType::bf16:
-      return fma<BFloat16>(a, ka, b, kb, k0, out);
-    default:
-      backend().no_kernel("channel_fma", a.dtype);
-  }
+  EMBER_CUDA_DISPATCH_FLOAT(a.dtype, backend().no_kernel("channel_fma", a.dtype), fma, a, ka, b, kb,
+                            k0, out)
 }
 
 }  // namespace ember::cuda

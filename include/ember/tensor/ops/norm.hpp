@@ -10,6 +10,10 @@
 
 namespace ember {
 
+/// x as the channel ops below read it without a copy: itself when contiguous, or channels-last
+/// where the backend's Norm kernels read that layout (Backend::channels_last); else a contiguous
+/// copy. Untracked: for operands kept to be read again (batch norm's saved input).
+DynTensor channel_operand(const DynTensor& x);
 /// [2, C]: each channel's mean and biased variance (accumulated in double, two passes), f64 for
 /// f64 input and f32 otherwise (16-bit inputs' statistics stay f32, as batch norm needs them).
 DynTensor channel_moments(const DynTensor& x);
@@ -20,6 +24,20 @@ DynTensor channel_dot(const DynTensor& a, const DynTensor& b, const DynTensor& c
 /// kb may be undefined (a * ka[c] + k0[c]).
 DynTensor channel_fma(const DynTensor& a, const DynTensor& ka, const DynTensor& b,
                       const DynTensor& kb, const DynTensor& k0);
+
+/// Batch norm's per-channel coefficients from moments [2, C] (mean, biased variance, as
+/// channel_moments gives them): [3, C] = invstd = 1 / sqrt(var + eps), scale = weight * invstd
+/// and shift = bias - mean * scale (weight and bias [C] or undefined: 1 and 0), in moments'
+/// dtype. One small kernel where the backend has OpFamily::BatchNormCoefficients (Cuda), the
+/// composite's six ops elsewhere.
+DynTensor batch_norm_coefficients(const DynTensor& moments, const DynTensor& weight,
+                                  const DynTensor& bias, double eps);
+/// Its backward's, from d [2, C] = channel_dot(g, x, mean) (sum g, sum g (x - mean)), the
+/// forward's coefficients [3, C] and moments, over `count` values a channel: [4, C] = k2 =
+/// -scale * invstd^2 * d[1] / count, k3 = -scale * d[0] / count - k2 * mean (so that
+/// dx = channel_fma(g, scale, x, k2, k3)), dweight = d[1] * invstd and dbias = d[0].
+DynTensor batch_norm_backward_coefficients(const DynTensor& d, const DynTensor& coefficients,
+                                           const DynTensor& moments, double count);
 
 /// layer_norm over the last dim in one pass each way, where x's backend has OpFamily::LayerNorm
 /// for x's dtype (Cuda: f32, f16, bf16); weight and bias f32 [D] or undefined. Values only.
@@ -46,6 +64,11 @@ DynTensor channel_moments_composite(const DynTensor& x);
 DynTensor channel_dot_composite(const DynTensor& a, const DynTensor& b, const DynTensor& center);
 DynTensor channel_fma_composite(const DynTensor& a, const DynTensor& ka, const DynTensor& b,
                                 const DynTensor& kb, const DynTensor& k0);
+DynTensor batch_norm_coefficients_composite(const DynTensor& moments, const DynTensor& weight,
+                                            const DynTensor& bias, double eps);
+DynTensor batch_norm_backward_coefficients_composite(const DynTensor& d,
+                                                     const DynTensor& coefficients,
+                                                     const DynTensor& moments, double count);
 }  // namespace detail
 
 }  // namespace ember
