@@ -23,13 +23,18 @@ MemoryOrder MemoryOrder::of(const RawTensor& t) {
 
 MemoryOrder MemoryOrder::of_first(std::initializer_list<const RawTensor*> operands,
                                   const Shape& shape) {
+  MemoryOrder found;
+  bool any = false;
   for (const RawTensor* t : operands) {
     if (t->shape != shape) continue;
     if (t->is_contiguous()) return {};
     MemoryOrder m = of(*t);
-    if (!m.identity()) return m;  // else a broadcast or gapped view: the next one decides
+    if (m.identity()) continue;  // a broadcast or gapped view: it does not vote
+    if (any && m.order_ != found.order_) return {};
+    found = std::move(m);
+    any = true;
   }
-  return {};
+  return found;
 }
 
 RawTensor MemoryOrder::apply_order(const std::vector<int>& order, const RawTensor& t) {

@@ -19,8 +19,10 @@ namespace ember::detail {
 class MemoryOrder {
  public:
   static MemoryOrder of(const RawTensor& t);
-  /// The order of the first dense operand whose shape is `shape` (broadcast or gapped views are
-  /// passed over); identity when that one is contiguous or none is.
+  /// The order shared by every dense operand whose shape is `shape` (broadcast or gapped views
+  /// do not count); identity when one of them is contiguous, two disagree, or none is dense.
+  /// A mixed case stays contiguous, as before layouts were kept: a gradient summed from a
+  /// transposed and a contiguous piece is what an optimizer reads contiguous.
   static MemoryOrder of_first(std::initializer_list<const RawTensor*> operands, const Shape& shape);
 
   bool identity() const { return order_.empty(); }

@@ -88,9 +88,9 @@ TEST(ConvLayout, ConvolutionMatchesFloat64InEveryLayout) {
   }
 }
 
-// Unary, binary, where and cast on a channels-last tensor give a channels-last result (the
-// first operand shaped like the output decides), with the values of the contiguous computation;
-// a transposed matrix keeps its layout too, while a contiguous first operand keeps contiguous.
+// Unary, binary, where and cast on channels-last tensors give a channels-last result (broadcast
+// operands do not count), with the values of the contiguous computation; a transposed matrix
+// keeps its layout too, while operands of mixed layouts give a contiguous result.
 TEST(ConvLayout, ElementwiseOpsKeepADenseLayout) {
   const Shape s{2, 6, 4, 5};
   const DynTensor x = make_input(s, DType::f32, Layout::ChannelsLast, -2, 2, 11);
@@ -118,10 +118,11 @@ TEST(ConvLayout, ElementwiseOpsKeepADenseLayout) {
     EXPECT_FALSE(c.got.is_contiguous()) << c.name;
     EXPECT_EQ(c.got.to_vector<double>(), c.want.to_vector<double>()) << c.name;
   }
-  // The first operand decides: contiguous first, contiguous result.
-  const DynTensor mixed = add(xc, y);
-  EXPECT_TRUE(mixed.is_contiguous());
-  EXPECT_EQ(mixed.to_vector<double>(), add(xc, yc).to_vector<double>());
+  // Mixed layouts give a contiguous result, whichever comes first.
+  for (const DynTensor& mixed : {add(xc, y), add(y, xc)}) {
+    EXPECT_TRUE(mixed.is_contiguous());
+    EXPECT_EQ(mixed.to_vector<double>(), add(xc, yc).to_vector<double>());
+  }
   // A transposed matrix: a dense permutation of another kind.
   const DynTensor m = make_input(Shape{5, 7}, DType::f32, Layout::Transposed, -1, 1, 14);
   const DynTensor mm = add(m, m);
