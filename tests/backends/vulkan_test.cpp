@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -261,6 +262,46 @@ TEST(Vulkan, Float32ReductionsMatchTheCpu) {
   const std::vector<double> mx = to_device(amax(nan_row, {1}), Device::cpu()).to_vector<double>();
   EXPECT_TRUE(std::isnan(mx[0]));
   EXPECT_EQ(mx[1], 3.0);
+  expect_no_validation_errors();
+}
+
+// The six float32 comparisons into Bool tensors (four results packed in each 32-bit word) on
+// broadcast, transposed and NaN-holding operands, sizes that end inside a word, and where()
+// reading those Bool tensors (strided and broadcast too) against the Cpu.
+TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rounded to quarters, so that equal pairs occur; a NaN in each operand.
+  DynTensor a = div(round(mul(input(Shape{3, 1, 7}, 21), 4.0)), 4.0);
+  DynTensor b = div(round(mul(input(Shape{5, 7}, 22), 4.0)), 4.0);
+  a = where(eq(reshape(arange(0, 21, 1, DType::i64), Shape{3, 1, 7}), 4), nan, a);
+  b = where(eq(reshape(arange(0, 35, 1, DType::i64), Shape{5, 7}), 9), nan, b);
+  const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
+  const std::vector<std::pair<const char*, DynTensor (*)(const DynTensor&, const DynTensor&)>> ops =
+      {{"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge}};
+  for (const auto& [name, f] : ops) {
+    const DynTensor want = f(a, b);  // [3, 5, 7]: 105 results, the last word holding one
+    const DynTensor got = to_device(f(av, bv), Device::cpu());
+    EXPECT_EQ(got.dtype(), DType::boolean) << name;
+    EXPECT_EQ(got.to_vector<bool>(), want.to_vector<bool>()) << name;
+    // where over the Bool result (and over a transposed view of it).
+    const DynTensor w = to_device(where(f(av, bv), av, bv), Device::cpu());
+    const DynTensor w_want = where(want, a, b);
+    EXPECT_EQ(isnan(w).to_vector<bool>(), isnan(w_want).to_vector<bool>()) << name;
+    EXPECT_EQ(max_abs_diff(where(isnan(w), 0.0, w), where(isnan(w_want), 0.0, w_want)), 0.0)
+        << name;
+  }
+  for (int64_t n : {1, 2, 3, 5, 8, 13}) {  // outputs that end anywhere in a word
+    const DynTensor x = input(Shape{n}, 30 + static_cast<uint64_t>(n));
+    const DynTensor got = to_device(gt(to_device(x, vk()), 0.9), Device::cpu());
+    EXPECT_EQ(got.to_vector<bool>(), gt(x, 0.9).to_vector<bool>()) << n;
+  }
+  const DynTensor cond = lt(av, bv);          // [3, 5, 7] Bool on the device
+  const DynTensor t = transpose(cond, 0, 2);  // [7, 5, 3]: a strided Bool operand
+  const DynTensor x = input(Shape{7, 5, 3}, 40), y = input(Shape{3}, 41);
+  EXPECT_EQ(max_abs_diff(to_device(where(t, to_device(x, vk()), to_device(y, vk())), Device::cpu()),
+                         where(transpose(lt(a, b), 0, 2), x, y)),
+            0.0);
   expect_no_validation_errors();
 }
 

@@ -6,17 +6,21 @@
 #include <span>
 
 #include "shaders/binary_f32.spv.h"
+#include "shaders/compare_f32.spv.h"
 #include "shaders/copy32.spv.h"
 #include "shaders/fill.spv.h"
 #include "shaders/reduce_f32.spv.h"
 #include "shaders/unary_f32.spv.h"
+#include "shaders/where_f32.spv.h"
 
 namespace ember::vulkan::shaders {
 
 inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
+inline constexpr std::span<const uint32_t> compare_f32{compare_f32_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
+inline constexpr std::span<const uint32_t> where_f32{where_f32_spv};
 
 }  // namespace ember::vulkan::shaders

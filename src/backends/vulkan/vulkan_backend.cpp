@@ -68,6 +68,15 @@ Bound bind(DeviceContext& c, const RawTensor& t) {
           static_cast<uint32_t>((at - start) / static_cast<size_t>(size))};
 }
 
+// A Bool tensor's binding as the shaders read and write it, in 32-bit words of four bytes: the
+// range padded to whole words. The padding stays inside the 256-byte-aligned range the storage
+// starts (context.cpp), so it is never another tensor's.
+Bound bind_bytes(DeviceContext& c, const RawTensor& t) {
+  Bound b = bind(c, t);
+  b.binding.range = (b.binding.range + 3) / 4 * 4;
+  return b;
+}
+
 // A shape and an operand's strides as the strided shaders' push constants hold them (bounded by
 // check_indexable and by the binding's size, so 32 bits suffice).
 void put_shape(const Shape& shape, uint32_t* out) {
@@ -136,9 +145,10 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Copy:
     case OpFamily::Fill:
       return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
-    case OpFamily::Binary:
+    case OpFamily::Binary:  // comparisons write Bool (compare_f32.comp)
     case OpFamily::Unary:
     case OpFamily::Reduce:
+    case OpFamily::Where:
       return dtype == DType::f32;
     default:
       return false;
@@ -281,8 +291,67 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
              groups_for(dst.numel()));
 }
 
+namespace {
+
+// Float32 comparisons into a Bool out (compare_f32.comp): four results packed a word.
+void compare(DeviceContext& c, int code, const RawTensor& a, const RawTensor& b,
+             const RawTensor& out, const char* op) {
+  check_indexable(out, op);
+  EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t count, rank, op, out_word;
+    uint32_t a_base, b_base, pad0, pad1;
+    uint32_t shape[kMaxRank];
+    int32_t a_stride[kMaxRank];
+    int32_t b_stride[kMaxRank];
+  } p{};
+  const Bound ba = bind(c, a), bb = bind(c, b), bo = bind_bytes(c, out);
+  // A fresh output starts its 256-byte-aligned range: whole words from its first byte.
+  EMBER_CHECK(bo.base % 4 == 0, "[", op, "] a Bool output must start on a 4-byte boundary");
+  p.count = static_cast<uint32_t>(out.numel());
+  p.rank = static_cast<uint32_t>(out.rank());
+  p.op = static_cast<uint32_t>(code);
+  p.out_word = bo.base / 4;
+  p.a_base = ba.base;
+  p.b_base = bb.base;
+  put_shape(out.shape, p.shape);
+  put_strides(a, p.a_stride);
+  put_strides(b, p.b_stride);
+  const Binding bs[] = {ba.binding, bb.binding, bo.binding};
+  c.dispatch(c.pipeline("compare_f32", shaders::compare_f32, 3, sizeof p), bs, &p, sizeof p,
+             groups_for((out.numel() + 3) / 4));
+}
+
+// compare_f32.comp's numbering of Ember's comparisons; -1: not a comparison.
+int compare_code(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq:
+      return 0;
+    case BinaryOp::Ne:
+      return 1;
+    case BinaryOp::Lt:
+      return 2;
+    case BinaryOp::Le:
+      return 3;
+    case BinaryOp::Gt:
+      return 4;
+    case BinaryOp::Ge:
+      return 5;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
 void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                            const RawTensor& out) {
+  if (const int cmp = compare_code(op);
+      cmp >= 0 && a.dtype == DType::f32 && b.dtype == DType::f32 && out.dtype == DType::boolean) {
+    if (out.numel() > 0) compare(ctx_of(out), cmp, a, b, out, op_name(op).data());
+    return;
+  }
   const int code = binary_code(op);
   if (code < 0 || out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32) {
     no_kernel(op_name(op), a.dtype);
@@ -310,6 +379,41 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   c.dispatch(c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p), bs, &p, sizeof p,
+             groups_for(out.numel()));
+}
+
+void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+                          const RawTensor& out) {
+  if (out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32 ||
+      cond.dtype != DType::boolean) {
+    no_kernel("where", a.dtype);
+  }
+  if (out.numel() == 0) return;
+  check_operands("where", cond, out);
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t count, rank, out_base, c_base;
+    uint32_t a_base, b_base, pad0, pad1;
+    uint32_t shape[kMaxRank];
+    int32_t c_stride[kMaxRank];
+    int32_t a_stride[kMaxRank];
+    int32_t b_stride[kMaxRank];
+  } p{};
+  static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
+  const Bound bc = bind_bytes(c, cond), ba = bind(c, a), bb = bind(c, b), bo = bind(c, out);
+  p.count = static_cast<uint32_t>(out.numel());
+  p.rank = static_cast<uint32_t>(out.rank());
+  p.out_base = bo.base;
+  p.c_base = bc.base;
+  p.a_base = ba.base;
+  p.b_base = bb.base;
+  put_shape(out.shape, p.shape);
+  put_strides(cond, p.c_stride);
+  put_strides(a, p.a_stride);
+  put_strides(b, p.b_stride);
+  const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
+  c.dispatch(c.pipeline("where_f32", shaders::where_f32, 4, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
 }
 

@@ -24,6 +24,8 @@ class VulkanBackend final : public Backend {
   void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
              const RawTensor& out) override;
   void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
+             const RawTensor& out) override;
   void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out) override;
   RangeError synchronize(Device device) override;
 };

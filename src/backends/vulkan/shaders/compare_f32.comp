@@ -1,0 +1,51 @@
+// Float32 comparisons (==, !=, <, <=, >, >=) over strided (broadcast: stride 0, or negative)
+// operands of rank up to 6, written as Bool: one byte per element, four packed in each 32-bit word
+// of a contiguous output, an invocation a word (no two write one word). The word past the last
+// element is zero-filled: the output's range is padded to whole words (vulkan_backend.cpp).
+// NaN compares unequal to everything, as in C++ and PyTorch.
+#version 450
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Out { uint o[]; };
+layout(push_constant) uniform Params {
+  uint count, rank, op, out_word;
+  uint a_base, b_base, pad0, pad1;
+  uint shape[6];
+  int a_stride[6];
+  int b_stride[6];
+} p;
+
+bool apply(uint op, float x, float y) {
+  switch (op) {
+    case 0u: return x == y;
+    case 1u: return !(x == y);  // glslang's != is the ordered one, false for NaN
+    case 2u: return x < y;
+    case 3u: return x <= y;
+    case 4u: return x > y;
+    case 5u: return x >= y;
+  }
+  return false;
+}
+
+void main() {
+  const uint words = (p.count + 3u) / 4u;
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint w = gl_GlobalInvocationID.x; w < words; w += step) {
+    uint word = 0u;
+    for (uint k = 0u; k < 4u; ++k) {
+      const uint i = w * 4u + k;
+      if (i >= p.count) break;
+      uint rest = i;
+      int ia = int(p.a_base), ib = int(p.b_base);
+      for (int d = int(p.rank) - 1; d >= 0; --d) {
+        const int c = int(rest % p.shape[d]);
+        rest /= p.shape[d];
+        ia += c * p.a_stride[d];
+        ib += c * p.b_stride[d];
+      }
+      if (apply(p.op, a[ia], b[ib])) word |= 1u << (8u * k);
+    }
+    o[p.out_word + w] = word;
+  }
+}
