@@ -305,6 +305,26 @@ TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
   expect_no_validation_errors();
 }
 
+// Float32 matmul against the Cpu: sizes off the 16x16 tiles, a transposed operand, a batch
+// broadcast (stride 0), a vector, an empty inner dim (zeros), and more tiles than workgroups.
+TEST(Vulkan, Float32MatmulMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  auto check = [](const DynTensor& a, const DynTensor& b, const char* what) {
+    const DynTensor want = matmul(a, b);
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    const double scale = std::max(1.0, amax(abs(want), {}).item<double>());
+    EXPECT_LE(max_abs_diff(got, want), 2e-6 * scale * static_cast<double>(a.size(-1) + 1)) << what;
+  };
+  check(input(Shape{37, 19}, 50), input(Shape{19, 45}, 51), "37x19 @ 19x45");
+  check(transpose(input(Shape{64, 33}, 52), 0, 1), input(Shape{64, 17}, 53), "transposed a");
+  check(input(Shape{3, 20, 30}, 54), transpose(input(Shape{25, 30}, 55), 0, 1), "batch broadcast");
+  check(input(Shape{2, 5, 7}, 56), input(Shape{2, 7, 9}, 57), "batched");
+  check(input(Shape{40}, 58), input(Shape{40, 3}, 59), "vector");
+  check(input(Shape{5, 0}, 60), input(Shape{0, 6}, 61), "empty inner dim");
+  check(input(Shape{1100, 20}, 62), input(Shape{20, 1000}, 63), "69 x 63 tiles");
+  expect_no_validation_errors();
+}
+
 TEST(Vulkan, WhatHasNoKernelYetIsAClearError) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor x = to_device(input(Shape{4}, 6), vk());

@@ -9,6 +9,7 @@
 #include "shaders/compare_f32.spv.h"
 #include "shaders/copy32.spv.h"
 #include "shaders/fill.spv.h"
+#include "shaders/matmul_f32.spv.h"
 #include "shaders/reduce_f32.spv.h"
 #include "shaders/unary_f32.spv.h"
 #include "shaders/where_f32.spv.h"
@@ -19,6 +20,7 @@ inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
 inline constexpr std::span<const uint32_t> compare_f32{compare_f32_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
+inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 inline constexpr std::span<const uint32_t> where_f32{where_f32_spv};

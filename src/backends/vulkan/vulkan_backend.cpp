@@ -149,6 +149,7 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Unary:
     case OpFamily::Reduce:
     case OpFamily::Where:
+    case OpFamily::Matmul:
       return dtype == DType::f32;
     default:
       return false;
@@ -415,6 +416,49 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
   c.dispatch(c.pipeline("where_f32", shaders::where_f32, 4, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
+}
+
+void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
+  if (out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32) {
+    no_kernel("matmul", a.dtype);
+  }
+  if (out.numel() == 0) return;
+  check_operands("matmul", a, out);
+  check_indexable(b, "matmul");
+  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+  if (k == 0) return fill(out, Scalar(0.0));  // empty sums; an empty operand binds no buffer
+  const int64_t tiles = batch * ((m + 15) / 16) * ((n + 15) / 16);
+  EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
+              " has more 16x16 tiles than the Vulkan kernel counts");
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t m, n, k, tiles;
+    uint32_t a_base, b_base, out_base, pad0;
+    int32_t a_batch, a_row, a_col, pad1;
+    int32_t b_batch, b_row, b_col, pad2;
+  } p{};
+  const Bound ba = bind(c, a), bb = bind(c, b), bo = bind(c, out);
+  p.m = static_cast<uint32_t>(m);
+  p.n = static_cast<uint32_t>(n);
+  p.k = static_cast<uint32_t>(k);
+  p.tiles = static_cast<uint32_t>(tiles);
+  p.a_base = ba.base;
+  p.b_base = bb.base;
+  p.out_base = bo.base;
+  int32_t a_strides[kMaxRank], b_strides[kMaxRank];
+  put_strides(a, a_strides);
+  put_strides(b, b_strides);
+  p.a_batch = a_strides[0];
+  p.a_row = a_strides[1];
+  p.a_col = a_strides[2];
+  p.b_batch = b_strides[0];
+  p.b_row = b_strides[1];
+  p.b_col = b_strides[2];
+  const Binding bs[] = {ba.binding, bb.binding, bo.binding};
+  constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
+  c.dispatch(c.pipeline("matmul_f32", shaders::matmul_f32, 3, sizeof p), bs, &p, sizeof p,
+             static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
