@@ -325,6 +325,56 @@ TEST(Vulkan, Float32MatmulMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
+// Casts between every pair of float32, int32, uint8, int8, bool, float16 and bfloat16 against the
+// Cpu's, bit for bit: rounding ties to even into the 16-bit floats, their overflow to inf and
+// subnormals, NaN and infinities, truncation into integers saturating past their range (NaN: 0,
+// as core/convert.hpp defines it), wrapping between integers, "not zero" into bool; a transposed
+// source and sizes that end inside a word.
+TEST(Vulkan, CastsBetweenTheDtypesUpTo32BitsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {
+      -3.7,         -2.5,          -1.5,    -0.5,
+      0.0,          0.5,           1.5,     2.5,
+      3.7,          7.0,           100.25,  127.9,
+      1e-8,         3e-5,          6.1e-5,  65519.0,
+      65520,        1e30,          3.14159, 1.00048828125,
+      1.0009765625, 1.00146484375, -0.0,    200.5,
+      -120.4,       -inf,          inf,     std::numeric_limits<double>::quiet_NaN()};
+  const std::vector<DType> types = {DType::f32,     DType::i32, DType::u8,  DType::i8,
+                                    DType::boolean, DType::f16, DType::bf16};
+  for (DType from : types) {
+    for (DType to : types) {
+      const std::vector<double>& vs = values;
+      const int64_t n = static_cast<int64_t>(vs.size());
+      const DynTensor src = cast(from_data(TensorData::from(vs, Shape{n})), from);
+      const std::string what = std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to));
+      const DynTensor want = cast(src, to);
+      const DynTensor got = to_device(cast(to_device(src, vk()), to), Device::cpu());
+      ASSERT_EQ(got.dtype(), to) << what;
+      const std::vector<double> g = cast(got, DType::f64).to_vector<double>();
+      const std::vector<double> w = cast(want, DType::f64).to_vector<double>();
+      for (size_t i = 0; i < g.size(); ++i) {
+        EXPECT_TRUE(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i])))
+            << what << ": " << vs[i] << " gave " << g[i] << ", the Cpu " << w[i];
+        if (g[i] == 0 && w[i] == 0) {
+          EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << what;
+        }
+      }
+    }
+  }
+  // A transposed source, into each packing.
+  const DynTensor x = mul(input(Shape{5, 3}, 70), 50.0);
+  for (DType to : {DType::f16, DType::bf16, DType::u8, DType::boolean, DType::i32}) {
+    const DynTensor t = transpose(x, 0, 1);
+    EXPECT_EQ(cast(to_device(cast(to_device(t, vk()), to), Device::cpu()), DType::f64)
+                  .to_vector<double>(),
+              cast(cast(t, to), DType::f64).to_vector<double>())
+        << dtype_name(to);
+  }
+  expect_no_validation_errors();
+}
+
 TEST(Vulkan, WhatHasNoKernelYetIsAClearError) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor x = to_device(input(Shape{4}, 6), vk());

@@ -7,6 +7,7 @@
 
 #include "shaders/binary_f32.spv.h"
 #include "shaders/compare_f32.spv.h"
+#include "shaders/convert.spv.h"
 #include "shaders/copy32.spv.h"
 #include "shaders/fill.spv.h"
 #include "shaders/matmul_f32.spv.h"
@@ -18,6 +19,7 @@ namespace ember::vulkan::shaders {
 
 inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
 inline constexpr std::span<const uint32_t> compare_f32{compare_f32_spv};
+inline constexpr std::span<const uint32_t> convert{convert_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};

@@ -138,11 +138,65 @@ int unary_code(UnaryOp op) {
   return -1;
 }
 
+// convert.comp's type codes; -1: a dtype it does not convert (the 64-bit ones).
+int convert_code(DType t) {
+  switch (t) {
+    case DType::f32:
+      return 0;
+    case DType::i32:
+      return 1;
+    case DType::u8:
+      return 2;
+    case DType::i8:
+      return 3;
+    case DType::boolean:
+      return 4;
+    case DType::f16:
+      return 5;
+    case DType::bf16:
+      return 6;
+    default:
+      return -1;
+  }
+}
+
+// dst (contiguous, starting on a 32-bit word) = src (strided) converted (convert.comp): an
+// invocation writes whole words, so sub-word outputs are packed, never shared.
+void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
+             const char* op) {
+  EMBER_CHECK(dst.is_contiguous(), "[", op, "] the Vulkan backend writes ", dst.dtype,
+              " into contiguous tensors only");
+  check_indexable(src, op);
+  struct {
+    uint32_t count, rank, src_base, dst_word;
+    uint32_t src_type, dst_type, pad0, pad1;
+    uint32_t shape[kMaxRank];
+    int32_t stride[kMaxRank];
+  } p{};
+  const Bound s = bind_bytes(c, src), d = bind_bytes(c, dst);
+  const uint32_t size = static_cast<uint32_t>(dtype_size(dst.dtype));
+  EMBER_CHECK(d.base * size % 4 == 0, "[", op, "] a ", dst.dtype,
+              " destination must start on a 4-byte boundary on Vulkan");
+  p.count = static_cast<uint32_t>(dst.numel());
+  p.rank = static_cast<uint32_t>(src.rank());
+  p.src_base = s.base;
+  p.dst_word = d.base * size / 4;
+  p.src_type = static_cast<uint32_t>(from);
+  p.dst_type = static_cast<uint32_t>(to);
+  put_shape(src.shape, p.shape);
+  put_strides(src, p.stride);
+  const Binding b[] = {s.binding, d.binding};
+  const int64_t words = (dst.numel() * size + 3) / 4;
+  c.dispatch(c.pipeline("convert", shaders::convert, 2, sizeof p), b, &p, sizeof p,
+             groups_for(words));
+}
+
 }  // namespace
 
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
-    case OpFamily::Copy:
+    case OpFamily::Copy:  // casts between the dtypes up to 32 bits (convert.comp)
+      return true;
     case OpFamily::Fill:
       return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
     case OpFamily::Binary:  // comparisons write Bool (compare_f32.comp)
@@ -217,15 +271,20 @@ void VulkanBackend::read_to_host(const RawTensor& src, void* host) {
 
 void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   constexpr const char* op = "copy";
-  if (src.dtype != dst.dtype || !supports(OpFamily::Copy, dst.dtype)) no_kernel("cast", src.dtype);
+  const int from = convert_code(src.dtype), to = convert_code(dst.dtype);
+  if (src.dtype != dst.dtype && (from < 0 || to < 0)) no_kernel("cast", src.dtype);
+  if (!supports(OpFamily::Copy, dst.dtype)) no_kernel("copy", dst.dtype);
   if (dst.numel() == 0) return;
   DeviceContext& c = ctx_of(dst);
   std::lock_guard lock(c.mu);
-  if (src.is_contiguous() && dst.is_contiguous()) {
+  if (src.dtype == dst.dtype && src.is_contiguous() && dst.is_contiguous()) {
     auto [sb, sat] = c.locate(reinterpret_cast<uintptr_t>(src.data()));
     auto [db, dat] = c.locate(reinterpret_cast<uintptr_t>(dst.data()));
     c.copy_buffer(sb->buffer, sat, db->buffer, dat, dst.nbytes());
     return;
+  }
+  if (src.dtype != dst.dtype || dtype_size(dst.dtype) < 4) {
+    return convert(c, src, dst, from, to, src.dtype == dst.dtype ? op : "cast");
   }
   EMBER_CHECK(dst.is_contiguous() && dtype_size(dst.dtype) == 4, "[", op,
               "] the Vulkan backend copies strided ", dst.dtype,
