@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "shaders/argreduce_f32.spv.h"
 #include "shaders/binary_f32.spv.h"
 #include "shaders/compare_f32.spv.h"
 #include "shaders/convert.spv.h"
@@ -17,6 +18,7 @@
 
 namespace ember::vulkan::shaders {
 
+inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
 inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
 inline constexpr std::span<const uint32_t> compare_f32{compare_f32_spv};
 inline constexpr std::span<const uint32_t> convert{convert_spv};

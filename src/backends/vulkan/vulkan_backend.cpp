@@ -204,6 +204,7 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Reduce:
     case OpFamily::Where:
     case OpFamily::Matmul:
+    case OpFamily::ArgReduce:
       return dtype == DType::f32;
     default:
       return false;
@@ -475,6 +476,41 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
   c.dispatch(c.pipeline("where_f32", shaders::where_f32, 4, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
+}
+
+void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
+                               const RawTensor& indices) {
+  const char* name = op_name(op).data();
+  if (x.dtype != DType::f32 || values.dtype != DType::f32 || indices.dtype != DType::i64) {
+    no_kernel(name, x.dtype);
+  }
+  if (values.numel() == 0) return;
+  check_operands(name, x, values);
+  EMBER_CHECK(indices.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
+  DeviceContext& c = ctx_of(values);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t count, rank, len, op;
+    uint32_t x_base, v_base, i_word, pad0;
+    int32_t dim_stride, pad1, pad2, pad3;
+    uint32_t shape[kMaxRank];
+    int32_t stride[kMaxRank];
+  } p{};
+  const Bound bx = bind(c, x), bv = bind(c, values), bi = bind(c, indices);
+  p.count = static_cast<uint32_t>(values.numel());
+  p.rank = static_cast<uint32_t>(x.rank());
+  p.len = static_cast<uint32_t>(x.shape[dim]);
+  p.op = op == ArgReduceOp::ArgMax ? 0u : 1u;
+  p.x_base = bx.base;
+  p.v_base = bv.base;
+  p.i_word = bi.base * 2;  // an int64 is two 32-bit words
+  p.dim_stride = static_cast<int32_t>(x.strides[dim]);
+  put_shape(values.shape, p.shape);
+  put_strides(x, p.stride);
+  const Binding bs[] = {bx.binding, bv.binding, bi.binding};
+  constexpr int64_t kMaxGroups = 65535;  // a workgroup an output, looping past this
+  c.dispatch(c.pipeline("argreduce_f32", shaders::argreduce_f32, 3, sizeof p), bs, &p, sizeof p,
+             static_cast<uint32_t>(std::min(values.numel(), kMaxGroups)));
 }
 
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
