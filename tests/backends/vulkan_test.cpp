@@ -363,6 +363,23 @@ TEST(Vulkan, CastsBetweenTheDtypesUpTo32BitsMatchTheCpu) {
       }
     }
   }
+  // Copies into views that start and end inside a word (cat writes its pieces into slices of
+  // its output): the bytes around each piece are kept.
+  // Transposed pieces on the device, so that the copies run the kernel (contiguous ones are
+  // buffer copies).
+  for (DType dt : {DType::f16, DType::u8, DType::boolean, DType::bf16}) {
+    std::vector<DynTensor> host, device;
+    uint64_t seed = 71;
+    for (int64_t rows : {3, 5, 2}) {
+      const DynTensor p = cast(mul(input(Shape{3, rows}, seed++), 3.0), dt);
+      host.push_back(transpose(p, 0, 1));
+      device.push_back(transpose(to_device(p, vk()), 0, 1));
+    }
+    const DynTensor got = to_device(cat(device, 0), Device::cpu());
+    EXPECT_EQ(cast(got, DType::f64).to_vector<double>(),
+              cast(cat(host, 0), DType::f64).to_vector<double>())
+        << dtype_name(dt);
+  }
   // A transposed source, into each packing.
   const DynTensor x = mul(input(Shape{5, 3}, 70), 50.0);
   for (DType to : {DType::f16, DType::bf16, DType::u8, DType::boolean, DType::i32}) {

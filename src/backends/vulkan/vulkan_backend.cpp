@@ -160,33 +160,31 @@ int convert_code(DType t) {
   }
 }
 
-// dst (contiguous, starting on a 32-bit word) = src (strided) converted (convert.comp): an
-// invocation writes whole words, so sub-word outputs are packed, never shared.
+// dst (contiguous) = src (strided) converted (convert.comp): an invocation writes whole words,
+// so sub-word outputs are packed, never shared; a view's edge words keep their other bytes.
 void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
              const char* op) {
   EMBER_CHECK(dst.is_contiguous(), "[", op, "] the Vulkan backend writes ", dst.dtype,
               " into contiguous tensors only");
   check_indexable(src, op);
   struct {
-    uint32_t count, rank, src_base, dst_word;
+    uint32_t count, rank, src_base, dst_byte;
     uint32_t src_type, dst_type, pad0, pad1;
     uint32_t shape[kMaxRank];
     int32_t stride[kMaxRank];
   } p{};
   const Bound s = bind_bytes(c, src), d = bind_bytes(c, dst);
   const uint32_t size = static_cast<uint32_t>(dtype_size(dst.dtype));
-  EMBER_CHECK(d.base * size % 4 == 0, "[", op, "] a ", dst.dtype,
-              " destination must start on a 4-byte boundary on Vulkan");
   p.count = static_cast<uint32_t>(dst.numel());
   p.rank = static_cast<uint32_t>(src.rank());
   p.src_base = s.base;
-  p.dst_word = d.base * size / 4;
+  p.dst_byte = d.base * size;
   p.src_type = static_cast<uint32_t>(from);
   p.dst_type = static_cast<uint32_t>(to);
   put_shape(src.shape, p.shape);
   put_strides(src, p.stride);
   const Binding b[] = {s.binding, d.binding};
-  const int64_t words = (dst.numel() * size + 3) / 4;
+  const int64_t words = (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
   c.dispatch(c.pipeline("convert", shaders::convert, 2, sizeof p), b, &p, sizeof p,
              groups_for(words));
 }

@@ -2,15 +2,16 @@
 // float16, bfloat16), as the Cpu converts (core/convert.hpp): floats to integers truncate toward
 // zero and saturate (NaN gives 0), integers to narrower ones wrap, anything to bool is "not zero"
 // (NaN included), float32 to float16 and bfloat16 round to nearest even. The
-// source is strided (rank up to 6); the destination is contiguous and starts on a 32-bit word, and
-// an invocation writes whole words (four bytes or two halves packed, the word past the last
-// element zero-filled: the range is padded to whole words), so no two invocations share a word.
+// source is strided (rank up to 6); the destination is contiguous, and an invocation writes
+// whole 32-bit words of it (four bytes or two halves packed), so no two invocations share a
+// word; a word the destination shares with other bytes (a view's ends) keeps them. The bound
+// range is padded to whole words.
 #version 450
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint dst[]; };
+layout(std430, set = 0, binding = 1) buffer Dst { uint dst[]; };
 layout(push_constant) uniform Params {
-  uint count, rank, src_base, dst_word;  // src_base in source elements
+  uint count, rank, src_base, dst_byte;  // src_base in source elements, dst_byte in bytes
   uint src_type, dst_type, pad0, pad1;
   uint shape[6];
   int stride[6];
@@ -94,15 +95,16 @@ uint store_bits(uint t, bool f_in, float f, int i) {
 
 void main() {
   const uint ssize = size_of(p.src_type), dsize = size_of(p.dst_type);
-  const uint per_word = 4u / dsize;
-  const uint words = (p.count + per_word - 1u) / per_word;
+  const uint first = p.dst_byte / 4u, last = (p.dst_byte + p.count * dsize - 1u) / 4u;
   const bool f_in = is_float(p.src_type);
   const bool same = p.src_type == p.dst_type;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  for (uint w = gl_GlobalInvocationID.x; w < words; w += step) {
-    uint word = 0u;
-    for (uint k = 0u; k < per_word; ++k) {
-      const uint i = w * per_word + k;
+  for (uint w = first + gl_GlobalInvocationID.x; w <= last; w += step) {
+    uint word = 0u, mask = 0u;
+    for (uint slot = 0u; slot < 4u; slot += dsize) {
+      const uint byte = w * 4u + slot;
+      if (byte < p.dst_byte) continue;
+      const uint i = (byte - p.dst_byte) / dsize;
       if (i >= p.count) break;
       uint rest = i;
       int at = int(p.src_base);
@@ -117,10 +119,14 @@ void main() {
         v = bits;
       } else {
         v = store_bits(p.dst_type, f_in, f_in ? as_float(p.src_type, bits) : 0.0,
-                         f_in ? 0 : as_int(p.src_type, bits));
+                       f_in ? 0 : as_int(p.src_type, bits));
       }
-      word |= (dsize == 4u ? v : (v & ((1u << (8u * dsize)) - 1u))) << (8u * dsize * k);
+      const uint lane = dsize == 4u ? 0xffffffffu : (1u << (8u * dsize)) - 1u;
+      word |= (v & lane) << (8u * slot);
+      mask |= lane << (8u * slot);
     }
-    dst[p.dst_word + w] = word;
+    // A word shared with bytes outside this tensor (a view's first or last) keeps them: the
+    // word has no other writer in this dispatch, so a read-modify-write is safe.
+    dst[w] = mask == 0xffffffffu ? word : (dst[w] & ~mask) | word;
   }
 }
