@@ -423,6 +423,36 @@ TEST(Vulkan, Float32ArgMaxAndArgMinMatchTheCpu) {
   expect_no_validation_errors();
 }
 
+// fill in every dtype, from float and integer scalars, converted as the Cpu converts them
+// (saturating, rounding to the 16-bit floats), at sizes that end inside a word; and into views
+// that start and end inside a word, whose neighbours keep their values.
+TEST(Vulkan, FillsEveryDtypeAsTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const std::vector<DType> types = {DType::f32, DType::f64, DType::f16,     DType::bf16, DType::i64,
+                                    DType::i32, DType::i8,  DType::boolean, DType::u8};
+  for (DType dt : types) {
+    for (const Scalar& v :
+         {Scalar(3.14159), Scalar(-2.5), Scalar(int64_t{300}), Scalar(0.0), Scalar(70000.0)}) {
+      for (int64_t n : {1, 3, 6, 9}) {
+        const DynTensor got = to_device(full(Shape{n}, v, dt, vk()), Device::cpu());
+        EXPECT_EQ(cast(got, DType::f64).to_vector<double>(),
+                  cast(full(Shape{n}, v, dt), DType::f64).to_vector<double>())
+            << dtype_name(dt) << " " << v.to_double() << " x" << n;
+      }
+    }
+  }
+  for (DType dt : {DType::u8, DType::boolean, DType::f16}) {
+    const DynTensor base = cast(full(Shape{11}, 1.0, DType::f32, vk()), dt);
+    const DynTensor view = narrow(base, 0, 3, 5);  // bytes 3..7 (u8) or 6..15 (f16)
+    vulkan::backend().fill(view.raw(), Scalar(int64_t{0}));
+    std::vector<double> want(11, 1.0);
+    for (int i = 3; i < 8; ++i) want[static_cast<size_t>(i)] = 0.0;
+    EXPECT_EQ(cast(to_device(base, Device::cpu()), DType::f64).to_vector<double>(), want)
+        << dtype_name(dt);
+  }
+  expect_no_validation_errors();
+}
+
 TEST(Vulkan, WhatHasNoKernelYetIsAClearError) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor x = to_device(input(Shape{4}, 6), vk());

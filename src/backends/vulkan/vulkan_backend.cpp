@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "../../core/convert.hpp"
 #include "context.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
 #include "ember/core/error.hpp"
@@ -138,6 +139,16 @@ int unary_code(UnaryOp op) {
   return -1;
 }
 
+// A fill value's bits in T, converted as the Cpu's fill converts it (core/convert.hpp).
+template <class T>
+uint64_t fill_bits(const Scalar& value) {
+  const T v =
+      value.kind() == KindId::Float ? convert<T>(value.to_double()) : convert<T>(value.to_int());
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  return bits;
+}
+
 // convert.comp's type codes; -1: a dtype it does not convert (the 64-bit ones).
 int convert_code(DType t) {
   switch (t) {
@@ -194,9 +205,8 @@ void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int f
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
     case OpFamily::Copy:  // casts between the dtypes up to 32 bits (convert.comp)
-      return true;
     case OpFamily::Fill:
-      return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
+      return true;
     case OpFamily::Binary:  // comparisons write Bool (compare_f32.comp)
     case OpFamily::Unary:
     case OpFamily::Reduce:
@@ -311,43 +321,54 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
   if (dst.numel() == 0) return;
   EMBER_CHECK(dst.is_contiguous(), "[fill] the Vulkan backend fills contiguous tensors");
   check_indexable(dst, "fill");
-  // The value's bits in dst's dtype, as the Cpu would store them.
+  // The value's bits in dst's dtype, converted as the Cpu converts it.
   uint64_t bits = 0;
   switch (dst.dtype) {
-    case DType::f32: {
-      const float v = value.to<float>();
-      std::memcpy(&bits, &v, 4);
+    case DType::f32:
+      bits = fill_bits<float>(value);
       break;
-    }
-    case DType::i32: {
-      const auto v = value.to<int32_t>();
-      std::memcpy(&bits, &v, 4);
+    case DType::f64:
+      bits = fill_bits<double>(value);
       break;
-    }
-    case DType::f64: {
-      const double v = value.to_double();
-      std::memcpy(&bits, &v, 8);
+    case DType::f16:
+      bits = fill_bits<Half>(value);
       break;
-    }
-    case DType::i64: {
-      const int64_t v = value.to<int64_t>();
-      std::memcpy(&bits, &v, 8);
+    case DType::bf16:
+      bits = fill_bits<BFloat16>(value);
       break;
-    }
-    default:
-      no_kernel("fill", dst.dtype);
+    case DType::i64:
+      bits = fill_bits<int64_t>(value);
+      break;
+    case DType::i32:
+      bits = fill_bits<int32_t>(value);
+      break;
+    case DType::i8:
+      bits = fill_bits<int8_t>(value);
+      break;
+    case DType::u8:
+      bits = fill_bits<uint8_t>(value);
+      break;
+    case DType::boolean:
+      bits = fill_bits<bool>(value);
+      break;
   }
+  const uint32_t size = static_cast<uint32_t>(dtype_size(dst.dtype));
+  // A word's pattern: the element's bits repeated (1- and 2-byte elements), or the low half of
+  // an 8-byte one (whose high half is `hi`).
+  uint32_t word = static_cast<uint32_t>(bits);
+  if (size == 1) word = (word & 0xffu) * 0x01010101u;
+  if (size == 2) word = (word & 0xffffu) * 0x00010001u;
   DeviceContext& c = ctx_of(dst);
   std::lock_guard lock(c.mu);
-  const Bound d = bind(c, dst);
-  const bool wide = dtype_size(dst.dtype) == 8;
+  const Bound d = bind_bytes(c, dst);
   struct {
-    uint32_t count, base, wide, lo, hi;
-  } p{static_cast<uint32_t>(dst.numel()), d.base * (wide ? 2u : 1u), wide ? 1u : 0u,
-      static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)};
+    uint32_t count, first_byte, size, lo, hi;
+  } p{static_cast<uint32_t>(dst.numel()), d.base * size, size, word,
+      static_cast<uint32_t>(bits >> 32)};
+  const int64_t words =
+      (p.first_byte + dst.numel() * size + 3) / 4 - p.first_byte / 4;  // the words it touches
   const Binding b[] = {d.binding};
-  c.dispatch(c.pipeline("fill", shaders::fill, 1, sizeof p), b, &p, sizeof p,
-             groups_for(dst.numel()));
+  c.dispatch(c.pipeline("fill", shaders::fill, 1, sizeof p), b, &p, sizeof p, groups_for(words));
 }
 
 namespace {
