@@ -120,6 +120,26 @@ int binary_code(BinaryOp op) {
   }
 }
 
+// compare_f32.comp's numbering of Ember's comparisons; -1: not a comparison.
+int compare_code(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq:
+      return 0;
+    case BinaryOp::Ne:
+      return 1;
+    case BinaryOp::Lt:
+      return 2;
+    case BinaryOp::Le:
+      return 3;
+    case BinaryOp::Gt:
+      return 4;
+    case BinaryOp::Ge:
+      return 5;
+    default:
+      return -1;
+  }
+}
+
 // The UnaryOps unary_f32.comp has, in its numbering (the index here); the others (erfinv,
 // lgamma, digamma, polygamma, and the ops with Bool or integer results) are not there yet.
 constexpr UnaryOp kUnaryOps[] = {
@@ -322,36 +342,8 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
   EMBER_CHECK(dst.is_contiguous(), "[fill] the Vulkan backend fills contiguous tensors");
   check_indexable(dst, "fill");
   // The value's bits in dst's dtype, converted as the Cpu converts it.
-  uint64_t bits = 0;
-  switch (dst.dtype) {
-    case DType::f32:
-      bits = fill_bits<float>(value);
-      break;
-    case DType::f64:
-      bits = fill_bits<double>(value);
-      break;
-    case DType::f16:
-      bits = fill_bits<Half>(value);
-      break;
-    case DType::bf16:
-      bits = fill_bits<BFloat16>(value);
-      break;
-    case DType::i64:
-      bits = fill_bits<int64_t>(value);
-      break;
-    case DType::i32:
-      bits = fill_bits<int32_t>(value);
-      break;
-    case DType::i8:
-      bits = fill_bits<int8_t>(value);
-      break;
-    case DType::u8:
-      bits = fill_bits<uint8_t>(value);
-      break;
-    case DType::boolean:
-      bits = fill_bits<bool>(value);
-      break;
-  }
+  const uint64_t bits =
+      visit_dtype(dst.dtype, [&](auto tag) { return fill_bits<decltype(tag)>(value); });
   const uint32_t size = static_cast<uint32_t>(dtype_size(dst.dtype));
   // A word's pattern: the element's bits repeated (1- and 2-byte elements), or the low half of
   // an 8-byte one (whose high half is `hi`).
@@ -371,95 +363,46 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
   c.dispatch(c.pipeline("fill", shaders::fill, 1, sizeof p), b, &p, sizeof p, groups_for(words));
 }
 
-namespace {
-
-// Float32 comparisons into a Bool out (compare_f32.comp): four results packed a word.
-void compare(DeviceContext& c, int code, const RawTensor& a, const RawTensor& b,
-             const RawTensor& out, const char* op) {
-  check_indexable(out, op);
-  EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
-  std::lock_guard lock(c.mu);
-  struct {
-    uint32_t count, rank, op, out_word;
-    uint32_t a_base, b_base, pad0, pad1;
-    uint32_t shape[kMaxRank];
-    int32_t a_stride[kMaxRank];
-    int32_t b_stride[kMaxRank];
-  } p{};
-  const Bound ba = bind(c, a), bb = bind(c, b), bo = bind_bytes(c, out);
-  // A fresh output starts its 256-byte-aligned range: whole words from its first byte.
-  EMBER_CHECK(bo.base % 4 == 0, "[", op, "] a Bool output must start on a 4-byte boundary");
-  p.count = static_cast<uint32_t>(out.numel());
-  p.rank = static_cast<uint32_t>(out.rank());
-  p.op = static_cast<uint32_t>(code);
-  p.out_word = bo.base / 4;
-  p.a_base = ba.base;
-  p.b_base = bb.base;
-  put_shape(out.shape, p.shape);
-  put_strides(a, p.a_stride);
-  put_strides(b, p.b_stride);
-  const Binding bs[] = {ba.binding, bb.binding, bo.binding};
-  c.dispatch(c.pipeline("compare_f32", shaders::compare_f32, 3, sizeof p), bs, &p, sizeof p,
-             groups_for((out.numel() + 3) / 4));
-}
-
-// compare_f32.comp's numbering of Ember's comparisons; -1: not a comparison.
-int compare_code(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Eq:
-      return 0;
-    case BinaryOp::Ne:
-      return 1;
-    case BinaryOp::Lt:
-      return 2;
-    case BinaryOp::Le:
-      return 3;
-    case BinaryOp::Gt:
-      return 4;
-    case BinaryOp::Ge:
-      return 5;
-    default:
-      return -1;
-  }
-}
-
-}  // namespace
-
+// binary_f32.comp, or compare_f32.comp for the comparisons, whose Bool results are packed four
+// a word (one push-constant layout for both).
 void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                            const RawTensor& out) {
-  if (const int cmp = compare_code(op);
-      cmp >= 0 && a.dtype == DType::f32 && b.dtype == DType::f32 && out.dtype == DType::boolean) {
-    if (out.numel() > 0) compare(ctx_of(out), cmp, a, b, out, op_name(op).data());
-    return;
-  }
-  const int code = binary_code(op);
-  if (code < 0 || out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32) {
-    no_kernel(op_name(op), a.dtype);
+  const char* name = op_name(op).data();
+  const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
+  const int code = to_bool ? compare_code(op) : binary_code(op);
+  if (code < 0 || a.dtype != DType::f32 || b.dtype != DType::f32 ||
+      out.dtype != (to_bool ? DType::boolean : DType::f32)) {
+    no_kernel(name, a.dtype);
   }
   if (out.numel() == 0) return;
-  check_indexable(out, op_name(op).data());
+  check_indexable(out, name);
+  EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   struct {
-    uint32_t count, rank, op, out_base;
+    uint32_t count, rank, op, out_base;  // compare_f32: out_base in words
     uint32_t a_base, b_base, pad0, pad1;
     uint32_t shape[kMaxRank];
     int32_t a_stride[kMaxRank];
     int32_t b_stride[kMaxRank];
   } p{};
-  const Bound ba = bind(c, a), bb = bind(c, b), bo = bind(c, out);
+  const Bound ba = bind(c, a), bb = bind(c, b), bo = to_bool ? bind_bytes(c, out) : bind(c, out);
+  // A fresh Bool output starts its 256-byte-aligned range: whole words from its first byte.
+  EMBER_CHECK(!to_bool || bo.base % 4 == 0, "[", name,
+              "] a Bool output must start on a 4-byte boundary");
   p.count = static_cast<uint32_t>(out.numel());
   p.rank = static_cast<uint32_t>(out.rank());
   p.op = static_cast<uint32_t>(code);
-  p.out_base = bo.base;
+  p.out_base = to_bool ? bo.base / 4 : bo.base;
   p.a_base = ba.base;
   p.b_base = bb.base;
   put_shape(out.shape, p.shape);
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
-  c.dispatch(c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p), bs, &p, sizeof p,
-             groups_for(out.numel()));
+  const Pipeline& pipeline = to_bool ? c.pipeline("compare_f32", shaders::compare_f32, 3, sizeof p)
+                                     : c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p);
+  c.dispatch(pipeline, bs, &p, sizeof p, groups_for(to_bool ? (out.numel() + 3) / 4 : out.numel()));
 }
 
 void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
