@@ -267,7 +267,7 @@ TEST(Vulkan, Float32ReductionsMatchTheCpu) {
 
 // The six float32 comparisons into Bool tensors (four results packed in each 32-bit word) on
 // broadcast, transposed and NaN-holding operands, sizes that end inside a word, and where()
-// reading those Bool tensors (strided and broadcast too) against the Cpu.
+// reading those Bool tensors (strided and broadcast too) over float32 and int32 against the Cpu.
 TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -296,6 +296,11 @@ TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
     const DynTensor got = to_device(gt(to_device(x, vk()), 0.9), Device::cpu());
     EXPECT_EQ(got.to_vector<bool>(), gt(x, 0.9).to_vector<bool>()) << n;
   }
+  // int32 operands: where moves 4-byte words whatever they hold.
+  const DynTensor ia = cast(mul(a, 10.0), DType::i32), ib = cast(mul(b, -10.0), DType::i32);
+  EXPECT_EQ(to_device(where(lt(av, bv), to_device(ia, vk()), to_device(ib, vk())), Device::cpu())
+                .to_vector<int32_t>(),
+            where(lt(a, b), ia, ib).to_vector<int32_t>());
   const DynTensor cond = lt(av, bv);          // [3, 5, 7] Bool on the device
   const DynTensor t = transpose(cond, 0, 2);  // [7, 5, 3]: a strided Bool operand
   const DynTensor x = input(Shape{7, 5, 3}, 40), y = input(Shape{3}, 41);

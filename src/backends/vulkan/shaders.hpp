@@ -14,7 +14,7 @@
 #include "shaders/matmul_f32.spv.h"
 #include "shaders/reduce_f32.spv.h"
 #include "shaders/unary_f32.spv.h"
-#include "shaders/where_f32.spv.h"
+#include "shaders/where32.spv.h"
 
 namespace ember::vulkan::shaders {
 
@@ -27,6 +27,6 @@ inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
-inline constexpr std::span<const uint32_t> where_f32{where_f32_spv};
+inline constexpr std::span<const uint32_t> where32{where32_spv};
 
 }  // namespace ember::vulkan::shaders

@@ -230,7 +230,8 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Binary:  // comparisons write Bool (compare_f32.comp)
     case OpFamily::Unary:
     case OpFamily::Reduce:
-    case OpFamily::Where:
+    case OpFamily::Where:  // bits of any 4-byte dtype (where32.comp)
+      return dtype_size(dtype) == 4;
     case OpFamily::Matmul:
     case OpFamily::ArgReduce:
       return dtype == DType::f32;
@@ -407,7 +408,7 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
 
 void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
                           const RawTensor& out) {
-  if (out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32 ||
+  if (dtype_size(out.dtype) != 4 || a.dtype != out.dtype || b.dtype != out.dtype ||
       cond.dtype != DType::boolean) {
     no_kernel("where", a.dtype);
   }
@@ -436,7 +437,7 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
-  c.dispatch(c.pipeline("where_f32", shaders::where_f32, 4, sizeof p), bs, &p, sizeof p,
+  c.dispatch(c.pipeline("where32", shaders::where32, 4, sizeof p), bs, &p, sizeof p,
              groups_for(out.numel()));
 }
 
