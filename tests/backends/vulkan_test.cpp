@@ -291,6 +291,14 @@ TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
     EXPECT_EQ(max_abs_diff(where(isnan(w), 0.0, w), where(isnan(w_want), 0.0, w_want)), 0.0)
         << name;
   }
+  // The one-operand tests, with infinities and zeros among the values.
+  const double inf = std::numeric_limits<double>::infinity();
+  const DynTensor z = where(gt(b, 1.2), inf, where(lt(b, 0.7), 0.0, b));
+  const DynTensor zv = to_device(z, vk());
+  EXPECT_EQ(to_device(isnan(zv), Device::cpu()).to_vector<bool>(), isnan(z).to_vector<bool>());
+  EXPECT_EQ(to_device(isinf(zv), Device::cpu()).to_vector<bool>(), isinf(z).to_vector<bool>());
+  EXPECT_EQ(to_device(logical_not(zv), Device::cpu()).to_vector<bool>(),
+            logical_not(z).to_vector<bool>());
   for (int64_t n : {1, 2, 3, 5, 8, 13}) {  // outputs that end anywhere in a word
     const DynTensor x = input(Shape{n}, 30 + static_cast<uint64_t>(n));
     const DynTensor got = to_device(gt(to_device(x, vk()), 0.9), Device::cpu());

@@ -364,17 +364,12 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
   c.dispatch(c.pipeline("fill", shaders::fill, 1, sizeof p), b, &p, sizeof p, groups_for(words));
 }
 
-// binary_f32.comp, or compare_f32.comp for the comparisons, whose Bool results are packed four
-// a word (one push-constant layout for both).
-void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
-                           const RawTensor& out) {
-  const char* name = op_name(op).data();
-  const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
-  const int code = to_bool ? compare_code(op) : binary_code(op);
-  if (code < 0 || a.dtype != DType::f32 || b.dtype != DType::f32 ||
-      out.dtype != (to_bool ? DType::boolean : DType::f32)) {
-    no_kernel(name, a.dtype);
-  }
+namespace {
+
+// binary_f32.comp, or compare_f32.comp (to_bool) for the comparisons and the Bool-valued unary
+// ops (b = a), whose results are packed four a word: one push-constant layout for both.
+void dispatch_binary(bool to_bool, int code, const RawTensor& a, const RawTensor& b,
+                     const RawTensor& out, const char* name) {
   if (out.numel() == 0) return;
   check_indexable(out, name);
   EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
@@ -404,6 +399,20 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   const Pipeline& pipeline = to_bool ? c.pipeline("compare_f32", shaders::compare_f32, 3, sizeof p)
                                      : c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, groups_for(to_bool ? (out.numel() + 3) / 4 : out.numel()));
+}
+
+}  // namespace
+
+void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
+                           const RawTensor& out) {
+  const char* name = op_name(op).data();
+  const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
+  const int code = to_bool ? compare_code(op) : binary_code(op);
+  if (code < 0 || a.dtype != DType::f32 || b.dtype != DType::f32 ||
+      out.dtype != (to_bool ? DType::boolean : DType::f32)) {
+    no_kernel(name, a.dtype);
+  }
+  dispatch_binary(to_bool, code, a, b, out, name);
 }
 
 void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
@@ -521,6 +530,11 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
 
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                           const RawTensor& out) {
+  if (returns_bool(op) && x.dtype == DType::f32 && out.dtype == DType::boolean) {
+    // compare_f32.comp's one-operand tests: isnan, isinf, logical_not (x == 0).
+    const int code = op == UnaryOp::IsNan ? 6 : (op == UnaryOp::IsInf ? 7 : 8);
+    return dispatch_binary(true, code, x, x, out, op_name(op).data());
+  }
   const int code = unary_code(op);
   if (code < 0 || out.dtype != DType::f32 || x.dtype != DType::f32) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;

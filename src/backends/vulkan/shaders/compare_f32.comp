@@ -1,8 +1,9 @@
-// Float32 comparisons (==, !=, <, <=, >, >=) over strided (broadcast: stride 0, or negative)
-// operands of rank up to 6, written as Bool: one byte per element, four packed in each 32-bit word
-// of a contiguous output, an invocation a word (no two write one word). The word past the last
-// element is zero-filled: the output's range is padded to whole words (vulkan_backend.cpp).
-// NaN compares unequal to everything, as in C++ and PyTorch.
+// Float32 comparisons (==, !=, <, <=, >, >=), and isnan, isinf and logical_not of a (b bound to
+// a), over strided (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool:
+// one byte per element, four packed in each 32-bit word of a contiguous output, an invocation a
+// word (no two write one word). The word past the last element is zero-filled: the output's
+// range is padded to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as
+// in C++ and PyTorch.
 #version 450
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
@@ -24,6 +25,9 @@ bool apply(uint op, float x, float y) {
     case 3u: return x <= y;
     case 4u: return x > y;
     case 5u: return x >= y;
+    case 6u: return isnan(x);  // the one-operand tests (y is x)
+    case 7u: return isinf(x);
+    case 8u: return x == 0.0;  // logical_not
   }
   return false;
 }
