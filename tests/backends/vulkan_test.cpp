@@ -278,7 +278,15 @@ TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
   b = where(eq(reshape(arange(0, 35, 1, DType::i64), Shape{5, 7}), 9), nan, b);
   const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
   const std::vector<std::pair<const char*, DynTensor (*)(const DynTensor&, const DynTensor&)>> ops =
-      {{"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge}};
+      {{"eq", eq},
+       {"ne", ne},
+       {"lt", lt},
+       {"le", le},
+       {"gt", gt},
+       {"ge", ge},
+       {"logical_and", logical_and},
+       {"logical_or", logical_or},
+       {"logical_xor", logical_xor}};
   for (const auto& [name, f] : ops) {
     const DynTensor want = f(a, b);  // [3, 5, 7]: 105 results, the last word holding one
     const DynTensor got = to_device(f(av, bv), Device::cpu());
@@ -299,6 +307,11 @@ TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
   EXPECT_EQ(to_device(isinf(zv), Device::cpu()).to_vector<bool>(), isinf(z).to_vector<bool>());
   EXPECT_EQ(to_device(logical_not(zv), Device::cpu()).to_vector<bool>(),
             logical_not(z).to_vector<bool>());
+  using Logical = DynTensor (*)(const DynTensor&, const DynTensor&);
+  for (Logical f : {Logical{logical_and}, Logical{logical_or}, Logical{logical_xor}}) {
+    EXPECT_EQ(to_device(f(zv, flip(zv, {1})), Device::cpu()).to_vector<bool>(),
+              f(z, flip(z, {1})).to_vector<bool>());
+  }
   for (int64_t n : {1, 2, 3, 5, 8, 13}) {  // outputs that end anywhere in a word
     const DynTensor x = input(Shape{n}, 30 + static_cast<uint64_t>(n));
     const DynTensor got = to_device(gt(to_device(x, vk()), 0.9), Device::cpu());

@@ -120,7 +120,7 @@ int binary_code(BinaryOp op) {
   }
 }
 
-// compare_f32.comp's numbering of Ember's comparisons; -1: not a comparison.
+// compare_f32.comp's numbering of Ember's comparisons and logical ops; -1: not one of them.
 int compare_code(BinaryOp op) {
   switch (op) {
     case BinaryOp::Eq:
@@ -135,6 +135,12 @@ int compare_code(BinaryOp op) {
       return 4;
     case BinaryOp::Ge:
       return 5;
+    case BinaryOp::LogicalAnd:
+      return 9;
+    case BinaryOp::LogicalOr:
+      return 10;
+    case BinaryOp::LogicalXor:
+      return 11;
     default:
       return -1;
   }

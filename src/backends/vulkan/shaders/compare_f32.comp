@@ -1,5 +1,5 @@
-// Float32 comparisons (==, !=, <, <=, >, >=), and isnan, isinf and logical_not of a (b bound to
-// a), over strided (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool:
+// Float32 comparisons (==, !=, <, <=, >, >=), logical and, or and xor, and isnan, isinf and
+// logical_not of a (b bound to a), over strided (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool:
 // one byte per element, four packed in each 32-bit word of a contiguous output, an invocation a
 // word (no two write one word). The word past the last element is zero-filled: the output's
 // range is padded to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as
@@ -28,6 +28,9 @@ bool apply(uint op, float x, float y) {
     case 6u: return isnan(x);  // the one-operand tests (y is x)
     case 7u: return isinf(x);
     case 8u: return x == 0.0;  // logical_not
+    case 9u: return !(x == 0.0) && !(y == 0.0);  // logical_and, or, xor: NaN counts as true
+    case 10u: return !(x == 0.0) || !(y == 0.0);
+    case 11u: return !(x == 0.0) != !(y == 0.0);
   }
   return false;
 }
