@@ -115,6 +115,36 @@ TEST(Vulkan, Float32ArithmeticMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
+// int32 arithmetic (wrapping past 2^31, as the Cpu's), maximum and minimum, comparisons and
+// logical ops on broadcast operands against the Cpu; int32 division runs in float32 (the front
+// end's true division) through the casts.
+TEST(Vulkan, Int32ArithmeticAndComparisonsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor a = cast(sub(mul(input(Shape{4, 1, 9}, 90), 2e9), 2e9), DType::i32);
+  const DynTensor b = cast(sub(mul(input(Shape{6, 9}, 91), 60.0), 60.0), DType::i32);
+  const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
+  using Binary = DynTensor (*)(const DynTensor&, const DynTensor&);
+  const std::vector<std::pair<const char*, Binary>> ops = {{"add", add},
+                                                           {"sub", sub},
+                                                           {"mul", mul},
+                                                           {"maximum", maximum},
+                                                           {"minimum", minimum},
+                                                           {"div", div},
+                                                           {"eq", eq},
+                                                           {"ne", ne},
+                                                           {"lt", lt},
+                                                           {"ge", ge},
+                                                           {"logical_and", logical_and},
+                                                           {"logical_xor", logical_xor}};
+  for (const auto& [name, f] : ops) {
+    const DynTensor want = f(a, b), got = to_device(f(av, bv), Device::cpu());
+    EXPECT_EQ(got.dtype(), want.dtype()) << name;
+    EXPECT_EQ(cast(got, DType::f64).to_vector<double>(), cast(want, DType::f64).to_vector<double>())
+        << name;
+  }
+  expect_no_validation_errors();
+}
+
 // Every float32 unary kernel against the Cpu on a transposed operand, on inputs in each op's
 // domain: within a few float roundings (the driver's exp, log and trigonometric functions, and
 // erf's polynomial, differ from the Cpu's in the last bits).

@@ -6,8 +6,8 @@
 #include <span>
 
 #include "shaders/argreduce_f32.spv.h"
-#include "shaders/binary_f32.spv.h"
-#include "shaders/compare_f32.spv.h"
+#include "shaders/binary32.spv.h"
+#include "shaders/compare32.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/copy32.spv.h"
 #include "shaders/fill.spv.h"
@@ -19,8 +19,8 @@
 namespace ember::vulkan::shaders {
 
 inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
-inline constexpr std::span<const uint32_t> binary_f32{binary_f32_spv};
-inline constexpr std::span<const uint32_t> compare_f32{compare_f32_spv};
+inline constexpr std::span<const uint32_t> binary32{binary32_spv};
+inline constexpr std::span<const uint32_t> compare32{compare32_spv};
 inline constexpr std::span<const uint32_t> convert{convert_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};

@@ -100,7 +100,7 @@ void check_operands(std::string_view op, const RawTensor& x, const RawTensor& ou
   check_indexable(x, std::string(op).c_str());
 }
 
-// Ember's BinaryOp as binary_f32.comp numbers it; -1: not there yet.
+// Ember's BinaryOp as binary32.comp numbers it; -1: not there yet.
 int binary_code(BinaryOp op) {
   switch (op) {
     case BinaryOp::Add:
@@ -120,7 +120,7 @@ int binary_code(BinaryOp op) {
   }
 }
 
-// compare_f32.comp's numbering of Ember's comparisons and logical ops; -1: not one of them.
+// compare32.comp's numbering of Ember's comparisons and logical ops; -1: not one of them.
 int compare_code(BinaryOp op) {
   switch (op) {
     case BinaryOp::Eq:
@@ -233,11 +233,12 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Copy:  // casts between the dtypes up to 32 bits (convert.comp)
     case OpFamily::Fill:
       return true;
-    case OpFamily::Binary:  // comparisons write Bool (compare_f32.comp)
-    case OpFamily::Unary:
-    case OpFamily::Reduce:
+    case OpFamily::Binary:  // float32 and int32; comparisons write Bool (compare32.comp)
+      return dtype == DType::f32 || dtype == DType::i32;
     case OpFamily::Where:  // bits of any 4-byte dtype (where32.comp)
       return dtype_size(dtype) == 4;
+    case OpFamily::Unary:
+    case OpFamily::Reduce:
     case OpFamily::Matmul:
     case OpFamily::ArgReduce:
       return dtype == DType::f32;
@@ -372,18 +373,19 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
 
 namespace {
 
-// binary_f32.comp, or compare_f32.comp (to_bool) for the comparisons and the Bool-valued unary
+// binary32.comp, or compare32.comp (to_bool) for the comparisons and the Bool-valued unary
 // ops (b = a), whose results are packed four a word: one push-constant layout for both.
 void dispatch_binary(bool to_bool, int code, const RawTensor& a, const RawTensor& b,
                      const RawTensor& out, const char* name) {
+  const bool is_int = a.dtype == DType::i32;
   if (out.numel() == 0) return;
   check_indexable(out, name);
   EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   struct {
-    uint32_t count, rank, op, out_base;  // compare_f32: out_base in words
-    uint32_t a_base, b_base, pad0, pad1;
+    uint32_t count, rank, op, out_base;  // compare32: out_base in words
+    uint32_t a_base, b_base, is_int, pad1;
     uint32_t shape[kMaxRank];
     int32_t a_stride[kMaxRank];
     int32_t b_stride[kMaxRank];
@@ -398,12 +400,13 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a, const RawTensor
   p.out_base = to_bool ? bo.base / 4 : bo.base;
   p.a_base = ba.base;
   p.b_base = bb.base;
+  p.is_int = is_int ? 1u : 0u;
   put_shape(out.shape, p.shape);
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
-  const Pipeline& pipeline = to_bool ? c.pipeline("compare_f32", shaders::compare_f32, 3, sizeof p)
-                                     : c.pipeline("binary_f32", shaders::binary_f32, 3, sizeof p);
+  const Pipeline& pipeline = to_bool ? c.pipeline("compare32", shaders::compare32, 3, sizeof p)
+                                     : c.pipeline("binary32", shaders::binary32, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, groups_for(to_bool ? (out.numel() + 3) / 4 : out.numel()));
 }
 
@@ -414,10 +417,10 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
   const int code = to_bool ? compare_code(op) : binary_code(op);
-  if (code < 0 || a.dtype != DType::f32 || b.dtype != DType::f32 ||
-      out.dtype != (to_bool ? DType::boolean : DType::f32)) {
-    no_kernel(name, a.dtype);
-  }
+  // float32, or int32 without division (the front end divides integers in float).
+  const bool typed = (a.dtype == DType::f32 || (a.dtype == DType::i32 && (to_bool || code != 3))) &&
+                     b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
+  if (code < 0 || !typed) no_kernel(name, a.dtype);
   dispatch_binary(to_bool, code, a, b, out, name);
 }
 
@@ -537,7 +540,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                           const RawTensor& out) {
   if (returns_bool(op) && x.dtype == DType::f32 && out.dtype == DType::boolean) {
-    // compare_f32.comp's one-operand tests: isnan, isinf, logical_not (x == 0).
+    // compare32.comp's one-operand tests: isnan, isinf, logical_not (x == 0).
     const int code = op == UnaryOp::IsNan ? 6 : (op == UnaryOp::IsInf ? 7 : 8);
     return dispatch_binary(true, code, x, x, out, op_name(op).data());
   }

@@ -1,23 +1,24 @@
-// Float32 comparisons (==, !=, <, <=, >, >=), logical and, or and xor, and isnan, isinf and
-// logical_not of a (b bound to a), over strided (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool:
-// one byte per element, four packed in each 32-bit word of a contiguous output, an invocation a
-// word (no two write one word). The word past the last element is zero-filled: the output's
-// range is padded to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as
-// in C++ and PyTorch.
+// Comparisons (==, !=, <, <=, >, >=) and logical and, or and xor of float32 or int32 (is_int)
+// operands, and isnan, isinf and logical_not of a float32 a (b bound to a), over strided
+// (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool: one byte per
+// element, four packed in each 32-bit word of a contiguous output, an invocation a word (no two
+// write one word). The word past the last element is zero-filled: the output's range is padded
+// to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as in C++ and PyTorch,
+// and counts as true in the logical ops.
 #version 450
 layout(local_size_x = 256) in;
-layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out { uint o[]; };
 layout(push_constant) uniform Params {
   uint count, rank, op, out_word;
-  uint a_base, b_base, pad0, pad1;
+  uint a_base, b_base, is_int, pad1;
   uint shape[6];
   int a_stride[6];
   int b_stride[6];
 } p;
 
-bool apply(uint op, float x, float y) {
+bool apply_float(uint op, float x, float y) {
   switch (op) {
     case 0u: return x == y;
     case 1u: return !(x == y);  // glslang's != is the ordered one, false for NaN
@@ -31,6 +32,23 @@ bool apply(uint op, float x, float y) {
     case 9u: return !(x == 0.0) && !(y == 0.0);  // logical_and, or, xor: NaN counts as true
     case 10u: return !(x == 0.0) || !(y == 0.0);
     case 11u: return !(x == 0.0) != !(y == 0.0);
+  }
+  return false;
+}
+
+bool apply(uint op, uint xb, uint yb) {
+  if (p.is_int == 0u) return apply_float(op, uintBitsToFloat(xb), uintBitsToFloat(yb));
+  const int x = int(xb), y = int(yb);
+  switch (op) {
+    case 0u: return x == y;
+    case 1u: return x != y;
+    case 2u: return x < y;
+    case 3u: return x <= y;
+    case 4u: return x > y;
+    case 5u: return x >= y;
+    case 9u: return x != 0 && y != 0;
+    case 10u: return x != 0 || y != 0;
+    case 11u: return (x != 0) != (y != 0);
   }
   return false;
 }
