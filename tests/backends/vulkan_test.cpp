@@ -322,7 +322,7 @@ TEST(Vulkan, Float32ComparisonsAndWhereMatchTheCpu) {
     const DynTensor got = to_device(f(av, bv), Device::cpu());
     EXPECT_EQ(got.dtype(), DType::boolean) << name;
     EXPECT_EQ(got.to_vector<bool>(), want.to_vector<bool>()) << name;
-    // where over the Bool result (and over a transposed view of it).
+    // where over the Bool result (a transposed Bool operand comes below).
     const DynTensor w = to_device(where(f(av, bv), av, bv), Device::cpu());
     const DynTensor w_want = where(want, a, b);
     EXPECT_EQ(isnan(w).to_vector<bool>(), isnan(w_want).to_vector<bool>()) << name;
@@ -378,6 +378,8 @@ TEST(Vulkan, Float32MatmulMatchesTheCpu) {
   check(input(Shape{40}, 58), input(Shape{40, 3}, 59), "vector");
   check(input(Shape{5, 0}, 60), input(Shape{0, 6}, 61), "empty inner dim");
   check(input(Shape{1100, 20}, 62), input(Shape{20, 1000}, 63), "69 x 63 tiles");
+  // More tiles than one dispatch has workgroups (65,535): the loop over tiles.
+  check(input(Shape{66000, 1, 2}, 64), input(Shape{66000, 2, 1}, 65), "66,000 tiles");
   expect_no_validation_errors();
 }
 
@@ -436,6 +438,29 @@ TEST(Vulkan, CastsBetweenTheDtypesUpTo32BitsMatchTheCpu) {
               cast(cat(host, 0), DType::f64).to_vector<double>())
         << dtype_name(dt);
   }
+  // A strided copy into the middle of a tensor, with neighbours on both sides of each edge word.
+  for (DType dt : {DType::u8, DType::boolean, DType::f16}) {
+    const DynTensor base = cast(full(Shape{13}, 1.0, DType::f32, vk()), dt);
+    const DynTensor src = transpose(to_device(cast(full(Shape{1, 6}, 0.0, DType::f32), dt), vk()),
+                                    0, 1);  // [6, 1], strided
+    vulkan::backend().copy(reshape(src, Shape{6}).raw(), narrow(base, 0, 3, 6).raw());
+    std::vector<double> want(13, 1.0);
+    for (int i = 3; i < 9; ++i) want[static_cast<size_t>(i)] = 0.0;
+    EXPECT_EQ(cast(to_device(base, Device::cpu()), DType::f64).to_vector<double>(), want)
+        << dtype_name(dt);
+  }
+  // Subnormals: not zero as bool, and float16's converted exactly (a comparison with 0.0 or
+  // unpackHalf2x16 may flush them on a device).
+  const DynTensor tiny =
+      from_data(TensorData::from(std::vector<float>{1e-40f, -1e-44f, 0.0f, 1e-6f}, Shape{4}));
+  const DynTensor tv = to_device(tiny, vk());
+  EXPECT_EQ(to_device(cast(tv, DType::boolean), Device::cpu()).to_vector<bool>(),
+            cast(tiny, DType::boolean).to_vector<bool>());
+  EXPECT_EQ(to_device(logical_not(tv), Device::cpu()).to_vector<bool>(),
+            logical_not(tiny).to_vector<bool>());
+  const DynTensor h = cast(tiny, DType::f16);  // 1e-6: a float16 subnormal
+  EXPECT_EQ(to_device(cast(to_device(h, vk()), DType::f32), Device::cpu()).to_vector<float>(),
+            cast(h, DType::f32).to_vector<float>());
   // A transposed source, into each packing.
   const DynTensor x = mul(input(Shape{5, 3}, 70), 50.0);
   for (DType to : {DType::f16, DType::bf16, DType::u8, DType::boolean, DType::i32}) {
@@ -454,7 +479,9 @@ TEST(Vulkan, Float32ArgMaxAndArgMinMatchTheCpu) {
   EMBER_REQUIRE_VULKAN();
   // Rounded to halves, so that ties occur; one NaN.
   DynTensor x = div(round(mul(input(Shape{6, 700, 5}, 80), 2.0)), 2.0);
-  x = where(eq(reshape(arange(0, 21000, 1, DType::i64), Shape{6, 700, 5}), 4321),
+  // Two NaNs in one row along dim 1 (the first must win) and one more elsewhere.
+  const DynTensor flat = reshape(arange(0, 21000, 1, DType::i64), Shape{6, 700, 5});
+  x = where(logical_or(logical_or(eq(flat, 4321), eq(flat, 4301)), eq(flat, 17)),
             std::numeric_limits<float>::quiet_NaN(), x);
   const DynTensor t = transpose(x, 0, 2);  // [5, 700, 6], strided
   const DynTensor tv = to_device(t, vk());
@@ -476,6 +503,10 @@ TEST(Vulkan, Float32ArgMaxAndArgMinMatchTheCpu) {
   const DynTensor y = input(Shape{40, 30}, 81);
   EXPECT_EQ(to_device(argmax(to_device(y, vk())), Device::cpu()).item<int64_t>(),
             argmax(y).item<int64_t>());
+  // More outputs than one dispatch has workgroups (65,535): the loop over outputs.
+  const DynTensor many = input(Shape{66000, 3}, 82);
+  EXPECT_EQ(to_device(argmax(to_device(many, vk()), 1), Device::cpu()).to_vector<int64_t>(),
+            argmax(many, 1).to_vector<int64_t>());
   expect_no_validation_errors();
 }
 
@@ -499,10 +530,10 @@ TEST(Vulkan, FillsEveryDtypeAsTheCpu) {
   }
   for (DType dt : {DType::u8, DType::boolean, DType::f16}) {
     const DynTensor base = cast(full(Shape{11}, 1.0, DType::f32, vk()), dt);
-    const DynTensor view = narrow(base, 0, 3, 5);  // bytes 3..7 (u8) or 6..15 (f16)
+    const DynTensor view = narrow(base, 0, 3, 6);  // bytes 3..8 (u8) or 6..17 (f16)
     vulkan::backend().fill(view.raw(), Scalar(int64_t{0}));
     std::vector<double> want(11, 1.0);
-    for (int i = 3; i < 8; ++i) want[static_cast<size_t>(i)] = 0.0;
+    for (int i = 3; i < 9; ++i) want[static_cast<size_t>(i)] = 0.0;
     EXPECT_EQ(cast(to_device(base, Device::cpu()), DType::f64).to_vector<double>(), want)
         << dtype_name(dt);
   }

@@ -58,7 +58,9 @@ Bound bind(DeviceContext& c, const RawTensor& t) {
   auto [block, at] = c.locate(reinterpret_cast<uintptr_t>(t.data()));
   const int64_t first = static_cast<int64_t>(at) + lo * size;
   EMBER_CHECK(first >= 0, "[vulkan] a view reaches before its storage");
-  const size_t align = c.binding_alignment();
+  // At least 8: a binding starts on a whole word of 4- and 8-byte elements (the word-packed
+  // shaders count from it), and the padding of bind_bytes stays inside a 256-byte range.
+  const size_t align = std::max<size_t>(c.binding_alignment(), 8);
   const size_t start = static_cast<size_t>(first) / align * align;
   const size_t end = at + static_cast<size_t>((hi + 1) * size);
   EMBER_CHECK(end - start <= c.max_binding(), "[vulkan] a view spans ", end - start,

@@ -2,14 +2,14 @@
 // operands, and isnan, isinf and logical_not of a float32 a (b bound to a), over strided
 // (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool: one byte per
 // element, four packed in each 32-bit word of a contiguous output, an invocation a word (no two
-// write one word). The word past the last element is zero-filled: the output's range is padded
-// to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as in C++ and PyTorch,
-// and counts as true in the logical ops.
+// write one word); a last word the output shares with other bytes keeps them. The output's range
+// is padded to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as in C++
+// and PyTorch, and counts as true in the logical ops.
 #version 450
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Out { uint o[]; };
+layout(std430, set = 0, binding = 2) buffer Out { uint o[]; };
 layout(push_constant) uniform Params {
   uint count, rank, op, out_word;
   uint a_base, b_base, is_int, pad1;
@@ -28,15 +28,21 @@ bool apply_float(uint op, float x, float y) {
     case 5u: return x >= y;
     case 6u: return isnan(x);  // the one-operand tests (y is x)
     case 7u: return isinf(x);
-    case 8u: return x == 0.0;  // logical_not
-    case 9u: return !(x == 0.0) && !(y == 0.0);  // logical_and, or, xor: NaN counts as true
-    case 10u: return !(x == 0.0) || !(y == 0.0);
-    case 11u: return !(x == 0.0) != !(y == 0.0);
   }
   return false;
 }
 
+// Whether a value is not zero, from its bits: a float comparison with 0.0 may flush subnormals
+// to zero, the Cpu's does not. NaN counts as true.
+bool truthy(uint bits) { return (bits & (p.is_int == 1u ? 0xffffffffu : 0x7fffffffu)) != 0u; }
+
 bool apply(uint op, uint xb, uint yb) {
+  switch (op) {
+    case 8u: return !truthy(xb);  // logical_not
+    case 9u: return truthy(xb) && truthy(yb);  // logical_and, or, xor
+    case 10u: return truthy(xb) || truthy(yb);
+    case 11u: return truthy(xb) != truthy(yb);
+  }
   if (p.is_int == 0u) return apply_float(op, uintBitsToFloat(xb), uintBitsToFloat(yb));
   const int x = int(xb), y = int(yb);
   switch (op) {
@@ -46,9 +52,6 @@ bool apply(uint op, uint xb, uint yb) {
     case 3u: return x <= y;
     case 4u: return x > y;
     case 5u: return x >= y;
-    case 9u: return x != 0 && y != 0;
-    case 10u: return x != 0 || y != 0;
-    case 11u: return (x != 0) != (y != 0);
   }
   return false;
 }
@@ -57,7 +60,7 @@ void main() {
   const uint words = (p.count + 3u) / 4u;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint w = gl_GlobalInvocationID.x; w < words; w += step) {
-    uint word = 0u;
+    uint word = 0u, mask = 0u;
     for (uint k = 0u; k < 4u; ++k) {
       const uint i = w * 4u + k;
       if (i >= p.count) break;
@@ -70,7 +73,10 @@ void main() {
         ib += c * p.b_stride[d];
       }
       if (apply(p.op, a[ia], b[ib])) word |= 1u << (8u * k);
+      mask |= 0xffu << (8u * k);
     }
-    o[p.out_word + w] = word;
+    // The last word of a view that ends inside it keeps its other bytes (no other invocation
+    // writes that word).
+    o[p.out_word + w] = mask == 0xffffffffu ? word : (o[p.out_word + w] & ~mask) | word;
   }
 }
