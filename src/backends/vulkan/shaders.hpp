@@ -13,6 +13,7 @@
 #include "shaders/fill.spv.h"
 #include "shaders/matmul_f32.spv.h"
 #include "shaders/reduce_f32.spv.h"
+#include "shaders/scan_f32.spv.h"
 #include "shaders/unary_f32.spv.h"
 #include "shaders/where32.spv.h"
 
@@ -26,6 +27,7 @@ inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
+inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 inline constexpr std::span<const uint32_t> where32{where32_spv};
 

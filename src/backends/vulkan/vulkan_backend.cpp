@@ -241,6 +241,7 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return dtype_size(dtype) == 4;
     case OpFamily::Unary:
     case OpFamily::Reduce:
+    case OpFamily::Scan:
     case OpFamily::Matmul:
     case OpFamily::ArgReduce:
       return dtype == DType::f32;
@@ -494,6 +495,43 @@ void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, cons
   constexpr int64_t kMaxGroups = 65535;  // a workgroup an output, looping past this
   c.dispatch(c.pipeline("argreduce_f32", shaders::argreduce_f32, 3, sizeof p), bs, &p, sizeof p,
              static_cast<uint32_t>(std::min(values.numel(), kMaxGroups)));
+}
+
+void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) {
+  const char* name = op_name(op).data();
+  if (x.dtype != DType::f32 || out.dtype != DType::f32) no_kernel(name, x.dtype);
+  if (out.numel() == 0) return;
+  check_operands(name, x, out);
+  const int64_t len = x.shape[dim], rows = x.numel() / len;
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  struct {
+    uint32_t rows, rank, len, op;
+    uint32_t x_base, out_base;
+    int32_t x_step, out_step;
+    uint32_t shape[kMaxRank];
+    int32_t x_stride[kMaxRank];
+    int32_t out_stride[kMaxRank];
+  } p{};
+  static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
+  const Bound bx = bind(c, x), bo = bind(c, out);
+  p.rows = static_cast<uint32_t>(rows);
+  p.rank = static_cast<uint32_t>(x.rank());
+  p.len = static_cast<uint32_t>(len);
+  p.op = op == ScanOp::CumSum ? 0u : 1u;
+  p.x_base = bx.base;
+  p.out_base = bo.base;
+  p.x_step = static_cast<int32_t>(x.strides[dim]);
+  p.out_step = static_cast<int32_t>(out.strides[dim]);
+  Shape row_shape = x.shape;
+  row_shape[dim] = 1;  // the rows are every position but the dim's
+  put_shape(row_shape, p.shape);
+  put_strides(x, p.x_stride);
+  put_strides(out, p.out_stride);
+  const Binding bs[] = {bx.binding, bo.binding};
+  constexpr int64_t kMaxGroups = 65535;  // a workgroup a row, looping past this
+  c.dispatch(c.pipeline("scan_f32", shaders::scan_f32, 2, sizeof p), bs, &p, sizeof p,
+             static_cast<uint32_t>(std::min(rows, kMaxGroups)));
 }
 
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {

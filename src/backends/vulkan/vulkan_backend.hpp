@@ -29,6 +29,7 @@ class VulkanBackend final : public Backend {
   void reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out) override;
   void arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
                   const RawTensor& indices) override;
+  void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) override;
   void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
   RangeError synchronize(Device device) override;
 };
