@@ -72,7 +72,7 @@ DynTensor binary_as(BinaryOp op, const DynTensor& a_in, const DynTensor& b_in, D
   Backend& be = detail::backend_of(a);
   detail::check_supported(be, OpFamily::Binary, dtype, name);
   const DType out_dtype = returns_bool(op) ? DType::boolean : dtype;
-  const auto order = detail::MemoryOrder::of_first({&a.raw(), &b.raw()}, shape);
+  const auto order = detail::MemoryOrder::shared({&a.raw(), &b.raw()}, shape);
   DynTensor out = order.empty(shape, out_dtype, a.device(), name);
   if (same && order.identity()) {
     be.binary(op, a.raw(), b.raw(), out.raw());
@@ -251,7 +251,7 @@ DynTensor where(const DynTensor& cond, const DynTensor& a, const DynTensor& b) {
   const Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   const DynTensor ca = cast(a, dtype), cb = cast(b, dtype);
-  const auto order = detail::MemoryOrder::of_first({&cond.raw(), &ca.raw(), &cb.raw()}, shape);
+  const auto order = detail::MemoryOrder::shared({&cond.raw(), &ca.raw(), &cb.raw()}, shape);
   DynTensor out = order.empty(shape, dtype, a.device(), "where");
   const DynTensor ec = detail::broadcast_view(cond, shape), ea = detail::broadcast_view(ca, shape),
                   eb = detail::broadcast_view(cb, shape);
@@ -367,9 +367,9 @@ DynTensor fused_activation_grad(UnaryOp op, const DynTensor& x, const DynTensor&
       !detail::backend_of(x).supports(OpFamily::ActivationGrad, x.dtype())) {
     return {};
   }
-  // x's dense layout is kept when gy shares it (a channels-last activation's gradient).
-  const auto order = detail::MemoryOrder::of(x.raw());
-  if (!order.identity() && gy.strides() == x.strides()) {
+  // A dense layout x and gy share is kept (a channels-last activation's gradient).
+  const auto order = detail::MemoryOrder::shared({&x.raw(), &gy.raw()}, x.shape());
+  if (!order.identity()) {
     DynTensor gx = order.empty(x.shape(), x.dtype(), x.device(), op_name(op).data());
     detail::backend_of(x).activation_grad(op, order.apply(gy.raw()), order.apply(x.raw()),
                                           order.apply(gx.raw()));

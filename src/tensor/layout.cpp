@@ -21,8 +21,8 @@ MemoryOrder MemoryOrder::of(const RawTensor& t) {
   return m;
 }
 
-MemoryOrder MemoryOrder::of_first(std::initializer_list<const RawTensor*> operands,
-                                  const Shape& shape) {
+MemoryOrder MemoryOrder::shared(std::initializer_list<const RawTensor*> operands,
+                                const Shape& shape) {
   MemoryOrder found;
   bool any = false;
   for (const RawTensor* t : operands) {

@@ -23,7 +23,7 @@ class MemoryOrder {
   /// do not count); identity when one of them is contiguous, two disagree, or none is dense.
   /// A mixed case stays contiguous, as before layouts were kept: a gradient summed from a
   /// transposed and a contiguous piece is what an optimizer reads contiguous.
-  static MemoryOrder of_first(std::initializer_list<const RawTensor*> operands, const Shape& shape);
+  static MemoryOrder shared(std::initializer_list<const RawTensor*> operands, const Shape& shape);
 
   bool identity() const { return order_.empty(); }
   /// A fresh tensor of `shape` laid out in this order.

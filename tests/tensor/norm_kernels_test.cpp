@@ -217,6 +217,17 @@ TEST(NormKernels, BatchNormCoefficientsAgainstFloat64) {
   EXPECT_THROW(batch_norm_coefficients(randn(Shape{2, 4}, DType::f32), randn(Shape{5}, DType::f32),
                                        {}, 1e-5),
                Error);
+  const DynTensor d4 = randn(Shape{2, 4}, DType::f32), m4 = randn(Shape{2, 4}, DType::f32);
+  const DynTensor k4 = batch_norm_coefficients(abs(m4), {}, {}, 1e-5);
+  try {
+    (void)batch_norm_backward_coefficients(d4, randn(Shape{2, 4}, DType::f32), m4, 10);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("coefficients must be [3, 4]"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(batch_norm_backward_coefficients(randn(Shape{3, 4}, DType::f32), k4, m4, 10), Error);
+  EXPECT_THROW(batch_norm_backward_coefficients(d4, k4, randn(Shape{2, 5}, DType::f32), 10), Error);
 }
 
 // The composites the ops run on a backend without the Norm kernels give the kernels' values

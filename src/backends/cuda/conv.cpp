@@ -352,23 +352,12 @@ RawTensor in_memory_order(const RawTensor& t) {
   return t.view(shape, strides, t.offset);
 }
 
-// dst = src across layouts: the tiled transposes where they apply, else a strided copy.
-void relayout(const RawTensor& src, const RawTensor& dst, const char* op) {
-  if (src.is_contiguous() && dst.is_channels_last()) {
-    to_channels_last(src, dst, op);
-  } else if (src.is_channels_last() && dst.is_contiguous()) {
-    from_channels_last(src, dst, op);
-  } else {
-    backend().copy(src, dst);
-  }
-}
-
 // Operands in the layout a call's kernels read: as they are where they are in it, else staged
 // into a copy. One Staging serves one call, so conv_backward's data and filter passes stage
 // grad_out once.
 class Staging {
  public:
-  RawTensor operator()(const RawTensor& t, bool channels_last, const std::string& op) {
+  RawTensor operator()(const RawTensor& t, bool channels_last) {
     if (!t.defined() || in_layout(t, channels_last)) return t;
     for (const auto& [from, to] : made_) {
       if (from.storage == t.storage && from.offset == t.offset && from.shape == t.shape &&
@@ -377,7 +366,7 @@ class Staging {
       }
     }
     RawTensor to = empty_in(t, channels_last);
-    relayout(t, to, op.c_str());
+    backend().copy(t, to);  // a tiled transpose between the layouts (layout.cu)
     made_.emplace_back(t, to);
     return to;
   }
@@ -408,8 +397,8 @@ RawTensor target(const RawTensor& t, bool channels_last) {
   return in_layout(t, channels_last) ? t : empty_in(t, channels_last);
 }
 
-void finish(const RawTensor& written, const RawTensor& t, const std::string& op) {
-  if (written.storage != t.storage) relayout(written, t, op.c_str());
+void finish(const RawTensor& written, const RawTensor& t) {
+  if (written.storage != t.storage) backend().copy(written, t);
 }
 
 // grad_out as cuDNN's backward passes take it: cuDNN derives the output size from the input's,
@@ -443,14 +432,13 @@ void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvPara
                          ? conv_graph_for(ConvPass::Data, grad_in.shape, w.shape, gy.shape, p,
                                           grad_in.dtype, false, s.index, cl, op.c_str())
                          : nullptr) {
-    const RawTensor sw = staged(w, cl, op), sgy = staged(gy, cl, op), dx = target(grad_in, cl);
+    const RawTensor sw = staged(w, cl), sgy = staged(gy, cl), dx = target(grad_in, cl);
     conv_graph_run(*g, sgy.data(), sw.data(), nullptr, dx.data(), grad_in.device(), op.c_str());
-    finish(dx, grad_in, op);
+    finish(dx, grad_in);
     return;
   }
   // The legacy API on NCHW operands.
-  const RawTensor sw = staged(w, false, op), sgy = staged(gy, false, op),
-                  dx = target(grad_in, false);
+  const RawTensor sw = staged(w, false), sgy = staged(gy, false), dx = target(grad_in, false);
   Descs d;
   make_descs(d, grad_in.shape, w.shape, gy.shape, p, grad_in.dtype, op);
   auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
@@ -461,7 +449,7 @@ void backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvPara
                                    d.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws,
                                    a.workspace, kZero.ptr(grad_in.dtype), d.x, dx.data()),
       op);
-  finish(dx, grad_in, op);
+  finish(dx, grad_in);
 }
 
 void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
@@ -479,7 +467,7 @@ void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvPa
       EMBER_CUDA_CHECK(cudaMemsetAsync(grad_bias.data(), 0, grad_bias.nbytes(), s.stream), op);
     return;
   }
-  if (bias) conv_bias_grad(staged(grad_out, false, op), grad_bias, op.c_str());
+  if (bias) conv_bias_grad(staged(grad_out, false), grad_bias, op.c_str());
   if (!weights) return;
   const RawTensor gy = full_grad_out(grad_out, x.shape, grad_w.shape, p, op);
   const bool cl = channels_last_pass(gy, x);
@@ -487,13 +475,12 @@ void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvPa
                          ? conv_graph_for(ConvPass::Filter, x.shape, grad_w.shape, gy.shape, p,
                                           grad_w.dtype, false, s.index, cl, op.c_str())
                          : nullptr) {
-    const RawTensor sx = staged(x, cl, op), sgy = staged(gy, cl, op), dw = target(grad_w, cl);
+    const RawTensor sx = staged(x, cl), sgy = staged(gy, cl), dw = target(grad_w, cl);
     conv_graph_run(*g, sx.data(), sgy.data(), nullptr, dw.data(), grad_w.device(), op.c_str());
-    finish(dw, grad_w, op);
+    finish(dw, grad_w);
     return;
   }
-  const RawTensor sx = staged(x, false, op), sgy = staged(gy, false, op),
-                  dw = target(grad_w, false);
+  const RawTensor sx = staged(x, false), sgy = staged(gy, false), dw = target(grad_w, false);
   Descs d;
   make_descs(d, x.shape, grad_w.shape, gy.shape, p, grad_w.dtype, op);
   auto* h = reinterpret_cast<cudnnHandle_t>(s.cudnn(op.c_str()));
@@ -504,7 +491,7 @@ void backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvPa
                                      d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
                                      ws, a.workspace, kZero.ptr(grad_w.dtype), d.w, dw.data()),
       op);
-  finish(dw, grad_w, op);
+  finish(dw, grad_w);
 }
 
 }  // namespace
@@ -523,12 +510,12 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
                      : nullptr;
   Staging staged;
   if (g) {
-    const RawTensor sx = staged(x, cl, op), sw = staged(w, cl, op), y = target(out, cl);
+    const RawTensor sx = staged(x, cl), sw = staged(w, cl), y = target(out, cl);
     conv_graph_run(*g, sx.data(), sw.data(), with_bias ? bias.data() : nullptr, y.data(),
                    out.device(), op.c_str());
-    finish(y, out, op);
+    finish(y, out);
   } else if (any) {
-    const RawTensor sx = staged(x, false, op), y = target(out, false);
+    const RawTensor sx = staged(x, false), y = target(out, false);
     if (with_bias) conv_broadcast_bias(bias, y, op.c_str());
     Descs d;
     make_descs(d, x.shape, w.shape, out.shape, p, out.dtype, op);
@@ -540,11 +527,11 @@ void CudaBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& 
                                 static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace,
                                 (with_bias ? kOne : kZero).ptr(out.dtype), d.y, y.data()),
         op);
-    finish(y, out, op);
+    finish(y, out);
   } else if (with_bias) {
     const RawTensor y = target(out, false);
     conv_broadcast_bias(bias, y, op.c_str());
-    finish(y, out, op);
+    finish(y, out);
   } else {  // no input channels: the sum is empty
     EMBER_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.nbytes(), s.stream), op);
   }

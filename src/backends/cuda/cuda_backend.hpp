@@ -132,11 +132,8 @@ class CudaBackend final : public Backend {
 };
 
 // layout.cu: [N, C, *] between contiguous and channels-last (RawTensor::is_channels_last) as a
-// tiled transpose, coalesced on both sides. relayout_channels does dst = src when it applies
-// (same dtype, one side of each layout, a grid that holds it) and says whether it did; the two
-// others fall back to a strided copy.
+// tiled transpose, coalesced on both sides: dst = src when it applies (same dtype, one side of
+// each layout, a grid that holds it), and whether it did. CudaBackend::copy tries it first.
 bool relayout_channels(const RawTensor& src, const RawTensor& dst, const char* op);
-void to_channels_last(const RawTensor& src, const RawTensor& dst, const char* op);
-void from_channels_last(const RawTensor& src, const RawTensor& dst, const char* op);
 
 }  // namespace ember::cuda

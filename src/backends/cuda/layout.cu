@@ -1,7 +1,7 @@
-// Contiguous <-> channels-last (conv.cpp's staging, copy()'s relayouts): [A, B, *rest] <->
-// [A, *rest, B] as a batched 2-d transpose through 32x32 shared-memory tiles, so reads and
-// writes are both coalesced. It moves bytes, not values, so one kernel per element size serves
-// every dtype.
+// Contiguous <-> channels-last for CudaBackend::copy (conv.cpp's staging, the front end's
+// relayouts): [A, B, *rest] <-> [A, *rest, B] as a batched 2-d transpose through 32x32
+// shared-memory tiles, so reads and writes are both coalesced. It moves bytes, not values, so one
+// kernel per element size serves every dtype.
 #include <cstdint>
 
 #include "common.cuh"
@@ -94,14 +94,6 @@ bool relayout_channels(const RawTensor& src, const RawTensor& dst, const char* o
     return true;
   }
   return false;
-}
-
-void to_channels_last(const RawTensor& src, const RawTensor& dst, const char* op) {
-  if (dst.numel() > 0 && !relayout_channels(src, dst, op)) backend().copy(src, dst);
-}
-
-void from_channels_last(const RawTensor& src, const RawTensor& dst, const char* op) {
-  if (dst.numel() > 0 && !relayout_channels(src, dst, op)) backend().copy(src, dst);
 }
 
 }  // namespace ember::cuda
