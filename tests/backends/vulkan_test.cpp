@@ -15,29 +15,10 @@
 #include <ember/backends/vulkan/vulkan.hpp>
 #include <ember/ember.hpp>
 
+#include "vulkan_test_util.hpp"
+
 namespace ember {
 namespace {
-
-#define EMBER_REQUIRE_VULKAN() \
-  if (device_count(DeviceType::Vulkan) == 0) GTEST_SKIP() << "no Vulkan device here"
-
-Device vk() { return Device::vulkan(0); }
-
-// Random values away from zero, as the other tables use.
-DynTensor input(const Shape& s, uint64_t seed) {
-  Generator gen(seed);
-  return add(rand(s, DType::f32, Device::cpu(), &gen), 0.5);
-}
-
-// The largest |a - b| of two Cpu tensors of one shape.
-double max_abs_diff(const DynTensor& a, const DynTensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  return amax(abs(sub(cast(a, DType::f64), cast(b, DType::f64))), {}).item<double>();
-}
-
-void expect_no_validation_errors() {
-  EXPECT_EQ(vulkan::validation_errors(), 0u) << vulkan::first_validation_error();
-}
 
 TEST(Vulkan, DeviceIndicesAndName) {
   EMBER_REQUIRE_VULKAN();

@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "cli_util.hpp"
 #include "train_test_util.hpp"  // tests/train: doctor()
@@ -279,6 +280,59 @@ TEST(Cli, TrainsWithGraphReplay) {
   args = train_args(fresh_dir("graph_f16"), 1);
   args.insert(args.end(), {"--graph", "--precision", "f16"});
   EXPECT_FAILS_WITH(ember(args), 1, "graph replay with precision f16 is not supported");
+}
+
+// The rows of a metrics.csv after its header, each split at the commas.
+std::vector<std::vector<std::string>> metric_rows(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// The training job on a Vulkan device (lavapipe in CI) computes what it computes on the Cpu: the
+// same accuracies every epoch and the same losses but for float rounding, and a model that
+// `ember eval` scores as the Cpu's.
+TEST(Cli, TrainsOnVulkanAsOnTheCpu) {
+  if (device_count(DeviceType::Vulkan) == 0) GTEST_SKIP() << "no Vulkan device here";
+  std::vector<std::vector<std::vector<std::string>>> metrics;
+  std::string cpu_model;
+  for (const char* device : {"cpu", "vulkan:0"}) {
+    const std::string out = fresh_dir(std::string("on_") + (device[0] == 'c' ? "cpu" : "vulkan"));
+    auto args = train_args(out, 2);
+    args.insert(args.end(), {"--device", device});
+    const Result r = ember(args);
+    ASSERT_EQ(r.status, 0) << device << ": " << r.err;
+    EXPECT_TRUE(has(r.out, std::string("on ") + device)) << r.out;
+    metrics.push_back(metric_rows(read_text(out + "/metrics.csv")));
+    if (cpu_model.empty()) cpu_model = out + "/model.safetensors";
+  }
+  // The Cpu's model scored on each device: the same report, class by class.
+  const Result on_cpu = ember({"eval", cpu_model, "--data", data_dir(), "--device", "cpu"});
+  const Result on_vulkan = ember({"eval", cpu_model, "--data", data_dir(), "--device", "vulkan:0"});
+  ASSERT_EQ(on_vulkan.status, 0) << on_vulkan.err;
+  EXPECT_TRUE(has(on_vulkan.out, "test accuracy: ")) << on_vulkan.out;
+  EXPECT_EQ(on_vulkan.out, on_cpu.out);
+  ASSERT_EQ(metrics[0].size(), 2u);
+  ASSERT_EQ(metrics[1].size(), 2u);
+  for (size_t epoch = 0; epoch < 2; ++epoch) {
+    const auto &cpu = metrics[0][epoch], &vk = metrics[1][epoch];
+    ASSERT_GE(cpu.size(), 7u);
+    ASSERT_EQ(vk.size(), cpu.size());
+    // epoch, train_loss, train_accuracy, train_top5, valid_loss, valid_accuracy, valid_top5
+    for (size_t col : {2u, 3u, 5u, 6u}) EXPECT_EQ(vk[col], cpu[col]) << "epoch " << epoch + 1;
+    for (size_t col : {1u, 4u}) {
+      EXPECT_NEAR(std::stod(vk[col]), std::stod(cpu[col]), 1e-5 * std::stod(cpu[col]))
+          << "epoch " << epoch + 1 << " column " << col;
+    }
+  }
 }
 
 // --- Data ------------------------------------------------------------------------------------

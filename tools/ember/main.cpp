@@ -632,7 +632,8 @@ int run(int argc, char** argv) {
                    "Learning rate: cosine (from --lr to 0 over the run, per batch) or constant")
       ->capture_default_str()
       ->check(CLI::IsMember({"cosine", "constant"}));
-  train->add_option("--device", t.device, "cpu, libtorch or cuda:N")->capture_default_str();
+  train->add_option("--device", t.device, "cpu, libtorch, cuda:N or vulkan:N")
+      ->capture_default_str();
   train
       ->add_option("--precision", t.precision,
                    "f32, or mixed precision: bf16 or f16 autocast with f32 master weights (f16 "
@@ -672,7 +673,8 @@ int run(int argc, char** argv) {
   eval->add_option("model", e.model, "A .safetensors file written by ember train")
       ->required()
       ->check(kRegularFile);
-  eval->add_option("--device", e.device, "cpu, libtorch or cuda:N")->capture_default_str();
+  eval->add_option("--device", e.device, "cpu, libtorch, cuda:N or vulkan:N")
+      ->capture_default_str();
   eval->add_option("--data", e.data_dir, "Directory of the Fashion-MNIST files")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);

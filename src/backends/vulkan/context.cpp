@@ -189,7 +189,15 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   q.queueCount = 1;
   q.pQueuePriorities = &priority;
   const char* ext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  // 64-bit integers and floats where the device has them: the WIDE shader variants need both.
+  VkPhysicalDeviceFeatures has{};
+  vkGetPhysicalDeviceFeatures(physical, &has);
+  VkPhysicalDeviceFeatures features{};
+  wide_ = has.shaderInt64 == VK_TRUE && has.shaderFloat64 == VK_TRUE;
+  features.shaderInt64 = wide_ ? VK_TRUE : VK_FALSE;
+  features.shaderFloat64 = wide_ ? VK_TRUE : VK_FALSE;
   auto info = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  info.pEnabledFeatures = &features;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
   info.enabledExtensionCount = 1;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/backend.hpp"
 #include "ember/core/device.hpp"
 
 namespace ember::vulkan {
@@ -89,6 +90,16 @@ class DeviceContext {
   const VkPhysicalDeviceProperties& properties() const { return props_; }
   size_t max_binding() const { return props_.limits.maxStorageBufferRange; }
   size_t binding_alignment() const { return props_.limits.minStorageBufferOffsetAlignment; }
+  /// Range checks queued (check_range): check i writes slot i of `range_slots` (four 64-bit
+  /// words), read back at synchronize; a failure found when the slots filled up waits in
+  /// `range_failed`.
+  static constexpr size_t kRangeSlots = 256;
+  uintptr_t range_slots = 0;
+  std::vector<RangeCheck> range_checks;
+  RangeError range_failed;
+
+  /// Whether shaders may use 64-bit integers and floats (shaderInt64 and shaderFloat64).
+  bool wide() const { return wide_; }
   size_t in_use() const { return in_use_; }
   size_t peak() const { return peak_; }
   size_t reserved() const { return reserved_; }
@@ -123,6 +134,7 @@ class DeviceContext {
   PFN_vkCmdPushDescriptorSetKHR push_descriptors_ = nullptr;
   uint32_t device_type_ = 0, host_type_ = 0;  // memory types: tensors, staging
   bool device_is_host_visible_ = false;
+  bool wide_ = false;
 
   std::vector<std::unique_ptr<Block>> blocks_;
   std::map<uintptr_t, Block*> by_base_;

@@ -7,28 +7,50 @@
 
 #include "shaders/argreduce_f32.spv.h"
 #include "shaders/binary32.spv.h"
+#include "shaders/binary64.spv.h"
 #include "shaders/compare32.spv.h"
+#include "shaders/compare64.spv.h"
+#include "shaders/conv_f32.spv.h"
 #include "shaders/convert.spv.h"
+#include "shaders/convert64.spv.h"
 #include "shaders/copy32.spv.h"
+#include "shaders/copy64.spv.h"
 #include "shaders/fill.spv.h"
+#include "shaders/index32.spv.h"
+#include "shaders/index64.spv.h"
 #include "shaders/matmul_f32.spv.h"
+#include "shaders/pool_f32.spv.h"
+#include "shaders/range.spv.h"
+#include "shaders/reduce.spv.h"
 #include "shaders/reduce_f32.spv.h"
 #include "shaders/scan_f32.spv.h"
 #include "shaders/unary_f32.spv.h"
 #include "shaders/where32.spv.h"
+#include "shaders/where64.spv.h"
 
 namespace ember::vulkan::shaders {
 
 inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
 inline constexpr std::span<const uint32_t> binary32{binary32_spv};
+inline constexpr std::span<const uint32_t> binary64{binary64_spv};
 inline constexpr std::span<const uint32_t> compare32{compare32_spv};
+inline constexpr std::span<const uint32_t> compare64{compare64_spv};
+inline constexpr std::span<const uint32_t> conv_f32{conv_f32_spv};
 inline constexpr std::span<const uint32_t> convert{convert_spv};
+inline constexpr std::span<const uint32_t> convert64{convert64_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
+inline constexpr std::span<const uint32_t> copy64{copy64_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
+inline constexpr std::span<const uint32_t> index32{index32_spv};
+inline constexpr std::span<const uint32_t> index64{index64_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
+inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
+inline constexpr std::span<const uint32_t> range{range_spv};
+inline constexpr std::span<const uint32_t> reduce{reduce_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 inline constexpr std::span<const uint32_t> where32{where32_spv};
+inline constexpr std::span<const uint32_t> where64{where64_spv};
 
 }  // namespace ember::vulkan::shaders

@@ -1,5 +1,7 @@
-// The Vulkan backend's memory, transfers and first kernels: fill, copy and the float32 binary
-// arithmetic, each a compute shader from shaders/ (embedded SPIR-V, shaders.hpp).
+// The Vulkan backend's memory, transfers and elementwise kernels: fill, copy and casts, binary
+// arithmetic and comparisons, where, unary ops, reductions, scans and matmul, each a compute
+// shader from shaders/ (embedded SPIR-V, shaders.hpp). Convolution and pooling are in
+// conv_pool.cpp, indexing in index.cpp, range checks in range.cpp.
 #include "vulkan_backend.hpp"
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <string_view>
 
 #include "../../core/convert.hpp"
+#include "binding.hpp"
 #include "context.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
 #include "ember/core/error.hpp"
@@ -15,9 +18,6 @@
 
 namespace ember::vulkan {
 namespace {
-
-constexpr uint32_t kThreads = 256;  // every shader's local_size_x
-constexpr int kMaxRank = 6;         // the strided shaders' push constants hold 6 dims
 
 struct Range {
   DeviceContext* ctx;
@@ -33,76 +33,7 @@ void release_range(void* context, void* data, size_t) {
   delete r;
 }
 
-DeviceContext& ctx_of(const RawTensor& t) { return context(t.device().index); }
-
-// Workgroups for n elements: the shaders loop, so a bounded grid covers any n.
-uint32_t groups_for(int64_t n) {
-  return static_cast<uint32_t>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535));
-}
-
-// The bytes a strided tensor touches, bound as a storage buffer: its block's buffer from an
-// aligned offset at or below the lowest element; `base` is the tensor's first element (index 0)
-// counted in elements from the binding's start.
-struct Bound {
-  Binding binding;
-  uint32_t base;
-};
-Bound bind(DeviceContext& c, const RawTensor& t) {
-  const int64_t size = static_cast<int64_t>(dtype_size(t.dtype));
-  int64_t lo = 0, hi = 0;  // element offsets from element 0
-  for (int d = 0; d < t.rank(); ++d) {
-    if (t.shape[d] == 0) return {{VK_NULL_HANDLE, 0, 0}, 0};
-    const int64_t reach = (t.shape[d] - 1) * t.strides[d];
-    (reach < 0 ? lo : hi) += reach;
-  }
-  auto [block, at] = c.locate(reinterpret_cast<uintptr_t>(t.data()));
-  const int64_t first = static_cast<int64_t>(at) + lo * size;
-  EMBER_CHECK(first >= 0, "[vulkan] a view reaches before its storage");
-  // At least 8: a binding starts on a whole word of 4- and 8-byte elements (the word-packed
-  // shaders count from it), and the padding of bind_bytes stays inside a 256-byte range.
-  const size_t align = std::max<size_t>(c.binding_alignment(), 8);
-  const size_t start = static_cast<size_t>(first) / align * align;
-  const size_t end = at + static_cast<size_t>((hi + 1) * size);
-  EMBER_CHECK(end - start <= c.max_binding(), "[vulkan] a view spans ", end - start,
-              " bytes, more than the ", c.max_binding(), " a shader binds");
-  EMBER_CHECK((at - start) % static_cast<size_t>(size) == 0,
-              "[vulkan] a tensor's data is not aligned to its element size");
-  return {{block->buffer, start, end - start},
-          static_cast<uint32_t>((at - start) / static_cast<size_t>(size))};
-}
-
-// A Bool tensor's binding as the shaders read and write it, in 32-bit words of four bytes: the
-// range padded to whole words. The padding stays inside the 256-byte-aligned range the storage
-// starts (context.cpp), so it is never another tensor's.
-Bound bind_bytes(DeviceContext& c, const RawTensor& t) {
-  Bound b = bind(c, t);
-  b.binding.range = (b.binding.range + 3) / 4 * 4;
-  return b;
-}
-
-// A shape and an operand's strides as the strided shaders' push constants hold them (bounded by
-// check_indexable and by the binding's size, so 32 bits suffice).
-void put_shape(const Shape& shape, uint32_t* out) {
-  for (int d = 0; d < shape.rank(); ++d) out[d] = static_cast<uint32_t>(shape[d]);
-}
-void put_strides(const RawTensor& t, int32_t* out) {
-  for (int d = 0; d < t.rank(); ++d) out[d] = static_cast<int32_t>(t.strides[d]);
-}
-
-void check_indexable(const RawTensor& t, const char* op) {
-  EMBER_CHECK(t.rank() <= kMaxRank, "[", op, "] the Vulkan kernels take up to ", kMaxRank,
-              " dims, got ", t.shape);
-  EMBER_CHECK(t.numel() < (int64_t{1} << 31), "[", op, "] ", t.numel(),
-              " elements exceed the 2^31 the Vulkan kernels index");
-}
-
-// The checks of a kernel that reads x (strided) and writes out (contiguous).
-void check_operands(std::string_view op, const RawTensor& x, const RawTensor& out) {
-  EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
-  check_indexable(x, std::string(op).c_str());
-}
-
-// Ember's BinaryOp as binary32.comp numbers it; -1: not there yet.
+// Ember's BinaryOp as binary.comp numbers it; -1: not there yet.
 int binary_code(BinaryOp op) {
   switch (op) {
     case BinaryOp::Add:
@@ -117,12 +48,16 @@ int binary_code(BinaryOp op) {
       return 4;
     case BinaryOp::Minimum:
       return 5;
+    case BinaryOp::ReluBackward:  // float only, as the ones below
+      return 6;
+    case BinaryOp::Copysign:
+      return 7;
     default:
       return -1;
   }
 }
 
-// compare32.comp's numbering of Ember's comparisons and logical ops; -1: not one of them.
+// compare.comp's numbering of Ember's comparisons and logical ops; -1: not one of them.
 int compare_code(BinaryOp op) {
   switch (op) {
     case BinaryOp::Eq:
@@ -177,7 +112,7 @@ uint64_t fill_bits(const Scalar& value) {
   return bits;
 }
 
-// convert.comp's type codes; -1: a dtype it does not convert (the 64-bit ones).
+// convert.comp's type codes (int64 and float64: its WIDE variant's); -1: one it does not convert.
 int convert_code(DType t) {
   switch (t) {
     case DType::f32:
@@ -194,6 +129,10 @@ int convert_code(DType t) {
       return 5;
     case DType::bf16:
       return 6;
+    case DType::i64:  // the WIDE variant's
+      return 7;
+    case DType::f64:
+      return 8;
     default:
       return -1;
   }
@@ -224,8 +163,11 @@ void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int f
   put_strides(src, p.stride);
   const Binding b[] = {s.binding, d.binding};
   const int64_t words = (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
-  c.dispatch(c.pipeline("convert", shaders::convert, 2, sizeof p), b, &p, sizeof p,
-             groups_for(words));
+  const bool wide = dtype_size(src.dtype) == 8 || size == 8;
+  if (wide) check_wide(c, op, size == 8 ? dst.dtype : src.dtype);
+  c.dispatch(wide ? c.pipeline("convert64", shaders::convert64, 2, sizeof p)
+                  : c.pipeline("convert", shaders::convert, 2, sizeof p),
+             b, &p, sizeof p, groups_for(words));
 }
 
 }  // namespace
@@ -235,15 +177,22 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Copy:  // casts between the dtypes up to 32 bits (convert.comp)
     case OpFamily::Fill:
       return true;
-    case OpFamily::Binary:  // float32 and int32; comparisons write Bool (compare32.comp)
-      return dtype == DType::f32 || dtype == DType::i32;
-    case OpFamily::Where:  // bits of any 4-byte dtype (where32.comp)
-      return dtype_size(dtype) == 4;
+    case OpFamily::Binary:  // float and int, 32 and 64 bits; comparisons write Bool (compare.comp)
+      return dtype == DType::f32 || dtype == DType::i32 || dtype == DType::f64 ||
+             dtype == DType::i64;
+    case OpFamily::Gather:  // bits of 4- and 8-byte dtypes (index.comp)
+    case OpFamily::IndexSelect:
+    case OpFamily::Scatter:
+    case OpFamily::Where:  // bits of any 4- or 8-byte dtype (where.comp)
+      return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
+    case OpFamily::Reduce:  // float32 (reduce_f32.comp), the others in double or int64
+      return convert_code(dtype) >= 0;
     case OpFamily::Unary:
-    case OpFamily::Reduce:
     case OpFamily::Scan:
     case OpFamily::Matmul:
     case OpFamily::ArgReduce:
+    case OpFamily::Conv:  // direct loops (conv_f32.comp, pool_f32.comp)
+    case OpFamily::Pool:
       return dtype == DType::f32;
     default:
       return false;
@@ -326,10 +275,11 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   if (src.dtype != dst.dtype || dtype_size(dst.dtype) < 4) {
     return convert(c, src, dst, from, to, src.dtype == dst.dtype ? op : "cast");
   }
-  EMBER_CHECK(dst.is_contiguous() && dtype_size(dst.dtype) == 4, "[", op,
-              "] the Vulkan backend copies strided ", dst.dtype,
-              " tensors into contiguous ones only, for 4-byte dtypes so far");
+  const size_t size = dtype_size(dst.dtype);
+  EMBER_CHECK(dst.is_contiguous(), "[", op, "] the Vulkan backend copies strided ", dst.dtype,
+              " tensors into contiguous ones only");
   check_indexable(src, op);
+  if (size == 8) check_wide(c, op, dst.dtype);
   struct {
     uint32_t count, rank, src_base, dst_base;
     uint32_t shape[kMaxRank];
@@ -343,8 +293,9 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   put_shape(src.shape, p.shape);
   put_strides(src, p.stride);
   const Binding b[] = {s.binding, d.binding};
-  c.dispatch(c.pipeline("copy32", shaders::copy32, 2, sizeof p), b, &p, sizeof p,
-             groups_for(dst.numel()));
+  c.dispatch(size == 8 ? c.pipeline("copy64", shaders::copy64, 2, sizeof p)
+                       : c.pipeline("copy32", shaders::copy32, 2, sizeof p),
+             b, &p, sizeof p, groups_for(dst.numel()));
 }
 
 void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
@@ -376,18 +327,20 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
 
 namespace {
 
-// binary32.comp, or compare32.comp (to_bool) for the comparisons and the Bool-valued unary
+// binary.comp, or compare.comp (to_bool) for the comparisons and the Bool-valued unary
 // ops (b = a), whose results are packed four a word: one push-constant layout for both.
 void dispatch_binary(bool to_bool, int code, const RawTensor& a, const RawTensor& b,
                      const RawTensor& out, const char* name) {
-  const bool is_int = a.dtype == DType::i32;
+  const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
+  const bool wide = dtype_size(a.dtype) == 8;
   if (out.numel() == 0) return;
   check_indexable(out, name);
   EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  if (wide) check_wide(c, name, a.dtype);
   struct {
-    uint32_t count, rank, op, out_base;  // compare32: out_base in words
+    uint32_t count, rank, op, out_base;  // compare: out_base in words
     uint32_t a_base, b_base, is_int, pad1;
     uint32_t shape[kMaxRank];
     int32_t a_stride[kMaxRank];
@@ -408,8 +361,11 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a, const RawTensor
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
-  const Pipeline& pipeline = to_bool ? c.pipeline("compare32", shaders::compare32, 3, sizeof p)
-                                     : c.pipeline("binary32", shaders::binary32, 3, sizeof p);
+  const Pipeline& pipeline = to_bool
+                                 ? (wide ? c.pipeline("compare64", shaders::compare64, 3, sizeof p)
+                                         : c.pipeline("compare32", shaders::compare32, 3, sizeof p))
+                                 : (wide ? c.pipeline("binary64", shaders::binary64, 3, sizeof p)
+                                         : c.pipeline("binary32", shaders::binary32, 3, sizeof p));
   c.dispatch(pipeline, bs, &p, sizeof p, groups_for(to_bool ? (out.numel() + 3) / 4 : out.numel()));
 }
 
@@ -420,8 +376,10 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
   const int code = to_bool ? compare_code(op) : binary_code(op);
-  // float32, or int32 without division (the front end divides integers in float).
-  const bool typed = (a.dtype == DType::f32 || (a.dtype == DType::i32 && (to_bool || code != 3))) &&
+  // float32 and 64, or int32 and 64 without division (the front end divides integers in float).
+  const bool is_float = a.dtype == DType::f32 || a.dtype == DType::f64;
+  const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
+  const bool typed = (is_float || (is_int && (to_bool || code < 3 || code == 4 || code == 5))) &&
                      b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
   if (code < 0 || !typed) no_kernel(name, a.dtype);
   dispatch_binary(to_bool, code, a, b, out, name);
@@ -429,7 +387,8 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
 
 void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
                           const RawTensor& out) {
-  if (dtype_size(out.dtype) != 4 || a.dtype != out.dtype || b.dtype != out.dtype ||
+  const size_t size = dtype_size(out.dtype);
+  if ((size != 4 && size != 8) || a.dtype != out.dtype || b.dtype != out.dtype ||
       cond.dtype != DType::boolean) {
     no_kernel("where", a.dtype);
   }
@@ -437,6 +396,7 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   check_operands("where", cond, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  if (size == 8) check_wide(c, "where", out.dtype);
   struct {
     uint32_t count, rank, out_base, c_base;
     uint32_t a_base, b_base, pad0, pad1;
@@ -458,8 +418,9 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
-  c.dispatch(c.pipeline("where32", shaders::where32, 4, sizeof p), bs, &p, sizeof p,
-             groups_for(out.numel()));
+  c.dispatch(size == 8 ? c.pipeline("where64", shaders::where64, 4, sizeof p)
+                       : c.pipeline("where32", shaders::where32, 4, sizeof p),
+             bs, &p, sizeof p, groups_for(out.numel()));
 }
 
 void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
@@ -579,8 +540,9 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
 
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                           const RawTensor& out) {
-  if (returns_bool(op) && x.dtype == DType::f32 && out.dtype == DType::boolean) {
-    // compare32.comp's one-operand tests: isnan, isinf, logical_not (x == 0).
+  if (returns_bool(op) && (x.dtype == DType::f32 || x.dtype == DType::f64) &&
+      out.dtype == DType::boolean) {
+    // compare.comp's one-operand tests: isnan, isinf, logical_not (x == 0).
     const int code = op == UnaryOp::IsNan ? 6 : (op == UnaryOp::IsInf ? 7 : 8);
     return dispatch_binary(true, code, x, x, out, op_name(op).data());
   }
@@ -615,18 +577,20 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
 
 void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                            const RawTensor& out) {
-  // Sum, Mean, Prod, Amax, Amin: reduce_f32.comp numbers them as ReduceOp does.
-  if (x.dtype != DType::f32 || out.dtype != DType::f32 ||
-      static_cast<int>(op) > static_cast<int>(ReduceOp::Amin)) {
-    no_kernel(op_name(op), x.dtype);
-  }
+  // reduce_f32.comp (float32 sum, mean, prod, amax, amin), or reduce.comp for every other
+  // dtype and all and any; both number the ops as ReduceOp does.
+  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
+                   static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin);
+  const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
+  if (xt < 0 || ot < 0) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
   check_operands(op_name(op), x, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  if (!f32) check_wide(c, op_name(op).data(), x.dtype);
   struct {
     uint32_t out_count, red_count, op, x_base;
-    uint32_t out_base, kept_rank, red_rank, pad0;
+    uint32_t out_base, kept_rank, red_rank, types;
     uint32_t kept_shape[kMaxRank];
     int32_t kept_stride[kMaxRank];
     uint32_t red_shape[kMaxRank];
@@ -641,23 +605,18 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
     ++rank;
     if (reduced) red_count *= x.shape[d];
   }
-  const Bound bx = bind(c, x), bo = bind(c, out);
+  const Bound bx = bind_bytes(c, x), bo = bind_bytes(c, out);
   p.out_count = static_cast<uint32_t>(out.numel());
   p.red_count = static_cast<uint32_t>(red_count);
   p.op = static_cast<uint32_t>(op);
   p.x_base = x.numel() == 0 ? 0 : bx.base;
   p.out_base = bo.base;
+  p.types = static_cast<uint32_t>(xt) | static_cast<uint32_t>(ot) << 8;
   // An empty x is never read (nothing to fold): out's range stands in for its binding.
   const Binding bs[] = {x.numel() == 0 ? bo.binding : bx.binding, bo.binding};
-  c.dispatch(c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p), bs, &p, sizeof p,
-             static_cast<uint32_t>(std::clamp<int64_t>(out.numel(), 1, 65535)));
-}
-
-RangeError VulkanBackend::synchronize(Device device) {
-  DeviceContext& c = context(device.index);
-  std::lock_guard lock(c.mu);
-  c.finish();
-  return {};
+  c.dispatch(f32 ? c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p)
+                 : c.pipeline("reduce", shaders::reduce, 2, sizeof p),
+             bs, &p, sizeof p, static_cast<uint32_t>(std::clamp<int64_t>(out.numel(), 1, 65535)));
 }
 
 int device_count() { return count_devices(); }

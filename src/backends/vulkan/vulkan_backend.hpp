@@ -31,6 +31,28 @@ class VulkanBackend final : public Backend {
                   const RawTensor& indices) override;
   void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) override;
   void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) override;
+  void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
+               const RawTensor& src) override;
+  void index_select(const RawTensor& x, int dim, const RawTensor& index,
+                    const RawTensor& out) override;
+  void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias, const ConvParams& p,
+            const RawTensor& out) override;
+  void conv_backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,
+                          const RawTensor& grad_in) override;
+  void conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
+                     const RawTensor& grad_out, const ConvParams& p, const RawTensor& grad_in,
+                     const RawTensor& grad_w, const RawTensor& grad_bias) override;
+  void conv_backward_weight(const RawTensor& x, const RawTensor& grad_out, const ConvParams& p,
+                            const RawTensor& grad_w, const RawTensor& grad_bias) override;
+  void max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
+                const RawTensor& indices) override;
+  void max_pool_backward(const RawTensor& grad_out, const RawTensor& indices, const PoolParams& p,
+                         const RawTensor& grad_in) override;
+  void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) override;
+  void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
+                         const RawTensor& grad_in) override;
+  RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
   RangeError synchronize(Device device) override;
 };
 

@@ -1,5 +1,6 @@
 // dst = src converted between the dtypes of at most 32 bits (float32, int32, uint8, int8, bool,
-// float16, bfloat16), as the Cpu converts (core/convert.hpp): floats to integers truncate toward
+// float16, bfloat16), and in the WIDE variant (word.glsl) int64 and float64 too, with values held
+// in double and int64 there, as the Cpu converts (core/convert.hpp): floats to integers truncate toward
 // zero and saturate (NaN gives 0), integers to narrower ones wrap, anything to bool is "not zero"
 // (NaN included), float32 to float16 and bfloat16 round to nearest even. The
 // source is strided (rank up to 6); the destination is contiguous, and an invocation writes
@@ -7,6 +8,9 @@
 // word; a word the destination shares with other bytes (a view's ends) keeps them. The bound
 // range is padded to whole words.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "word.glsl"
+#include "half.glsl"
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
 layout(std430, set = 0, binding = 1) buffer Dst { uint dst[]; };
@@ -18,95 +22,96 @@ layout(push_constant) uniform Params {
 } p;
 
 // Type codes (vulkan_backend.cpp's convert_code).
-const uint F32 = 0u, I32 = 1u, U8 = 2u, I8 = 3u, BOOL = 4u, F16 = 5u, BF16 = 6u;
+const uint F32 = 0u, I32 = 1u, U8 = 2u, I8 = 3u, BOOL = 4u, F16 = 5u, BF16 = 6u, I64 = 7u,
+           F64 = 8u;
 
-uint size_of(uint t) { return t <= I32 ? 4u : (t >= F16 ? 2u : 1u); }
+uint size_of(uint t) { return t >= I64 ? 8u : (t <= I32 ? 4u : (t >= F16 ? 2u : 1u)); }
 
 // The bits of source element `at` (an element offset), right-aligned.
-uint load(uint at, uint size) {
+WORD load(uint at, uint size) {
+#ifdef WIDE
+  if (size == 8u) return uint64_t(src[2u * at]) | (uint64_t(src[2u * at + 1u]) << 32);
+#endif
   if (size == 4u) return src[at];
   if (size == 2u) return (src[at >> 1u] >> (16u * (at & 1u))) & 0xffffu;
   return (src[at >> 2u] >> (8u * (at & 3u))) & 0xffu;
 }
 
-bool is_float(uint t) { return t == F32 || t == F16 || t == BF16; }
+bool is_float(uint t) { return t == F32 || t == F16 || t == BF16 || t == F64; }
 
-// float16 bits to float32, by bit manipulation: unpackHalf2x16 may flush subnormals.
-float half_to_float(uint h) {
-  const uint sign = (h & 0x8000u) << 16u, e = (h >> 10u) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0u) {  // zero or subnormal: m * 2^-24, a normal float32 (exact)
-    return uintBitsToFloat(sign | floatBitsToUint(float(m) * 5.9604644775390625e-8));
-  }
-  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13u));  // inf, NaN
-  return uintBitsToFloat(sign | ((e + 112u) << 23u) | (m << 13u));
-}
-
-float as_float(uint t, uint bits) {
-  if (t == F32) return uintBitsToFloat(bits);
-  if (t == F16) return half_to_float(bits);
-  return uintBitsToFloat(bits << 16u);  // BF16
+FLOAT as_float(uint t, WORD bits) {
+#ifdef WIDE
+  if (t == F64) return AS_FLOAT(bits);
+#endif
+  if (t == F32) return uintBitsToFloat(uint(bits));
+  if (t == F16) return half_to_float(uint(bits));
+  return uintBitsToFloat(uint(bits) << 16u);  // BF16
 }
 
 // Whether a float's bits are not zero (of either sign): a comparison with 0.0 may flush
 // subnormals to zero, the Cpu's does not.
-bool nonzero_bits(uint t, uint bits) {
-  return (bits & (t == F32 ? 0x7fffffffu : 0x7fffu)) != 0u;
+bool nonzero_bits(uint t, WORD bits) {
+  if (t == F64) return (bits & MAGNITUDE_BITS) != WORD(0);
+  return (uint(bits) & (t == F32 ? 0x7fffffffu : 0x7fffu)) != 0u;
 }
 
-int as_int(uint t, uint bits) {
-  if (t == I32) return int(bits);
-  if (t == I8) return bitfieldExtract(int(bits), 0, 8);  // sign-extended
-  if (t == BOOL) return bits != 0u ? 1 : 0;
-  return int(bits);  // U8
-}
-
-// float32 to bfloat16 bits, round to nearest even; NaN stays a (quiet) NaN.
-uint to_bf16(float f) {
-  const uint b = floatBitsToUint(f);
-  if (isnan(f)) return (b >> 16u) | 0x40u;
-  return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
-}
-
-// float32 to float16 bits, round to nearest even, overflow to inf, NaN kept (packHalf2x16's
-// rounding is left to the driver, so it is done here).
-uint to_f16(float f) {
-  const uint b = floatBitsToUint(f);
-  const uint sign = (b >> 16u) & 0x8000u;
-  const uint mag = b & 0x7fffffffu;
-  if (mag >= 0x7f800000u) return sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u);
-  if (mag >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: inf
-  if (mag < 0x38800000u) {  // a subnormal half (or zero): the value in units of 2^-24
-    const float scaled = uintBitsToFloat(mag) * 16777216.0;  // exact: a power of two
-    const float r = roundEven(scaled);
-    return sign | uint(r);
-  }
-  const uint e = (mag >> 23u) - 112u;  // the half's exponent field
-  const uint m = mag & 0x7fffffu;
-  uint h = (e << 10u) | (m >> 13u);
-  const uint rest = m & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) == 1u)) h += 1u;  // carries into e
-  return sign | h;
+INT as_int(uint t, WORD bits) {
+  if (t == I32) return INT(int(uint(bits)));  // sign-extended in the WIDE variant
+  if (t == I8) return INT(bitfieldExtract(int(uint(bits)), 0, 8));
+  if (t == BOOL) return bits != WORD(0) ? INT(1) : INT(0);
+  return INT(bits);  // U8, I64
 }
 
 // A float into an integer type as the Cpu's convert(): NaN gives 0, values past the type's range
-// its minimum or maximum, the rest truncate toward zero.
-int saturate(float f, uint t) {
-  if (isnan(f)) return 0;
-  const float lo = t == I32 ? -2147483648.0 : (t == U8 ? 0.0 : -128.0);
-  const float hi = t == I32 ? 2147483648.0 : (t == U8 ? 255.0 : 127.0);  // 2^31: the float nearest
-  if (f <= lo) return t == I32 ? int(0x80000000u) : int(lo);
-  if (f >= hi) return t == I32 ? 0x7fffffff : int(hi);
-  return int(trunc(f));
+// its minimum or maximum (the bounds as the nearest FLOAT: 2^31 for int32's in float32), the rest
+// truncate toward zero.
+INT saturate(FLOAT f, uint t) {
+  if (isnan(f)) return INT(0);
+#ifdef WIDE
+  if (t == I64) {
+    if (f <= -9223372036854775808.0LF) return INT(0x8000000000000000UL);
+    if (f >= 9223372036854775808.0LF) return INT(0x7fffffffffffffffUL);
+    return INT(trunc(f));
+  }
+#endif
+  const FLOAT lo = t == I32 ? FLOAT(-2147483648.0) : (t == U8 ? FLOAT(0.0) : FLOAT(-128.0));
+  const FLOAT hi = t == I32 ? FLOAT(2147483647.0) : (t == U8 ? FLOAT(255.0) : FLOAT(127.0));
+  if (f <= lo) return t == I32 ? INT(int(0x80000000u)) : INT(lo);
+  if (f >= hi) return t == I32 ? INT(0x7fffffff) : INT(hi);
+  return INT(trunc(f));
 }
 
-uint store_bits(uint t, bool f_in, float f, int i) {
-  if (t == F32) return floatBitsToUint(f_in ? f : float(i));
-  if (t == F16) return to_f16(f_in ? f : float(i));
-  if (t == BF16) return to_bf16(f_in ? f : float(i));
-  if (t == BOOL) return i != 0 ? 1u : 0u;  // main() passes a float source's test as i
-  const int v = f_in ? saturate(f, t) : i;
-  if (t == I32) return uint(v);
-  return uint(v) & 0xffu;  // U8, I8: the low byte (two's complement)
+// Element bits of type t, right-aligned, from a float (f_in) or an integer value.
+WORD store_bits(uint t, bool f_in, FLOAT f, INT i) {
+#ifdef WIDE
+  if (t == F64) return FLOAT_BITS(f_in ? f : FLOAT(i));
+  if (t == I64) return WORD(f_in ? saturate(f, t) : i);
+#endif
+  // float32, and the 16-bit floats through it (as the Cpu converts a double into them)
+  const float f32 = f_in ? float(f) : float(i);
+  if (t == F32) return WORD(floatBitsToUint(f32));
+  if (t == F16) return WORD(to_f16(f32));
+  if (t == BF16) return WORD(to_bf16(f32));
+  if (t == BOOL) return i != INT(0) ? WORD(1) : WORD(0);  // main() passes a float's test as i
+  const INT v = f_in ? saturate(f, t) : i;
+  if (t == I32) return WORD(uint(v));
+  return WORD(uint(v) & 0xffu);  // U8, I8: the low byte (two's complement)
+}
+
+// Element i of the destination, converted from its source element.
+WORD converted(uint i, uint ssize, bool f_in, bool same) {
+  uint rest = i;
+  int at = int(p.src_base);
+  for (int d = int(p.rank) - 1; d >= 0; --d) {
+    const uint c = rest % p.shape[d];
+    rest /= p.shape[d];
+    at += int(c) * p.stride[d];
+  }
+  const WORD bits = load(uint(at), ssize);
+  if (same) return bits;
+  if (p.dst_type == BOOL && f_in) return nonzero_bits(p.src_type, bits) ? WORD(1) : WORD(0);
+  return store_bits(p.dst_type, f_in, f_in ? as_float(p.src_type, bits) : FLOAT(0.0),
+                    f_in ? INT(0) : as_int(p.src_type, bits));
 }
 
 void main() {
@@ -115,6 +120,16 @@ void main() {
   const bool f_in = is_float(p.src_type);
   const bool same = p.src_type == p.dst_type;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#ifdef WIDE
+  if (dsize == 8u) {  // an element a pair of words (the destination starts on a whole word)
+    for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {
+      const WORD v = converted(i, ssize, f_in, same);
+      dst[first + 2u * i] = uint(v);
+      dst[first + 2u * i + 1u] = uint(v >> 32);
+    }
+    return;
+  }
+#endif
   for (uint w = first + gl_GlobalInvocationID.x; w <= last; w += step) {
     uint word = 0u, mask = 0u;
     for (uint slot = 0u; slot < 4u; slot += dsize) {
@@ -122,23 +137,7 @@ void main() {
       if (byte < p.dst_byte) continue;
       const uint i = (byte - p.dst_byte) / dsize;
       if (i >= p.count) break;
-      uint rest = i;
-      int at = int(p.src_base);
-      for (int d = int(p.rank) - 1; d >= 0; --d) {
-        const uint c = rest % p.shape[d];
-        rest /= p.shape[d];
-        at += int(c) * p.stride[d];
-      }
-      const uint bits = load(uint(at), ssize);
-      uint v;
-      if (same) {
-        v = bits;
-      } else if (p.dst_type == BOOL && f_in) {
-        v = nonzero_bits(p.src_type, bits) ? 1u : 0u;  // NaN too
-      } else {
-        v = store_bits(p.dst_type, f_in, f_in ? as_float(p.src_type, bits) : 0.0,
-                       f_in ? 0 : as_int(p.src_type, bits));
-      }
+      const uint v = uint(converted(i, ssize, f_in, same));
       const uint lane = dsize == 4u ? 0xffffffffu : (1u << (8u * dsize)) - 1u;
       word |= (v & lane) << (8u * slot);
       mask |= lane << (8u * slot);

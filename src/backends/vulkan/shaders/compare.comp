@@ -1,14 +1,17 @@
 // Comparisons (==, !=, <, <=, >, >=) and logical and, or and xor of float32 or int32 (is_int)
-// operands, and isnan, isinf and logical_not of a float32 a (b bound to a), over strided
-// (broadcast: stride 0, or negative) operands of rank up to 6, written as Bool: one byte per
-// element, four packed in each 32-bit word of a contiguous output, an invocation a word (no two
-// write one word); a last word the output shares with other bytes keeps them. The output's range
-// is padded to whole words (vulkan_backend.cpp). NaN compares unequal to everything, as in C++
-// and PyTorch, and counts as true in the logical ops.
+// operands (float64 or int64 in the WIDE variant, word.glsl), and isnan, isinf and logical_not
+// of a float a (b bound to a), over strided (broadcast: stride 0, or negative) operands of rank
+// up to 6, written as Bool: one byte per element, four packed in each 32-bit word of a
+// contiguous output, an invocation a word (no two write one word); a last word the output
+// shares with other bytes keeps them. The output's range is padded to whole words
+// (vulkan_backend.cpp). NaN compares unequal to everything, as in C++ and PyTorch, and counts as
+// true in the logical ops.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "word.glsl"
 layout(local_size_x = 256) in;
-layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { WORD a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { WORD b[]; };
 layout(std430, set = 0, binding = 2) buffer Out { uint o[]; };
 layout(push_constant) uniform Params {
   uint count, rank, op, out_word;
@@ -18,7 +21,7 @@ layout(push_constant) uniform Params {
   int b_stride[6];
 } p;
 
-bool apply_float(uint op, float x, float y) {
+bool apply_float(uint op, FLOAT x, FLOAT y) {
   switch (op) {
     case 0u: return x == y;
     case 1u: return !(x == y);  // glslang's != is the ordered one, false for NaN
@@ -34,17 +37,17 @@ bool apply_float(uint op, float x, float y) {
 
 // Whether a value is not zero, from its bits: a float comparison with 0.0 may flush subnormals
 // to zero, the Cpu's does not. NaN counts as true.
-bool truthy(uint bits) { return (bits & (p.is_int == 1u ? 0xffffffffu : 0x7fffffffu)) != 0u; }
+bool truthy(WORD bits) { return (bits & (p.is_int == 1u ? ALL_BITS : MAGNITUDE_BITS)) != WORD(0); }
 
-bool apply(uint op, uint xb, uint yb) {
+bool apply(uint op, WORD xb, WORD yb) {
   switch (op) {
     case 8u: return !truthy(xb);  // logical_not
     case 9u: return truthy(xb) && truthy(yb);  // logical_and, or, xor
     case 10u: return truthy(xb) || truthy(yb);
     case 11u: return truthy(xb) != truthy(yb);
   }
-  if (p.is_int == 0u) return apply_float(op, uintBitsToFloat(xb), uintBitsToFloat(yb));
-  const int x = int(xb), y = int(yb);
+  if (p.is_int == 0u) return apply_float(op, AS_FLOAT(xb), AS_FLOAT(yb));
+  const INT x = INT(xb), y = INT(yb);
   switch (op) {
     case 0u: return x == y;
     case 1u: return x != y;

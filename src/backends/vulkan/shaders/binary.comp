@@ -1,12 +1,14 @@
-// Binary ops on float32 or int32 (is_int) over strided (broadcast: stride 0, or negative)
+// Binary ops on float32 or int32 (is_int), or float64 or int64 (the WIDE variant, word.glsl), over strided (broadcast: stride 0, or negative)
 // operands of rank up to 6, written to a contiguous output; the op is a push constant
 // (binary_code() in vulkan_backend.cpp). int32 arithmetic wraps, as the Cpu's; there is no int32
 // division (the front end divides integers in float).
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "word.glsl"
 layout(local_size_x = 256) in;
-layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Out { uint o[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { WORD a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { WORD b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Out { WORD o[]; };
 layout(push_constant) uniform Params {
   uint count, rank, op, out_base;
   uint a_base, b_base, is_int, pad1;
@@ -15,7 +17,7 @@ layout(push_constant) uniform Params {
   int b_stride[6];
 } p;
 
-float apply_float(uint op, float x, float y) {
+FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
   switch (op) {
     case 0u: return x + y;
     case 1u: return x - y;
@@ -23,23 +25,25 @@ float apply_float(uint op, float x, float y) {
     case 3u: return x / y;
     case 4u: return (isnan(x) || isnan(y)) ? x + y : max(x, y);  // NaN propagates, as PyTorch's
     case 5u: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
+    case 6u: return y <= 0.0 ? 0.0 : x;  // relu_backward(grad, y): a NaN y passes the grad
+    case 7u: return AS_FLOAT((FLOAT_BITS(x) & MAGNITUDE_BITS) | (FLOAT_BITS(y) & ~MAGNITUDE_BITS));
   }
   return 0.0;
 }
 
-uint apply(uint op, uint xb, uint yb) {
+WORD apply(uint op, WORD xb, WORD yb) {
   if (p.is_int == 0u) {
-    return floatBitsToUint(apply_float(op, uintBitsToFloat(xb), uintBitsToFloat(yb)));
+    return FLOAT_BITS(apply_float(op, AS_FLOAT(xb), AS_FLOAT(yb)));
   }
-  const int x = int(xb), y = int(yb);
+  const INT x = INT(xb), y = INT(yb);
   switch (op) {
-    case 0u: return uint(x + y);
-    case 1u: return uint(x - y);
-    case 2u: return uint(x * y);
-    case 4u: return uint(max(x, y));
-    case 5u: return uint(min(x, y));
+    case 0u: return WORD(x + y);
+    case 1u: return WORD(x - y);
+    case 2u: return WORD(x * y);
+    case 4u: return WORD(max(x, y));
+    case 5u: return WORD(min(x, y));
   }
-  return 0u;
+  return WORD(0);
 }
 
 void main() {

@@ -1,13 +1,16 @@
-// where(cond, a, b) for a and b of one 4-byte dtype (float32, int32: bits moved unchanged) and a
+// where(cond, a, b) for a and b of one 4-byte dtype (float32, int32: bits moved unchanged; 8-byte ones in the
+// WIDE variant, word.glsl) and a
 // Bool cond (bytes, read out of 32-bit words; its range is padded to whole words), all strided
 // (broadcast: stride 0, or negative) up to rank 6, written to a contiguous output. Any nonzero
 // byte is true.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "word.glsl"
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer C { uint c[]; };
-layout(std430, set = 0, binding = 1) readonly buffer A { uint a[]; };
-layout(std430, set = 0, binding = 2) readonly buffer B { uint b[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Out { uint o[]; };
+layout(std430, set = 0, binding = 1) readonly buffer A { WORD a[]; };
+layout(std430, set = 0, binding = 2) readonly buffer B { WORD b[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Out { WORD o[]; };
 layout(push_constant) uniform Params {
   uint count, rank, out_base, c_base;
   uint a_base, b_base, pad0, pad1;

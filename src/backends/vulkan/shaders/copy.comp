@@ -1,9 +1,12 @@
-// copy of 32-bit elements (any 4-byte dtype, bits moved unchanged) from a strided source of rank
+// copy of 32-bit elements (any 4-byte dtype, bits moved unchanged; 8-byte ones in the WIDE
+// variant, word.glsl) from a strided source of rank
 // up to 6 into a contiguous destination.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "word.glsl"
 layout(local_size_x = 256) in;
-layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint dst[]; };
+layout(std430, set = 0, binding = 0) readonly buffer Src { WORD src[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Dst { WORD dst[]; };
 layout(push_constant) uniform Params {
   uint count, rank, src_base, dst_base;
   uint shape[6];

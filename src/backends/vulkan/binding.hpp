@@ -1,0 +1,95 @@
+// What every Vulkan kernel's host side does: bind a tensor's bytes as a storage buffer, size the
+// grid, put shapes and strides in push constants, and check what the shaders can index.
+// Internal to src/backends/vulkan.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "context.hpp"
+#include "ember/core/error.hpp"
+#include "ember/core/raw_tensor.hpp"
+
+namespace ember::vulkan {
+
+constexpr uint32_t kThreads = 256;  // every shader's local_size_x
+constexpr int kMaxRank = 6;         // the strided shaders' push constants hold 6 dims
+
+inline DeviceContext& ctx_of(const RawTensor& t) { return context(t.device().index); }
+
+// Workgroups for n elements: the shaders loop, so a bounded grid covers any n.
+inline uint32_t groups_for(int64_t n) {
+  return static_cast<uint32_t>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535));
+}
+
+// The bytes a strided tensor touches, bound as a storage buffer: its block's buffer from an
+// aligned offset at or below the lowest element; `base` is the tensor's first element (index 0)
+// counted in elements from the binding's start.
+struct Bound {
+  Binding binding;
+  uint32_t base;
+};
+inline Bound bind(DeviceContext& c, const RawTensor& t) {
+  const int64_t size = static_cast<int64_t>(dtype_size(t.dtype));
+  int64_t lo = 0, hi = 0;  // element offsets from element 0
+  for (int d = 0; d < t.rank(); ++d) {
+    if (t.shape[d] == 0) return {{VK_NULL_HANDLE, 0, 0}, 0};
+    const int64_t reach = (t.shape[d] - 1) * t.strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  auto [block, at] = c.locate(reinterpret_cast<uintptr_t>(t.data()));
+  const int64_t first = static_cast<int64_t>(at) + lo * size;
+  EMBER_CHECK(first >= 0, "[vulkan] a view reaches before its storage");
+  // At least 8: a binding starts on a whole word of 4- and 8-byte elements (the word-packed
+  // shaders count from it), and the padding of bind_bytes stays inside a 256-byte range.
+  const size_t align = std::max<size_t>(c.binding_alignment(), 8);
+  const size_t start = static_cast<size_t>(first) / align * align;
+  const size_t end = at + static_cast<size_t>((hi + 1) * size);
+  EMBER_CHECK(end - start <= c.max_binding(), "[vulkan] a view spans ", end - start,
+              " bytes, more than the ", c.max_binding(), " a shader binds");
+  EMBER_CHECK((at - start) % static_cast<size_t>(size) == 0,
+              "[vulkan] a tensor's data is not aligned to its element size");
+  return {{block->buffer, start, end - start},
+          static_cast<uint32_t>((at - start) / static_cast<size_t>(size))};
+}
+
+// A Bool tensor's binding as the shaders read and write it, in 32-bit words of four bytes: the
+// range padded to whole words. The padding stays inside the 256-byte-aligned range the storage
+// starts (context.cpp), so it is never another tensor's.
+inline Bound bind_bytes(DeviceContext& c, const RawTensor& t) {
+  Bound b = bind(c, t);
+  b.binding.range = (b.binding.range + 3) / 4 * 4;
+  return b;
+}
+
+// A shape and an operand's strides as the strided shaders' push constants hold them (bounded by
+// check_indexable and by the binding's size, so 32 bits suffice).
+inline void put_shape(const Shape& shape, uint32_t* out) {
+  for (int d = 0; d < shape.rank(); ++d) out[d] = static_cast<uint32_t>(shape[d]);
+}
+inline void put_strides(const RawTensor& t, int32_t* out) {
+  for (int d = 0; d < t.rank(); ++d) out[d] = static_cast<int32_t>(t.strides[d]);
+}
+
+inline void check_indexable(const RawTensor& t, const char* op) {
+  EMBER_CHECK(t.rank() <= kMaxRank, "[", op, "] the Vulkan kernels take up to ", kMaxRank,
+              " dims, got ", t.shape);
+  EMBER_CHECK(t.numel() < (int64_t{1} << 31), "[", op, "] ", t.numel(),
+              " elements exceed the 2^31 the Vulkan kernels index");
+}
+
+// A 64-bit dtype's kernels are the WIDE shader variants, which need shaderInt64 and shaderFloat64.
+inline void check_wide(const DeviceContext& c, const char* op, DType dtype) {
+  EMBER_CHECK(c.wide(), "[", op, "] no kernel for ", dtype, " on ", c.properties().deviceName,
+              ": it lacks shaderInt64 or shaderFloat64");
+}
+
+// The checks of a kernel that reads x (strided) and writes out (contiguous).
+inline void check_operands(std::string_view op, const RawTensor& x, const RawTensor& out) {
+  EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
+  check_indexable(x, std::string(op).c_str());
+}
+
+}  // namespace ember::vulkan

@@ -1,0 +1,241 @@
+// The Vulkan backend's convolution and pooling (OpFamily::Conv, OpFamily::Pool) in float32:
+// conv_f32.comp and pool_f32.comp, direct loops that gather, so results do not depend on
+// scheduling. The spatial sizes go right-aligned into three slots, as the Cpu's geometry.
+#include <algorithm>
+
+#include "binding.hpp"
+#include "ember/backends/vulkan/vulkan.hpp"
+#include "ember/core/error.hpp"
+#include "shaders.hpp"
+#include "vulkan_backend.hpp"
+
+namespace ember::vulkan {
+namespace {
+
+struct Spatial {
+  uint32_t in[3], out[3], k[3], s[3];
+  int32_t pad[3];
+  uint32_t d[3];
+};
+
+// Slot i of 3 for a dim of `spatial` trailing ones: -1 where the slot is a leading size-1 one.
+int slot_dim(int i, int spatial) { return i - (3 - spatial); }
+
+// conv_f32.comp's push constants.
+struct ConvPush {
+  uint32_t n, c, oc, groups;
+  uint32_t mode, flags, a_base, w_base;
+  uint32_t b_base, out_base, count, pad0;
+  Spatial g;
+};
+static_assert(sizeof(ConvPush) <= 128, "Vulkan guarantees 128 bytes of push constants");
+
+// The geometry of conv(x [N, C, *in], w [O, C/g, *k]) -> y [N, O, *out].
+ConvPush conv_push(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
+  ConvPush q{};
+  q.n = static_cast<uint32_t>(x[0]);
+  q.c = static_cast<uint32_t>(x[1]);
+  q.oc = static_cast<uint32_t>(w[0]);
+  q.groups = static_cast<uint32_t>(p.groups);
+  for (int i = 0; i < 3; ++i) {
+    const int j = slot_dim(i, p.spatial);
+    const bool used = j >= 0;
+    q.g.in[i] = used ? static_cast<uint32_t>(x[2 + j]) : 1;
+    q.g.out[i] = used ? static_cast<uint32_t>(y[2 + j]) : 1;
+    q.g.k[i] = used ? static_cast<uint32_t>(w[2 + j]) : 1;
+    q.g.s[i] = used ? static_cast<uint32_t>(p.stride[j]) : 1;
+    q.g.pad[i] = used ? static_cast<int32_t>(p.padding[j]) : 0;
+    q.g.d[i] = used ? static_cast<uint32_t>(p.dilation[j]) : 1;
+  }
+  return q;
+}
+
+void check_conv(const char* op, std::initializer_list<const RawTensor*> ts) {
+  for (const RawTensor* t : ts) {
+    if (!t->defined()) continue;
+    if (t->dtype != DType::f32) backend().no_kernel(op, t->dtype);
+    EMBER_CHECK(t->is_contiguous(), "[", op, "] the Vulkan kernels take contiguous operands");
+    check_indexable(*t, op);
+  }
+}
+
+// Records conv_f32.comp in `mode` with a (binding 0), w (1), bias (2, may be undefined) and out.
+void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const RawTensor& bias,
+                   const RawTensor& out, uint32_t groups) {
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  const Bound ba = bind(c, a), bw = bind(c, w), bo = bind(c, out);
+  const Bound bb = bias.defined() ? bind(c, bias) : bo;  // unread without flags & 1
+  q.a_base = ba.base;
+  q.w_base = bw.base;
+  q.b_base = bb.base;
+  q.out_base = bo.base;
+  q.flags |= bias.defined() ? 1u : 0u;
+  const Binding bs[] = {ba.binding, bw.binding, bb.binding, bo.binding};
+  c.dispatch(c.pipeline("conv_f32", shaders::conv_f32, 4, sizeof q), bs, &q, sizeof q, groups);
+}
+
+}  // namespace
+
+void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+                         const ConvParams& p, const RawTensor& out) {
+  const char* op = "conv";
+  check_conv(op, {&x, &w, &bias, &out});
+  EMBER_CHECK(!p.relu, "[conv] the Vulkan backend does not fuse relu (supports(ConvRelu))");
+  if (out.numel() == 0) return;
+  if (x.numel() == 0 || w.numel() == 0) {  // empty sums: the bias alone
+    if (!bias.defined()) return fill(out, Scalar(0.0));
+  }
+  ConvPush q = conv_push(x.shape, w.shape, out.shape, p);
+  q.mode = 0;
+  q.count = static_cast<uint32_t>(out.numel());
+  dispatch_conv(q, x.numel() == 0 ? out : x, w.numel() == 0 ? out : w, bias, out,
+                groups_for(out.numel()));
+}
+
+void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
+                                       const ConvParams& p, const RawTensor& grad_in) {
+  const char* op = "conv_backward_data";
+  check_conv(op, {&grad_out, &w, &grad_in});
+  if (grad_in.numel() == 0) return;
+  if (grad_out.numel() == 0 || w.numel() == 0) return fill(grad_in, Scalar(0.0));
+  ConvPush q = conv_push(grad_in.shape, w.shape, grad_out.shape, p);
+  q.mode = 1;
+  q.count = static_cast<uint32_t>(grad_in.numel());
+  dispatch_conv(q, grad_out, w, RawTensor(), grad_in, groups_for(grad_in.numel()));
+}
+
+void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& grad_out,
+                                         const ConvParams& p, const RawTensor& grad_w,
+                                         const RawTensor& grad_bias) {
+  const char* op = "conv_backward_weight";
+  check_conv(op, {&x, &grad_out, &grad_w, &grad_bias});
+  const int64_t count = grad_w.numel() + (grad_bias.defined() ? grad_bias.numel() : 0);
+  if (count == 0) return;
+  if (grad_out.numel() == 0) {  // nothing summed
+    if (grad_w.numel() > 0) fill(grad_w, Scalar(0.0));
+    if (grad_bias.defined() && grad_bias.numel() > 0) fill(grad_bias, Scalar(0.0));
+    return;
+  }
+  ConvPush q = conv_push(x.shape, grad_w.shape, grad_out.shape, p);
+  q.mode = 2;
+  q.count = static_cast<uint32_t>(count);
+  // Elements of grad_w, then of grad_bias: with enough of them to fill the device an invocation
+  // each sums its products alone (workgroup barriers are costly, lavapipe's most of all), else
+  // a workgroup each shares them. An empty grad_w binds grad_out's range.
+  constexpr int64_t kMaxGroups = 65535, kSerial = 8192;
+  const bool serial = count >= kSerial;
+  q.flags = serial ? 2u : 0u;
+  dispatch_conv(q, x.numel() == 0 ? grad_out : x, grad_out, grad_bias,
+                grad_w.numel() == 0 ? grad_out : grad_w,
+                serial ? groups_for(count) : static_cast<uint32_t>(std::min(count, kMaxGroups)));
+}
+
+void VulkanBackend::conv_backward(const RawTensor& x, const RawTensor& w, const RawTensor& y,
+                                  const RawTensor& grad_out, const ConvParams& p,
+                                  const RawTensor& grad_in, const RawTensor& grad_w,
+                                  const RawTensor& grad_bias) {
+  EMBER_CHECK(!y.defined(), "[conv_backward] the Vulkan backend does not fuse relu");
+  if (grad_in.defined()) conv_backward_data(grad_out, w, p, grad_in);
+  if (grad_w.defined()) {
+    conv_backward_weight(x, grad_out, p, grad_w, grad_bias);
+  } else if (grad_bias.defined()) {
+    // The bias gradient alone: grad_out summed over every dim but 1.
+    uint32_t mask = 0;
+    for (int d = 0; d < grad_out.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
+    reduce(ReduceOp::Sum, grad_out, mask, grad_bias);
+  }
+}
+
+namespace {
+
+// pool_f32.comp's push constants.
+struct PoolPush {
+  uint32_t planes, mode, flags, count;
+  uint32_t a_base, out_base, i_word, pad0;
+  Spatial g;
+};
+static_assert(sizeof(PoolPush) <= 128, "Vulkan guarantees 128 bytes of push constants");
+
+// The geometry of pooling x [B..., *in] into y [B..., *out].
+PoolPush pool_push(const Shape& x, const Shape& y, const PoolParams& p, uint32_t mode) {
+  PoolPush q{};
+  const int r = x.rank();
+  int64_t planes = 1;
+  for (int i = 0; i < r - p.spatial; ++i) planes *= x[i];
+  q.planes = static_cast<uint32_t>(planes);
+  q.mode = mode;
+  q.flags = (p.adaptive ? 1u : 0u) | (p.count_include_pad ? 2u : 0u);
+  for (int i = 0; i < 3; ++i) {
+    const int j = slot_dim(i, p.spatial);
+    const bool used = j >= 0;
+    q.g.in[i] = used ? static_cast<uint32_t>(x[r - p.spatial + j]) : 1;
+    q.g.out[i] = used ? static_cast<uint32_t>(y[r - p.spatial + j]) : 1;
+    q.g.k[i] = used ? static_cast<uint32_t>(p.kernel[j]) : 1;
+    q.g.s[i] = used ? static_cast<uint32_t>(p.stride[j]) : 1;
+    q.g.pad[i] = used ? static_cast<int32_t>(p.padding[j]) : 0;
+    q.g.d[i] = used ? static_cast<uint32_t>(p.dilation[j]) : 1;
+  }
+  return q;
+}
+
+// Records pool_f32.comp: a (binding 0), indices (1, may be undefined) and out (2); `count`
+// invocations.
+void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, const RawTensor& out,
+                   const char* op) {
+  for (const RawTensor* t : {&a, &out}) {
+    if (t->dtype != DType::f32) backend().no_kernel(op, t->dtype);
+    EMBER_CHECK(t->is_contiguous(), "[", op, "] the Vulkan kernels take contiguous operands");
+    check_indexable(*t, op);
+  }
+  if (indices.defined()) {
+    EMBER_CHECK(
+        indices.is_contiguous() && (indices.dtype == DType::i32 || indices.dtype == DType::i64),
+        "[", op, "] takes contiguous int32 or int64 indices, got ", indices.dtype);
+    q.flags |= indices.dtype == DType::i32 ? 4u : 8u;
+  }
+  q.count = static_cast<uint32_t>(out.numel());
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  const Bound ba = bind(c, a), bo = bind(c, out);
+  const Bound bi = indices.defined() ? bind(c, indices) : bo;  // unread and unwritten
+  q.a_base = ba.base;
+  q.out_base = bo.base;
+  q.i_word =
+      indices.defined() ? bi.base * static_cast<uint32_t>(dtype_size(indices.dtype) / 4) : 0u;
+  const Binding bs[] = {ba.binding, bi.binding, bo.binding};
+  c.dispatch(c.pipeline("pool_f32", shaders::pool_f32, 3, sizeof q), bs, &q, sizeof q,
+             groups_for(out.numel()));
+}
+
+}  // namespace
+
+void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
+                             const RawTensor& indices) {
+  if (out.numel() == 0) return;
+  dispatch_pool(pool_push(x.shape, out.shape, p, 0), x, indices, out, "max_pool");
+}
+
+void VulkanBackend::avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) {
+  if (out.numel() == 0) return;
+  dispatch_pool(pool_push(x.shape, out.shape, p, 1), x, RawTensor(), out, "avg_pool");
+}
+
+void VulkanBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor& indices,
+                                      const PoolParams& p, const RawTensor& grad_in) {
+  if (grad_in.numel() == 0) return;
+  if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
+  EMBER_CHECK(indices.defined(), "[max_pool_backward] needs the forward's indices");
+  dispatch_pool(pool_push(grad_in.shape, grad_out.shape, p, 2), grad_out, indices, grad_in,
+                "max_pool_backward");
+}
+
+void VulkanBackend::avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
+                                      const RawTensor& grad_in) {
+  if (grad_in.numel() == 0) return;
+  if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
+  dispatch_pool(pool_push(grad_in.shape, grad_out.shape, p, 3), grad_out, RawTensor(), grad_in,
+                "avg_pool_backward");
+}
+
+}  // namespace ember::vulkan

@@ -1,0 +1,94 @@
+// The Vulkan backend's indexing along a dim (OpFamily::Gather, IndexSelect, Scatter) on 4- and
+// 8-byte elements: index.comp, which gathers for all three (scatter too, per output element),
+// so results do not depend on scheduling and bad indices (a failed queued range check) are
+// skipped rather than followed.
+#include <algorithm>
+
+#include "binding.hpp"
+#include "ember/backends/vulkan/vulkan.hpp"
+#include "shaders.hpp"
+#include "vulkan_backend.hpp"
+
+namespace ember::vulkan {
+namespace {
+
+struct IndexPush {
+  uint32_t count, rank, dim, mode;
+  uint32_t a_base, i_word, o_base, bound;
+  uint32_t shape[kMaxRank];
+  int32_t i_stride[kMaxRank];
+  int32_t a_stride[kMaxRank];
+  uint32_t i_shape[kMaxRank];
+};
+static_assert(sizeof(IndexPush) <= 128, "Vulkan guarantees 128 bytes of push constants");
+
+bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
+
+// Records index.comp over out's elements: a (binding 0), the int64 index (1), out (2).
+void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, const RawTensor& out,
+                    const char* op) {
+  const size_t size = dtype_size(out.dtype);
+  if ((size != 4 && size != 8) || a.dtype != out.dtype) backend().no_kernel(op, out.dtype);
+  EMBER_CHECK(index.dtype == DType::i64, "[", op, "] takes int64 indices, got ", index.dtype);
+  EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
+  for (const RawTensor* t : {&a, &index, &out}) check_indexable(*t, op);
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  if (size == 8) check_wide(c, op, out.dtype);
+  const Bound ba = bind(c, a), bi = bind(c, index), bo = bind(c, out);
+  q.count = static_cast<uint32_t>(out.numel());
+  q.rank = static_cast<uint32_t>(out.rank());
+  q.mode |= is_int(out.dtype) ? 256u : 0u;
+  q.a_base = ba.base;
+  q.i_word = bi.base * 2;
+  q.o_base = bo.base;
+  put_shape(out.shape, q.shape);
+  put_strides(a, q.a_stride);
+  const Binding bs[] = {ba.binding, bi.binding, bo.binding};
+  c.dispatch(size == 8 ? c.pipeline("index64", shaders::index64, 3, sizeof q)
+                       : c.pipeline("index32", shaders::index32, 3, sizeof q),
+             bs, &q, sizeof q, groups_for(out.numel()));
+}
+
+}  // namespace
+
+void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
+                           const RawTensor& out) {
+  if (out.numel() == 0) return;
+  IndexPush q{};
+  q.dim = static_cast<uint32_t>(dim);
+  q.mode = 0;
+  q.bound = static_cast<uint32_t>(x.shape[dim]);
+  put_strides(index, q.i_stride);
+  dispatch_index(q, x, index, out, "gather");
+}
+
+void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& index,
+                                 const RawTensor& out) {
+  if (out.numel() == 0) return;
+  IndexPush q{};
+  q.dim = static_cast<uint32_t>(dim);
+  q.mode = 1;
+  q.bound = static_cast<uint32_t>(x.shape[dim]);
+  q.i_stride[dim] = static_cast<int32_t>(index.strides[0]);
+  dispatch_index(q, x, index, out, "index_select");
+}
+
+void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
+                            const RawTensor& index, const RawTensor& src) {
+  const char* op = scatter_name(reduce);
+  if (dst.numel() == 0 || index.numel() == 0) return;
+  if (reduce != ScatterReduce::None && !is_int(dst.dtype) && dst.dtype != DType::f32 &&
+      dst.dtype != DType::f64) {
+    no_kernel(op, dst.dtype);
+  }
+  IndexPush q{};
+  q.dim = static_cast<uint32_t>(dim);
+  q.mode = 2 + static_cast<uint32_t>(reduce);
+  q.bound = static_cast<uint32_t>(dst.shape[dim]);
+  put_strides(index, q.i_stride);
+  put_shape(index.shape, q.i_shape);
+  dispatch_index(q, src, index, dst, op);
+}
+
+}  // namespace ember::vulkan

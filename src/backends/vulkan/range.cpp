@@ -1,0 +1,142 @@
+// Range checks queued with the work (Backend::check_range) and the synchronisation that reports
+// them, as the Cuda backend's: each check's kernel (range.comp) fills a slot with the extremes of
+// the bad values it saw; synchronize reads the used slots back with one copy and returns the
+// first failure in queue order, as the Cpu would have raised it at once.
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "binding.hpp"
+#include "shaders.hpp"
+#include "vulkan_backend.hpp"
+
+namespace ember::vulkan {
+namespace {
+
+constexpr uint64_t kSign = uint64_t{1} << 63;
+constexpr size_t kSlotBytes = 4 * sizeof(uint64_t);  // min key, max key, flags, integral
+
+// range.comp's type codes; -1: not checked on Vulkan (the 16-bit floats).
+int range_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return 0;
+    case DType::i32:
+      return 1;
+    case DType::f64:
+      return 2;
+    case DType::i64:
+      return 3;
+    case DType::u8:
+      return 4;
+    case DType::i8:
+    case DType::boolean:
+      return 5;
+    default:
+      return -1;
+  }
+}
+
+double float_of_key(uint64_t key) {
+  const uint64_t u = (key & kSign) != 0 ? (key & ~kSign) : ~key;
+  double v;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+// The error of a slot whose check failed: NaN when a NaN was seen, else the smallest bad value
+// when it is below lo, else the largest (and, for integer operands, that value as the index).
+RangeError failure(const uint64_t* slot, const RangeCheck& check) {
+  const bool integral = slot[3] != 0;
+  RangeError e;
+  e.check = check;
+  e.found = true;
+  if (slot[2] & 2u) {
+    e.value = std::numeric_limits<double>::quiet_NaN();
+  } else if (integral) {
+    const auto smallest = static_cast<int64_t>(slot[0] ^ kSign);
+    e.index =
+        static_cast<double>(smallest) < check.lo ? smallest : static_cast<int64_t>(slot[1] ^ kSign);
+    e.value = static_cast<double>(e.index);
+  } else {
+    const double smallest = float_of_key(slot[0]);
+    e.value = smallest < check.lo ? smallest : float_of_key(slot[1]);
+  }
+  return e;
+}
+
+// Waits for the queued work and returns the first failure of the pending checks (one found at an
+// earlier drain first), emptying the queue. Called with c.mu held.
+RangeError drain(DeviceContext& c) {
+  const size_t n = c.range_checks.size();
+  RangeError first = std::exchange(c.range_failed, RangeError{});
+  std::vector<RangeCheck> checks = std::exchange(c.range_checks, {});
+  if (n == 0) {
+    c.finish();
+    return first;
+  }
+  const size_t bytes = n * kSlotBytes;
+  const uintptr_t s = c.allocate(bytes, true);
+  auto [sb, sat] = c.locate(s);
+  auto [b, at] = c.locate(c.range_slots);
+  c.copy_buffer(b->buffer, at, sb->buffer, sat, bytes);
+  c.finish();
+  std::vector<uint64_t> slots(n * 4);
+  std::memcpy(slots.data(), static_cast<const char*>(sb->mapped) + sat, bytes);
+  c.release(s, bytes);
+  for (size_t i = 0; i < n && !first.found; ++i) {
+    if (slots[4 * i + 2] & 1u) first = failure(&slots[4 * i], checks[i]);
+  }
+  return first;
+}
+
+}  // namespace
+
+RangeError VulkanBackend::check_range(const RawTensor& x, const RangeCheck& check) {
+  if (x.numel() == 0) return {};
+  const int type = range_type(x.dtype);
+  if (type < 0) no_kernel(check.op, x.dtype);
+  check_indexable(x, check.op);
+  DeviceContext& c = ctx_of(x);
+  std::lock_guard lock(c.mu);
+  check_wide(c, check.op, x.dtype);  // range.comp compares in double
+  if (c.range_slots == 0)
+    c.range_slots = c.allocate(DeviceContext::kRangeSlots * kSlotBytes, false);
+  // Full: wait for the queued checks and keep their first failure for synchronize.
+  if (c.range_checks.size() == DeviceContext::kRangeSlots) c.range_failed = drain(c);
+  struct {
+    uint32_t count, rank, base, type;
+    uint32_t slot_at, pad0;
+    double lo, hi;
+    uint32_t shape[kMaxRank];
+    int32_t stride[kMaxRank];
+  } p{};
+  static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
+  const bool bytes = dtype_size(x.dtype) == 1;
+  const Bound bx = bytes ? bind_bytes(c, x) : bind(c, x);
+  auto [block, at] = c.locate(c.range_slots);
+  const size_t slot = c.range_checks.size();
+  p.count = static_cast<uint32_t>(x.numel());
+  p.rank = static_cast<uint32_t>(x.rank());
+  p.base = bx.base;
+  p.type = static_cast<uint32_t>(type);
+  p.lo = check.lo;
+  p.hi = check.hi;
+  put_shape(x.shape, p.shape);
+  put_strides(x, p.stride);
+  // The slots are bound from their own aligned start: slot i is words 4i to 4i + 3.
+  const Binding bs[] = {bx.binding, {block->buffer, at, DeviceContext::kRangeSlots * kSlotBytes}};
+  p.slot_at = static_cast<uint32_t>(slot * 4);
+  c.dispatch(c.pipeline("range", shaders::range, 2, sizeof p), bs, &p, sizeof p, 1);
+  c.range_checks.push_back(check);
+  return {};  // queued: a failure comes from synchronize
+}
+
+RangeError VulkanBackend::synchronize(Device device) {
+  DeviceContext& c = context(device.index);
+  std::lock_guard lock(c.mu);
+  return drain(c);
+}
+
+}  // namespace ember::vulkan

@@ -1,0 +1,91 @@
+// Indexing along one dim with int64 indices, over elements of 32 bits (or 64 in the WIDE variant,
+// word.glsl), all operands strided up to rank 6 but the contiguous output:
+//   mode 0, gather:       out[c] = a[c with c[dim] = idx[c]]             (shape: out's = idx's)
+//   mode 1, index_select: out[c] = a[c with c[dim] = idx[c[dim]]]        (shape: out's)
+//   mode 2 + r, scatter:  out[c] (= | += | *= | max= | min=, r = 0..4) a[c'] for every c' of
+//                         idx's shape with idx[c'] = c[dim] and c' = c elsewhere, in the order of
+//                         c'[dim]: an invocation per element of out, which it reads and writes
+//                         (shape: out's), so no atomics and the Cpu's sequential order.
+// An index outside [0, bound) (a queued range check failed) is skipped: gather writes 0.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "word.glsl"
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer A { WORD a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
+layout(std430, set = 0, binding = 2) buffer Out { WORD o[]; };
+layout(push_constant) uniform Params {
+  uint count, rank, dim, mode;  // mode: low byte as above, bit 8: integer elements
+  uint a_base, i_word, o_base, bound;  // bound: the indexed dim's size
+  uint shape[6];                       // out's
+  int i_stride[6];                     // idx's (gather, index_select: dim only)
+  int a_stride[6];                     // a's
+  uint i_shape[6];                     // scatter: idx's shape
+} p;
+
+// The index at element offset `at` of idx (two 32-bit words, little-endian), or -1 when it is
+// outside [0, bound).
+int index_at(int at) {
+  const uint lo = idx[p.i_word + 2u * uint(at)], hi = idx[p.i_word + 2u * uint(at) + 1u];
+  return hi == 0u && lo < p.bound ? int(lo) : -1;
+}
+
+WORD combine(uint r, WORD acc, WORD v) {
+  if (r == 0u) return v;
+  if ((p.mode & 256u) != 0u) {
+    const INT x = INT(acc), y = INT(v);
+    switch (r) {
+      case 1u: return WORD(x + y);
+      case 2u: return WORD(x * y);
+      case 3u: return WORD(max(x, y));
+    }
+    return WORD(min(x, y));
+  }
+  const FLOAT x = AS_FLOAT(acc), y = AS_FLOAT(v);
+  switch (r) {
+    case 1u: return FLOAT_BITS(x + y);
+    case 2u: return FLOAT_BITS(x * y);
+    case 3u: return FLOAT_BITS(isnan(x) || isnan(y) ? x + y : max(x, y));  // NaN propagates
+  }
+  return FLOAT_BITS(isnan(x) || isnan(y) ? x + y : min(x, y));
+}
+
+void main() {
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint mode = p.mode & 255u;
+  for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {
+    uint c[6];
+    uint rest = i;
+    for (int d = int(p.rank) - 1; d >= 0; --d) {
+      c[d] = rest % p.shape[d];
+      rest /= p.shape[d];
+    }
+    if (mode <= 1u) {
+      int ia = int(p.a_base), ii = 0;
+      for (uint d = 0u; d < p.rank; ++d) {
+        if (d != p.dim) ia += int(c[d]) * p.a_stride[d];
+        if (mode == 0u || d == p.dim) ii += int(c[d]) * p.i_stride[d];
+      }
+      const int j = index_at(ii);
+      o[p.o_base + i] = j < 0 ? WORD(0) : a[ia + j * p.a_stride[p.dim]];
+      continue;
+    }
+    // scatter: only where every other coordinate lies inside idx's shape
+    bool inside = true;
+    int ia = int(p.a_base), ii = 0;
+    for (uint d = 0u; d < p.rank; ++d) {
+      if (d == p.dim) continue;
+      inside = inside && c[d] < p.i_shape[d];
+      ia += int(c[d]) * p.a_stride[d];
+      ii += int(c[d]) * p.i_stride[d];
+    }
+    if (!inside) continue;
+    WORD acc = o[p.o_base + i];
+    for (uint k = 0u; k < p.i_shape[p.dim]; ++k) {
+      if (index_at(ii + int(k) * p.i_stride[p.dim]) == int(c[p.dim])) {
+        acc = combine(mode - 2u, acc, a[ia + int(k) * p.a_stride[p.dim]]);
+      }
+    }
+    o[p.o_base + i] = acc;
+  }
+}

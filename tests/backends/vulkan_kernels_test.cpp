@@ -1,0 +1,344 @@
+// The Vulkan kernels a training step needs beyond elementwise math (issue 18): convolution and
+// pooling forward and backward, gather, index_select and scatter, range checks reported at
+// synchronisation, 64-bit arithmetic and casts, and reductions of every dtype, each against the
+// Cpu on the same random inputs. Skipped, saying so, without a Vulkan device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "vulkan_test_util.hpp"
+
+namespace ember {
+namespace {
+
+DynTensor on_vk(const DynTensor& t) { return to_device(t, vk()); }
+DynTensor on_cpu(const DynTensor& t) { return to_device(t, Device::cpu()); }
+
+// Values in [-1, 1) and never zero, so that a kernel reading the wrong element shows.
+DynTensor signed_input(const Shape& s, uint64_t seed) { return sub(mul(input(s, seed), 2.0), 2.0); }
+
+void expect_near_cpu(const DynTensor& got, const DynTensor& want, double tol,
+                     const std::string& what) {
+  ASSERT_TRUE(got.defined() && want.defined()) << what;
+  EXPECT_EQ(got.dtype(), want.dtype()) << what;
+  EXPECT_LE(max_abs_diff(on_cpu(got), want), tol) << what;
+}
+
+struct ConvCase {
+  Shape x, w;
+  int spatial;
+  int64_t stride, padding, dilation, groups;
+};
+
+// Every gradient of a convolution and its transposed form against the Cpu's.
+TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const std::vector<ConvCase> cases = {
+      {{2, 3, 9, 8}, {4, 3, 3, 3}, 2, 1, 1, 1, 1},        // the usual 3x3, padded
+      {{3, 4, 11, 10}, {6, 2, 3, 2}, 2, 2, 1, 2, 2},      // grouped, strided, dilated
+      {{2, 1, 28, 28}, {8, 1, 3, 3}, 2, 1, 0, 1, 1},      // the Fashion-MNIST stem
+      {{2, 3, 17}, {5, 3, 4}, 1, 3, 2, 1, 1},             // 1-d, a stride past the kernel
+      {{1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}, 3, 1, 1, 1, 1},  // 3-d
+      {{2, 6, 7, 7}, {6, 1, 3, 3}, 2, 1, 1, 1, 6},        // depthwise
+      {{2, 40, 6, 6}, {64, 40, 1, 1}, 2, 1, 0, 1, 1},     // 1x1, many weights (one per thread)
+  };
+  uint64_t seed = 100;
+  for (const ConvCase& k : cases) {
+    ConvParams p;
+    p.spatial = k.spatial;
+    for (int i = 0; i < k.spatial; ++i) {
+      p.stride[i] = k.stride;
+      p.padding[i] = k.padding;
+      p.dilation[i] = k.dilation;
+    }
+    p.groups = k.groups;
+    const DynTensor x = signed_input(k.x, seed++), w = signed_input(k.w, seed++);
+    const DynTensor b = signed_input(Shape{k.w[0]}, seed++);
+    const std::string what = to_string(k.x) + " * " + to_string(k.w);
+    const DynTensor y = convolution(x, w, b, p, false);
+    expect_near_cpu(convolution(on_vk(x), on_vk(w), on_vk(b), p, false), y, 1e-4, what);
+    // No bias, and relu(conv) (the composite: Vulkan does not fuse it).
+    expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false),
+                    convolution(x, w, DynTensor(), p, false), 1e-4, what + " without bias");
+    ConvParams with_relu = p;
+    with_relu.relu = true;
+    expect_near_cpu(convolution(on_vk(x), on_vk(w), on_vk(b), with_relu, false),
+                    convolution(x, w, b, with_relu, false), 1e-4, what + " relu");
+    const DynTensor gy = signed_input(y.shape(), seed++);
+    const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, true});
+    const ConvGrads got =
+        conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, true});
+    expect_near_cpu(got.input, want.input, 1e-4, what + " grad input");
+    expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight");
+    expect_near_cpu(got.bias, want.bias, 1e-3, what + " grad bias");
+    // The bias gradient alone, and the transposed convolution (the data gradient as a forward).
+    const ConvGrads bias_only =
+        conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {false, false, true});
+    expect_near_cpu(bias_only.bias, want.bias, 1e-3, what + " grad bias alone");
+    if (k.groups == 1 && k.stride == 1) {
+      expect_near_cpu(convolution(on_vk(gy), on_vk(w), DynTensor(), p, true),
+                      convolution(gy, w, DynTensor(), p, true), 1e-4, what + " transposed");
+    }
+  }
+  // A 1x1 stem with a gradient that only the bias reads, and a batch of zero images.
+  ConvParams p;
+  const DynTensor empty_x = zeros(Shape{0, 3, 5, 5}, DType::f32, vk());
+  EXPECT_EQ(convolution(empty_x, on_vk(signed_input(Shape{2, 3, 3, 3}, 1)), DynTensor(), p, false)
+                .shape(),
+            (Shape{0, 2, 3, 3}));
+  expect_no_validation_errors();
+}
+
+struct PoolCase {
+  Shape x;
+  int spatial;
+  int64_t kernel, stride, padding, dilation;
+  bool ceil_mode, count_include_pad;
+};
+
+// Max pooling (with int64 and int32 indices), average pooling and the adaptive forms, forward
+// and backward, against the Cpu: the same maxima, indices and gradients.
+TEST(VulkanKernels, PoolingMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const std::vector<PoolCase> cases = {
+      {{2, 3, 26, 26}, 2, 2, 2, 0, 1, false, true},   // the Fashion-MNIST pool
+      {{2, 2, 9, 11}, 2, 3, 2, 1, 1, true, false},    // padded, ceil mode, overlapping windows
+      {{2, 2, 9, 11}, 2, 3, 2, 1, 1, false, true},    // counting the padding
+      {{3, 13}, 1, 3, 1, 1, 2, false, true},          // 1-d, dilated, no batch dim
+      {{1, 2, 6, 5, 7}, 3, 2, 1, 0, 1, false, true},  // 3-d, overlapping
+  };
+  uint64_t seed = 300;
+  for (const PoolCase& k : cases) {
+    PoolParams p;
+    p.spatial = k.spatial;
+    for (int i = 0; i < k.spatial; ++i) {
+      p.kernel[i] = k.kernel;
+      p.stride[i] = k.stride;
+      p.padding[i] = k.padding;
+      p.dilation[i] = k.dilation;
+    }
+    p.ceil_mode = k.ceil_mode;
+    p.count_include_pad = k.count_include_pad;
+    // Rounded to quarters: ties, which must go to the first maximum as on the Cpu.
+    const DynTensor x = div(round(mul(signed_input(k.x, seed++), 4.0)), 4.0);
+    const std::string what = to_string(k.x) + " kernel " + std::to_string(k.kernel);
+    for (DType index_dtype : {DType::i64, DType::i32}) {
+      const ValuesIndices want = max_pool(x, p, index_dtype);
+      const ValuesIndices got = max_pool(on_vk(x), p, index_dtype);
+      expect_near_cpu(got.values, want.values, 0.0, what + " max");
+      EXPECT_EQ(cast(on_cpu(got.indices), DType::i64).to_vector<int64_t>(),
+                cast(want.indices, DType::i64).to_vector<int64_t>())
+          << what;
+      const DynTensor gy = signed_input(want.values.shape(), seed++);
+      expect_near_cpu(max_pool_backward(on_vk(gy), got.indices, x.shape(), p),
+                      max_pool_backward(gy, want.indices, x.shape(), p), 1e-6, what + " max grad");
+    }
+    if (k.dilation == 1) {
+      const DynTensor want = avg_pool(x, p);
+      expect_near_cpu(avg_pool(on_vk(x), p), want, 1e-6, what + " avg");
+      const DynTensor gy = signed_input(want.shape(), seed++);
+      expect_near_cpu(avg_pool_backward(on_vk(gy), x.shape(), p),
+                      avg_pool_backward(gy, x.shape(), p), 1e-6, what + " avg grad");
+    }
+  }
+  // Adaptive pooling, down and up (windows that overlap and repeat).
+  for (const Shape& out : {Shape{3, 4}, Shape{1, 1}, Shape{7, 9}}) {
+    PoolParams p;
+    p.adaptive = true;
+    p.output_size[0] = out[0];
+    p.output_size[1] = out[1];
+    const DynTensor x = signed_input(Shape{2, 3, 5, 6}, seed++);
+    Shape out_shape{2, 3, out[0], out[1]};
+    const DynTensor want = avg_pool(x, p);
+    expect_near_cpu(avg_pool(on_vk(x), p), want, 1e-6, "adaptive avg " + to_string(out));
+    const DynTensor gy = signed_input(out_shape, seed++);
+    expect_near_cpu(avg_pool_backward(on_vk(gy), x.shape(), p), avg_pool_backward(gy, x.shape(), p),
+                    1e-6, "adaptive avg grad");
+    const ValuesIndices mw = max_pool(x, p), mg = max_pool(on_vk(x), p);
+    expect_near_cpu(mg.values, mw.values, 0.0, "adaptive max " + to_string(out));
+    EXPECT_EQ(on_cpu(mg.indices).to_vector<int64_t>(), mw.indices.to_vector<int64_t>());
+    expect_near_cpu(max_pool_backward(on_vk(gy), mg.indices, x.shape(), p),
+                    max_pool_backward(gy, mw.indices, x.shape(), p), 1e-6, "adaptive max grad");
+  }
+  // NaN wins a window, as on the Cpu.
+  const DynTensor nan_x = from_data(TensorData::from(
+      std::vector<float>{1, std::numeric_limits<float>::quiet_NaN(), 3, 2}, Shape{1, 1, 2, 2}));
+  PoolParams p2;
+  p2.kernel[0] = p2.kernel[1] = 2;
+  p2.stride[0] = p2.stride[1] = 2;
+  const ValuesIndices n = max_pool(on_vk(nan_x), p2);
+  EXPECT_TRUE(std::isnan(on_cpu(n.values).to_vector<float>()[0]));
+  EXPECT_EQ(on_cpu(n.indices).to_vector<int64_t>()[0], 1);
+  expect_no_validation_errors();
+}
+
+// gather, index_select, scatter (each reduction), scatter_add and index_add on 4- and 8-byte
+// dtypes, with strided operands and repeated indices (the Cpu's sequential order).
+TEST(VulkanKernels, GatherIndexSelectAndScatterMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  Generator gen(7);
+  for (DType dt : {DType::f32, DType::i32, DType::f64, DType::i64}) {
+    const std::string name(dtype_name(dt));
+    const DynTensor x = cast(mul(signed_input(Shape{6, 7}, 11), 50.0), dt);
+    const DynTensor xt = transpose(x, 0, 1);  // strided [7, 6]
+    const DynTensor idx = randint(0, 6, Shape{7, 4}, DType::i64, Device::cpu(), &gen);
+    EXPECT_EQ(on_cpu(gather(on_vk(xt), 1, on_vk(idx))).to_vector<double>(),
+              gather(xt, 1, idx).to_vector<double>())
+        << name;
+    const DynTensor idx0 = randint(0, 7, Shape{3, 6}, DType::i64, Device::cpu(), &gen);
+    EXPECT_EQ(on_cpu(gather(on_vk(xt), 0, on_vk(idx0))).to_vector<double>(),
+              gather(xt, 0, idx0).to_vector<double>())
+        << name;
+    const DynTensor sel = from_data(TensorData::from(std::vector<int64_t>{5, 0, 5, 2}, Shape{4}));
+    EXPECT_EQ(on_cpu(index_select(on_vk(xt), 1, on_vk(sel))).to_vector<double>(),
+              index_select(xt, 1, sel).to_vector<double>())
+        << name;
+    // Scatters with repeated targets: the last write wins, sums add in index order.
+    const DynTensor src = cast(mul(signed_input(Shape{7, 4}, 12), 9.0), dt);
+    EXPECT_EQ(on_cpu(scatter(on_vk(xt), 1, on_vk(idx), on_vk(src))).to_vector<double>(),
+              scatter(xt, 1, idx, src).to_vector<double>())
+        << name;
+    const double tol = is_floating(dt) ? 1e-4 : 0.0;
+    expect_near_cpu(scatter_add(on_vk(xt), 1, on_vk(idx), on_vk(src)), scatter_add(xt, 1, idx, src),
+                    tol, name + " scatter_add");
+    for (const char* r : {"prod", "amax", "amin"}) {
+      expect_near_cpu(scatter_reduce(on_vk(xt), 1, on_vk(idx), on_vk(src), r),
+                      scatter_reduce(xt, 1, idx, src, r), tol * 100, name + " " + r);
+    }
+    const DynTensor rows = cast(signed_input(Shape{4, 7}, 13), dt);
+    expect_near_cpu(index_add(on_vk(x), 0, on_vk(sel), on_vk(rows)), index_add(x, 0, sel, rows),
+                    tol, name + " index_add");
+  }
+  expect_no_validation_errors();
+}
+
+// An index out of range is found on the device and reported at the next synchronisation, naming
+// the op and the value; the kernel skips it (no read out of bounds) and the device stays usable.
+TEST(VulkanKernels, AnIndexOutOfRangeIsReportedAtSynchronisation) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor x = on_vk(signed_input(Shape{3, 4}, 21));
+  const DynTensor bad = on_vk(from_data(TensorData::from(std::vector<int64_t>{0, 9, 1}, Shape{3})));
+  try {
+    const DynTensor y = index_select(x, 1, bad);
+    (void)on_cpu(y);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("index_select"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("9"), std::string::npos) << msg;
+  }
+  const DynTensor negative =
+      on_vk(from_data(TensorData::from(std::vector<int64_t>{-5, 1}, Shape{2, 1})));
+  try {
+    (void)on_cpu(gather(x, 1, negative));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("-5"), std::string::npos) << e.what();
+  }
+  // Good indices after the failures work, and so do many checks in a row (past the slots one
+  // synchronisation reads back).
+  const DynTensor good = on_vk(from_data(TensorData::from(std::vector<int64_t>{3, 0}, Shape{2})));
+  DynTensor acc = zeros(Shape{3, 2}, DType::f32, vk());
+  for (int i = 0; i < 300; ++i) acc = add(acc, index_select(x, 1, good));
+  expect_near_cpu(acc, mul(index_select(on_cpu(x), 1, on_cpu(good)), 300.0), 1e-3, "300 checks");
+  expect_no_validation_errors();
+}
+
+// int64 and float64 arithmetic, comparisons, where and strided copies, and casts between all
+// nine dtypes, bit for bit the Cpu's.
+TEST(VulkanKernels, SixtyFourBitOpsAndCastsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor a = mul(signed_input(Shape{5, 8}, 31), 1e6);
+  const DynTensor b = mul(signed_input(Shape{8}, 32), 1e6);  // broadcast
+  for (DType dt : {DType::i64, DType::f64}) {
+    const std::string name(dtype_name(dt));
+    const DynTensor x = cast(a, dt), y = cast(b, dt);
+    const DynTensor xv = on_vk(x), yv = on_vk(y);
+    for (auto [op, fn] :
+         std::vector<std::pair<const char*, DynTensor (*)(const DynTensor&, const DynTensor&)>>{
+             {"add", add},
+             {"sub", sub},
+             {"mul", mul},
+             {"maximum", maximum},
+             {"minimum", minimum}}) {
+      EXPECT_EQ(on_cpu(fn(xv, yv)).to_vector<double>(), fn(x, y).to_vector<double>())
+          << name << " " << op;
+    }
+    EXPECT_EQ(on_cpu(lt(xv, yv)).to_vector<bool>(), lt(x, y).to_vector<bool>()) << name;
+    EXPECT_EQ(on_cpu(ne(transpose(xv, 0, 1), 3)).to_vector<bool>(),
+              ne(transpose(x, 0, 1), 3).to_vector<bool>())
+        << name;
+    EXPECT_EQ(on_cpu(where(gt(xv, yv), xv, yv)).to_vector<double>(),
+              where(gt(x, y), x, y).to_vector<double>())
+        << name;
+    EXPECT_EQ(on_cpu(contiguous(transpose(xv, 0, 1))).to_vector<double>(),
+              contiguous(transpose(x, 0, 1)).to_vector<double>())
+        << name;
+  }
+  EXPECT_EQ(on_cpu(div(on_vk(cast(a, DType::f64)), on_vk(cast(b, DType::f64)))).to_vector<double>(),
+            div(cast(a, DType::f64), cast(b, DType::f64)).to_vector<double>());
+  // Casts: integers past float32's precision and past int32's range, saturation, NaN and
+  // infinities, negative zero, and halves.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {-3.7,  -2.5,     0.0,
+                                      -0.0,  0.5,      1.5,
+                                      127.9, 200.5,    -120.4,
+                                      65520, 1e-8,     3e-5,
+                                      1e10,  -3e9,     1e30,
+                                      -1e30, 16777217, 9007199254740993.0,
+                                      -inf,  inf,      std::numeric_limits<double>::quiet_NaN()};
+  const std::vector<DType> types = {DType::f32, DType::i32,  DType::u8,  DType::i8, DType::boolean,
+                                    DType::f16, DType::bf16, DType::i64, DType::f64};
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (DType from : types) {
+    const DynTensor src = cast(from_data(TensorData::from(values, Shape{n})), from);
+    for (DType to : types) {
+      if (dtype_size(from) != 8 && dtype_size(to) != 8) continue;  // vulkan_test has those
+      const std::string what = std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to));
+      const std::vector<double> want = cast(cast(src, to), DType::f64).to_vector<double>();
+      const std::vector<double> got =
+          cast(on_cpu(cast(on_vk(src), to)), DType::f64).to_vector<double>();
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])))
+            << what << ": " << values[i] << " gave " << got[i] << ", the Cpu " << want[i];
+        if (got[i] == 0 && want[i] == 0) {
+          EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what;
+        }
+      }
+    }
+  }
+  expect_no_validation_errors();
+}
+
+// sum, prod, mean, amax, amin, all and any over dims of every dtype, in the Cpu's result dtypes.
+TEST(VulkanKernels, ReductionsOfEveryDtypeMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor base = mul(signed_input(Shape{4, 300}, 41), 5.0);
+  for (DType dt : {DType::f32, DType::i32, DType::u8, DType::i8, DType::boolean, DType::f16,
+                   DType::bf16, DType::i64, DType::f64}) {
+    const std::string name(dtype_name(dt));
+    const DynTensor x = cast(dt == DType::u8 ? abs(base) : base, dt);
+    const DynTensor xt = transpose(x, 0, 1);  // strided
+    const DynTensor xv = on_vk(xt);
+    const double tol = dt == DType::f16 || dt == DType::bf16 ? 1.0 : 1e-3;
+    expect_near_cpu(sum(xv, {0}), sum(xt, {0}), tol, name + " sum");
+    expect_near_cpu(sum(xv, {}), sum(xt, {}), tol * 10, name + " sum of all");
+    expect_near_cpu(amax(xv, {0}), amax(xt, {0}), 0.0, name + " amax");
+    expect_near_cpu(amin(xv, {1}), amin(xt, {1}), 0.0, name + " amin");
+    EXPECT_EQ(on_cpu(all(xv, {0})).to_vector<bool>(), all(xt, {0}).to_vector<bool>()) << name;
+    EXPECT_EQ(on_cpu(any(xv, {1})).to_vector<bool>(), any(xt, {1}).to_vector<bool>()) << name;
+    const DynTensor small = narrow(xt, 0, 0, 3);  // products that stay in range
+    if (dt != DType::boolean) {
+      expect_near_cpu(prod(on_vk(small), {0}), prod(small, {0}), is_floating(dt) ? 1e-2 : 0.0,
+                      name + " prod");
+    }
+    if (is_floating(dt)) expect_near_cpu(mean(xv, {0}), mean(xt, {0}), tol, name + " mean");
+  }
+  expect_no_validation_errors();
+}
+
+}  // namespace
+}  // namespace ember
