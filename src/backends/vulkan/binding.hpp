@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "context.hpp"
 #include "ember/core/error.hpp"
@@ -80,10 +81,68 @@ inline void check_indexable(const RawTensor& t, const char* op) {
               " elements exceed the 2^31 the Vulkan kernels index");
 }
 
+// A dtype's code in the shaders that take several (convert.comp, elements.glsl): float32 0,
+// int32 1, uint8 2, int8 3, Bool 4, float16 5, bfloat16 6, int64 7, float64 8.
+inline int convert_code(DType t) {
+  switch (t) {
+    case DType::f32:
+      return 0;
+    case DType::i32:
+      return 1;
+    case DType::u8:
+      return 2;
+    case DType::i8:
+      return 3;
+    case DType::boolean:
+      return 4;
+    case DType::f16:
+      return 5;
+    case DType::bf16:
+      return 6;
+    case DType::i64:
+      return 7;
+    case DType::f64:
+      return 8;
+    default:
+      return -1;
+  }
+}
+
 // A 64-bit dtype's kernels are the WIDE shader variants, which need shaderInt64 and shaderFloat64.
 inline void check_wide(const DeviceContext& c, const char* op, DType dtype) {
   EMBER_CHECK(c.wide(), "[", op, "] no kernel for ", dtype, " on ", c.properties().deviceName,
               ": it lacks shaderInt64 or shaderFloat64");
+}
+
+// Views of tensors of one shape with the same elements in the same order in as few dims as
+// possible: size-1 dims dropped, and neighbouring dims merged where every operand steps through
+// them as through one. A rank-7 `repeat` fits the shaders' 6 dims this way, and fewer dims are
+// less index arithmetic per element.
+inline void collapse_dims(std::initializer_list<RawTensor*> ts) {
+  const Shape shape = (*ts.begin())->shape;
+  Shape merged;
+  std::vector<Strides> strides(ts.size());
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape[d] == 1) continue;
+    bool joins = merged.rank() > 0;
+    size_t k = 0;
+    for (RawTensor* t : ts) {
+      joins = joins && strides[k++][merged.rank() - 1] == t->strides[d] * shape[d];
+    }
+    k = 0;
+    if (joins) {
+      merged[merged.rank() - 1] *= shape[d];
+      for (RawTensor* t : ts) strides[k++][merged.rank() - 1] = t->strides[d];
+    } else {
+      merged.push_back(shape[d]);
+      for (RawTensor* t : ts) strides[k++].push_back(t->strides[d]);
+    }
+  }
+  size_t k = 0;
+  for (RawTensor* t : ts) {
+    t->shape = merged;
+    t->strides = strides[k++];
+  }
 }
 
 // The checks of a kernel that reads x (strided) and writes out (contiguous).

@@ -1,5 +1,5 @@
-// The Vulkan backend's indexing along a dim (OpFamily::Gather, IndexSelect, Scatter) on 4- and
-// 8-byte elements: index.comp, which gathers for all three (scatter too, per output element),
+// The Vulkan backend's indexing along a dim (OpFamily::Gather, IndexSelect, Scatter) on every
+// dtype: index.comp, which gathers for all three (scatter too, per output element),
 // so results do not depend on scheduling and bad indices (a failed queued range check) are
 // skipped rather than followed.
 #include <algorithm>
@@ -28,25 +28,29 @@ bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
 void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, const RawTensor& out,
                     const char* op) {
   const size_t size = dtype_size(out.dtype);
-  if ((size != 4 && size != 8) || a.dtype != out.dtype) backend().no_kernel(op, out.dtype);
+  const int type = convert_code(out.dtype);
+  if (type < 0 || a.dtype != out.dtype) backend().no_kernel(op, out.dtype);
   EMBER_CHECK(index.dtype == DType::i64, "[", op, "] takes int64 indices, got ", index.dtype);
   EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
   for (const RawTensor* t : {&a, &index, &out}) check_indexable(*t, op);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  if (size == 8) check_wide(c, op, out.dtype);
-  const Bound ba = bind(c, a), bi = bind(c, index), bo = bind(c, out);
+  // 4- and 8-byte elements move as words; smaller ones go through the ANY variant.
+  const bool any = size < 4;
+  if (size != 4) check_wide(c, op, out.dtype);
+  const Bound ba = bind_bytes(c, a), bi = bind(c, index), bo = bind_bytes(c, out);
   q.count = static_cast<uint32_t>(out.numel());
   q.rank = static_cast<uint32_t>(out.rank());
-  q.mode |= is_int(out.dtype) ? 256u : 0u;
+  q.mode |= (is_int(out.dtype) ? 256u : 0u) | static_cast<uint32_t>(type) << 16;
   q.a_base = ba.base;
   q.i_word = bi.base * 2;
   q.o_base = bo.base;
   put_shape(out.shape, q.shape);
   put_strides(a, q.a_stride);
   const Binding bs[] = {ba.binding, bi.binding, bo.binding};
-  c.dispatch(size == 8 ? c.pipeline("index64", shaders::index64, 3, sizeof q)
-                       : c.pipeline("index32", shaders::index32, 3, sizeof q),
+  c.dispatch(any         ? c.pipeline("index_any", shaders::index_any, 3, sizeof q)
+             : size == 8 ? c.pipeline("index64", shaders::index64, 3, sizeof q)
+                         : c.pipeline("index32", shaders::index32, 3, sizeof q),
              bs, &q, sizeof q, groups_for(out.numel()));
 }
 
@@ -78,10 +82,6 @@ void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                             const RawTensor& index, const RawTensor& src) {
   const char* op = scatter_name(reduce);
   if (dst.numel() == 0 || index.numel() == 0) return;
-  if (reduce != ScatterReduce::None && !is_int(dst.dtype) && dst.dtype != DType::f32 &&
-      dst.dtype != DType::f64) {
-    no_kernel(op, dst.dtype);
-  }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 2 + static_cast<uint32_t>(reduce);

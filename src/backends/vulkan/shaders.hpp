@@ -18,15 +18,18 @@
 #include "shaders/fill.spv.h"
 #include "shaders/index32.spv.h"
 #include "shaders/index64.spv.h"
+#include "shaders/index_any.spv.h"
 #include "shaders/matmul_f32.spv.h"
 #include "shaders/pool_f32.spv.h"
 #include "shaders/range.spv.h"
 #include "shaders/reduce.spv.h"
 #include "shaders/reduce_f32.spv.h"
 #include "shaders/scan_f32.spv.h"
+#include "shaders/unary_any.spv.h"
 #include "shaders/unary_f32.spv.h"
 #include "shaders/where32.spv.h"
 #include "shaders/where64.spv.h"
+#include "shaders/where_any.spv.h"
 
 namespace ember::vulkan::shaders {
 
@@ -43,14 +46,17 @@ inline constexpr std::span<const uint32_t> copy64{copy64_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
+inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
 inline constexpr std::span<const uint32_t> range{range_spv};
 inline constexpr std::span<const uint32_t> reduce{reduce_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
+inline constexpr std::span<const uint32_t> unary_any{unary_any_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 inline constexpr std::span<const uint32_t> where32{where32_spv};
 inline constexpr std::span<const uint32_t> where64{where64_spv};
+inline constexpr std::span<const uint32_t> where_any{where_any_spv};
 
 }  // namespace ember::vulkan::shaders

@@ -5,6 +5,8 @@
 #include "vulkan_backend.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -83,8 +85,9 @@ int compare_code(BinaryOp op) {
   }
 }
 
-// The UnaryOps unary_f32.comp has, in its numbering (the index here); the others (erfinv,
-// lgamma, digamma, polygamma, and the ops with Bool or integer results) are not there yet.
+// The float UnaryOps unary.comp has (its float32 variant, and its ANY one on float16 and
+// bfloat16), in its numbering (the index here); erfinv, lgamma, digamma and polygamma are not
+// there yet, and the integer and Bool-valued ops take codes 36 to 39 (unary_any_code).
 constexpr UnaryOp kUnaryOps[] = {
     UnaryOp::Neg,      UnaryOp::Abs,   UnaryOp::Sign,     UnaryOp::Square, UnaryOp::Relu,
     UnaryOp::Exp,      UnaryOp::Exp2,  UnaryOp::Log,      UnaryOp::Log2,   UnaryOp::Log10,
@@ -112,45 +115,32 @@ uint64_t fill_bits(const Scalar& value) {
   return bits;
 }
 
-// convert.comp's type codes (int64 and float64: its WIDE variant's); -1: one it does not convert.
-int convert_code(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 0;
-    case DType::i32:
-      return 1;
-    case DType::u8:
-      return 2;
-    case DType::i8:
-      return 3;
-    case DType::boolean:
-      return 4;
-    case DType::f16:
-      return 5;
-    case DType::bf16:
-      return 6;
-    case DType::i64:  // the WIDE variant's
-      return 7;
-    case DType::f64:
-      return 8;
-    default:
-      return -1;
-  }
-}
-
-// dst (contiguous) = src (strided) converted (convert.comp): an invocation writes whole words,
-// so sub-word outputs are packed, never shared; a view's edge words keep their other bytes.
-void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
-             const char* op) {
-  EMBER_CHECK(dst.is_contiguous(), "[", op, "] the Vulkan backend writes ", dst.dtype,
-              " into contiguous tensors only");
+// dst = src (strided) converted (convert.comp): into a contiguous dst an invocation writes whole
+// words, so sub-word outputs are packed, never shared, and a view's edge words keep their other
+// bytes; into a strided one an invocation writes an element.
+// With `iota` (start, step), src is dst itself, unread: element i gets start + i * step.
+void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in, int from, int to,
+             const char* op, const double* iota = nullptr) {
+  RawTensor src = src_in;
+  RawTensor dst = dst_in;
+  collapse_dims({&src, &dst});
   check_indexable(src, op);
+  check_indexable(dst, op);
   struct {
     uint32_t count, rank, src_base, dst_byte;
-    uint32_t src_type, dst_type, pad0, pad1;
+    uint32_t src_type, dst_type, strided, iota;
     uint32_t shape[kMaxRank];
     int32_t stride[kMaxRank];
+    int32_t dst_stride[kMaxRank];
+    uint32_t pad0, pad1;
+    double start, step;
   } p{};
+  static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
+  if (iota != nullptr) {
+    p.iota = 1;
+    p.start = iota[0];
+    p.step = iota[1];
+  }
   const Bound s = bind_bytes(c, src), d = bind_bytes(c, dst);
   const uint32_t size = static_cast<uint32_t>(dtype_size(dst.dtype));
   p.count = static_cast<uint32_t>(dst.numel());
@@ -159,11 +149,15 @@ void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int f
   p.dst_byte = d.base * size;
   p.src_type = static_cast<uint32_t>(from);
   p.dst_type = static_cast<uint32_t>(to);
+  p.strided = dst.is_contiguous() ? 0u : 1u;
   put_shape(src.shape, p.shape);
   put_strides(src, p.stride);
+  put_strides(dst, p.dst_stride);
   const Binding b[] = {s.binding, d.binding};
-  const int64_t words = (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
-  const bool wide = dtype_size(src.dtype) == 8 || size == 8;
+  const int64_t words = p.strided != 0u
+                            ? dst.numel()  // an element an invocation
+                            : (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
+  const bool wide = dtype_size(src.dtype) == 8 || size == 8 || iota != nullptr;
   if (wide) check_wide(c, op, size == 8 ? dst.dtype : src.dtype);
   c.dispatch(wide ? c.pipeline("convert64", shaders::convert64, 2, sizeof p)
                   : c.pipeline("convert", shaders::convert, 2, sizeof p),
@@ -174,20 +168,24 @@ void convert(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int f
 
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
-    case OpFamily::Copy:  // casts between the dtypes up to 32 bits (convert.comp)
+    case OpFamily::Copy:  // casts between all nine dtypes (convert.comp)
     case OpFamily::Fill:
       return true;
+    case OpFamily::Iota:  // in double (convert.comp's WIDE variant)
+      return convert_code(dtype) >= 0;
     case OpFamily::Binary:  // float and int, 32 and 64 bits; comparisons write Bool (compare.comp)
       return dtype == DType::f32 || dtype == DType::i32 || dtype == DType::f64 ||
              dtype == DType::i64;
-    case OpFamily::Gather:  // bits of 4- and 8-byte dtypes (index.comp)
+    case OpFamily::Gather:  // every dtype (index.comp)
     case OpFamily::IndexSelect:
     case OpFamily::Scatter:
-    case OpFamily::Where:  // bits of any 4- or 8-byte dtype (where.comp)
-      return dtype_size(dtype) == 4 || dtype_size(dtype) == 8;
+      return convert_code(dtype) >= 0;
+    case OpFamily::Where:  // every dtype (where.comp)
+      return convert_code(dtype) >= 0;
     case OpFamily::Reduce:  // float32 (reduce_f32.comp), the others in double or int64
       return convert_code(dtype) >= 0;
-    case OpFamily::Unary:
+    case OpFamily::Unary:  // float32; some ops of the others (unary_any_code)
+      return convert_code(dtype) >= 0;
     case OpFamily::Scan:
     case OpFamily::Matmul:
     case OpFamily::ArgReduce:
@@ -272,36 +270,55 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
     c.copy_buffer(sb->buffer, sat, db->buffer, dat, dst.nbytes());
     return;
   }
-  if (src.dtype != dst.dtype || dtype_size(dst.dtype) < 4) {
+  // Casts, 1- and 2-byte elements and strided destinations: convert.comp.
+  if (src.dtype != dst.dtype || dtype_size(dst.dtype) < 4 || !dst.is_contiguous()) {
     return convert(c, src, dst, from, to, src.dtype == dst.dtype ? op : "cast");
   }
   const size_t size = dtype_size(dst.dtype);
-  EMBER_CHECK(dst.is_contiguous(), "[", op, "] the Vulkan backend copies strided ", dst.dtype,
-              " tensors into contiguous ones only");
-  check_indexable(src, op);
+  RawTensor from_view = src, to_view = dst;
+  collapse_dims({&from_view, &to_view});
+  check_indexable(from_view, op);
   if (size == 8) check_wide(c, op, dst.dtype);
   struct {
     uint32_t count, rank, src_base, dst_base;
     uint32_t shape[kMaxRank];
     int32_t stride[kMaxRank];
   } p{};
-  const Bound s = bind(c, src), d = bind(c, dst);
+  const Bound s = bind(c, from_view), d = bind(c, to_view);
   p.count = static_cast<uint32_t>(dst.numel());
-  p.rank = static_cast<uint32_t>(src.rank());
+  p.rank = static_cast<uint32_t>(from_view.rank());
   p.src_base = s.base;
   p.dst_base = d.base;
-  put_shape(src.shape, p.shape);
-  put_strides(src, p.stride);
+  put_shape(from_view.shape, p.shape);
+  put_strides(from_view, p.stride);
   const Binding b[] = {s.binding, d.binding};
   c.dispatch(size == 8 ? c.pipeline("copy64", shaders::copy64, 2, sizeof p)
                        : c.pipeline("copy32", shaders::copy32, 2, sizeof p),
              b, &p, sizeof p, groups_for(dst.numel()));
 }
 
+void VulkanBackend::iota(const RawTensor& dst, double start, double step) {
+  const int to = convert_code(dst.dtype);
+  if (to < 0) no_kernel("arange", dst.dtype);
+  if (dst.numel() == 0) return;
+  DeviceContext& c = ctx_of(dst);
+  std::lock_guard lock(c.mu);
+  const double iota[] = {start, step};  // in double, converted as the Cpu's convert()
+  convert(c, dst, dst, to, to, "arange", iota);
+}
+
 void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
   if (!supports(OpFamily::Fill, dst.dtype)) no_kernel("fill", dst.dtype);
   if (dst.numel() == 0) return;
-  EMBER_CHECK(dst.is_contiguous(), "[fill] the Vulkan backend fills contiguous tensors");
+  if (!dst.is_contiguous()) {
+    // A strided view (a slice being assigned): the value in one element, copied with stride 0.
+    RawTensor one{allocate(dtype_size(dst.dtype), dst.device()), Shape{}, Strides{}, 0, dst.dtype};
+    fill(one, value);
+    RawTensor broadcast = one;
+    broadcast.shape = dst.shape;
+    broadcast.strides = Shape::filled(dst.rank(), 0);
+    return copy(broadcast, dst);
+  }
   check_indexable(dst, "fill");
   // The value's bits in dst's dtype, converted as the Cpu converts it.
   const uint64_t bits =
@@ -329,8 +346,12 @@ namespace {
 
 // binary.comp, or compare.comp (to_bool) for the comparisons and the Bool-valued unary
 // ops (b = a), whose results are packed four a word: one push-constant layout for both.
-void dispatch_binary(bool to_bool, int code, const RawTensor& a, const RawTensor& b,
-                     const RawTensor& out, const char* name) {
+void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTensor& b_in,
+                     const RawTensor& out_in, const char* name) {
+  RawTensor a = a_in;
+  RawTensor b = b_in;
+  RawTensor out = out_in;
+  collapse_dims({&a, &b, &out});
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
   const bool wide = dtype_size(a.dtype) == 8;
   if (out.numel() == 0) return;
@@ -385,10 +406,12 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   dispatch_binary(to_bool, code, a, b, out, name);
 }
 
-void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTensor& b,
-                          const RawTensor& out) {
+void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const RawTensor& b_in,
+                          const RawTensor& out_in) {
+  RawTensor cond = cond_in, a = a_in, b = b_in, out = out_in;
+  collapse_dims({&cond, &a, &b, &out});
   const size_t size = dtype_size(out.dtype);
-  if ((size != 4 && size != 8) || a.dtype != out.dtype || b.dtype != out.dtype ||
+  if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype ||
       cond.dtype != DType::boolean) {
     no_kernel("where", a.dtype);
   }
@@ -396,17 +419,19 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   check_operands("where", cond, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  if (size == 8) check_wide(c, "where", out.dtype);
+  if (size != 4) check_wide(c, "where", out.dtype);  // 8 bytes: WIDE, 1 and 2: ANY
   struct {
     uint32_t count, rank, out_base, c_base;
-    uint32_t a_base, b_base, pad0, pad1;
+    uint32_t a_base, b_base, type, pad1;
     uint32_t shape[kMaxRank];
     int32_t c_stride[kMaxRank];
     int32_t a_stride[kMaxRank];
     int32_t b_stride[kMaxRank];
   } p{};
   static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
-  const Bound bc = bind_bytes(c, cond), ba = bind(c, a), bb = bind(c, b), bo = bind(c, out);
+  const Bound bc = bind_bytes(c, cond), ba = bind_bytes(c, a), bb = bind_bytes(c, b),
+              bo = bind_bytes(c, out);
+  p.type = static_cast<uint32_t>(convert_code(out.dtype));
   p.count = static_cast<uint32_t>(out.numel());
   p.rank = static_cast<uint32_t>(out.rank());
   p.out_base = bo.base;
@@ -418,8 +443,9 @@ void VulkanBackend::where(const RawTensor& cond, const RawTensor& a, const RawTe
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
-  c.dispatch(size == 8 ? c.pipeline("where64", shaders::where64, 4, sizeof p)
-                       : c.pipeline("where32", shaders::where32, 4, sizeof p),
+  c.dispatch(size == 8   ? c.pipeline("where64", shaders::where64, 4, sizeof p)
+             : size == 4 ? c.pipeline("where32", shaders::where32, 4, sizeof p)
+                         : c.pipeline("where_any", shaders::where_any, 4, sizeof p),
              bs, &p, sizeof p, groups_for(out.numel()));
 }
 
@@ -538,6 +564,75 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
              static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 
+namespace {
+
+// unary.comp's code of `op` on x's dtype in its ANY variant (-1: none there): the float ops for
+// float16 and bfloat16, those GLSL has in double for float64, the integer ones, and the
+// Bool-valued tests of every dtype.
+int unary_any_code(UnaryOp op, const UnaryParams& params, DType x) {
+  if (op == UnaryOp::IsNan) return 37;
+  if (op == UnaryOp::IsInf) return 38;
+  if (op == UnaryOp::LogicalNot) return 39;
+  if (x == DType::boolean) return op == UnaryOp::BitwiseNot ? 36 : -1;
+  if (!is_floating(x)) {
+    switch (op) {
+      case UnaryOp::Neg:
+      case UnaryOp::Abs:
+      case UnaryOp::Sign:
+      case UnaryOp::Square:
+      case UnaryOp::Relu:
+      case UnaryOp::Floor:
+      case UnaryOp::Ceil:
+      case UnaryOp::Round:
+      case UnaryOp::Trunc:
+      case UnaryOp::Clamp:
+        return unary_code(op);
+      case UnaryOp::BitwiseNot:
+        return 36;
+      default:
+        return -1;
+    }
+  }
+  const int code = unary_code(op);
+  if (x != DType::f64 || code < 0) return code;
+  switch (op) {  // float64: what needs no exp, log or trigonometry
+    case UnaryOp::Neg:
+    case UnaryOp::Abs:
+    case UnaryOp::Sign:
+    case UnaryOp::Square:
+    case UnaryOp::Relu:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Reciprocal:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc:
+    case UnaryOp::Clamp:
+      return code;
+    case UnaryOp::PowScalar:  // integer exponents by squaring, and the square root
+      return params.a == 0.5 || (params.a == std::trunc(params.a) && std::abs(params.a) <= 64)
+                 ? code
+                 : -1;
+    default:
+      return -1;
+  }
+}
+
+// A clamp bound converted to an integer dtype as the Cpu converts it (saturating).
+int64_t int_bound(DType t, double v) {
+  return visit_dtype(t, [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(ember::convert<T>(v));
+    } else {
+      return 0;
+    }
+  });
+}
+
+}  // namespace
+
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                           const RawTensor& out) {
   if (returns_bool(op) && (x.dtype == DType::f32 || x.dtype == DType::f64) &&
@@ -546,33 +641,53 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
     const int code = op == UnaryOp::IsNan ? 6 : (op == UnaryOp::IsInf ? 7 : 8);
     return dispatch_binary(true, code, x, x, out, op_name(op).data());
   }
-  const int code = unary_code(op);
-  if (code < 0 || out.dtype != DType::f32 || x.dtype != DType::f32) no_kernel(op_name(op), x.dtype);
+  // float32 through unary.comp's float32 variant, every other dtype through its ANY one.
+  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 && unary_code(op) >= 0;
+  const int code = f32 ? unary_code(op) : unary_any_code(op, params, x.dtype);
+  const DType out_dtype = returns_bool(op) ? DType::boolean : x.dtype;
+  if (code < 0 || out.dtype != out_dtype || convert_code(x.dtype) < 0) {
+    no_kernel(op_name(op), x.dtype);
+  }
   if (out.numel() == 0) return;
-  check_operands(op_name(op), x, out);
+  RawTensor xs = x, os = out;
+  collapse_dims({&xs, &os});
+  check_operands(op_name(op), xs, os);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  if (!f32) check_wide(c, op_name(op).data(), x.dtype);
   struct {
     uint32_t count, rank, op, out_base;
-    uint32_t x_base, flags, pad0, pad1;
+    uint32_t x_base, flags, types, pad1;
     float a, b, pad2, pad3;
     uint32_t shape[kMaxRank];
     int32_t x_stride[kMaxRank];
+    double da, db;     // ANY only
+    int64_t ilo, ihi;  // ANY only
   } p{};
-  const Bound bx = bind(c, x), bo = bind(c, out);
+  static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
+  const Bound bx = bind_bytes(c, xs), bo = bind_bytes(c, os);
   p.count = static_cast<uint32_t>(out.numel());
-  p.rank = static_cast<uint32_t>(x.rank());
+  p.rank = static_cast<uint32_t>(xs.rank());
   p.op = static_cast<uint32_t>(code);
   p.out_base = bo.base;
   p.x_base = bx.base;
   p.flags = (params.has_a ? 1u : 0u) | (params.has_b ? 2u : 0u);
+  p.types = static_cast<uint32_t>(convert_code(x.dtype)) |
+            static_cast<uint32_t>(convert_code(out.dtype)) << 8;
   p.a = static_cast<float>(params.a);
   p.b = static_cast<float>(params.b);
-  put_shape(x.shape, p.shape);
-  put_strides(x, p.x_stride);
+  p.da = params.a;
+  p.db = params.b;
+  p.ilo = int_bound(x.dtype, params.a);
+  p.ihi = int_bound(x.dtype, params.b);
+  put_shape(xs.shape, p.shape);
+  put_strides(xs, p.x_stride);
   const Binding bs[] = {bx.binding, bo.binding};
-  c.dispatch(c.pipeline("unary_f32", shaders::unary_f32, 2, sizeof p), bs, &p, sizeof p,
-             groups_for(out.numel()));
+  // The float32 variant's push constants end before da.
+  const uint32_t size = f32 ? offsetof(decltype(p), da) : sizeof p;
+  c.dispatch(f32 ? c.pipeline("unary_f32", shaders::unary_f32, 2, size)
+                 : c.pipeline("unary_any", shaders::unary_any, 2, size),
+             bs, &p, size, groups_for(out.numel()));
 }
 
 void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,

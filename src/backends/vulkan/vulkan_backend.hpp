@@ -21,6 +21,7 @@ class VulkanBackend final : public Backend {
   void write_from_host(const void* host, const RawTensor& dst) override;
   void read_to_host(const RawTensor& src, void* host) override;
   void fill(const RawTensor& dst, const Scalar& value) override;
+  void iota(const RawTensor& dst, double start, double step) override;
   void unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
              const RawTensor& out) override;
   void binary(BinaryOp op, const RawTensor& a, const RawTensor& b, const RawTensor& out) override;

@@ -3,10 +3,11 @@
 // in double and int64 there, as the Cpu converts (core/convert.hpp): floats to integers truncate toward
 // zero and saturate (NaN gives 0), integers to narrower ones wrap, anything to bool is "not zero"
 // (NaN included), float32 to float16 and bfloat16 round to nearest even. The
-// source is strided (rank up to 6); the destination is contiguous, and an invocation writes
-// whole 32-bit words of it (four bytes or two halves packed), so no two invocations share a
-// word; a word the destination shares with other bytes (a view's ends) keeps them. The bound
-// range is padded to whole words.
+// source is strided (rank up to 6). A contiguous destination is written a whole 32-bit word per
+// invocation (four bytes or two halves packed), so no two invocations share a word, and a word
+// it shares with other bytes (a view's ends) keeps them; a strided one (`strided`) an element per
+// invocation, those under 4 bytes with atomics on their word. The bound range is padded to whole
+// words.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "word.glsl"
@@ -16,9 +17,12 @@ layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
 layout(std430, set = 0, binding = 1) buffer Dst { uint dst[]; };
 layout(push_constant) uniform Params {
   uint count, rank, src_base, dst_byte;  // src_base in source elements, dst_byte in bytes
-  uint src_type, dst_type, pad0, pad1;
+  uint src_type, dst_type, strided, iota;  // strided: write through dst_stride
   uint shape[6];
   int stride[6];
+  int dst_stride[6];
+  uint pad0, pad1;
+  double start, step;  // iota (WIDE only): element i is start + i * step, as a double source
 } p;
 
 // Type codes (vulkan_backend.cpp's convert_code).
@@ -98,8 +102,15 @@ WORD store_bits(uint t, bool f_in, FLOAT f, INT i) {
   return WORD(uint(v) & 0xffu);  // U8, I8: the low byte (two's complement)
 }
 
-// Element i of the destination, converted from its source element.
+// Element i of the destination, converted from its source element (or from iota's value).
 WORD converted(uint i, uint ssize, bool f_in, bool same) {
+#ifdef WIDE
+  if (p.iota != 0u) {
+    const double v = p.start + double(i) * p.step;
+    if (p.dst_type == BOOL) return nonzero_bits(F64, FLOAT_BITS(v)) ? WORD(1) : WORD(0);
+    return store_bits(p.dst_type, true, v, INT(0));
+  }
+#endif
   uint rest = i;
   int at = int(p.src_base);
   for (int d = int(p.rank) - 1; d >= 0; --d) {
@@ -114,12 +125,40 @@ WORD converted(uint i, uint ssize, bool f_in, bool same) {
                     f_in ? INT(0) : as_int(p.src_type, bits));
 }
 
+// Writes element i of a strided destination (dst_stride): an element of 4 or 8 bytes as whole
+// words, a smaller one with atomics on its word, whose other bytes other invocations may write.
+void store_strided(uint i, uint dsize, WORD v) {
+  uint rest = i;
+  uint at = p.dst_byte / dsize;
+  for (int d = int(p.rank) - 1; d >= 0; --d) {
+    at += uint(int(rest % p.shape[d]) * p.dst_stride[d]);
+    rest /= p.shape[d];
+  }
+  if (dsize >= 4u) {
+    const uint w = at * (dsize / 4u);
+    dst[w] = uint(v);
+#ifdef WIDE
+    if (dsize == 8u) dst[w + 1u] = uint(v >> 32);
+#endif
+    return;
+  }
+  const uint shift = 8u * ((at * dsize) & 3u), mask = ((1u << (8u * dsize)) - 1u) << shift;
+  atomicAnd(dst[(at * dsize) >> 2u], ~mask);
+  atomicOr(dst[(at * dsize) >> 2u], (uint(v) << shift) & mask);
+}
+
 void main() {
   const uint ssize = size_of(p.src_type), dsize = size_of(p.dst_type);
   const uint first = p.dst_byte / 4u, last = (p.dst_byte + p.count * dsize - 1u) / 4u;
   const bool f_in = is_float(p.src_type);
   const bool same = p.src_type == p.dst_type;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  if (p.strided != 0u) {
+    for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {
+      store_strided(i, dsize, converted(i, ssize, f_in, same));
+    }
+    return;
+  }
 #ifdef WIDE
   if (dsize == 8u) {  // an element a pair of words (the destination starts on a whole word)
     for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {

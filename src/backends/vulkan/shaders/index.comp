@@ -1,5 +1,6 @@
 // Indexing along one dim with int64 indices, over elements of 32 bits (or 64 in the WIDE variant,
-// word.glsl), all operands strided up to rank 6 but the contiguous output:
+// word.glsl, or any dtype in the ANY variant: those of 1 and 2 bytes, written with atomics on
+// their word), all operands strided up to rank 6 but the contiguous output:
 //   mode 0, gather:       out[c] = a[c with c[dim] = idx[c]]             (shape: out's = idx's)
 //   mode 1, index_select: out[c] = a[c with c[dim] = idx[c[dim]]]        (shape: out's)
 //   mode 2 + r, scatter:  out[c] (= | += | *= | max= | min=, r = 0..4) a[c'] for every c' of
@@ -9,13 +10,30 @@
 // An index outside [0, bound) (a queued range check failed) is skipped: gather writes 0.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef ANY  // elements of any dtype (elements.glsl), held in 64 bits
+#define WIDE
+#include "elements.glsl"
+#endif
 #include "word.glsl"
 layout(local_size_x = 256) in;
+#ifdef ANY
+layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(std430, set = 0, binding = 2) buffer Out { uint o[]; };
+#define ELEMENT_TYPE ((p.mode >> 16) & 255u)
+#define LOAD_A(at) LOAD_BITS(a, ELEMENT_TYPE, at)
+#define LOAD_O(at) LOAD_BITS(o, ELEMENT_TYPE, at)
+#define STORE_O(at, v) STORE_BITS(o, ELEMENT_TYPE, at, v)
+#else
 layout(std430, set = 0, binding = 0) readonly buffer A { WORD a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
 layout(std430, set = 0, binding = 2) buffer Out { WORD o[]; };
+#define LOAD_A(at) a[at]
+#define LOAD_O(at) o[at]
+#define STORE_O(at, v) o[at] = (v)
+#endif
+layout(std430, set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
 layout(push_constant) uniform Params {
-  uint count, rank, dim, mode;  // mode: low byte as above, bit 8: integer elements
+  uint count, rank, dim, mode;  // mode: low byte as above, bit 8: integer elements, bits 16-23:
+                                // the dtype (ANY: convert_code in vulkan_backend.cpp)
   uint a_base, i_word, o_base, bound;  // bound: the indexed dim's size
   uint shape[6];                       // out's
   int i_stride[6];                     // idx's (gather, index_select: dim only)
@@ -32,6 +50,21 @@ int index_at(int at) {
 
 WORD combine(uint r, WORD acc, WORD v) {
   if (r == 0u) return v;
+#ifdef ANY
+  // Floats in double, rounded to the dtype each step as the Cpu rounds its float compute type;
+  // integers in int64, wrapped to the dtype by the store; Bool as 0 and 1 (sum: or, prod: and).
+  const uint t = ELEMENT_TYPE;
+  if (!t_float(t)) {
+    const int64_t x = int_value(t, acc), y = int_value(t, v);
+    return int_bits(t, r == 1u ? x + y : r == 2u ? x * y : r == 3u ? max(x, y) : min(x, y));
+  }
+  const double x = float_value(t, acc), y = float_value(t, v);
+  const bool nan = isnan(x) || isnan(y);
+  return float_bits(t, r == 1u ? x + y
+                       : r == 2u ? x * y
+                       : r == 3u ? (nan ? x + y : max(x, y))
+                                 : (nan ? x + y : min(x, y)));
+#else
   if ((p.mode & 256u) != 0u) {
     const INT x = INT(acc), y = INT(v);
     switch (r) {
@@ -48,6 +81,7 @@ WORD combine(uint r, WORD acc, WORD v) {
     case 3u: return FLOAT_BITS(isnan(x) || isnan(y) ? x + y : max(x, y));  // NaN propagates
   }
   return FLOAT_BITS(isnan(x) || isnan(y) ? x + y : min(x, y));
+#endif
 }
 
 void main() {
@@ -67,7 +101,8 @@ void main() {
         if (mode == 0u || d == p.dim) ii += int(c[d]) * p.i_stride[d];
       }
       const int j = index_at(ii);
-      o[p.o_base + i] = j < 0 ? WORD(0) : a[ia + j * p.a_stride[p.dim]];
+      const WORD v = j < 0 ? WORD(0) : LOAD_A(uint(ia + j * p.a_stride[p.dim]));
+      STORE_O(p.o_base + i, v);
       continue;
     }
     // scatter: only where every other coordinate lies inside idx's shape
@@ -80,12 +115,12 @@ void main() {
       ii += int(c[d]) * p.i_stride[d];
     }
     if (!inside) continue;
-    WORD acc = o[p.o_base + i];
+    WORD acc = LOAD_O(p.o_base + i);
     for (uint k = 0u; k < p.i_shape[p.dim]; ++k) {
       if (index_at(ii + int(k) * p.i_stride[p.dim]) == int(c[p.dim])) {
-        acc = combine(mode - 2u, acc, a[ia + int(k) * p.a_stride[p.dim]]);
+        acc = combine(mode - 2u, acc, LOAD_A(uint(ia + int(k) * p.a_stride[p.dim])));
       }
     }
-    o[p.o_base + i] = acc;
+    STORE_O(p.o_base + i, acc);
   }
 }

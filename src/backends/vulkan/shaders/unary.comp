@@ -1,19 +1,33 @@
-// Unary float32 ops over a strided operand of rank up to 6, written to a contiguous output; the
-// op is a push constant (unary_code() in vulkan_backend.cpp), with clamp's bounds, softplus's
-// beta and threshold, and pow's exponent in `a` and `b`. Formulas follow the Cpu backend's; the
-// precision of exp, log and the trigonometric functions is the driver's (docs/VULKAN.md).
+// Unary ops over a strided operand of rank up to 6, written to a contiguous output; the op is a
+// push constant (unary_code() in vulkan_backend.cpp), with clamp's bounds, softplus's beta and
+// threshold, and pow's exponent in `a` and `b`. Formulas follow the Cpu backend's; the precision
+// of exp, log and the trigonometric functions is the driver's (docs/VULKAN.md).
+// The default variant is float32. The ANY variant (elements.glsl) takes every dtype: float16 and
+// bfloat16 computed in float32 as the Cpu computes them, float64 in double for the ops GLSL has
+// in double (arithmetic, sqrt, rounding, clamp, integer powers), integers and Bool in int64, and
+// the Bool-valued tests (isnan, isinf, logical_not) of any dtype.
 #version 450
+#extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
+#ifdef ANY
+#include "elements.glsl"
+layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
+layout(std430, set = 0, binding = 1) buffer Out { uint o[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Out { float o[]; };
+#endif
 layout(push_constant) uniform Params {
   uint count, rank, op, out_base;
-  uint x_base, flags, pad0, pad1;  // flags: 1 clamp has a min, 2 a max
+  uint x_base, flags, types, pad1;  // flags: 1 clamp has a min, 2 a max; types (ANY): x | out << 8
   float a, b, pad2, pad3;
   uint shape[6];
   int x_stride[6];
+#ifdef ANY
+  double da, db;         // a and b for float64
+  int64_t ilo, ihi;      // clamp's bounds converted to an integer dtype, as the Cpu converts them
+#endif
 } p;
-
 
 const float kInvSqrt2 = 0.70710678118654752;
 const float kSqrt2OverPi = 0.79788456080286536;
@@ -119,6 +133,68 @@ float apply(uint op, float v) {
   return nan_value();  // not reached: the host sends known codes
 }
 
+#ifdef ANY
+// The float64 ops GLSL has in double; the host sends no other.
+double apply_double(uint op, double v) {
+  const double nan = uint64BitsToDouble(0x7ff8000000000000UL);
+  const double inf = uint64BitsToDouble(0x7ff0000000000000UL);
+  switch (op) {
+    case 0u: return -v;
+    case 1u: return abs(v);
+    case 2u: return double(v > 0.0) - double(v < 0.0);
+    case 3u: return v * v;
+    case 4u: return isnan(v) ? v : max(v, 0.0);
+    case 12u: return v >= 0.0 ? sqrt(v) : nan;
+    case 13u: {
+      if (v == 0.0) return (doubleBitsToUint64(v) >> 63) != 0UL ? -inf : inf;
+      return v > 0.0 ? 1.0 / sqrt(v) : nan;
+    }
+    case 14u: return 1.0 / v;
+    case 30u: return floor(v);
+    case 31u: return ceil(v);
+    case 32u: return roundEven(v);
+    case 33u: return trunc(v);
+    case 34u: {
+      if (isnan(v)) return v;
+      double r = v;
+      if ((p.flags & 1u) != 0u) r = max(r, p.da);
+      if ((p.flags & 2u) != 0u) r = min(r, p.db);
+      return r;
+    }
+    case 35u: {  // an integer exponent (the host checks), by squaring; 0.5 is the square root
+      if (p.da == 0.5) return v >= 0.0 ? sqrt(v) : nan;
+      int64_t n = int64_t(abs(p.da));
+      double r = 1.0, base = v;
+      for (; n > 0L; n >>= 1) {
+        if ((n & 1L) != 0L) r *= base;
+        base *= base;
+      }
+      return p.da < 0.0 ? 1.0 / r : r;
+    }
+  }
+  return nan;
+}
+
+// The integer ops, in int64 (the store keeps the dtype's low bytes: wrapping as the Cpu's).
+int64_t apply_int(uint op, int64_t v) {
+  switch (op) {
+    case 0u: return -v;
+    case 1u: return abs(v);
+    case 2u: return int64_t(v > 0L) - int64_t(v < 0L);
+    case 3u: return v * v;
+    case 4u: return max(v, 0L);
+    case 34u: {
+      int64_t r = v;
+      if ((p.flags & 1u) != 0u && r < p.ilo) r = p.ilo;
+      if ((p.flags & 2u) != 0u && r > p.ihi) r = p.ihi;
+      return r;
+    }
+    case 36u: return ~v;  // bitwise_not
+  }
+  return v;  // floor, ceil, round, trunc
+}
+#endif
+
 void main() {
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {
@@ -129,6 +205,28 @@ void main() {
       rest /= p.shape[d];
       ix += c * p.x_stride[d];
     }
+#ifdef ANY
+    const uint xt = p.types & 255u, ot = p.types >> 8;
+    const uint64_t bits = LOAD_BITS(x, xt, uint(ix));
+    uint64_t r;
+    if (p.op >= 37u) {  // the Bool-valued tests: isnan, isinf, logical_not
+      const bool f = t_float(xt);
+      const double v = f ? float_value(xt, bits) : 0.0;
+      r = p.op == 37u ? uint64_t(f && isnan(v))
+          : p.op == 38u ? uint64_t(f && isinf(v))
+                        : uint64_t(!truthy(xt, bits));
+    } else if (xt == T_F64) {
+      r = float_bits(ot, apply_double(p.op, float_value(xt, bits)));
+    } else if (t_float(xt)) {
+      r = float_bits(ot, double(apply(p.op, float(float_value(xt, bits)))));
+    } else if (xt == T_BOOL) {
+      r = uint64_t(!truthy(xt, bits));  // bitwise_not of Bool is logical not
+    } else {
+      r = int_bits(ot, apply_int(p.op, int_value(xt, bits)));
+    }
+    STORE_BITS(o, ot, p.out_base + i, r);
+#else
     o[p.out_base + i] = apply(p.op, x[ix]);
+#endif
   }
 }
