@@ -280,9 +280,10 @@ Block& DeviceContext::new_block(size_t size, bool staging) {
 // reused only once the work recorded before its release has completed.
 uintptr_t DeviceContext::allocate(size_t nbytes, bool staging) {
   const size_t want = round_up(std::max<size_t>(nbytes, 1), kAlign);
-  EMBER_CHECK(want <= max_binding(), "[allocate] vulkan:", index_, " binds at most ", max_binding(),
-              " bytes to a shader (maxStorageBufferRange); a tensor of ", nbytes,
-              " bytes is not supported yet");
+  EMBER_CHECK(want <= max_binding(), "[vulkan:", index_, " allocator] cannot allocate ", nbytes,
+              " bytes (more than the ", max_binding(),
+              " a shader binds on this device, its maxStorageBufferRange; tensors bound in "
+              "ranges are to come)");
   auto take = [&]() -> uintptr_t {
     for (auto& b : blocks_) {
       if (b->staging != staging) continue;

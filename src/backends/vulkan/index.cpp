@@ -62,7 +62,7 @@ void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 0;
-  q.bound = static_cast<uint32_t>(x.shape[dim]);
+  q.bound = x.rank() == 0 ? 1u : static_cast<uint32_t>(x.shape[dim]);  // a 0-d x: index 0 only
   put_strides(index, q.i_stride);
   dispatch_index(q, x, index, out, "gather");
 }
@@ -85,10 +85,68 @@ void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 2 + static_cast<uint32_t>(reduce);
-  q.bound = static_cast<uint32_t>(dst.shape[dim]);
+  q.bound = dst.rank() == 0 ? 1u : static_cast<uint32_t>(dst.shape[dim]);
   put_strides(index, q.i_stride);
   put_shape(index.shape, q.i_shape);
+  if (dst.rank() == 0) q.i_shape[0] = static_cast<uint32_t>(index.numel());  // 0-d: 0 or [k]
   dispatch_index(q, src, index, dst, op);
+}
+
+}  // namespace ember::vulkan
+
+namespace ember::vulkan {
+
+RawTensor VulkanBackend::nonzero(const RawTensor& x) {
+  const char* op = "nonzero";
+  const int type = convert_code(x.dtype);
+  if (type < 0) no_kernel(op, x.dtype);
+  check_indexable(x, op);
+  const int64_t numel = x.numel(), rank = x.rank();
+  const auto empty_result = [&](int64_t rows) {
+    const int64_t n = rows * rank;
+    return RawTensor{allocate(static_cast<size_t>(std::max<int64_t>(n, 1)) * 8, x.device()),
+                     Shape{rows, rank}, Strides{rank, 1}, 0, DType::i64};
+  };
+  if (numel == 0) return empty_result(0);
+  constexpr int64_t kBlock = 1024;  // nonzero.comp's: 256 invocations, 4 elements each
+  const int64_t blocks = (numel + kBlock - 1) / kBlock;
+  RawTensor counts{allocate(static_cast<size_t>(blocks + 1) * 4, x.device()), Shape{blocks + 1},
+                   Strides{1}, 0, DType::i32};
+  struct {
+    uint32_t count, rank, mode, type;
+    uint32_t x_base, blocks, out_word, pad0;
+    uint32_t shape[kMaxRank];
+    int32_t stride[kMaxRank];
+  } p{};
+  p.count = static_cast<uint32_t>(numel);
+  p.rank = static_cast<uint32_t>(rank);
+  p.type = static_cast<uint32_t>(type);
+  p.blocks = static_cast<uint32_t>(blocks);
+  put_shape(x.shape, p.shape);
+  put_strides(x, p.stride);
+  DeviceContext& c = ctx_of(x);
+  const uint32_t groups = static_cast<uint32_t>(std::min<int64_t>(blocks, 65535));
+  auto run = [&](uint32_t mode, const RawTensor& out, uint32_t workgroups) {
+    std::lock_guard lock(c.mu);
+    check_wide(c, op, x.dtype);  // elements.glsl
+    const Bound bx = bind_bytes(c, x), bc = bind(c, counts), bo = bind(c, out);
+    p.mode = mode;
+    p.x_base = bx.base;
+    p.out_word = bo.base * 2;
+    const Binding bs[] = {bx.binding, bc.binding, bo.binding};
+    c.dispatch(c.pipeline("nonzero", shaders::nonzero, 3, sizeof p), bs, &p, sizeof p, workgroups);
+  };
+  run(0, counts, groups);  // the count per block (out unused: counts stands in)
+  run(1, counts, 1);       // offsets and the total
+  // The output's size is the data's: read the total back (PyTorch's nonzero synchronises too).
+  int32_t total = 0;
+  RawTensor last = counts;
+  last.shape = Shape{1};
+  last.offset = blocks;
+  read_to_host(last, &total);
+  RawTensor out = empty_result(total);
+  if (total > 0 && rank > 0) run(2, out, groups);
+  return out;
 }
 
 }  // namespace ember::vulkan

@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <span>
 
+#include "shaders/argreduce_any.spv.h"
 #include "shaders/argreduce_f32.spv.h"
 #include "shaders/binary32.spv.h"
 #include "shaders/binary64.spv.h"
+#include "shaders/binary_any.spv.h"
 #include "shaders/compare32.spv.h"
 #include "shaders/compare64.spv.h"
+#include "shaders/compare_any.spv.h"
 #include "shaders/conv_f32.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
@@ -20,10 +23,12 @@
 #include "shaders/index64.spv.h"
 #include "shaders/index_any.spv.h"
 #include "shaders/matmul_f32.spv.h"
+#include "shaders/nonzero.spv.h"
 #include "shaders/pool_f32.spv.h"
 #include "shaders/range.spv.h"
 #include "shaders/reduce.spv.h"
 #include "shaders/reduce_f32.spv.h"
+#include "shaders/scan_any.spv.h"
 #include "shaders/scan_f32.spv.h"
 #include "shaders/unary_any.spv.h"
 #include "shaders/unary_f32.spv.h"
@@ -33,11 +38,14 @@
 
 namespace ember::vulkan::shaders {
 
+inline constexpr std::span<const uint32_t> argreduce_any{argreduce_any_spv};
 inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
 inline constexpr std::span<const uint32_t> binary32{binary32_spv};
 inline constexpr std::span<const uint32_t> binary64{binary64_spv};
+inline constexpr std::span<const uint32_t> binary_any{binary_any_spv};
 inline constexpr std::span<const uint32_t> compare32{compare32_spv};
 inline constexpr std::span<const uint32_t> compare64{compare64_spv};
+inline constexpr std::span<const uint32_t> compare_any{compare_any_spv};
 inline constexpr std::span<const uint32_t> conv_f32{conv_f32_spv};
 inline constexpr std::span<const uint32_t> convert{convert_spv};
 inline constexpr std::span<const uint32_t> convert64{convert64_spv};
@@ -48,10 +56,12 @@ inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
+inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
 inline constexpr std::span<const uint32_t> range{range_spv};
 inline constexpr std::span<const uint32_t> reduce{reduce_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
+inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
 inline constexpr std::span<const uint32_t> unary_any{unary_any_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};

@@ -173,12 +173,12 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return true;
     case OpFamily::Iota:  // in double (convert.comp's WIDE variant)
       return convert_code(dtype) >= 0;
-    case OpFamily::Binary:  // float and int, 32 and 64 bits; comparisons write Bool (compare.comp)
-      return dtype == DType::f32 || dtype == DType::i32 || dtype == DType::f64 ||
-             dtype == DType::i64;
-    case OpFamily::Gather:  // every dtype (index.comp)
+    case OpFamily::Binary:  // every dtype; comparisons write Bool (compare.comp)
+      return convert_code(dtype) >= 0;
+    case OpFamily::Gather:  // every dtype (index.comp, nonzero.comp)
     case OpFamily::IndexSelect:
     case OpFamily::Scatter:
+    case OpFamily::NonZero:
       return convert_code(dtype) >= 0;
     case OpFamily::Where:  // every dtype (where.comp)
       return convert_code(dtype) >= 0;
@@ -186,9 +186,11 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return convert_code(dtype) >= 0;
     case OpFamily::Unary:  // float32; some ops of the others (unary_any_code)
       return convert_code(dtype) >= 0;
-    case OpFamily::Scan:
+    case OpFamily::Scan:  // float32, the others in double or int64
+      return convert_code(dtype) >= 0;
+    case OpFamily::ArgReduce:  // float32, the others in double or int64
+      return convert_code(dtype) >= 0;
     case OpFamily::Matmul:
-    case OpFamily::ArgReduce:
     case OpFamily::Conv:  // direct loops (conv_f32.comp, pool_f32.comp)
     case OpFamily::Pool:
       return dtype == DType::f32;
@@ -353,21 +355,22 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   RawTensor out = out_in;
   collapse_dims({&a, &b, &out});
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
-  const bool wide = dtype_size(a.dtype) == 8;
+  // 4-byte elements as words, 8-byte ones in the WIDE variants, the others in the ANY ones.
+  const size_t size = dtype_size(a.dtype);
   if (out.numel() == 0) return;
   check_indexable(out, name);
   EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  if (wide) check_wide(c, name, a.dtype);
+  if (size != 4) check_wide(c, name, a.dtype);
   struct {
     uint32_t count, rank, op, out_base;  // compare: out_base in words
-    uint32_t a_base, b_base, is_int, pad1;
+    uint32_t a_base, b_base, is_int, type;
     uint32_t shape[kMaxRank];
     int32_t a_stride[kMaxRank];
     int32_t b_stride[kMaxRank];
   } p{};
-  const Bound ba = bind(c, a), bb = bind(c, b), bo = to_bool ? bind_bytes(c, out) : bind(c, out);
+  const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);
   // A fresh Bool output starts its 256-byte-aligned range: whole words from its first byte.
   EMBER_CHECK(!to_bool || bo.base % 4 == 0, "[", name,
               "] a Bool output must start on a 4-byte boundary");
@@ -378,15 +381,18 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   p.a_base = ba.base;
   p.b_base = bb.base;
   p.is_int = is_int ? 1u : 0u;
+  p.type = static_cast<uint32_t>(convert_code(a.dtype));
   put_shape(out.shape, p.shape);
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
-  const Pipeline& pipeline = to_bool
-                                 ? (wide ? c.pipeline("compare64", shaders::compare64, 3, sizeof p)
-                                         : c.pipeline("compare32", shaders::compare32, 3, sizeof p))
-                                 : (wide ? c.pipeline("binary64", shaders::binary64, 3, sizeof p)
-                                         : c.pipeline("binary32", shaders::binary32, 3, sizeof p));
+  const Pipeline& pipeline =
+      to_bool ? (size == 8   ? c.pipeline("compare64", shaders::compare64, 3, sizeof p)
+                 : size == 4 ? c.pipeline("compare32", shaders::compare32, 3, sizeof p)
+                             : c.pipeline("compare_any", shaders::compare_any, 3, sizeof p))
+              : (size == 8   ? c.pipeline("binary64", shaders::binary64, 3, sizeof p)
+                 : size == 4 ? c.pipeline("binary32", shaders::binary32, 3, sizeof p)
+                             : c.pipeline("binary_any", shaders::binary_any, 3, sizeof p));
   c.dispatch(pipeline, bs, &p, sizeof p, groups_for(to_bool ? (out.numel() + 3) / 4 : out.numel()));
 }
 
@@ -397,10 +403,11 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
   const int code = to_bool ? compare_code(op) : binary_code(op);
-  // float32 and 64, or int32 and 64 without division (the front end divides integers in float).
-  const bool is_float = a.dtype == DType::f32 || a.dtype == DType::f64;
-  const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
-  const bool typed = (is_float || (is_int && (to_bool || code < 3 || code == 4 || code == 5))) &&
+  // Floats, and integers and Bool without division, relu_backward or copysign (the front end
+  // divides integers in float).
+  const bool is_float = is_floating(a.dtype);
+  const bool arithmetic = code < 3 || code == 4 || code == 5;
+  const bool typed = convert_code(a.dtype) >= 0 && (is_float || to_bool || arithmetic) &&
                      b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
   if (code < 0 || !typed) no_kernel(name, a.dtype);
   dispatch_binary(to_bool, code, a, b, out, name);
@@ -452,22 +459,25 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
 void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
                                const RawTensor& indices) {
   const char* name = op_name(op).data();
-  if (x.dtype != DType::f32 || values.dtype != DType::f32 || indices.dtype != DType::i64) {
+  if (convert_code(x.dtype) < 0 || values.dtype != x.dtype || indices.dtype != DType::i64) {
     no_kernel(name, x.dtype);
   }
+  const bool f32 = x.dtype == DType::f32;  // else argreduce.comp's ANY variant
   if (values.numel() == 0) return;
   check_operands(name, x, values);
   EMBER_CHECK(indices.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(values);
   std::lock_guard lock(c.mu);
+  if (!f32) check_wide(c, name, x.dtype);
   struct {
     uint32_t count, rank, len, op;
-    uint32_t x_base, v_base, i_word, pad0;
+    uint32_t x_base, v_base, i_word, type;
     int32_t dim_stride, pad1, pad2, pad3;
     uint32_t shape[kMaxRank];
     int32_t stride[kMaxRank];
   } p{};
-  const Bound bx = bind(c, x), bv = bind(c, values), bi = bind(c, indices);
+  const Bound bx = bind_bytes(c, x), bv = bind_bytes(c, values), bi = bind(c, indices);
+  p.type = static_cast<uint32_t>(convert_code(x.dtype));
   p.count = static_cast<uint32_t>(values.numel());
   p.rank = static_cast<uint32_t>(x.rank());
   p.len = static_cast<uint32_t>(x.shape[dim]);
@@ -480,18 +490,23 @@ void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, cons
   put_strides(x, p.stride);
   const Binding bs[] = {bx.binding, bv.binding, bi.binding};
   constexpr int64_t kMaxGroups = 65535;  // a workgroup an output, looping past this
-  c.dispatch(c.pipeline("argreduce_f32", shaders::argreduce_f32, 3, sizeof p), bs, &p, sizeof p,
-             static_cast<uint32_t>(std::min(values.numel(), kMaxGroups)));
+  c.dispatch(f32 ? c.pipeline("argreduce_f32", shaders::argreduce_f32, 3, sizeof p)
+                 : c.pipeline("argreduce_any", shaders::argreduce_any, 3, sizeof p),
+             bs, &p, sizeof p, static_cast<uint32_t>(std::min(values.numel(), kMaxGroups)));
 }
 
 void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) {
   const char* name = op_name(op).data();
-  if (x.dtype != DType::f32 || out.dtype != DType::f32) no_kernel(name, x.dtype);
+  // In double or int64 as the Cpu (scan.comp's ANY variant), or float32 in float32 on a device
+  // without float64.
+  if (convert_code(x.dtype) < 0 || convert_code(out.dtype) < 0) no_kernel(name, x.dtype);
   if (out.numel() == 0) return;
   check_operands(name, x, out);
   const int64_t len = x.shape[dim], rows = x.numel() / len;
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 && !c.wide();
+  if (!f32) check_wide(c, name, x.dtype);
   struct {
     uint32_t rows, rank, len, op;
     uint32_t x_base, out_base;
@@ -499,9 +514,12 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
     uint32_t shape[kMaxRank];
     int32_t x_stride[kMaxRank];
     int32_t out_stride[kMaxRank];
+    uint32_t types, pad0, pad1, pad2;
   } p{};
   static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
-  const Bound bx = bind(c, x), bo = bind(c, out);
+  const Bound bx = bind_bytes(c, x), bo = bind_bytes(c, out);
+  p.types = static_cast<uint32_t>(convert_code(x.dtype)) |
+            static_cast<uint32_t>(convert_code(out.dtype)) << 8;
   p.rows = static_cast<uint32_t>(rows);
   p.rank = static_cast<uint32_t>(x.rank());
   p.len = static_cast<uint32_t>(len);
@@ -517,8 +535,9 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
   put_strides(out, p.out_stride);
   const Binding bs[] = {bx.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // a workgroup a row, looping past this
-  c.dispatch(c.pipeline("scan_f32", shaders::scan_f32, 2, sizeof p), bs, &p, sizeof p,
-             static_cast<uint32_t>(std::min(rows, kMaxGroups)));
+  c.dispatch(f32 ? c.pipeline("scan_f32", shaders::scan_f32, 2, sizeof p)
+                 : c.pipeline("scan_any", shaders::scan_any, 2, sizeof p),
+             bs, &p, sizeof p, static_cast<uint32_t>(std::min(rows, kMaxGroups)));
 }
 
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
@@ -566,10 +585,9 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
 
 namespace {
 
-// unary.comp's code of `op` on x's dtype in its ANY variant (-1: none there): the float ops for
-// float16 and bfloat16, those GLSL has in double for float64, the integer ones, and the
-// Bool-valued tests of every dtype.
-int unary_any_code(UnaryOp op, const UnaryParams& params, DType x) {
+// unary.comp's code of `op` on x's dtype in its ANY variant (-1: none there): the float ops,
+// the integer ones, and the Bool-valued tests of every dtype.
+int unary_any_code(UnaryOp op, DType x) {
   if (op == UnaryOp::IsNan) return 37;
   if (op == UnaryOp::IsInf) return 38;
   if (op == UnaryOp::LogicalNot) return 39;
@@ -593,30 +611,7 @@ int unary_any_code(UnaryOp op, const UnaryParams& params, DType x) {
         return -1;
     }
   }
-  const int code = unary_code(op);
-  if (x != DType::f64 || code < 0) return code;
-  switch (op) {  // float64: what needs no exp, log or trigonometry
-    case UnaryOp::Neg:
-    case UnaryOp::Abs:
-    case UnaryOp::Sign:
-    case UnaryOp::Square:
-    case UnaryOp::Relu:
-    case UnaryOp::Sqrt:
-    case UnaryOp::Rsqrt:
-    case UnaryOp::Reciprocal:
-    case UnaryOp::Floor:
-    case UnaryOp::Ceil:
-    case UnaryOp::Round:
-    case UnaryOp::Trunc:
-    case UnaryOp::Clamp:
-      return code;
-    case UnaryOp::PowScalar:  // integer exponents by squaring, and the square root
-      return params.a == 0.5 || (params.a == std::trunc(params.a) && std::abs(params.a) <= 64)
-                 ? code
-                 : -1;
-    default:
-      return -1;
-  }
+  return unary_code(op);  // the floats: every op unary.comp has, in double (math64.glsl)
 }
 
 // A clamp bound converted to an integer dtype as the Cpu converts it (saturating).
@@ -641,9 +636,11 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
     const int code = op == UnaryOp::IsNan ? 6 : (op == UnaryOp::IsInf ? 7 : 8);
     return dispatch_binary(true, code, x, x, out, op_name(op).data());
   }
-  // float32 through unary.comp's float32 variant, every other dtype through its ANY one.
-  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 && unary_code(op) >= 0;
-  const int code = f32 ? unary_code(op) : unary_any_code(op, params, x.dtype);
+  // unary.comp's ANY variant (floats in double, rounded to their type as the Cpu's results
+  // round), or its float32 variant with the driver's float functions on a device without float64.
+  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 && unary_code(op) >= 0 &&
+                   !context(x.device().index).wide();
+  const int code = f32 ? unary_code(op) : unary_any_code(op, x.dtype);
   const DType out_dtype = returns_bool(op) ? DType::boolean : x.dtype;
   if (code < 0 || out.dtype != out_dtype || convert_code(x.dtype) < 0) {
     no_kernel(op_name(op), x.dtype);
@@ -692,16 +689,18 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
 
 void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                            const RawTensor& out) {
-  // reduce_f32.comp (float32 sum, mean, prod, amax, amin), or reduce.comp for every other
-  // dtype and all and any; both number the ops as ReduceOp does.
-  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
-                   static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin);
+  // reduce.comp, in double and int64 for every dtype, or reduce_f32.comp for float32 amax and
+  // amin (exact in float32) and, on a device without float64, float32 sums (which then lose the
+  // Cpu's double accumulation); both number the ops as ReduceOp does.
   const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   if (xt < 0 || ot < 0) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
   check_operands(op_name(op), x, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
+                   (op == ReduceOp::Amax || op == ReduceOp::Amin ||
+                    (!c.wide() && static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin)));
   if (!f32) check_wide(c, op_name(op).data(), x.dtype);
   struct {
     uint32_t out_count, red_count, op, x_base;

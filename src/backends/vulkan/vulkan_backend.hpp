@@ -37,6 +37,7 @@ class VulkanBackend final : public Backend {
                const RawTensor& src) override;
   void index_select(const RawTensor& x, int dim, const RawTensor& index,
                     const RawTensor& out) override;
+  RawTensor nonzero(const RawTensor& x) override;
   void conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias, const ConvParams& p,
             const RawTensor& out) override;
   void conv_backward_data(const RawTensor& grad_out, const RawTensor& w, const ConvParams& p,

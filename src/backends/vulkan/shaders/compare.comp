@@ -1,5 +1,6 @@
 // Comparisons (==, !=, <, <=, >, >=) and logical and, or and xor of float32 or int32 (is_int)
-// operands (float64 or int64 in the WIDE variant, word.glsl), and isnan, isinf and logical_not
+// operands (float64 or int64 in the WIDE variant, word.glsl; the 1- and 2-byte dtypes in the ANY
+// variant, elements.glsl), and isnan, isinf and logical_not
 // of a float a (b bound to a), over strided (broadcast: stride 0, or negative) operands of rank
 // up to 6, written as Bool: one byte per element, four packed in each 32-bit word of a
 // contiguous output, an invocation a word (no two write one word); a last word the output
@@ -8,14 +9,22 @@
 // true in the logical ops.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef ANY
+#include "elements.glsl"
+#endif
 #include "word.glsl"
 layout(local_size_x = 256) in;
+#ifdef ANY  // float16, bfloat16, uint8, int8 and Bool operands (elements.glsl)
+layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer A { WORD a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { WORD b[]; };
+#endif
 layout(std430, set = 0, binding = 2) buffer Out { uint o[]; };
 layout(push_constant) uniform Params {
   uint count, rank, op, out_word;
-  uint a_base, b_base, is_int, pad1;
+  uint a_base, b_base, is_int, type;  // type (ANY): the operands' dtype (convert_code)
   uint shape[6];
   int a_stride[6];
   int b_stride[6];
@@ -59,6 +68,42 @@ bool apply(uint op, WORD xb, WORD yb) {
   return false;
 }
 
+#ifdef ANY
+// Values compared exactly in double (the 16-bit floats) or int64; truth from the bits.
+bool apply_any(uint op, uint t, uint64_t xb, uint64_t yb) {
+  switch (op) {
+    case 8u: return !truthy(t, xb);
+    case 9u: return truthy(t, xb) && truthy(t, yb);
+    case 10u: return truthy(t, xb) || truthy(t, yb);
+    case 11u: return truthy(t, xb) != truthy(t, yb);
+  }
+  if (t_float(t)) {
+    const double x = float_value(t, xb), y = float_value(t, yb);
+    switch (op) {
+      case 0u: return x == y;
+      case 1u: return !(x == y);
+      case 2u: return x < y;
+      case 3u: return x <= y;
+      case 4u: return x > y;
+      case 5u: return x >= y;
+      case 6u: return isnan(x);
+      case 7u: return isinf(x);
+    }
+    return false;
+  }
+  const int64_t x = int_value(t, xb), y = int_value(t, yb);
+  switch (op) {
+    case 0u: return x == y;
+    case 1u: return x != y;
+    case 2u: return x < y;
+    case 3u: return x <= y;
+    case 4u: return x > y;
+    case 5u: return x >= y;
+  }
+  return false;  // isnan, isinf of an integer
+}
+#endif
+
 void main() {
   const uint words = (p.count + 3u) / 4u;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -75,7 +120,13 @@ void main() {
         ia += c * p.a_stride[d];
         ib += c * p.b_stride[d];
       }
-      if (apply(p.op, a[ia], b[ib])) word |= 1u << (8u * k);
+#ifdef ANY
+      const bool r = apply_any(p.op, p.type, LOAD_BITS(a, p.type, uint(ia)),
+                               LOAD_BITS(b, p.type, uint(ib)));
+#else
+      const bool r = apply(p.op, a[ia], b[ib]);
+#endif
+      if (r) word |= 1u << (8u * k);
       mask |= 0xffu << (8u * k);
     }
     // The last word of a view that ends inside it keeps its other bytes (no other invocation

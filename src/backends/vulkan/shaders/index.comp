@@ -88,7 +88,7 @@ void main() {
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   const uint mode = p.mode & 255u;
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += step) {
-    uint c[6];
+    uint c[6] = uint[6](0u, 0u, 0u, 0u, 0u, 0u);  // a 0-d output reads index 0 of dim 0
     uint rest = i;
     for (int d = int(p.rank) - 1; d >= 0; --d) {
       c[d] = rest % p.shape[d];

@@ -2,15 +2,16 @@
 // push constant (unary_code() in vulkan_backend.cpp), with clamp's bounds, softplus's beta and
 // threshold, and pow's exponent in `a` and `b`. Formulas follow the Cpu backend's; the precision
 // of exp, log and the trigonometric functions is the driver's (docs/VULKAN.md).
-// The default variant is float32. The ANY variant (elements.glsl) takes every dtype: float16 and
-// bfloat16 computed in float32 as the Cpu computes them, float64 in double for the ops GLSL has
-// in double (arithmetic, sqrt, rounding, clamp, integer powers), integers and Bool in int64, and
-// the Bool-valued tests (isnan, isinf, logical_not) of any dtype.
+// The default variant is float32, with the driver's float functions, for devices without float64.
+// The ANY variant (elements.glsl) takes every dtype: the floats computed in double
+// (math64.glsl) and rounded to their type, integers and Bool in int64, and the Bool-valued tests
+// (isnan, isinf, logical_not) of any dtype.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #ifdef ANY
 #include "elements.glsl"
+#include "math64.glsl"
 layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 1) buffer Out { uint o[]; };
 #else
@@ -134,22 +135,58 @@ float apply(uint op, float v) {
 }
 
 #ifdef ANY
-// The float64 ops GLSL has in double; the host sends no other.
-double apply_double(uint op, double v) {
-  const double nan = uint64BitsToDouble(0x7ff8000000000000UL);
-  const double inf = uint64BitsToDouble(0x7ff0000000000000UL);
+// Every float op in double (math64.glsl): float64's own, and the other float types' (rounded to
+// them after), with the parameters as the Cpu takes them: in the float type (its `a`, `b`) for
+// those, in double (da, db) for float64.
+double apply_double(uint op, double v, bool f64) {
+  const double pa = f64 ? p.da : double(p.a), pb = f64 ? p.db : double(p.b);
+  const double nan = m64_nan(), inf = m64_inf();
+  // The odd functions keep a zero's sign, as C's do (a series of -0 may round to +0).
+  if (v == 0.0 && (op == 10u || op == 11u || op == 15u || op == 17u || op == 18u || op == 20u ||
+                   op == 21u || op == 23u || op == 24u)) {
+    return v;
+  }
   switch (op) {
     case 0u: return -v;
     case 1u: return abs(v);
     case 2u: return double(v > 0.0) - double(v < 0.0);
     case 3u: return v * v;
     case 4u: return isnan(v) ? v : max(v, 0.0);
+    case 5u: return m64_exp(v);
+    case 6u: return m64_exp2(v);
+    case 7u: return m64_log(v);
+    case 8u: return m64_log(v) / M64_LN2;
+    case 9u: return m64_log(v) / M64_LN10;
+    case 10u: return m64_log1p(v);
+    case 11u: return m64_expm1(v);
     case 12u: return v >= 0.0 ? sqrt(v) : nan;
     case 13u: {
       if (v == 0.0) return (doubleBitsToUint64(v) >> 63) != 0UL ? -inf : inf;
       return v > 0.0 ? 1.0 / sqrt(v) : nan;
     }
     case 14u: return 1.0 / v;
+    case 15u: return m64_sin(v);
+    case 16u: return m64_cos(v);
+    case 17u: return m64_tan(v);
+    case 18u: return abs(v) > 1.0 ? nan : m64_atan2(v, sqrt((1.0 - v) * (1.0 + v)));
+    case 19u: return abs(v) > 1.0 ? nan : m64_atan2(sqrt((1.0 - v) * (1.0 + v)), v);
+    case 20u: return m64_atan(v);
+    case 21u: return m64_sinh(v);
+    case 22u: return m64_cosh(v);
+    case 23u: return m64_tanh(v);
+    case 24u: return m64_erf(v);
+    case 25u: return 1.0 / (1.0 + m64_exp(-v));
+    case 26u: return 0.5 * v * (1.0 + m64_erf(v * 0.70710678118654752440LF));
+    case 27u: {
+      const double inner = 0.79788456080286535588LF * (v + 0.044715LF * v * v * v);
+      return 0.5 * v * (1.0 + m64_tanh(inner));
+    }
+    case 28u: return v / (1.0 + m64_exp(-v));
+    case 29u: {  // softplus(beta = a, default 1; threshold = b, default 20), as the Cpu's
+      const double beta = (p.flags & 1u) != 0u ? pa : 1.0;
+      const double threshold = (p.flags & 2u) != 0u ? pb : 20.0;
+      return v * beta > threshold ? v : m64_log1p(m64_exp(v * beta)) / beta;
+    }
     case 30u: return floor(v);
     case 31u: return ceil(v);
     case 32u: return roundEven(v);
@@ -157,20 +194,11 @@ double apply_double(uint op, double v) {
     case 34u: {
       if (isnan(v)) return v;
       double r = v;
-      if ((p.flags & 1u) != 0u) r = max(r, p.da);
-      if ((p.flags & 2u) != 0u) r = min(r, p.db);
+      if ((p.flags & 1u) != 0u) r = r < pa ? pa : r;
+      if ((p.flags & 2u) != 0u) r = r > pb ? pb : r;
       return r;
     }
-    case 35u: {  // an integer exponent (the host checks), by squaring; 0.5 is the square root
-      if (p.da == 0.5) return v >= 0.0 ? sqrt(v) : nan;
-      int64_t n = int64_t(abs(p.da));
-      double r = 1.0, base = v;
-      for (; n > 0L; n >>= 1) {
-        if ((n & 1L) != 0L) r *= base;
-        base *= base;
-      }
-      return p.da < 0.0 ? 1.0 / r : r;
-    }
+    case 35u: return pa == 0.5 ? (v >= 0.0 ? sqrt(v) : nan) : m64_pow(v, pa);
   }
   return nan;
 }
@@ -215,10 +243,8 @@ void main() {
       r = p.op == 37u ? uint64_t(f && isnan(v))
           : p.op == 38u ? uint64_t(f && isinf(v))
                         : uint64_t(!truthy(xt, bits));
-    } else if (xt == T_F64) {
-      r = float_bits(ot, apply_double(p.op, float_value(xt, bits)));
     } else if (t_float(xt)) {
-      r = float_bits(ot, double(apply(p.op, float(float_value(xt, bits)))));
+      r = float_bits(ot, apply_double(p.op, float_value(xt, bits), xt == T_F64));
     } else if (xt == T_BOOL) {
       r = uint64_t(!truthy(xt, bits));  // bitwise_not of Bool is logical not
     } else {
