@@ -22,6 +22,7 @@
 #include "shaders/index32.spv.h"
 #include "shaders/index64.spv.h"
 #include "shaders/index_any.spv.h"
+#include "shaders/matmul_any.spv.h"
 #include "shaders/matmul_f32.spv.h"
 #include "shaders/nonzero.spv.h"
 #include "shaders/pool_f32.spv.h"
@@ -30,6 +31,7 @@
 #include "shaders/reduce_f32.spv.h"
 #include "shaders/scan_any.spv.h"
 #include "shaders/scan_f32.spv.h"
+#include "shaders/sort.spv.h"
 #include "shaders/unary_any.spv.h"
 #include "shaders/unary_f32.spv.h"
 #include "shaders/where32.spv.h"
@@ -55,6 +57,7 @@ inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
+inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
@@ -63,6 +66,7 @@ inline constexpr std::span<const uint32_t> reduce{reduce_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
+inline constexpr std::span<const uint32_t> sort{sort_spv};
 inline constexpr std::span<const uint32_t> unary_any{unary_any_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 inline constexpr std::span<const uint32_t> where32{where32_spv};

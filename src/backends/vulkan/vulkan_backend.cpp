@@ -54,6 +54,28 @@ int binary_code(BinaryOp op) {
       return 6;
     case BinaryOp::Copysign:
       return 7;
+    case BinaryOp::Pow:  // those below in binary.comp's ANY variant only
+      return 8;
+    case BinaryOp::Atan2:
+      return 9;
+    case BinaryOp::Hypot:
+      return 10;
+    case BinaryOp::Remainder:
+      return 11;
+    case BinaryOp::Fmod:
+      return 12;
+    case BinaryOp::FloorDivide:
+      return 13;
+    case BinaryOp::BitwiseAnd:
+      return 14;
+    case BinaryOp::BitwiseOr:
+      return 15;
+    case BinaryOp::BitwiseXor:
+      return 16;
+    case BinaryOp::BitwiseShl:
+      return 17;
+    case BinaryOp::BitwiseShr:
+      return 18;
     default:
       return -1;
   }
@@ -190,7 +212,10 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return convert_code(dtype) >= 0;
     case OpFamily::ArgReduce:  // float32, the others in double or int64
       return convert_code(dtype) >= 0;
-    case OpFamily::Matmul:
+    case OpFamily::Sort:  // every dtype (sort.comp)
+    case OpFamily::TopK:
+    case OpFamily::Matmul:  // float32, the others in double or int64
+      return convert_code(dtype) >= 0;
     case OpFamily::Conv:  // direct loops (conv_f32.comp, pool_f32.comp)
     case OpFamily::Pool:
       return dtype == DType::f32;
@@ -348,15 +373,16 @@ namespace {
 
 // binary.comp, or compare.comp (to_bool) for the comparisons and the Bool-valued unary
 // ops (b = a), whose results are packed four a word: one push-constant layout for both.
+// `any`: binary.comp's ANY variant whatever the element size (the ops past the word variants').
 void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTensor& b_in,
-                     const RawTensor& out_in, const char* name) {
+                     const RawTensor& out_in, const char* name, bool any = false) {
   RawTensor a = a_in;
   RawTensor b = b_in;
   RawTensor out = out_in;
   collapse_dims({&a, &b, &out});
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
   // 4-byte elements as words, 8-byte ones in the WIDE variants, the others in the ANY ones.
-  const size_t size = dtype_size(a.dtype);
+  const size_t size = any ? 1 : dtype_size(a.dtype);
   if (out.numel() == 0) return;
   check_indexable(out, name);
   EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
@@ -403,14 +429,17 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
   const int code = to_bool ? compare_code(op) : binary_code(op);
-  // Floats, and integers and Bool without division, relu_backward or copysign (the front end
-  // divides integers in float).
+  // Floats: every op; integers: all but division (the front end divides them in float),
+  // relu_backward, copysign, atan2 and hypot; Bool: the bitwise ops.
   const bool is_float = is_floating(a.dtype);
-  const bool arithmetic = code < 3 || code == 4 || code == 5;
-  const bool typed = convert_code(a.dtype) >= 0 && (is_float || to_bool || arithmetic) &&
+  const bool word_op = code < 3 || code == 4 || code == 5;  // integer ops of the word variants
+  const bool int_op = word_op || code == 8 || code >= 11;
+  const bool typed = convert_code(a.dtype) >= 0 &&
+                     (to_bool || is_float || (a.dtype == DType::boolean ? code >= 14 : int_op)) &&
                      b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
   if (code < 0 || !typed) no_kernel(name, a.dtype);
-  dispatch_binary(to_bool, code, a, b, out, name);
+  const bool any = !to_bool && (is_float ? code > 7 : !word_op);
+  dispatch_binary(to_bool, code, a, b, out, name, any);
 }
 
 void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const RawTensor& b_in,
@@ -541,9 +570,10 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
 }
 
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
-  if (out.dtype != DType::f32 || a.dtype != DType::f32 || b.dtype != DType::f32) {
+  if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {
     no_kernel("matmul", a.dtype);
   }
+  const bool f32 = out.dtype == DType::f32;  // else matmul.comp's ANY variant
   if (out.numel() == 0) return;
   check_operands("matmul", a, out);
   check_indexable(b, "matmul");
@@ -554,13 +584,15 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
               " has more 16x16 tiles than the Vulkan kernel counts");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
+  if (!f32) check_wide(c, "matmul", out.dtype);
   struct {
     uint32_t m, n, k, tiles;
-    uint32_t a_base, b_base, out_base, pad0;
+    uint32_t a_base, b_base, out_base, type;
     int32_t a_batch, a_row, a_col, pad1;
     int32_t b_batch, b_row, b_col, pad2;
   } p{};
-  const Bound ba = bind(c, a), bb = bind(c, b), bo = bind(c, out);
+  const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);
+  p.type = static_cast<uint32_t>(convert_code(out.dtype));
   p.m = static_cast<uint32_t>(m);
   p.n = static_cast<uint32_t>(n);
   p.k = static_cast<uint32_t>(k);
@@ -579,8 +611,9 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   p.b_col = b_strides[2];
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
-  c.dispatch(c.pipeline("matmul_f32", shaders::matmul_f32, 3, sizeof p), bs, &p, sizeof p,
-             static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
+  c.dispatch(f32 ? c.pipeline("matmul_f32", shaders::matmul_f32, 3, sizeof p)
+                 : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p),
+             bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 
 namespace {

@@ -31,6 +31,10 @@ class VulkanBackend final : public Backend {
   void arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, const RawTensor& values,
                   const RawTensor& indices) override;
   void scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) override;
+  void sort(const RawTensor& x, int dim, bool descending, const RawTensor& values,
+            const RawTensor& indices) override;
+  void topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
+            const RawTensor& indices) override;
   void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
   void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) override;
   void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,

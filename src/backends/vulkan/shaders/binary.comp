@@ -1,16 +1,18 @@
-// Binary ops on float32 or int32 (is_int), float64 or int64 (the WIDE variant, word.glsl), or the
-// 1- and 2-byte dtypes (the ANY variant, elements.glsl), over strided (broadcast: stride 0, or
-// negative) operands of rank up to 6, written to a contiguous output; the op is a push constant
-// (binary_code() in vulkan_backend.cpp). Integer arithmetic wraps, as the Cpu's; there is no
-// integer division (the front end divides integers in float).
+// Binary ops over strided (broadcast: stride 0, or negative) operands of rank up to 6, written to
+// a contiguous output; the op is a push constant (binary_code() in vulkan_backend.cpp). The
+// default variant does the arithmetic of float32 and int32 (is_int), the WIDE one (word.glsl)
+// that of float64 and int64, and the ANY one (elements.glsl) every op on every dtype. Integer
+// arithmetic wraps, as the Cpu's; integers are not divided (the front end divides them in
+// float).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifdef ANY
 #include "elements.glsl"
+#include "math64.glsl"
 #endif
 #include "word.glsl"
 layout(local_size_x = 256) in;
-#ifdef ANY  // float16, bfloat16, uint8, int8 and Bool, read and written as elements.glsl's
+#ifdef ANY  // every dtype, read and written as elements.glsl's
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, set = 0, binding = 2) buffer Out { uint o[]; };
@@ -57,21 +59,121 @@ WORD apply(uint op, WORD xb, WORD yb) {
 }
 
 #ifdef ANY
-// The 16-bit floats computed in float32 and rounded back, as the Cpu computes them; the small
-// integers and Bool in int64, wrapped (Bool: "not zero") by the store.
+// C's fmod in double, exactly: |a| less the largest multiples of |b| times powers of two that fit
+// (each subtraction exact), with a's sign.
+double fmod_exact(double a, double b) {
+  if (isnan(a) || isnan(b) || isinf(a) || b == 0.0) return m64_nan();
+  if (isinf(b) || a == 0.0) return a;
+  double r = abs(a);
+  const double d = abs(b);
+  int ed, er;
+  frexp(d, ed);
+  while (r >= d) {
+    frexp(r, er);
+    double step = ldexp(d, er - ed);
+    if (step > r) step *= 0.5;
+    r -= step;
+  }
+  return a < 0.0 ? -r : r;
+}
+
+// Every binary op on every dtype: floats in double (math64.glsl), rounded to their type after;
+// integers and Bool in int64 (the store wraps them to the dtype; Bool is "not zero"), with the
+// Cpu's integer conventions (special_math.hpp, int_math.hpp).
 uint64_t apply_any(uint op, uint t, uint64_t xb, uint64_t yb) {
   if (t_float(t)) {
-    const float r = apply_float(op, float(float_value(t, xb)), float(float_value(t, yb)));
-    return float_bits(t, double(r));
+    const double x = float_value(t, xb), y = float_value(t, yb);
+    const bool nan = isnan(x) || isnan(y);
+    double r;
+    switch (op) {
+      case 0u: r = x + y; break;
+      case 1u: r = x - y; break;
+      case 2u: r = x * y; break;
+      case 3u: r = x / y; break;
+      case 4u: r = nan ? x + y : max(x, y); break;
+      case 5u: r = nan ? x + y : min(x, y); break;
+      case 6u: r = y <= 0.0 ? 0.0 : x; break;
+      case 7u: r = uint64BitsToDouble((doubleBitsToUint64(x) & 0x7fffffffffffffffUL) |
+                                      (doubleBitsToUint64(y) & 0x8000000000000000UL));
+               break;
+      case 8u: r = m64_pow(x, y); break;
+      case 9u: r = m64_atan2(x, y); break;
+      case 10u: {  // hypot: inf wins over NaN; scaled so that the squares neither overflow nor
+                   // vanish
+        const double ax = abs(x), ay = abs(y), big = max(ax, ay), small = min(ax, ay);
+        if (isinf(x) || isinf(y)) {
+          r = m64_inf();
+        } else if (nan) {
+          r = m64_nan();
+        } else if (big == 0.0) {
+          r = 0.0;
+        } else {
+          const double q = small / big;
+          r = big * sqrt(1.0 + q * q);
+        }
+        break;
+      }
+      case 11u: {  // remainder: the divisor's sign (Python's %)
+        r = fmod_exact(x, y);
+        if (r != 0.0 && ((y < 0.0) != (r < 0.0))) r += y;
+        break;
+      }
+      case 12u: r = fmod_exact(x, y); break;
+      default: {  // floor_divide, as special::floor_divide
+        if (y == 0.0) {
+          r = x / y;
+          break;
+        }
+        const double m = fmod_exact(x, y);
+        double q = (x - m) / y;
+        if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
+        if (q == 0.0) {
+          r = (doubleBitsToUint64(x / y) >> 63) != 0UL ? -0.0 : 0.0;
+          break;
+        }
+        const double f = floor(q);
+        r = q - f > 0.5 ? f + 1.0 : f;
+        break;
+      }
+    }
+    return float_bits(t, r);
   }
   const int64_t x = int_value(t, xb), y = int_value(t, yb);
+  const int64_t width = int64_t(8u * t_size(t));
   switch (op) {
     case 0u: return int_bits(t, x + y);
     case 1u: return int_bits(t, x - y);
     case 2u: return int_bits(t, x * y);
     case 4u: return int_bits(t, max(x, y));
+    case 5u: return int_bits(t, min(x, y));
+    case 8u: {  // int_pow: products wrap, negative exponents give 0 but for bases 1 and -1
+      if (y < 0L) return int_bits(t, x == 1L ? 1L : (x == -1L ? ((y & 1L) != 0L ? -1L : 1L) : 0L));
+      int64_t r = 1L, b = x;
+      for (int64_t e = y; e != 0L; e >>= 1) {
+        if ((e & 1L) != 0L) r *= b;
+        b *= b;
+      }
+      return int_bits(t, r);
+    }
+    case 11u:
+    case 12u: {  // remainder and fmod: 0 for a zero divisor (the front end reports it) and -1
+      if (y == 0L || y == -1L) return 0UL;
+      const int64_t m = x - (x / y) * y;
+      return int_bits(t, op == 11u && m != 0L && ((y < 0L) != (m < 0L)) ? m + y : m);
+    }
+    case 13u: {  // floor_divide
+      if (y == 0L) return 0UL;
+      if (y == -1L) return int_bits(t, -x);
+      const int64_t q = x / y, m = x - q * y;
+      return int_bits(t, m != 0L && ((y < 0L) != (m < 0L)) ? q - 1L : q);
+    }
+    case 14u: return int_bits(t, x & y);
+    case 15u: return int_bits(t, x | y);
+    case 16u: return int_bits(t, x ^ y);
+    case 17u: return int_bits(t, y < 0L || y >= width ? 0L : x << y);
   }
-  return int_bits(t, min(x, y));
+  // bitwise_right_shift: arithmetic (x is sign-extended); past the width, the sign fills it
+  return int_bits(t, y < 0L || y >= width ? (x < 0L ? -1L : 0L) : x >> y);
 }
 #endif
 
