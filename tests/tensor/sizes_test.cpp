@@ -237,7 +237,10 @@ class AddressSpaceCap {
 TEST(Sizes, SystemOutOfMemoryIsAnErrorNamingTheOp) {
   // The cap is on the host's address space, which the Cuda driver maps device memory into too:
   // there even the output's allocation fails. Device memory is tested in cuda_test.
-  if (default_device().type == DeviceType::Cuda) GTEST_SKIP() << "a host memory test";
+  // On Vulkan, the 400 MB output is past what a shader binds (its own error, in vulkan_test).
+  if (default_device().type == DeviceType::Cuda || default_device().type == DeviceType::Vulkan) {
+    GTEST_SKIP() << "a host memory test";
+  }
   cpu::empty_cache();
   {
     const AddressSpaceCap cap;

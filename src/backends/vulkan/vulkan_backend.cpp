@@ -644,7 +644,18 @@ int unary_any_code(UnaryOp op, DType x) {
         return -1;
     }
   }
-  return unary_code(op);  // the floats: every op unary.comp has, in double (math64.glsl)
+  switch (op) {  // the floats: every op, in double (math64.glsl)
+    case UnaryOp::Erfinv:
+      return 40;
+    case UnaryOp::Lgamma:
+      return 41;
+    case UnaryOp::Digamma:
+      return 42;
+    case UnaryOp::Polygamma:
+      return 43;
+    default:
+      return unary_code(op);
+  }
 }
 
 // A clamp bound converted to an integer dtype as the Cpu converts it (saturating).

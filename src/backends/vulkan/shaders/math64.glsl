@@ -315,3 +315,137 @@ double m64_pow(double x, double y) {
   const double m = m64_exp(y * m64_log(abs(x)));
   return x < 0.0LF && odd ? -m : m;
 }
+
+// The special functions, as the Cpu's (src/core/special_math.hpp, whose algorithms these follow).
+
+// digamma, with PyTorch's values at the poles: -inf at +0, +inf at -0, NaN at negative integers.
+double m64_digamma(double x) {
+  if (x == 0.0) return (doubleBitsToUint64(x) >> 63) != 0UL ? m64_inf() : -m64_inf();
+  double result = 0.0;
+  if (x < 0.0) {
+    if (x == trunc(x)) return m64_nan();
+    result = -M64_PI / m64_tan(M64_PI * (x - trunc(x)));  // reflection, reduced to (-1, 0]
+    x = 1.0 - x;
+  }
+  while (x < 10.0) {  // psi(x) = psi(x + 1) - 1/x, then the asymptotic series
+    result -= 1.0 / x;
+    x += 1.0;
+  }
+  const double y = 1.0 / (x * x);
+  const double series =
+      y * (1.0LF / 12.0LF -
+           y * (1.0LF / 120.0LF -
+                y * (1.0LF / 252.0LF -
+                     y * (1.0LF / 240.0LF -
+                          y * (1.0LF / 132.0LF - y * (691.0LF / 32760.0LF - y / 12.0LF))))));
+  return result + m64_log(x) - 0.5 / x - series;
+}
+
+// The Hurwitz zeta function zeta(s, q) for s > 1 by Euler-Maclaurin summation.
+double m64_hurwitz_zeta(double s, double q) {
+  const double eps = 1.1102230246251565e-16LF;
+  if (s == 1.0) return m64_inf();
+  if (s < 1.0) return m64_nan();
+  if (q <= 0.0) {
+    if (q == floor(q)) return m64_inf();
+    if (s != floor(s)) return m64_nan();
+  }
+  double sum = m64_pow(q, -s), a = q, term = 0.0;
+  for (int i = 0; i < 9 || a <= 9.0;) {
+    ++i;
+    a += 1.0;
+    term = m64_pow(a, -s);
+    sum += term;
+    if (abs(term / sum) < eps) return sum;
+  }
+  const double divisor[12] = double[12](
+      12.0LF, -720.0LF, 30240.0LF, -1209600.0LF, 47900160.0LF, -1.8924375803183791606e9LF,
+      7.47242496e10LF, -2.950130727918164224e12LF, 1.1646782814350067249e14LF,
+      -4.5979787224074726105e15LF, 1.8152105401943546773e17LF, -7.1661652561756670113e18LF);
+  sum += term * a / (s - 1.0) - 0.5 * term;
+  double rising = 1.0, k = 0.0;
+  for (int i = 0; i < 12; ++i) {
+    rising *= s + k;
+    term /= a;
+    const double t = rising * term / divisor[i];
+    sum += t;
+    if (abs(t / sum) < eps) break;
+    k += 1.0;
+    rising *= s + k;
+    term /= a;
+    k += 1.0;
+  }
+  return sum;
+}
+
+double m64_polygamma(int n, double x) {
+  if (n == 0) return m64_digamma(x);
+  double factorial = 1.0;
+  for (int i = 2; i <= n; ++i) factorial *= double(i);
+  return ((n % 2) != 0 ? 1.0 : -1.0) * factorial * m64_hurwitz_zeta(double(n) + 1.0, x);
+}
+
+// erfinv: Giles' approximation refined by two Newton steps on erf.
+double m64_erfinv(double y) {
+  if (!(abs(y) <= 1.0)) return m64_nan();
+  if (abs(y) == 1.0) return y * m64_inf();
+  double w = -m64_log((1.0 - y) * (1.0 + y)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08LF;
+    p = 3.43273939e-07LF + p * w;
+    p = -3.5233877e-06LF + p * w;
+    p = -4.39150654e-06LF + p * w;
+    p = 0.00021858087LF + p * w;
+    p = -0.00125372503LF + p * w;
+    p = -0.00417768164LF + p * w;
+    p = 0.246640727LF + p * w;
+    p = 1.50140941LF + p * w;
+  } else {
+    w = sqrt(w) - 3.0;
+    p = -0.000200214257LF;
+    p = 0.000100950558LF + p * w;
+    p = 0.00134934322LF + p * w;
+    p = -0.00367342844LF + p * w;
+    p = 0.00573950773LF + p * w;
+    p = -0.0076224613LF + p * w;
+    p = 0.00943887047LF + p * w;
+    p = 1.00167406LF + p * w;
+    p = 2.83297682LF + p * w;
+  }
+  double x = p * y;
+  for (int i = 0; i < 2; ++i) {
+    x -= (m64_erf(x) - y) / (1.1283791670955126LF * m64_exp(-x * x));
+  }
+  return x;
+}
+
+// log Gamma(x) for x >= 0.5: the recurrence Gamma(x) = Gamma(x + k) / (x (x+1) ... ), then
+// Stirling's series at x + k >= 10 (terms to 1/x^11: below 1e-17 there).
+double m64_lgamma_positive(double x) {
+  double shift = 0.0;
+  while (x < 10.0) {
+    shift += m64_log(x);
+    x += 1.0;
+  }
+  const double y = 1.0 / (x * x);
+  const double series =
+      (1.0LF / 12.0LF -
+       y * (1.0LF / 360.0LF -
+            y * (1.0LF / 1260.0LF -
+                 y * (1.0LF / 1680.0LF - y * (1.0LF / 1188.0LF - y * (691.0LF / 360360.0LF))))));
+  return (x - 0.5) * m64_log(x) - x + 0.91893853320467274178LF + series / x - shift;
+}
+
+// log |Gamma(x)| as C's lgamma: +inf at the poles (the non-positive integers), the reflection
+// formula below 0.5, and above it the recurrence up to x >= 10 then Stirling's series.
+double m64_lgamma(double x) {
+  if (isnan(x)) return x;
+  if (isinf(x)) return m64_inf();
+  if (x <= 0.0 && x == floor(x)) return m64_inf();
+  if (x < 0.5) {  // log(pi / |sin(pi x)|) - lgamma(1 - x)
+    const double s = abs(m64_sin(M64_PI * (x - floor(x))));
+    return m64_log(M64_PI / s) - m64_lgamma_positive(1.0 - x);
+  }
+  return m64_lgamma_positive(x);
+}

@@ -199,6 +199,10 @@ double apply_double(uint op, double v, bool f64) {
       return r;
     }
     case 35u: return pa == 0.5 ? (v >= 0.0 ? sqrt(v) : nan) : m64_pow(v, pa);
+    case 40u: return m64_erfinv(v);
+    case 41u: return m64_lgamma(v);
+    case 42u: return m64_digamma(v);
+    case 43u: return m64_polygamma(int(pa), v);  // n in a
   }
   return nan;
 }
@@ -237,7 +241,7 @@ void main() {
     const uint xt = p.types & 255u, ot = p.types >> 8;
     const uint64_t bits = LOAD_BITS(x, xt, uint(ix));
     uint64_t r;
-    if (p.op >= 37u) {  // the Bool-valued tests: isnan, isinf, logical_not
+    if (p.op >= 37u && p.op <= 39u) {  // the Bool-valued tests: isnan, isinf, logical_not
       const bool f = t_float(xt);
       const double v = f ? float_value(xt, bits) : 0.0;
       r = p.op == 37u ? uint64_t(f && isnan(v))
