@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "ember/core/backend.hpp"
 #include "ember/core/error.hpp"
 #include "ember/core/raw_tensor.hpp"
 
@@ -143,6 +144,30 @@ inline void collapse_dims(std::initializer_list<RawTensor*> ts) {
     t->shape = merged;
     t->strides = strides[k++];
   }
+}
+
+// Runs `kernel`, which writes a contiguous output, on `out`, or on a contiguous temporary then
+// copied into `out` when that is a strided view (an in-place op on a slice, a transposed
+// destination): one pass more, for the rare case.
+template <class F>
+void into_contiguous(Backend& be, const RawTensor& out, const F& kernel) {
+  if (out.is_contiguous()) return kernel(out);
+  const RawTensor tmp{be.allocate(std::max<size_t>(out.nbytes(), 1), out.device()), out.shape,
+                      contiguous_strides(out.shape), 0, out.dtype};
+  kernel(tmp);
+  be.copy(tmp, out);
+}
+
+// As into_contiguous for a kernel that updates `inout` in place (scatter): the temporary starts
+// as a copy of it.
+template <class F>
+void through_contiguous(Backend& be, const RawTensor& inout, const F& kernel) {
+  if (inout.is_contiguous()) return kernel(inout);
+  const RawTensor tmp{be.allocate(std::max<size_t>(inout.nbytes(), 1), inout.device()), inout.shape,
+                      contiguous_strides(inout.shape), 0, inout.dtype};
+  be.copy(inout, tmp);
+  kernel(tmp);
+  be.copy(tmp, inout);
 }
 
 // The checks of a kernel that reads x (strided) and writes out (contiguous).

@@ -59,6 +59,9 @@ void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, con
 void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
                            const RawTensor& out) {
   if (out.numel() == 0) return;
+  if (!out.is_contiguous()) {
+    return into_contiguous(*this, out, [&](const RawTensor& o) { gather(x, dim, index, o); });
+  }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 0;
@@ -70,6 +73,9 @@ void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
 void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& index,
                                  const RawTensor& out) {
   if (out.numel() == 0) return;
+  if (!out.is_contiguous()) {
+    return into_contiguous(*this, out, [&](const RawTensor& o) { index_select(x, dim, index, o); });
+  }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 1;
@@ -82,6 +88,10 @@ void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                             const RawTensor& index, const RawTensor& src) {
   const char* op = scatter_name(reduce);
   if (dst.numel() == 0 || index.numel() == 0) return;
+  if (!dst.is_contiguous()) {
+    return through_contiguous(*this, dst,
+                              [&](const RawTensor& d) { scatter(reduce, d, dim, index, src); });
+  }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 2 + static_cast<uint32_t>(reduce);

@@ -439,11 +439,16 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                      b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
   if (code < 0 || !typed) no_kernel(name, a.dtype);
   const bool any = !to_bool && (is_float ? code > 7 : !word_op);
-  dispatch_binary(to_bool, code, a, b, out, name, any);
+  into_contiguous(*this, out,
+                  [&](const RawTensor& o) { dispatch_binary(to_bool, code, a, b, o, name, any); });
 }
 
 void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const RawTensor& b_in,
                           const RawTensor& out_in) {
+  if (!out_in.is_contiguous()) {
+    return into_contiguous(*this, out_in,
+                           [&](const RawTensor& o) { where(cond_in, a_in, b_in, o); });
+  }
   RawTensor cond = cond_in, a = a_in, b = b_in, out = out_in;
   collapse_dims({&cond, &a, &b, &out});
   const size_t size = dtype_size(out.dtype);
@@ -570,6 +575,9 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
 }
 
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
+  if (!out.is_contiguous()) {
+    return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
+  }
   if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {
     no_kernel("matmul", a.dtype);
   }
@@ -674,11 +682,16 @@ int64_t int_bound(DType t, double v) {
 
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                           const RawTensor& out) {
+  if (!out.is_contiguous()) {
+    return into_contiguous(*this, out, [&](const RawTensor& o) { unary(op, params, x, o); });
+  }
   if (returns_bool(op) && (x.dtype == DType::f32 || x.dtype == DType::f64) &&
       out.dtype == DType::boolean) {
     // compare.comp's one-operand tests: isnan, isinf, logical_not (x == 0).
     const int code = op == UnaryOp::IsNan ? 6 : (op == UnaryOp::IsInf ? 7 : 8);
-    return dispatch_binary(true, code, x, x, out, op_name(op).data());
+    return into_contiguous(*this, out, [&](const RawTensor& o) {
+      dispatch_binary(true, code, x, x, o, op_name(op).data());
+    });
   }
   // unary.comp's ANY variant (floats in double, rounded to their type as the Cpu's results
   // round), or its float32 variant with the driver's float functions on a device without float64.
@@ -733,6 +746,9 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
 
 void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                            const RawTensor& out) {
+  if (!out.is_contiguous()) {
+    return into_contiguous(*this, out, [&](const RawTensor& o) { reduce(op, x, dims_mask, o); });
+  }
   // reduce.comp, in double and int64 for every dtype, or reduce_f32.comp for float32 amax and
   // amin (exact in float32) and, on a device without float64, float32 sums (which then lose the
   // Cpu's double accumulation); both number the ops as ReduceOp does.
