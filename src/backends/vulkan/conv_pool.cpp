@@ -1,6 +1,7 @@
-// The Vulkan backend's convolution and pooling (OpFamily::Conv, OpFamily::Pool) in float32:
-// conv_f32.comp and pool_f32.comp, direct loops that gather, so results do not depend on
-// scheduling. The spatial sizes go right-aligned into three slots, as the Cpu's geometry.
+// The Vulkan backend's convolution and pooling (OpFamily::Conv, OpFamily::Pool) of every float
+// dtype: conv.comp and pool.comp (float32, or the others in double), direct loops that gather,
+// so results do not depend on scheduling. The spatial sizes go right-aligned into three slots, as
+// the Cpu's geometry.
 #include <algorithm>
 
 #include "binding.hpp"
@@ -25,7 +26,7 @@ int slot_dim(int i, int spatial) { return i - (3 - spatial); }
 struct ConvPush {
   uint32_t n, c, oc, groups;
   uint32_t mode, flags, a_base, w_base;
-  uint32_t b_base, out_base, count, pad0;
+  uint32_t b_base, out_base, count, type;
   Spatial g;
 };
 static_assert(sizeof(ConvPush) <= 128, "Vulkan guarantees 128 bytes of push constants");
@@ -53,7 +54,9 @@ ConvPush conv_push(const Shape& x, const Shape& w, const Shape& y, const ConvPar
 void check_conv(const char* op, std::initializer_list<const RawTensor*> ts) {
   for (const RawTensor* t : ts) {
     if (!t->defined()) continue;
-    if (t->dtype != DType::f32) backend().no_kernel(op, t->dtype);
+    if (!is_floating(t->dtype) || t->dtype != (*ts.begin())->dtype) {
+      backend().no_kernel(op, t->dtype);
+    }
     EMBER_CHECK(t->is_contiguous(), "[", op, "] the Vulkan kernels take contiguous operands");
     check_indexable(*t, op);
   }
@@ -64,15 +67,20 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
                    const RawTensor& out, uint32_t groups) {
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  const Bound ba = bind(c, a), bw = bind(c, w), bo = bind(c, out);
-  const Bound bb = bias.defined() ? bind(c, bias) : bo;  // unread without flags & 1
+  const bool f32 = out.dtype == DType::f32;  // else conv.comp's ANY variant, in double
+  if (!f32) check_wide(c, "conv", out.dtype);
+  const Bound ba = bind_bytes(c, a), bw = bind_bytes(c, w), bo = bind_bytes(c, out);
+  const Bound bb = bias.defined() ? bind_bytes(c, bias) : bo;  // unread without flags & 1
+  q.type = static_cast<uint32_t>(convert_code(out.dtype));
   q.a_base = ba.base;
   q.w_base = bw.base;
   q.b_base = bb.base;
   q.out_base = bo.base;
   q.flags |= bias.defined() ? 1u : 0u;
   const Binding bs[] = {ba.binding, bw.binding, bb.binding, bo.binding};
-  c.dispatch(c.pipeline("conv_f32", shaders::conv_f32, 4, sizeof q), bs, &q, sizeof q, groups);
+  c.dispatch(f32 ? c.pipeline("conv_f32", shaders::conv_f32, 4, sizeof q)
+                 : c.pipeline("conv_any", shaders::conv_any, 4, sizeof q),
+             bs, &q, sizeof q, groups);
 }
 
 }  // namespace
@@ -152,7 +160,7 @@ namespace {
 // pool_f32.comp's push constants.
 struct PoolPush {
   uint32_t planes, mode, flags, count;
-  uint32_t a_base, out_base, i_word, pad0;
+  uint32_t a_base, out_base, i_word, type;
   Spatial g;
 };
 static_assert(sizeof(PoolPush) <= 128, "Vulkan guarantees 128 bytes of push constants");
@@ -184,7 +192,7 @@ PoolPush pool_push(const Shape& x, const Shape& y, const PoolParams& p, uint32_t
 void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, const RawTensor& out,
                    const char* op) {
   for (const RawTensor* t : {&a, &out}) {
-    if (t->dtype != DType::f32) backend().no_kernel(op, t->dtype);
+    if (!is_floating(t->dtype) || t->dtype != out.dtype) backend().no_kernel(op, t->dtype);
     EMBER_CHECK(t->is_contiguous(), "[", op, "] the Vulkan kernels take contiguous operands");
     check_indexable(*t, op);
   }
@@ -197,15 +205,19 @@ void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, con
   q.count = static_cast<uint32_t>(out.numel());
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  const Bound ba = bind(c, a), bo = bind(c, out);
+  const bool f32 = out.dtype == DType::f32;  // else pool.comp's ANY variant, in double
+  if (!f32) check_wide(c, op, out.dtype);
+  const Bound ba = bind_bytes(c, a), bo = bind_bytes(c, out);
+  q.type = static_cast<uint32_t>(convert_code(out.dtype));
   const Bound bi = indices.defined() ? bind(c, indices) : bo;  // unread and unwritten
   q.a_base = ba.base;
   q.out_base = bo.base;
   q.i_word =
       indices.defined() ? bi.base * static_cast<uint32_t>(dtype_size(indices.dtype) / 4) : 0u;
   const Binding bs[] = {ba.binding, bi.binding, bo.binding};
-  c.dispatch(c.pipeline("pool_f32", shaders::pool_f32, 3, sizeof q), bs, &q, sizeof q,
-             groups_for(out.numel()));
+  c.dispatch(f32 ? c.pipeline("pool_f32", shaders::pool_f32, 3, sizeof q)
+                 : c.pipeline("pool_any", shaders::pool_any, 3, sizeof q),
+             bs, &q, sizeof q, groups_for(out.numel()));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "shaders/compare32.spv.h"
 #include "shaders/compare64.spv.h"
 #include "shaders/compare_any.spv.h"
+#include "shaders/conv_any.spv.h"
 #include "shaders/conv_f32.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
@@ -25,6 +26,7 @@
 #include "shaders/matmul_any.spv.h"
 #include "shaders/matmul_f32.spv.h"
 #include "shaders/nonzero.spv.h"
+#include "shaders/pool_any.spv.h"
 #include "shaders/pool_f32.spv.h"
 #include "shaders/range.spv.h"
 #include "shaders/reduce.spv.h"
@@ -48,6 +50,7 @@ inline constexpr std::span<const uint32_t> binary_any{binary_any_spv};
 inline constexpr std::span<const uint32_t> compare32{compare32_spv};
 inline constexpr std::span<const uint32_t> compare64{compare64_spv};
 inline constexpr std::span<const uint32_t> compare_any{compare_any_spv};
+inline constexpr std::span<const uint32_t> conv_any{conv_any_spv};
 inline constexpr std::span<const uint32_t> conv_f32{conv_f32_spv};
 inline constexpr std::span<const uint32_t> convert{convert_spv};
 inline constexpr std::span<const uint32_t> convert64{convert64_spv};
@@ -60,6 +63,7 @@ inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
+inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
 inline constexpr std::span<const uint32_t> range{range_spv};
 inline constexpr std::span<const uint32_t> reduce{reduce_spv};

@@ -216,9 +216,9 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::TopK:
     case OpFamily::Matmul:  // float32, the others in double or int64
       return convert_code(dtype) >= 0;
-    case OpFamily::Conv:  // direct loops (conv_f32.comp, pool_f32.comp)
+    case OpFamily::Conv:  // direct loops (conv.comp, pool.comp), float32 or in double
     case OpFamily::Pool:
-      return dtype == DType::f32;
+      return is_floating(dtype);
     default:
       return false;
   }

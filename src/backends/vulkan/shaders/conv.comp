@@ -1,4 +1,4 @@
-// Float32 convolution of contiguous NC + spatial tensors (1 to 3 spatial dims, right-aligned in
+// Convolution of contiguous NC + spatial tensors (1 to 3 spatial dims, right-aligned in
 // three slots whose leading ones have size 1), grouped, strided, padded and dilated, as PyTorch:
 //   mode 0, forward:         out [N, O, *out] = conv(a = x [N, C, *in], w [O, C/g, *k]) + bias
 //   mode 1, backward data:   out [N, C, *in] = the transposed convolution of a = grad_out by w
@@ -8,17 +8,33 @@
 // identical); mode 2 takes a workgroup per weight (then per bias) element: each invocation folds
 // every 256th row of products, then a tree in shared memory in a fixed order; with flags & 2
 // (many elements) an invocation per element sums them all, in the same row order. Sums are
-// float32 fmas.
+// float32 fmas in the default variant; the ANY variant takes every float dtype (elements.glsl)
+// and sums in double.
 #version 450
+#extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
+#ifdef ANY  // every float dtype (elements.glsl), summed in double
+#include "elements.glsl"
+layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer W { uint w[]; };
+layout(std430, set = 0, binding = 2) buffer Bias { uint bias[]; };
+layout(std430, set = 0, binding = 3) buffer Out { uint o[]; };
+#define VALUE double
+#define LOAD(buf, at) float_value(p.type, LOAD_BITS(buf, p.type, (at)))
+#define STORE(buf, at, v) STORE_BITS(buf, p.type, (at), float_bits(p.type, (v)))
+#else
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
 layout(std430, set = 0, binding = 2) buffer Bias { float bias[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { float o[]; };
+#define VALUE float
+#define LOAD(buf, at) buf[at]
+#define STORE(buf, at, v) buf[at] = (v)
+#endif
 layout(push_constant) uniform Params {
   uint n, c, oc, groups;
   uint mode, flags, a_base, w_base;  // flags: 1 bias (read in mode 0, written in mode 2), 2 above
-  uint b_base, out_base, count, pad0;
+  uint b_base, out_base, count, type;  // type (ANY): the dtype of all operands
   uint in_[3];
   uint out_[3];
   uint k[3];
@@ -27,7 +43,7 @@ layout(push_constant) uniform Params {
   uint d[3];
 } p;
 
-shared float part[256];
+shared VALUE part[256];
 
 uint in_size() { return p.in_[0] * p.in_[1] * p.in_[2]; }
 uint out_size() { return p.out_[0] * p.out_[1] * p.out_[2]; }
@@ -35,7 +51,7 @@ uint k_size() { return p.k[0] * p.k[1] * p.k[2]; }
 
 // Output element i of the forward convolution: the kernel taps outside, so that their bounds are
 // checked once for all input channels.
-float forward(uint i) {
+VALUE forward(uint i) {
   uint r = i;
   const uint ow = r % p.out_[2]; r /= p.out_[2];
   const uint oh = r % p.out_[1]; r /= p.out_[1];
@@ -45,7 +61,7 @@ float forward(uint i) {
   const uint cg = p.c / p.groups, og = p.oc / p.groups;
   const uint x0 = p.a_base + (n * p.c + (oc / og) * cg) * in_size();
   const uint w0 = p.w_base + oc * cg * k_size();
-  float acc = 0.0;
+  VALUE acc = 0.0;
   for (uint kd = 0u; kd < p.k[0]; ++kd) {
     const int id = int(od * p.s[0] + kd * p.d[0]) - p.pad[0];
     if (id < 0 || id >= int(p.in_[0])) continue;
@@ -58,12 +74,12 @@ float forward(uint i) {
         uint xa = x0 + (uint(id) * p.in_[1] + uint(ih)) * p.in_[2] + uint(iw);
         uint wa = w0 + (kd * p.k[1] + kh) * p.k[2] + kw;
         for (uint ci = 0u; ci < cg; ++ci, xa += in_size(), wa += k_size()) {
-          acc = fma(a[xa], w[wa], acc);
+          acc = fma(LOAD(a, xa), LOAD(w, wa), acc);
         }
       }
     }
   }
-  if ((p.flags & 1u) != 0u) acc += bias[p.b_base + oc];
+  if ((p.flags & 1u) != 0u) acc += LOAD(bias, p.b_base + oc);
   return acc;
 }
 
@@ -78,7 +94,7 @@ int out_pos(int j, uint i, uint kk) {
 
 // Element i of the data gradient [N, C, *in]: every output that read it, times its weight; the
 // taps outside, so that each output position is found once for all output channels.
-float backward_data(uint i) {
+VALUE backward_data(uint i) {
   uint r = i;
   const uint iw = r % p.in_[2]; r /= p.in_[2];
   const uint ih = r % p.in_[1]; r /= p.in_[1];
@@ -89,7 +105,7 @@ float backward_data(uint i) {
   const uint g = c / cg, ci = c % cg;
   const uint y0 = p.a_base + (n * p.oc + g * og) * out_size();
   const uint w0 = p.w_base + (g * og * cg + ci) * k_size();
-  float acc = 0.0;
+  VALUE acc = 0.0;
   for (uint kd = 0u; kd < p.k[0]; ++kd) {
     const int od = out_pos(0, id, kd);
     if (od < 0) continue;
@@ -102,7 +118,7 @@ float backward_data(uint i) {
         uint ya = y0 + (uint(od) * p.out_[1] + uint(oh)) * p.out_[2] + uint(ow);
         uint wa = w0 + (kd * p.k[1] + kh) * p.k[2] + kw;
         for (uint oc = 0u; oc < og; ++oc, ya += out_size(), wa += cg * k_size()) {
-          acc = fma(a[ya], w[wa], acc);
+          acc = fma(LOAD(a, ya), LOAD(w, wa), acc);
         }
       }
     }
@@ -124,17 +140,17 @@ ivec2 valid_outputs(int j, uint kk) {
 // Invocation t of `threads`' share of weight element e's gradient (e past the weights: a bias
 // element): the rows (n, od, oh) of the output are dealt to the invocations, and each walks a
 // row's valid span of ow without bounds checks.
-float weight_part(uint e, uint t, uint threads) {
+VALUE weight_part(uint e, uint t, uint threads) {
   const uint cg = p.c / p.groups, og = p.oc / p.groups;
   const uint weights = p.oc * cg * k_size();
   const uint rows = p.n * p.out_[0] * p.out_[1];
-  float acc = 0.0;
+  VALUE acc = 0.0;
   if (e >= weights) {  // the bias gradient of channel e - weights
     const uint oc = e - weights;
     for (uint row = t; row < rows; row += threads) {
       const uint n = row / (p.out_[0] * p.out_[1]), rest = row % (p.out_[0] * p.out_[1]);
       const uint y0 = p.w_base + (n * p.oc + oc) * out_size() + rest * p.out_[2];
-      for (uint ow = 0u; ow < p.out_[2]; ++ow) acc += w[y0 + ow];
+      for (uint ow = 0u; ow < p.out_[2]; ++ow) acc += LOAD(w, y0 + ow);
     }
     return acc;
   }
@@ -157,7 +173,7 @@ float weight_part(uint e, uint t, uint threads) {
     const uint y0 = p.w_base + (n * p.oc + oc) * out_size() + (od * p.out_[1] + oh) * p.out_[2];
     for (int ow = span.x; ow <= span.y; ++ow) {
       const int iw = ow * int(p.s[2]) + int(kw * p.d[2]) - p.pad[2];
-      acc = fma(a[x0 + uint(iw)], w[y0 + uint(ow)], acc);
+      acc = fma(LOAD(a, x0 + uint(iw)), LOAD(w, y0 + uint(ow)), acc);
     }
   }
   return acc;
@@ -168,11 +184,11 @@ void main() {
     const uint step = gl_NumWorkGroups.x * 256u;
     const uint weights = p.oc * (p.c / p.groups) * k_size();
     for (uint e = gl_GlobalInvocationID.x; e < p.count; e += step) {
-      const float v = weight_part(e, 0u, 1u);
+      const VALUE v = weight_part(e, 0u, 1u);
       if (e < weights) {
-        o[p.out_base + e] = v;
+        STORE(o, p.out_base + e, v);
       } else {
-        bias[p.b_base + e - weights] = v;
+        STORE(bias, p.b_base + e - weights, v);
       }
     }
     return;
@@ -189,9 +205,9 @@ void main() {
       }
       if (t == 0u) {
         if (e < weights) {
-          o[p.out_base + e] = part[0];
+          STORE(o, p.out_base + e, part[0]);
         } else {
-          bias[p.b_base + e - weights] = part[0];
+          STORE(bias, p.b_base + e - weights, part[0]);
         }
       }
       barrier();  // part[] is reused by the next element
@@ -200,6 +216,6 @@ void main() {
   }
   const uint stride = gl_NumWorkGroups.x * 256u;
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += stride) {
-    o[p.out_base + i] = p.mode == 0u ? forward(i) : backward_data(i);
+    STORE(o, p.out_base + i, p.mode == 0u ? forward(i) : backward_data(i));
   }
 }

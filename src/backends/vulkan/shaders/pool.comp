@@ -1,6 +1,7 @@
-// Float32 pooling over the trailing 1 to 3 spatial dims of contiguous [planes, *in] tensors (the
-// sizes right-aligned in three slots, leading slots of size 1), with PyTorch's windows for
-// padding, dilation, ceil mode and adaptive pooling (core/pool_geometry.hpp, which the Cpu uses):
+// Pooling over the trailing 1 to 3 spatial dims of contiguous [planes, *in] tensors (the sizes
+// right-aligned in three slots, leading slots of size 1), with PyTorch's windows for padding,
+// dilation, ceil mode and adaptive pooling (core/pool_geometry.hpp, which the Cpu uses), in
+// float32, or every float dtype in double in the ANY variant (elements.glsl):
 //   mode 0: max pool, out = the window's max (NaN wins, the first max on ties), and when
 //           flags & 12 its flat index within the input plane into idx (4: int32, 8: int64)
 //   mode 1: average pool
@@ -10,13 +11,26 @@
 // An invocation per output element; the backward modes gather from the outputs that can reach
 // an input element (no atomics, so run-to-run identical).
 #version 450
+#extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
+#ifdef ANY  // every float dtype (elements.glsl), in double
+#include "elements.glsl"
+layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(std430, set = 0, binding = 2) buffer Out { uint o[]; };
+#define VALUE double
+#define LOAD(at) float_value(p.type, LOAD_BITS(a, p.type, (at)))
+#define STORE(at, v) STORE_BITS(o, p.type, (at), float_bits(p.type, (v)))
+#else
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) buffer Idx { uint idx[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out { float o[]; };
+#define VALUE float
+#define LOAD(at) a[at]
+#define STORE(at, v) o[at] = (v)
+#endif
+layout(std430, set = 0, binding = 1) buffer Idx { uint idx[]; };
 layout(push_constant) uniform Params {
   uint planes, mode, flags, count;  // flags: 1 adaptive, 2 count_include_pad, 4/8 indices
-  uint a_base, out_base, i_word, pad0;  // i_word: idx's first element, in 32-bit words
+  uint a_base, out_base, i_word, type;  // i_word: idx's first element, in 32-bit words
   uint in_[3];
   uint out_[3];
   uint k[3];
@@ -46,7 +60,7 @@ ivec3 window(int j, int o) {
 }
 
 // The max of output element i of `plane`'s windows, and its flat index within the plane.
-void max_of(uint plane_at, uint od, uint oh, uint ow, out float best, out int arg) {
+void max_of(uint plane_at, uint od, uint oh, uint ow, out VALUE best, out int arg) {
   best = 0.0;
   arg = -1;
   for (uint kd = 0u; kd < (adaptive() ? 1u : p.k[0]); ++kd) {
@@ -69,7 +83,7 @@ void max_of(uint plane_at, uint od, uint oh, uint ow, out float best, out int ar
           for (int ih = wh.x; ih < wh.y; ++ih) {
             for (int iw = ww.x; iw < ww.y; ++iw) {
               const int at = (id * int(p.in_[1]) + ih) * int(p.in_[2]) + iw;
-              const float v = a[p.a_base + plane_at + uint(at)];
+              const VALUE v = LOAD(p.a_base + plane_at + uint(at));
               if (arg < 0 || v > best || isnan(v)) {  // NaN wins, a later one replaces it
                 best = v;
                 arg = at;
@@ -80,21 +94,21 @@ void max_of(uint plane_at, uint od, uint oh, uint ow, out float best, out int ar
       }
     }
   }
-  if (arg < 0) best = -uintBitsToFloat(0x7f800000u);
+  if (arg < 0) best = -VALUE(uintBitsToFloat(0x7f800000u));
 }
 
-float average_of(uint plane_at, uint od, uint oh, uint ow) {
+VALUE average_of(uint plane_at, uint od, uint oh, uint ow) {
   const ivec3 wd = window(0, int(od)), wh = window(1, int(oh)), ww = window(2, int(ow));
-  float sum = 0.0;
+  VALUE sum = 0.0;
   for (int id = wd.x; id < wd.y; ++id) {
     for (int ih = wh.x; ih < wh.y; ++ih) {
       for (int iw = ww.x; iw < ww.y; ++iw) {
-        sum += a[p.a_base + plane_at + uint((id * int(p.in_[1]) + ih) * int(p.in_[2]) + iw)];
+        sum += LOAD(p.a_base + plane_at + uint((id * int(p.in_[1]) + ih) * int(p.in_[2]) + iw));
       }
     }
   }
   const int count = wd.z * wh.z * ww.z;
-  return count > 0 ? sum / float(count) : 0.0;
+  return count > 0 ? sum / VALUE(count) : 0.0;
 }
 
 // The outputs along slot j whose windows may hold input position i: [x, y), checked by the
@@ -125,12 +139,12 @@ int index_at(uint e) {
   return int(idx[p.i_word + ((p.flags & 8u) != 0u ? 2u * e : e)]);
 }
 
-float backward(uint i) {
+VALUE backward(uint i) {
   const uint plane = i / in_size(), at = i % in_size();
   const int iw = int(at % p.in_[2]), ih = int(at / p.in_[2] % p.in_[1]),
             id = int(at / (p.in_[2] * p.in_[1]));
   const ivec2 cd = candidates(0, id), ch = candidates(1, ih), cw = candidates(2, iw);
-  float sum = 0.0;
+  VALUE sum = 0.0;
   for (int od = cd.x; od < cd.y; ++od) {
     if (!reads(0, od, id)) continue;
     for (int oh = ch.x; oh < ch.y; ++oh) {
@@ -139,11 +153,11 @@ float backward(uint i) {
         if (!reads(2, ow, iw)) continue;
         const uint e = plane * out_size() + uint((od * int(p.out_[1]) + oh) * int(p.out_[2]) + ow);
         if (p.mode == 2u) {
-          if (index_at(e) == int(at)) sum += a[p.a_base + e];
+          if (index_at(e) == int(at)) sum += LOAD(p.a_base + e);
         } else {
           const int count =
               window(0, od).z * window(1, oh).z * window(2, ow).z;
-          if (count > 0) sum += a[p.a_base + e] / float(count);
+          if (count > 0) sum += LOAD(p.a_base + e) / VALUE(count);
         }
       }
     }
@@ -155,20 +169,20 @@ void main() {
   const uint stride = gl_NumWorkGroups.x * 256u;
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += stride) {
     if (p.mode >= 2u) {
-      o[p.out_base + i] = backward(i);
+      STORE(p.out_base + i, backward(i));
       continue;
     }
     const uint plane = i / out_size(), at = i % out_size();
     const uint ow = at % p.out_[2], oh = at / p.out_[2] % p.out_[1],
                od = at / (p.out_[2] * p.out_[1]);
     if (p.mode == 1u) {
-      o[p.out_base + i] = average_of(plane * in_size(), od, oh, ow);
+      STORE(p.out_base + i, average_of(plane * in_size(), od, oh, ow));
       continue;
     }
-    float best;
+    VALUE best;
     int arg;
     max_of(plane * in_size(), od, oh, ow, best, arg);
-    o[p.out_base + i] = best;
+    STORE(p.out_base + i, best);
     if ((p.flags & 4u) != 0u) idx[p.i_word + i] = uint(arg);
     if ((p.flags & 8u) != 0u) {
       idx[p.i_word + 2u * i] = uint(arg);
