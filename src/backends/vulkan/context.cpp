@@ -292,8 +292,7 @@ uintptr_t DeviceContext::allocate(size_t nbytes, bool staging) {
         const size_t at = it->first, left = it->second - want;
         b->free.erase(it);
         if (left) b->free[at + want] = left;
-        in_use_ += want;
-        peak_ = std::max(peak_, in_use_);
+        count_in_use(staging, want);
         return b->base + at;
       }
     }
@@ -314,8 +313,7 @@ uintptr_t DeviceContext::allocate(size_t nbytes, bool staging) {
   const size_t left = b.size - want;
   b.free.clear();
   if (left) b.free[want] = left;
-  in_use_ += want;
-  peak_ = std::max(peak_, in_use_);
+  count_in_use(staging, want);
   return b.base;
 }
 
@@ -330,9 +328,17 @@ void DeviceContext::release(uintptr_t address, size_t nbytes) {
   pending_.push_back({address, size, serial});
 }
 
+// Memory in use is tensors' memory, as on the other backends: staging ranges (transfers in
+// flight) are the backend's own, counted as reserved but not in use.
+void DeviceContext::count_in_use(bool staging, size_t nbytes) {
+  if (staging) return;
+  in_use_ += nbytes;
+  peak_ = std::max(peak_, in_use_);
+}
+
 void DeviceContext::give_back(uintptr_t address, size_t nbytes) {
   auto [b, at] = locate(address);
-  in_use_ -= nbytes;
+  if (!b->staging) in_use_ -= nbytes;
   auto next = b->free.lower_bound(at);
   size_t start = at, size = nbytes;
   if (next != b->free.begin()) {

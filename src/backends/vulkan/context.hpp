@@ -124,6 +124,7 @@ class DeviceContext {
   void barrier();
   Block& new_block(size_t size, bool staging);
   void give_back(uintptr_t address, size_t nbytes);
+  void count_in_use(bool staging, size_t nbytes);
 
   int index_;
   VkPhysicalDeviceProperties props_{};

@@ -755,7 +755,8 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   if (xt < 0 || ot < 0) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
-  check_operands(op_name(op), x, out);
+  EMBER_CHECK(x.numel() < (int64_t{1} << 31), "[", op_name(op), "] ", x.numel(),
+              " elements exceed the 2^31 the Vulkan kernels index");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
@@ -770,15 +771,38 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
     uint32_t red_shape[kMaxRank];
     int32_t red_stride[kMaxRank];
   } p{};
+  // The kept dims (the output's, in its order) and the reduced ones, each a list of shapes and
+  // strides iterated in row-major order: size-1 dims dropped and neighbours in a list merged
+  // where they step as one, so that any rank fits the shader's 6 dims a list when it can.
   int64_t red_count = 1;
+  Shape kept_shape, red_shape;
+  Strides kept_strides, red_strides;
   for (int d = 0; d < x.rank(); ++d) {
     const bool reduced = (dims_mask >> d) & 1u;
-    uint32_t& rank = reduced ? p.red_rank : p.kept_rank;
-    (reduced ? p.red_shape : p.kept_shape)[rank] = static_cast<uint32_t>(x.shape[d]);
-    (reduced ? p.red_stride : p.kept_stride)[rank] = static_cast<int32_t>(x.strides[d]);
-    ++rank;
     if (reduced) red_count *= x.shape[d];
+    if (x.shape[d] == 1) continue;
+    Shape& shape = reduced ? red_shape : kept_shape;
+    Strides& strides = reduced ? red_strides : kept_strides;
+    const int last = shape.rank() - 1;
+    if (last >= 0 && strides[last] == x.strides[d] * x.shape[d]) {
+      shape[last] *= x.shape[d];
+      strides[last] = x.strides[d];
+    } else {
+      shape.push_back(x.shape[d]);
+      strides.push_back(x.strides[d]);
+    }
   }
+  EMBER_CHECK(kept_shape.rank() <= kMaxRank && red_shape.rank() <= kMaxRank, "[", op_name(op),
+              "] the Vulkan kernels take up to ", kMaxRank, " kept and ", kMaxRank,
+              " reduced dims, got ", x.shape);
+  p.kept_rank = static_cast<uint32_t>(kept_shape.rank());
+  p.red_rank = static_cast<uint32_t>(red_shape.rank());
+  put_shape(kept_shape, p.kept_shape);
+  put_shape(red_shape, p.red_shape);
+  for (int d = 0; d < kept_shape.rank(); ++d) {
+    p.kept_stride[d] = static_cast<int32_t>(kept_strides[d]);
+  }
+  for (int d = 0; d < red_shape.rank(); ++d) p.red_stride[d] = static_cast<int32_t>(red_strides[d]);
   const Bound bx = bind_bytes(c, x), bo = bind_bytes(c, out);
   p.out_count = static_cast<uint32_t>(out.numel());
   p.red_count = static_cast<uint32_t>(red_count);
