@@ -212,6 +212,8 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return convert_code(dtype) >= 0;
     case OpFamily::ArgReduce:  // float32, the others in double or int64
       return convert_code(dtype) >= 0;
+    case OpFamily::Svd:  // float32 and float64, in double (svd.comp)
+      return dtype == DType::f32 || dtype == DType::f64;
     case OpFamily::Sort:  // every dtype (sort.comp)
     case OpFamily::TopK:
     case OpFamily::Matmul:  // float32, the others in double or int64
