@@ -47,8 +47,10 @@ class DeviceEnvironment : public ::testing::Environment {
 #endif
   }
 
+#if defined(EMBER_TEST_VULKAN)
  private:
   bool vulkan_ = false;
+#endif
 };
 
 [[maybe_unused]] ::testing::Environment* const g_env =
