@@ -83,7 +83,7 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
                       convolution(gy, w, DynTensor(), p, true), 1e-4, what + " transposed");
     }
   }
-  // A 1x1 stem with a gradient that only the bias reads, and a batch of zero images.
+  // A batch of zero images.
   ConvParams p;
   const DynTensor empty_x = zeros(Shape{0, 3, 5, 5}, DType::f32, vk());
   EXPECT_EQ(convolution(empty_x, on_vk(signed_input(Shape{2, 3, 3, 3}, 1)), DynTensor(), p, false)
@@ -180,32 +180,36 @@ TEST(VulkanKernels, PoolingMatchesTheCpu) {
 TEST(VulkanKernels, GatherIndexSelectAndScatterMatchTheCpu) {
   EMBER_REQUIRE_VULKAN();
   Generator gen(7);
-  for (DType dt : {DType::f32, DType::i32, DType::f64, DType::i64}) {
+  for (DType dt :
+       {DType::f32, DType::i32, DType::f64, DType::i64, DType::f16, DType::u8, DType::boolean}) {
     const std::string name(dtype_name(dt));
-    const DynTensor x = cast(mul(signed_input(Shape{6, 7}, 11), 50.0), dt);
-    const DynTensor xt = transpose(x, 0, 1);  // strided [7, 6]
+    const DynTensor x = cast(
+        mul(dt == DType::u8 ? input(Shape{6, 7}, 11) : signed_input(Shape{6, 7}, 11), 50.0), dt);
+    const DynTensor xt = transpose(x, 0, 1);          // strided [7, 6]
+    const DynTensor xtv = transpose(on_vk(x), 0, 1);  // strided on the device too
     const DynTensor idx = randint(0, 6, Shape{7, 4}, DType::i64, Device::cpu(), &gen);
-    EXPECT_EQ(on_cpu(gather(on_vk(xt), 1, on_vk(idx))).to_vector<double>(),
+    EXPECT_EQ(on_cpu(gather(xtv, 1, on_vk(idx))).to_vector<double>(),
               gather(xt, 1, idx).to_vector<double>())
         << name;
     const DynTensor idx0 = randint(0, 7, Shape{3, 6}, DType::i64, Device::cpu(), &gen);
-    EXPECT_EQ(on_cpu(gather(on_vk(xt), 0, on_vk(idx0))).to_vector<double>(),
+    EXPECT_EQ(on_cpu(gather(xtv, 0, on_vk(idx0))).to_vector<double>(),
               gather(xt, 0, idx0).to_vector<double>())
         << name;
     const DynTensor sel = from_data(TensorData::from(std::vector<int64_t>{5, 0, 5, 2}, Shape{4}));
-    EXPECT_EQ(on_cpu(index_select(on_vk(xt), 1, on_vk(sel))).to_vector<double>(),
+    EXPECT_EQ(on_cpu(index_select(xtv, 1, on_vk(sel))).to_vector<double>(),
               index_select(xt, 1, sel).to_vector<double>())
         << name;
     // Scatters with repeated targets: the last write wins, sums add in index order.
     const DynTensor src = cast(mul(signed_input(Shape{7, 4}, 12), 9.0), dt);
-    EXPECT_EQ(on_cpu(scatter(on_vk(xt), 1, on_vk(idx), on_vk(src))).to_vector<double>(),
+    EXPECT_EQ(on_cpu(scatter(xtv, 1, on_vk(idx), on_vk(src))).to_vector<double>(),
               scatter(xt, 1, idx, src).to_vector<double>())
         << name;
-    const double tol = is_floating(dt) ? 1e-4 : 0.0;
-    expect_near_cpu(scatter_add(on_vk(xt), 1, on_vk(idx), on_vk(src)), scatter_add(xt, 1, idx, src),
-                    tol, name + " scatter_add");
+    if (dt == DType::boolean) continue;  // the reductions below are arithmetic
+    const double tol = dt == DType::f16 ? 1e-2 : (is_floating(dt) ? 1e-4 : 0.0);
+    expect_near_cpu(scatter_add(xtv, 1, on_vk(idx), on_vk(src)), scatter_add(xt, 1, idx, src), tol,
+                    name + " scatter_add");
     for (const char* r : {"prod", "amax", "amin"}) {
-      expect_near_cpu(scatter_reduce(on_vk(xt), 1, on_vk(idx), on_vk(src), r),
+      expect_near_cpu(scatter_reduce(xtv, 1, on_vk(idx), on_vk(src), r),
                       scatter_reduce(xt, 1, idx, src, r), tol * 100, name + " " + r);
     }
     const DynTensor rows = cast(signed_input(Shape{4, 7}, 13), dt);
@@ -321,8 +325,8 @@ TEST(VulkanKernels, ReductionsOfEveryDtypeMatchTheCpu) {
                    DType::bf16, DType::i64, DType::f64}) {
     const std::string name(dtype_name(dt));
     const DynTensor x = cast(dt == DType::u8 ? abs(base) : base, dt);
-    const DynTensor xt = transpose(x, 0, 1);  // strided
-    const DynTensor xv = on_vk(xt);
+    const DynTensor xt = transpose(x, 0, 1);         // strided
+    const DynTensor xv = transpose(on_vk(x), 0, 1);  // strided on the device too
     const double tol = dt == DType::f16 || dt == DType::bf16 ? 1.0 : 1e-3;
     expect_near_cpu(sum(xv, {0}), sum(xt, {0}), tol, name + " sum");
     expect_near_cpu(sum(xv, {}), sum(xt, {}), tol * 10, name + " sum of all");
@@ -332,11 +336,38 @@ TEST(VulkanKernels, ReductionsOfEveryDtypeMatchTheCpu) {
     EXPECT_EQ(on_cpu(any(xv, {1})).to_vector<bool>(), any(xt, {1}).to_vector<bool>()) << name;
     const DynTensor small = narrow(xt, 0, 0, 3);  // products that stay in range
     if (dt != DType::boolean) {
-      expect_near_cpu(prod(on_vk(small), {0}), prod(small, {0}), is_floating(dt) ? 1e-2 : 0.0,
-                      name + " prod");
+      expect_near_cpu(prod(narrow(xv, 0, 0, 3), {0}), prod(small, {0}),
+                      is_floating(dt) ? 1e-2 : 0.0, name + " prod");
     }
     if (is_floating(dt)) expect_near_cpu(mean(xv, {0}), mean(xt, {0}), tol, name + " mean");
   }
+  expect_no_validation_errors();
+}
+
+// Edge values of the double math and of the SVD, as the Cpu's: expm1 near its overflow, 1 to a
+// NaN power, and a batch of matrices one of which holds a NaN (its factors all NaN, the other's
+// the Cpu's).
+TEST(VulkanKernels, EdgeValuesAsTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor big =
+      from_data(TensorData::from(std::vector<double>{709.5, 709.7, -800}, Shape{3}));
+  expect_near_cpu(expm1(on_vk(big)), expm1(big), 1e-12 * 1.4e308, "expm1 near overflow");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const DynTensor one = full(Shape{1}, 1.0, DType::f64, Device::cpu());
+  const DynTensor nan_t = full(Shape{1}, nan, DType::f64, Device::cpu());
+  EXPECT_EQ(on_cpu(pow(on_vk(one), on_vk(nan_t))).item<double>(), 1.0);
+  std::vector<double> d(24);
+  for (int i = 0; i < 24; ++i) d[static_cast<size_t>(i)] = i == 5 ? nan : std::sin(i);
+  const DynTensor a = from_data(TensorData::from(d, Shape{2, 4, 3}));
+  const linalg::SVD got = linalg::svd(on_vk(a), true), want = linalg::svd(a, true);
+  const std::vector<double> u = on_cpu(got.U).to_vector<double>();
+  for (size_t i = 0; i < 16; ++i) EXPECT_TRUE(std::isnan(u[i])) << "U of the NaN matrix, " << i;
+  // The finite matrix: the Cpu's singular values, and its factors multiply back to it (this
+  // one's smallest singular vector is too sensitive to compare with the Cpu's digit for digit).
+  expect_near_cpu(select(got.S, 0, 1), select(want.S, 0, 1), 1e-12, "S of the finite matrix");
+  const DynTensor u3 = narrow(select(on_cpu(got.U), 0, 1), 1, 0, 3);
+  const DynTensor back = matmul(mul(u3, select(on_cpu(got.S), 0, 1)), select(on_cpu(got.Vh), 0, 1));
+  EXPECT_LE(max_abs_diff(back, select(a, 0, 1)), 1e-12);
   expect_no_validation_errors();
 }
 

@@ -317,6 +317,7 @@ TEST(Cli, TrainsOnVulkanAsOnTheCpu) {
   // The Cpu's model scored on each device: the same report, class by class.
   const Result on_cpu = ember({"eval", cpu_model, "--data", data_dir(), "--device", "cpu"});
   const Result on_vulkan = ember({"eval", cpu_model, "--data", data_dir(), "--device", "vulkan:0"});
+  ASSERT_EQ(on_cpu.status, 0) << on_cpu.err;
   ASSERT_EQ(on_vulkan.status, 0) << on_vulkan.err;
   EXPECT_TRUE(has(on_vulkan.out, "test accuracy: ")) << on_vulkan.out;
   EXPECT_EQ(on_vulkan.out, on_cpu.out);

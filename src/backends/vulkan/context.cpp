@@ -336,6 +336,10 @@ void DeviceContext::count_in_use(bool staging, size_t nbytes) {
   peak_ = std::max(peak_, in_use_);
 }
 
+void DeviceContext::keep(size_t nbytes) {
+  in_use_ -= round_up(std::max<size_t>(nbytes, 1), kAlign);
+}
+
 void DeviceContext::give_back(uintptr_t address, size_t nbytes) {
   auto [b, at] = locate(address);
   if (!b->staging) in_use_ -= nbytes;

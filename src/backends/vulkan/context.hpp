@@ -69,6 +69,9 @@ class DeviceContext {
 
   /// A tensor's bytes in device memory, or with `staging` host-visible bytes for a transfer.
   uintptr_t allocate(size_t nbytes, bool staging);
+  /// Marks a range just allocated as the backend's own for good (the range checks' slots):
+  /// reserved, but not counted as memory in use.
+  void keep(size_t nbytes);
   /// Returns a range (a staging one is reused once the work recorded so far has completed).
   void release(uintptr_t address, size_t nbytes);
   /// The block and byte offset of an address from allocate().

@@ -38,7 +38,10 @@ void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, con
   // 4- and 8-byte elements move as words; smaller ones go through the ANY variant.
   const bool any = size < 4;
   if (size != 4) check_wide(c, op, out.dtype);
-  const Bound ba = bind_bytes(c, a), bi = bind(c, index), bo = bind_bytes(c, out);
+  // An empty a (a dim of size 0: every index is out of range, so it is never read) binds out's
+  // range in its place.
+  const Bound bo = bind_bytes(c, out), bi = bind(c, index);
+  const Bound ba = a.numel() == 0 ? bo : bind_bytes(c, a);
   q.count = static_cast<uint32_t>(out.numel());
   q.rank = static_cast<uint32_t>(out.rank());
   q.mode |= (is_int(out.dtype) ? 256u : 0u) | static_cast<uint32_t>(type) << 16;

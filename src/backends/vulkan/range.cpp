@@ -101,8 +101,10 @@ RangeError VulkanBackend::check_range(const RawTensor& x, const RangeCheck& chec
   DeviceContext& c = ctx_of(x);
   std::lock_guard lock(c.mu);
   check_wide(c, check.op, x.dtype);  // range.comp compares in double
-  if (c.range_slots == 0)
+  if (c.range_slots == 0) {
     c.range_slots = c.allocate(DeviceContext::kRangeSlots * kSlotBytes, false);
+    c.keep(DeviceContext::kRangeSlots * kSlotBytes);
+  }
   // Full: wait for the queued checks and keep their first failure for synchronize.
   if (c.range_checks.size() == DeviceContext::kRangeSlots) c.range_failed = drain(c);
   struct {

@@ -181,9 +181,11 @@ void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in,
                             : (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
   const bool wide = dtype_size(src.dtype) == 8 || size == 8 || iota != nullptr;
   if (wide) check_wide(c, op, size == 8 ? dst.dtype : src.dtype);
-  c.dispatch(wide ? c.pipeline("convert64", shaders::convert64, 2, sizeof p)
-                  : c.pipeline("convert", shaders::convert, 2, sizeof p),
-             b, &p, sizeof p, groups_for(words));
+  // The 32-bit variant's push constants end before iota's doubles (it needs no float64).
+  const uint32_t size_of_p = wide ? sizeof p : offsetof(decltype(p), pad0);
+  c.dispatch(wide ? c.pipeline("convert64", shaders::convert64, 2, size_of_p)
+                  : c.pipeline("convert", shaders::convert, 2, size_of_p),
+             b, &p, size_of_p, groups_for(words));
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ class VulkanBackend final : public Backend {
   void topk(const RawTensor& x, int64_t k, int dim, bool largest, const RawTensor& values,
             const RawTensor& indices) override;
   void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
-  void svd(const RawTensor& a, const RawTensor& u, const RawTensor& s, const RawTensor& vh) override;
+  void svd(const RawTensor& a, const RawTensor& u, const RawTensor& s,
+           const RawTensor& vh) override;
   void gather(const RawTensor& x, int dim, const RawTensor& index, const RawTensor& out) override;
   void scatter(ScatterReduce reduce, const RawTensor& dst, int dim, const RawTensor& index,
                const RawTensor& src) override;

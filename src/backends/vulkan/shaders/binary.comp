@@ -35,8 +35,9 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
     case 1u: return x - y;
     case 2u: return x * y;
     case 3u: return x / y;
-    case 4u: return (isnan(x) || isnan(y)) ? x + y : max(x, y);  // NaN propagates, as PyTorch's
-    case 5u: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
+    // NaN propagates, as PyTorch's; otherwise the Cpu's select (maximum(+0, -0) is -0)
+    case 4u: return (isnan(x) || isnan(y)) ? x + y : (x > y ? x : y);
+    case 5u: return (isnan(x) || isnan(y)) ? x + y : (x < y ? x : y);
     case 6u: return y <= 0.0 ? 0.0 : x;  // relu_backward(grad, y): a NaN y passes the grad
     case 7u: return AS_FLOAT((FLOAT_BITS(x) & MAGNITUDE_BITS) | (FLOAT_BITS(y) & ~MAGNITUDE_BITS));
   }
@@ -90,8 +91,8 @@ uint64_t apply_any(uint op, uint t, uint64_t xb, uint64_t yb) {
       case 1u: r = x - y; break;
       case 2u: r = x * y; break;
       case 3u: r = x / y; break;
-      case 4u: r = nan ? x + y : max(x, y); break;
-      case 5u: r = nan ? x + y : min(x, y); break;
+      case 4u: r = nan ? x + y : (x > y ? x : y); break;
+      case 5u: r = nan ? x + y : (x < y ? x : y); break;
       case 6u: r = y <= 0.0 ? 0.0 : x; break;
       case 7u: r = uint64BitsToDouble((doubleBitsToUint64(x) & 0x7fffffffffffffffUL) |
                                       (doubleBitsToUint64(y) & 0x8000000000000000UL));

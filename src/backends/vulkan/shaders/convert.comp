@@ -21,8 +21,10 @@ layout(push_constant) uniform Params {
   uint shape[6];
   int stride[6];
   int dst_stride[6];
+#ifdef WIDE
   uint pad0, pad1;
-  double start, step;  // iota (WIDE only): element i is start + i * step, as a double source
+  double start, step;  // iota: element i is start + i * step, as a double source
+#endif
 } p;
 
 // Type codes (vulkan_backend.cpp's convert_code).

@@ -63,7 +63,7 @@ double m64_exp(double x) {
 double m64_expm1(double x) {
   if (abs(x) <= 0.34657359027997264LF) return m64_expm1_small(x);
   if (x < -40.0LF) return -1.0LF;
-  if (x > 709.782712893384LF) return isnan(x) ? x : m64_inf();
+  if (x > 709.0LF || isnan(x)) return m64_exp(x);  // 2^k would overflow below; the -1 is lost
   const double k = roundEven(x / M64_LN2);
   const double r = fma(-k, M64_LN2_LO, fma(-k, M64_LN2_HI, x));
   // 2^k (e^r - 1) + 2^k - 1, grouped to keep the small part's digits
@@ -290,7 +290,7 @@ double m64_erf(double x) {
 
 // x^y as C's pow: the Cpu's conventions for zeros, negative bases and integer exponents.
 double m64_pow(double x, double y) {
-  if (y == 0.0LF) return 1.0LF;
+  if (y == 0.0LF || x == 1.0LF) return 1.0LF;  // even for a NaN exponent, as C's pow
   if (isnan(x) || isnan(y)) return m64_nan();
   if (y == 1.0LF) return x;
   if (y == 2.0LF) return x * x;
@@ -312,6 +312,15 @@ double m64_pow(double x, double y) {
     return x < 0.0LF && odd ? -m : m;
   }
   if (x < 0.0LF && !integer) return m64_nan();
+  if (integer && abs(y) <= 64.0LF) {  // by squaring: a few ulps, where exp(y log x) loses more
+    double r = 1.0LF, b = abs(x);
+    for (int e = int(abs(y)); e > 0; e >>= 1) {
+      if ((e & 1) != 0) r *= b;
+      b *= b;
+    }
+    r = y < 0.0LF ? 1.0LF / r : r;
+    return x < 0.0LF && odd ? -r : r;
+  }
   const double m = m64_exp(y * m64_log(abs(x)));
   return x < 0.0LF && odd ? -m : m;
 }

@@ -141,6 +141,7 @@ void main() {
     const uint W = b * per, V = W + rows * k, L = V + k * k, N2 = L + rows * kl, ORD = N2 + k;
     const uint VALID = ORD + k;  // the count of nonzero singular values, as a double
     if (p.mode != 0u) {
+      if (w[VALID] < 0.0) continue;  // a matrix with NaN or inf: its outputs are NaN already
       const uint valid = uint(w[VALID]);
       if (p.mode == 1u) {
         complete(L, rows, valid, kl);
@@ -178,6 +179,7 @@ void main() {
         for (uint i = t; i < p.m * p.ku; i += 256u) put(1u, b * p.m * p.ku + i, nan);
         for (uint i = t; i < p.kv * p.n; i += 256u) put(2u, b * p.kv * p.n + i, nan);
       }
+      if (t == 0u) w[VALID] = -1.0;  // the later modes leave this matrix alone
       barrier();
       continue;
     }

@@ -54,7 +54,7 @@ float log2_of(float v) { return v > 0.0 ? log2(v) : (v == 0.0 ? -inf_value() : n
 float pow_of(float v, float y) {
   if (y == 2.0) return v * v;
   if (y == 0.5) return v >= 0.0 ? sqrt(v) : nan_value();
-  if (y == 0.0) return 1.0;
+  if (y == 0.0 || v == 1.0) return 1.0;  // even for a NaN exponent, as C's pow
   if (isnan(v) || isnan(y)) return nan_value();
   if (v == 0.0) return y > 0.0 ? 0.0 : inf_value();
   if (v > 0.0) return pow(v, y);
