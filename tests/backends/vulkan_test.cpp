@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -542,6 +544,31 @@ TEST(Vulkan, Float32ScansMatchTheCpu) {
 }
 
 // Every public op has a Vulkan kernel or a composite now; a fused family the backend does not
+// On a device without float64 (run as no_float64.* with EMBER_VULKAN_NO_FLOAT64=1; the name's
+// prefix puts it in that run), a float64 op fails naming the device and the missing feature,
+// and float32 work goes on; on a device with float64 the same op runs.
+TEST(Vulkan, Float32OnlyDevicesRefuseFloat64Clearly) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor x = to_device(cast(input(Shape{5}, 9), DType::f64), vk());
+  const char* no_wide = std::getenv("EMBER_VULKAN_NO_FLOAT64");
+  if (no_wide != nullptr && std::string(no_wide) == "1") {
+    try {
+      (void)to_device(exp(x), Device::cpu());
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("shaderFloat64"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("[exp]"), std::string::npos) << e.what();
+    }
+  } else {
+    EXPECT_LE(max_abs_diff(to_device(exp(x), Device::cpu()), exp(to_device(x, Device::cpu()))),
+              1e-14);
+  }
+  const DynTensor y = to_device(input(Shape{5}, 9), vk());
+  EXPECT_EQ(to_device(add(y, y), Device::cpu()).to_vector<float>(),
+            mul(to_device(y, Device::cpu()), 2.0).to_vector<float>());
+  expect_no_validation_errors();
+}
+
 // claim (supports() false, so the front end runs its composite) still fails clearly if called.
 TEST(Vulkan, WhatHasNoKernelYetIsAClearError) {
   EMBER_REQUIRE_VULKAN();
