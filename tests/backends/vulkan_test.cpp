@@ -22,6 +22,22 @@
 namespace ember {
 namespace {
 
+// Waits for work a test left queued: run after main returns, lavapipe would compile its shaders
+// while LLVM's statics are being destroyed, and crash.
+class WaitForVulkan : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (device_count(DeviceType::Vulkan) == 0) return;
+    try {
+      synchronize(vk());
+    } catch (const std::exception&) {
+      // A failed range check that no test read is not this environment's concern.
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const g_wait =
+    ::testing::AddGlobalTestEnvironment(new WaitForVulkan);
+
 TEST(Vulkan, DeviceIndicesAndName) {
   EMBER_REQUIRE_VULKAN();
   EXPECT_EQ(vk(), (Device{DeviceType::Vulkan, 0}));
