@@ -379,6 +379,32 @@ TEST(Vulkan, Float32MatmulMatchesTheCpu) {
   check(input(Shape{1100, 20}, 62), input(Shape{20, 1000}, 63), "69 x 63 tiles");
   // More tiles than one dispatch has workgroups (65,535): the loop over tiles.
   check(input(Shape{66000, 1, 2}, 64), input(Shape{66000, 2, 1}, 65), "66,000 tiles");
+  check(input(Shape{70, 45}, 66), transpose(input(Shape{130, 45}, 67), 0, 1), "transposed b");
+  expect_no_validation_errors();
+}
+
+// matmul_tiled.comp under other tile sizes than this device's (a discrete GPU's 128x128 of 8x8
+// included), on sizes that end inside a tile and a k that ends inside a slice; a malformed
+// EMBER_VULKAN_MATMUL_TILES is an error naming it.
+TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor a = input(Shape{2, 150, 37}, 70), b = input(Shape{37, 131}, 71);
+  const DynTensor want = matmul(a, b);
+  for (const char* tiles : {"128,128,16,8,8", "64,64,16,4,4", "32,64,8,2,4", "16,16,4,1,1"}) {
+    setenv("EMBER_VULKAN_MATMUL_TILES", tiles, 1);
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles;
+  }
+  setenv("EMBER_VULKAN_MATMUL_TILES", "64,64,16,3,4", 1);
+  try {
+    (void)matmul(to_device(a, vk()), to_device(b, vk()));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_MATMUL_TILES=\"64,64,16,3,4\""),
+              std::string::npos)
+        << e.what();
+  }
+  unsetenv("EMBER_VULKAN_MATMUL_TILES");
   expect_no_validation_errors();
 }
 

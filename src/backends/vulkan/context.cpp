@@ -501,7 +501,8 @@ void DeviceContext::finish() {
 // --- Pipelines -------------------------------------------------------------------------------
 
 const Pipeline& DeviceContext::pipeline(const std::string& name, std::span<const uint32_t> spirv,
-                                        uint32_t bindings, uint32_t push_size) {
+                                        uint32_t bindings, uint32_t push_size,
+                                        std::span<const uint32_t> constants) {
   auto it = pipelines_.find(name);
   if (it != pipelines_.end()) return it->second;
   Pipeline p;
@@ -535,6 +536,14 @@ const Pipeline& DeviceContext::pipeline(const std::string& name, std::span<const
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = module;
   ci.stage.pName = "main";
+  std::vector<VkSpecializationMapEntry> entries(constants.size());
+  for (size_t i = 0; i < constants.size(); ++i) {
+    entries[i] = {static_cast<uint32_t>(i), static_cast<uint32_t>(i * sizeof(uint32_t)),
+                  sizeof(uint32_t)};
+  }
+  const VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
+                                  constants.size_bytes(), constants.data()};
+  if (!constants.empty()) ci.stage.pSpecializationInfo = &spec;
   ci.layout = p.layout;
   const VkResult r =
       vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);

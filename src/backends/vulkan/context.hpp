@@ -86,9 +86,11 @@ class DeviceContext {
   /// Submits what was recorded and waits for all of it.
   void finish();
 
-  /// The pipeline of an embedded shader, built on first use.
+  /// The pipeline of an embedded shader, built on first use; `constants` are its specialisation
+  /// constants 0, 1, ... (32-bit each), fixed per device, so `name` alone keys the pipeline.
   const Pipeline& pipeline(const std::string& name, std::span<const uint32_t> spirv,
-                           uint32_t bindings, uint32_t push_size);
+                           uint32_t bindings, uint32_t push_size,
+                           std::span<const uint32_t> constants = {});
 
   const VkPhysicalDeviceProperties& properties() const { return props_; }
   size_t max_binding() const { return props_.limits.maxStorageBufferRange; }

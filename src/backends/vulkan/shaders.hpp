@@ -24,7 +24,7 @@
 #include "shaders/index64.spv.h"
 #include "shaders/index_any.spv.h"
 #include "shaders/matmul_any.spv.h"
-#include "shaders/matmul_f32.spv.h"
+#include "shaders/matmul_tiled.spv.h"
 #include "shaders/nonzero.spv.h"
 #include "shaders/pool_any.spv.h"
 #include "shaders/pool_f32.spv.h"
@@ -62,7 +62,7 @@ inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
-inline constexpr std::span<const uint32_t> matmul_f32{matmul_f32_spv};
+inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};

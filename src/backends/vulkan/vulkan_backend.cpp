@@ -578,56 +578,6 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
              bs, &p, sizeof p, static_cast<uint32_t>(std::min(rows, kMaxGroups)));
 }
 
-void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
-  if (!out.is_contiguous()) {
-    return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
-  }
-  if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {
-    no_kernel("matmul", a.dtype);
-  }
-  const bool f32 = out.dtype == DType::f32;  // else matmul.comp's ANY variant
-  if (out.numel() == 0) return;
-  check_operands("matmul", a, out);
-  check_indexable(b, "matmul");
-  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
-  if (k == 0) return fill(out, Scalar(0.0));  // empty sums; an empty operand binds no buffer
-  const int64_t tiles = batch * ((m + 15) / 16) * ((n + 15) / 16);
-  EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
-              " has more 16x16 tiles than the Vulkan kernel counts");
-  DeviceContext& c = ctx_of(out);
-  std::lock_guard lock(c.mu);
-  if (!f32) check_wide(c, "matmul", out.dtype);
-  struct {
-    uint32_t m, n, k, tiles;
-    uint32_t a_base, b_base, out_base, type;
-    int32_t a_batch, a_row, a_col, pad1;
-    int32_t b_batch, b_row, b_col, pad2;
-  } p{};
-  const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);
-  p.type = static_cast<uint32_t>(convert_code(out.dtype));
-  p.m = static_cast<uint32_t>(m);
-  p.n = static_cast<uint32_t>(n);
-  p.k = static_cast<uint32_t>(k);
-  p.tiles = static_cast<uint32_t>(tiles);
-  p.a_base = ba.base;
-  p.b_base = bb.base;
-  p.out_base = bo.base;
-  int32_t a_strides[kMaxRank], b_strides[kMaxRank];
-  put_strides(a, a_strides);
-  put_strides(b, b_strides);
-  p.a_batch = a_strides[0];
-  p.a_row = a_strides[1];
-  p.a_col = a_strides[2];
-  p.b_batch = b_strides[0];
-  p.b_row = b_strides[1];
-  p.b_col = b_strides[2];
-  const Binding bs[] = {ba.binding, bb.binding, bo.binding};
-  constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
-  c.dispatch(f32 ? c.pipeline("matmul_f32", shaders::matmul_f32, 3, sizeof p)
-                 : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p),
-             bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
-}
-
 namespace {
 
 // unary.comp's code of `op` on x's dtype in its ANY variant (-1: none there): the float ops,

@@ -1,9 +1,9 @@
 // Batched matmul, out [B, M, N] = a [B, M, K] x b [B, K, N], over strided operands (a transposed
 // view, a batch broadcast with stride 0, negative strides), written contiguous. A workgroup
 // computes 16x16 outputs through 16x16 tiles of a and b in shared memory, looping over tiles when
-// there are more than workgroups (the dispatch is one-dimensional). Sums run in k order. The
-// default variant is float32, summing in float32; the ANY variant (elements.glsl) takes every
-// dtype, summing floats in double and integers in int64 (wrapping to the dtype, as the Cpu's).
+// there are more than workgroups (the dispatch is one-dimensional). Sums run in k order. Built as
+// the ANY variant (elements.glsl) for every dtype but float32 (matmul_tiled.comp's), summing
+// floats in double and integers in int64 (wrapping to the dtype, as the Cpu's).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 16, local_size_y = 16) in;

@@ -1,0 +1,115 @@
+// The Vulkan backend's batched matmul (OpFamily::Matmul): float32 through matmul_tiled.comp,
+// register-blocked tiles whose sizes are chosen per device; the other dtypes through
+// matmul.comp's ANY variant (16x16 tiles, summing in double or int64).
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "binding.hpp"
+#include "ember/backends/vulkan/vulkan.hpp"
+#include "ember/core/error.hpp"
+#include "shaders.hpp"
+#include "vulkan_backend.hpp"
+
+namespace ember::vulkan {
+namespace {
+
+// matmul_tiled.comp's specialisation constants, in constant_id order.
+struct Tiles {
+  uint32_t threads, bm, bn, bk, tm, tn;
+};
+
+// A discrete GPU gets 128x128 tiles, 8x8 outputs an invocation (the usual shape of a fast
+// SGEMM); a CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
+// (9.8 GFLOPS at 512^3 against 7.6 with 8x8 and 0.95 with matmul.comp's 16x16 tiles); other
+// devices (integrated GPUs) 64x64 with 4x4. EMBER_VULKAN_MATMUL_TILES="BM,BN,BK,TM,TN"
+// overrides the choice, for tuning on a new device.
+Tiles matmul_tiles(const VkPhysicalDeviceProperties& props) {
+  Tiles t = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? Tiles{0, 128, 128, 16, 8, 8}
+            : props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU        ? Tiles{0, 128, 128, 16, 16, 8}
+                                                                     : Tiles{0, 64, 64, 16, 4, 4};
+  if (const char* env = std::getenv("EMBER_VULKAN_MATMUL_TILES")) {
+    Tiles e{};
+    EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
+                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm % e.tm == 0 && e.bn % e.tn == 0,
+                "[matmul] EMBER_VULKAN_MATMUL_TILES=\"", env,
+                "\" is not BM,BN,BK,TM,TN with TM dividing BM and TN dividing BN");
+    t = e;
+  }
+  t.threads = (t.bm / t.tm) * (t.bn / t.tn);
+  const auto& l = props.limits;
+  const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn) * sizeof(float);
+  EMBER_CHECK(t.threads <= l.maxComputeWorkGroupInvocations &&
+                  t.threads <= l.maxComputeWorkGroupSize[0] &&
+                  shared <= l.maxComputeSharedMemorySize,
+              "[matmul] tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn, " need ",
+              t.threads, " invocations and ", shared, " bytes of shared memory; ", props.deviceName,
+              " has ", l.maxComputeWorkGroupInvocations, " and ", l.maxComputeSharedMemorySize);
+  return t;
+}
+
+}  // namespace
+
+void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
+  if (!out.is_contiguous()) {
+    return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
+  }
+  if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {
+    no_kernel("matmul", a.dtype);
+  }
+  const bool f32 = out.dtype == DType::f32;  // else matmul.comp's ANY variant
+  if (out.numel() == 0) return;
+  check_operands("matmul", a, out);
+  check_indexable(b, "matmul");
+  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+  if (k == 0) return fill(out, Scalar(0.0));  // empty sums; an empty operand binds no buffer
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  if (!f32) check_wide(c, "matmul", out.dtype);
+  // Outputs smaller than one big tile (a batch of tiny products, a vector) take 16x16 tiles of
+  // one output an invocation, which waste fewer invocations.
+  constexpr Tiles kSmall{256, 16, 16, 16, 1, 1};
+  Tiles t = f32 ? matmul_tiles(c.properties()) : kSmall;
+  if (m * n < int64_t{t.bm} * t.bn) t = kSmall;
+  const int64_t tiles = batch * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
+  EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
+              " has more tiles than the Vulkan kernel counts");
+  struct {
+    uint32_t m, n, k, tiles;
+    uint32_t a_base, b_base, out_base, type;
+    int32_t a_batch, a_row, a_col, pad1;
+    int32_t b_batch, b_row, b_col, pad2;
+  } p{};
+  const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);
+  p.type = static_cast<uint32_t>(convert_code(out.dtype));
+  p.m = static_cast<uint32_t>(m);
+  p.n = static_cast<uint32_t>(n);
+  p.k = static_cast<uint32_t>(k);
+  p.tiles = static_cast<uint32_t>(tiles);
+  p.a_base = ba.base;
+  p.b_base = bb.base;
+  p.out_base = bo.base;
+  int32_t a_strides[kMaxRank], b_strides[kMaxRank];
+  put_strides(a, a_strides);
+  put_strides(b, b_strides);
+  p.a_batch = a_strides[0];
+  p.a_row = a_strides[1];
+  p.a_col = a_strides[2];
+  p.b_batch = b_strides[0];
+  p.b_row = b_strides[1];
+  p.b_col = b_strides[2];
+  const Binding bs[] = {ba.binding, bb.binding, bo.binding};
+  constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
+  const std::array<uint32_t, 6> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn};
+  // The name keys the pipeline, so it names the tiles (the override may change between calls).
+  const std::string name = "matmul_tiled_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) +
+                           "x" + std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" +
+                           std::to_string(t.tn);
+  c.dispatch(f32 ? c.pipeline(name, shaders::matmul_tiled, 3, sizeof p, constants)
+                 : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p),
+             bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
+}
+
+}  // namespace ember::vulkan
