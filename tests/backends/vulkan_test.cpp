@@ -383,6 +383,30 @@ TEST(Vulkan, Float32MatmulMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
+// Float16 matmul (on tensor cores where the device has cooperative matrices, matmul_coop.comp;
+// else matmul.comp's ANY variant) against the Cpu's: sizes that end inside a 64x64 tile and a k
+// inside a 32-deep slice, a transposed operand, a batch broadcast, and a k of 1,000 whose float32
+// sums must not drift past float16's rounding.
+TEST(Vulkan, Float16MatmulMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  std::printf("[ember] %s: float16 matmul %s\n", vulkan::device_name(0).c_str(),
+              vulkan::cooperative_matrix(0) ? "on cooperative matrices" : "in double");
+  auto check = [](const DynTensor& a32, const DynTensor& b32, const char* what) {
+    const DynTensor a = cast(a32, DType::f16), b = cast(b32, DType::f16);
+    const DynTensor want = cast(matmul(cast(a, DType::f64), cast(b, DType::f64)), DType::f32);
+    const DynTensor got =
+        cast(to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu()), DType::f32);
+    // A float16 rounding of the result (2^-11 relative) and float32 sums.
+    const DynTensor err = abs(got - want) / (abs(want) + 1e-2);
+    EXPECT_LE(amax(err, {}).item<double>(), 2e-3) << what;
+  };
+  check(input(Shape{70, 45}, 80), input(Shape{45, 130}, 81), "70x45 @ 45x130");
+  check(transpose(input(Shape{33, 70}, 82), 0, 1), input(Shape{33, 17}, 83), "transposed a");
+  check(input(Shape{3, 20, 30}, 84), transpose(input(Shape{25, 30}, 85), 0, 1), "batch broadcast");
+  check(input(Shape{64, 1000}, 86), input(Shape{1000, 64}, 87), "k = 1000");
+  expect_no_validation_errors();
+}
+
 // matmul_tiled.comp under other tile sizes than this device's (a discrete GPU's 128x128 of 8x8
 // included), on sizes that end inside a tile and a k that ends inside a slice; a malformed
 // EMBER_VULKAN_MATMUL_TILES is an error naming it.

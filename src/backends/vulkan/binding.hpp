@@ -176,4 +176,15 @@ inline void check_operands(std::string_view op, const RawTensor& x, const RawTen
   check_indexable(x, std::string(op).c_str());
 }
 
+// gemm_tiled.glsl's specialisation constants, in constant_id order (matmul.cpp).
+struct Tiles {
+  uint32_t threads, bm, bn, bk, tm, tn;
+};
+/// The tiles for an m x n output on this device: its default or EMBER_VULKAN_MATMUL_TILES,
+/// narrowed where the output is smaller.
+Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n);
+/// The pipeline of a shader built on gemm_tiled.glsl with these tiles.
+const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
+                              uint32_t bindings, uint32_t push_size, const Tiles& t);
+
 }  // namespace ember::vulkan

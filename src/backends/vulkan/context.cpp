@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <string_view>
+#include <vector>
 
 #include "ember/backends/vulkan/vulkan.hpp"
 #include "ember/core/error.hpp"
@@ -146,6 +149,98 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
   return 0;
 }
 
+// What float16 matmul on tensor cores (matmul_coop.comp) needs: VK_NV_cooperative_matrix with
+// 16x16x16 float16 fragments summed in float32 for subgroups of 32, and what the shader's SPIR-V
+// declares besides: 16-bit storage buffers, float16 arithmetic and the Vulkan memory model.
+// EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant).
+struct CooperativeFeatures {
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix =
+      make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model =
+      make<VkPhysicalDeviceVulkanMemoryModelFeaturesKHR>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR);
+  VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16 =
+      make<VkPhysicalDeviceShaderFloat16Int8FeaturesKHR>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR);
+  VkPhysicalDevice16BitStorageFeatures storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+
+  static constexpr const char* kExtensions[] = {
+      VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
+      VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, VK_KHR_16BIT_STORAGE_EXTENSION_NAME};
+
+  bool find(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& props) {
+    const char* env = std::getenv("EMBER_VULKAN_COOPERATIVE");
+    if (env != nullptr && std::string_view(env) == "0") return false;
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> offered(n);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, offered.data());
+    for (const char* want : kExtensions) {
+      const bool found = std::any_of(offered.begin(), offered.end(), [&](const auto& e) {
+        return std::strcmp(e.extensionName, want) == 0;
+      });
+      if (!found) return false;
+    }
+    // vkGetPhysicalDeviceFeatures2 and Properties2 are Vulkan 1.1's, which the instance asks for.
+    if (props.apiVersion < VK_API_VERSION_1_1) return false;
+    auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    features.pNext = &matrix;
+    matrix.pNext = &memory_model;
+    memory_model.pNext = &float16;
+    float16.pNext = &storage16;
+    vkGetPhysicalDeviceFeatures2(physical, &features);
+    if (!matrix.cooperativeMatrix || !memory_model.vulkanMemoryModel || !float16.shaderFloat16 ||
+        !storage16.storageBuffer16BitAccess) {
+      return false;
+    }
+    auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    props2.pNext = &subgroup;
+    vkGetPhysicalDeviceProperties2(physical, &props2);
+    if (subgroup.subgroupSize != 32) return false;
+    auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(instance().instance,
+                              "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    if (list == nullptr) return false;
+    uint32_t shapes = 0;
+    list(physical, &shapes, nullptr);
+    std::vector<VkCooperativeMatrixPropertiesNV> all(
+        shapes,
+        make<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+    list(physical, &shapes, all.data());
+    return std::any_of(all.begin(), all.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
+      return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 &&
+             s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+             s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+             s.scope == VK_SCOPE_SUBGROUP_NV;
+    });
+  }
+
+  // The chain for VkDeviceCreateInfo::pNext, asking for just what the shader uses.
+  void* enable(std::vector<const char*>& extensions) {
+    matrix = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    matrix.cooperativeMatrix = VK_TRUE;
+    memory_model = make<VkPhysicalDeviceVulkanMemoryModelFeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR);
+    memory_model.vulkanMemoryModel = VK_TRUE;
+    float16 = make<VkPhysicalDeviceShaderFloat16Int8FeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR);
+    float16.shaderFloat16 = VK_TRUE;
+    storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+    storage16.storageBuffer16BitAccess = VK_TRUE;
+    matrix.pNext = &memory_model;
+    memory_model.pNext = &float16;
+    float16.pNext = &storage16;
+    extensions.insert(extensions.end(), std::begin(kExtensions), std::end(kExtensions));
+    return &matrix;
+  }
+};
+
 constexpr size_t kBlockSize = size_t{64} << 20;  // tensors are ranges of 64 MiB blocks
 constexpr size_t kAlign = 256;                   // every range starts 256-byte aligned
 constexpr size_t kSubmitEvery = 256;             // commands per submission
@@ -188,7 +283,7 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   q.queueFamilyIndex = family_;
   q.queueCount = 1;
   q.pQueuePriorities = &priority;
-  const char* ext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  std::vector<const char*> extensions = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   // 64-bit integers and floats where the device has them: the WIDE shader variants need both.
   VkPhysicalDeviceFeatures has{};
   vkGetPhysicalDeviceFeatures(physical, &has);
@@ -204,11 +299,16 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   info.pEnabledFeatures = &features;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
-  info.enabledExtensionCount = 1;
-  info.ppEnabledExtensionNames = &ext;
+  CooperativeFeatures coop;
+  cooperative_ = coop.find(physical, props_);
+  if (cooperative_) {
+    info.pNext = coop.enable(extensions);
+  }
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(physical, &info, nullptr, &device_), "vulkan",
-        "vkCreateDevice (with "
-        "VK_KHR_push_descriptor)");
+        cooperative_ ? "vkCreateDevice (with VK_KHR_push_descriptor and VK_NV_cooperative_matrix)"
+                     : "vkCreateDevice (with VK_KHR_push_descriptor)");
   vkGetDeviceQueue(device_, family_, 0, &queue_);
   push_descriptors_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
       vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));

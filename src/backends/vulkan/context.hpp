@@ -105,6 +105,8 @@ class DeviceContext {
 
   /// Whether shaders may use 64-bit integers and floats (shaderInt64 and shaderFloat64).
   bool wide() const { return wide_; }
+  /// Whether float16 matmul runs on tensor cores (VK_NV_cooperative_matrix, matmul_coop.comp).
+  bool cooperative() const { return cooperative_; }
   size_t in_use() const { return in_use_; }
   size_t peak() const { return peak_; }
   size_t reserved() const { return reserved_; }
@@ -141,6 +143,7 @@ class DeviceContext {
   uint32_t device_type_ = 0, host_type_ = 0;  // memory types: tensors, staging
   bool device_is_host_visible_ = false;
   bool wide_ = false;
+  bool cooperative_ = false;
 
   std::vector<std::unique_ptr<Block>> blocks_;
   std::map<uintptr_t, Block*> by_base_;

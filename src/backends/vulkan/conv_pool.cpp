@@ -83,6 +83,30 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
              bs, &q, sizeof q, groups);
 }
 
+// Records conv_tiled.comp (float32, modes 0 and 2) with x (binding 0), w or grad_out (1), bias
+// (2, may be undefined) and out: an implicit GEMM of an m x n output per group.
+void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
+                         const RawTensor& out, int64_t m, int64_t n) {
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  const Tiles t = gemm_tiles(c.properties(), m, n);
+  const int64_t tiles = int64_t{q.groups} * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
+  EMBER_CHECK(tiles < (int64_t{1} << 32), "[conv] ", out.shape,
+              " has more tiles than the Vulkan kernel counts");
+  const Bound bx = bind_bytes(c, x), bw = bind_bytes(c, w), bo = bind_bytes(c, out);
+  const Bound bb = bias.defined() ? bind_bytes(c, bias) : bo;  // unread without flags & 1
+  q.a_base = bx.base;
+  q.w_base = bw.base;
+  q.b_base = bb.base;
+  q.out_base = bo.base;
+  q.flags = bias.defined() ? 1u : 0u;
+  q.count = static_cast<uint32_t>(tiles);
+  const Binding bs[] = {bx.binding, bw.binding, bb.binding, bo.binding};
+  constexpr int64_t kMaxGroups = 65535;
+  c.dispatch(gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t), bs, &q, sizeof q,
+             static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
+}
+
 }  // namespace
 
 void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
@@ -96,6 +120,11 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
   }
   ConvPush q = conv_push(x.shape, w.shape, out.shape, p);
   q.mode = 0;
+  if (out.dtype == DType::f32 && x.numel() > 0 && w.numel() > 0) {
+    // Per group: [O/g, C/g * taps] x [C/g * taps, N * positions].
+    return dispatch_conv_tiled(q, x, w, bias, out, w.shape[0] / p.groups,
+                               out.numel() / out.shape[1]);
+  }
   q.count = static_cast<uint32_t>(out.numel());
   dispatch_conv(q, x.numel() == 0 ? out : x, w.numel() == 0 ? out : w, bias, out,
                 groups_for(out.numel()));
@@ -127,6 +156,18 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
   }
   ConvPush q = conv_push(x.shape, grad_w.shape, grad_out.shape, p);
   q.mode = 2;
+  if (grad_w.dtype == DType::f32 && grad_w.numel() > 0 && x.numel() > 0) {
+    // Per group: [O/g, N * positions] x [N * positions, C/g * taps]; the bias gradient is
+    // grad_out summed over every dim but 1.
+    dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, grad_w.shape[0] / p.groups,
+                        grad_w.numel() / grad_w.shape[0]);
+    if (grad_bias.defined() && grad_bias.numel() > 0) {
+      uint32_t mask = 0;
+      for (int d = 0; d < grad_out.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
+      reduce(ReduceOp::Sum, grad_out, mask, grad_bias);
+    }
+    return;
+  }
   q.count = static_cast<uint32_t>(count);
   // Elements of grad_w, then of grad_bias: with enough of them to fill the device an invocation
   // each sums its products alone (workgroup barriers are costly, lavapipe's most of all), else

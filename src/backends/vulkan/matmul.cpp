@@ -1,5 +1,6 @@
 // The Vulkan backend's batched matmul (OpFamily::Matmul): float32 through matmul_tiled.comp,
-// register-blocked tiles whose sizes are chosen per device; the other dtypes through
+// register-blocked tiles whose sizes are chosen per device; float16 on tensor cores through
+// matmul_coop.comp where the device has VK_NV_cooperative_matrix; the other dtypes through
 // matmul.comp's ANY variant (16x16 tiles, summing in double or int64).
 #include <algorithm>
 #include <array>
@@ -14,19 +15,13 @@
 #include "vulkan_backend.hpp"
 
 namespace ember::vulkan {
-namespace {
-
-// matmul_tiled.comp's specialisation constants, in constant_id order.
-struct Tiles {
-  uint32_t threads, bm, bn, bk, tm, tn;
-};
 
 // A discrete GPU gets 128x128 tiles, 8x8 outputs an invocation (the usual shape of a fast
 // SGEMM); a CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
-// (9.8 GFLOPS at 512^3 against 7.6 with 8x8 and 0.95 with matmul.comp's 16x16 tiles); other
+// (6.2 GFLOPS at 512^3 against 4.9 with 8x8 and 0.95 with matmul.comp's 16x16 tiles); other
 // devices (integrated GPUs) 64x64 with 4x4. EMBER_VULKAN_MATMUL_TILES="BM,BN,BK,TM,TN"
 // overrides the choice, for tuning on a new device.
-Tiles matmul_tiles(const VkPhysicalDeviceProperties& props) {
+Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) {
   Tiles t = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? Tiles{0, 128, 128, 16, 8, 8}
             : props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU        ? Tiles{0, 128, 128, 16, 16, 8}
                                                                      : Tiles{0, 64, 64, 16, 4, 4};
@@ -38,6 +33,14 @@ Tiles matmul_tiles(const VkPhysicalDeviceProperties& props) {
                 "\" is not BM,BN,BK,TM,TN with TM dividing BM and TN dividing BN");
     t = e;
   }
+  // An output of one small tile (a batch of tiny products) takes 16x16 tiles of an output an
+  // invocation; big tiles would leave most of their invocations idle.
+  if (m * n <= 256) t = Tiles{0, 16, 16, 16, 1, 1};
+  // A tile no taller or wider than the output than it must be (a few output channels, a vector),
+  // keeping 64 invocations: with fewer, llvmpipe gave wrong sums on long ks (32x6760x16 with 4).
+  auto threads = [&](uint32_t bm, uint32_t bn) { return (bm / t.tm) * (bn / t.tn); };
+  while (t.bm / 2 >= m && (t.bm / 2) % t.tm == 0 && threads(t.bm / 2, t.bn) >= 64) t.bm /= 2;
+  while (t.bn / 2 >= n && (t.bn / 2) % t.tn == 0 && threads(t.bm, t.bn / 2) >= 64) t.bn /= 2;
   t.threads = (t.bm / t.tm) * (t.bn / t.tn);
   const auto& l = props.limits;
   const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn) * sizeof(float);
@@ -50,7 +53,15 @@ Tiles matmul_tiles(const VkPhysicalDeviceProperties& props) {
   return t;
 }
 
-}  // namespace
+const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
+                              uint32_t bindings, uint32_t push_size, const Tiles& t) {
+  const std::array<uint32_t, 6> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn};
+  // The name keys the pipeline, so it names the tiles (the override may change between calls).
+  const std::string name = std::string(shader) + "_" + std::to_string(t.bm) + "x" +
+                           std::to_string(t.bn) + "x" + std::to_string(t.bk) + "_" +
+                           std::to_string(t.tm) + "x" + std::to_string(t.tn);
+  return c.pipeline(name, spirv, bindings, push_size, constants);
+}
 
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   if (!out.is_contiguous()) {
@@ -59,7 +70,6 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {
     no_kernel("matmul", a.dtype);
   }
-  const bool f32 = out.dtype == DType::f32;  // else matmul.comp's ANY variant
   if (out.numel() == 0) return;
   check_operands("matmul", a, out);
   check_indexable(b, "matmul");
@@ -67,12 +77,12 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   if (k == 0) return fill(out, Scalar(0.0));  // empty sums; an empty operand binds no buffer
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  if (!f32) check_wide(c, "matmul", out.dtype);
-  // Outputs smaller than one big tile (a batch of tiny products, a vector) take 16x16 tiles of
-  // one output an invocation, which waste fewer invocations.
-  constexpr Tiles kSmall{256, 16, 16, 16, 1, 1};
-  Tiles t = f32 ? matmul_tiles(c.properties()) : kSmall;
-  if (m * n < int64_t{t.bm} * t.bn) t = kSmall;
+  const bool f32 = out.dtype == DType::f32;
+  const bool coop = out.dtype == DType::f16 && c.cooperative();
+  if (!f32 && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
+  constexpr Tiles kAny{256, 16, 16, 16, 1, 1};            // matmul.comp's
+  constexpr Tiles kCooperative{128, 64, 64, 32, 0, 0};    // matmul_coop.comp's
+  const Tiles t = coop ? kCooperative : f32 ? gemm_tiles(c.properties(), m, n) : kAny;
   const int64_t tiles = batch * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
   EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
               " has more tiles than the Vulkan kernel counts");
@@ -102,14 +112,11 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   p.b_col = b_strides[2];
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
-  const std::array<uint32_t, 6> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn};
-  // The name keys the pipeline, so it names the tiles (the override may change between calls).
-  const std::string name = "matmul_tiled_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) +
-                           "x" + std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" +
-                           std::to_string(t.tn);
-  c.dispatch(f32 ? c.pipeline(name, shaders::matmul_tiled, 3, sizeof p, constants)
-                 : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p),
-             bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
+  const Pipeline& pipeline =
+      coop  ? c.pipeline("matmul_coop", shaders::matmul_coop, 3, sizeof p)
+      : f32 ? gemm_pipeline(c, "matmul_tiled", shaders::matmul_tiled, 3, sizeof p, t)
+            : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
+  c.dispatch(pipeline, bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 
 }  // namespace ember::vulkan

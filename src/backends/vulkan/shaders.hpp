@@ -15,6 +15,7 @@
 #include "shaders/compare_any.spv.h"
 #include "shaders/conv_any.spv.h"
 #include "shaders/conv_f32.spv.h"
+#include "shaders/conv_tiled.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
 #include "shaders/copy32.spv.h"
@@ -24,6 +25,7 @@
 #include "shaders/index64.spv.h"
 #include "shaders/index_any.spv.h"
 #include "shaders/matmul_any.spv.h"
+#include "shaders/matmul_coop.spv.h"
 #include "shaders/matmul_tiled.spv.h"
 #include "shaders/nonzero.spv.h"
 #include "shaders/pool_any.spv.h"
@@ -61,7 +63,9 @@ inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
+inline constexpr std::span<const uint32_t> conv_tiled{conv_tiled_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
+inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
 inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};

@@ -779,5 +779,6 @@ Backend& backend() {
 }
 
 std::string device_name(int index) { return context(index).properties().deviceName; }
+bool cooperative_matrix(int index) { return context(index).cooperative(); }
 
 }  // namespace ember::vulkan

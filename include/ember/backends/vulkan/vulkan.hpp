@@ -20,6 +20,10 @@ Backend& backend();
 /// The device's name as its driver reports it ("llvmpipe (LLVM 15.0.6, 256 bits)").
 std::string device_name(int index);
 
+/// Whether float16 matmul runs on the device's tensor cores (VK_NV_cooperative_matrix with
+/// 16x16x16 float16 fragments; EMBER_VULKAN_COOPERATIVE=0 turns it off).
+bool cooperative_matrix(int index);
+
 /// Error messages from Khronos's validation layer so far, and the first one's text. The layer
 /// runs when the environment has EMBER_VULKAN_VALIDATION=1 (CI sets it for the Vulkan tests).
 size_t validation_errors();

@@ -1,0 +1,76 @@
+// Float32 convolution as an implicit GEMM per group through gemm_tiled.glsl's tiles, on the
+// geometry of conv.comp (contiguous NC + three right-aligned spatial slots, grouped, strided,
+// padded, dilated). The columns of the unfolded input (every input value a kernel tap reads for
+// one output position) are gathered as the tiles load them, never stored:
+//   mode 0, forward:         y [n, oc, s] = w [oc, ci*tap] x unfold(x) [ci*tap, (n, s)] (+ bias)
+//   mode 2, backward weight: gw [oc, ci*tap] = grad_out [oc, (n, s)] x unfold(x)^T [(n, s), ci*tap]
+// with s an output position, tap a kernel position, and oc and ci the group's channels.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };  // mode 2: grad_out
+layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform Params {
+  uint n, c, oc, groups;
+  uint mode, flags, a_base, w_base;  // flags & 1: add the bias (mode 0)
+  uint b_base, out_base, tiles, type;
+  uint in_[3];
+  uint out_[3];
+  uint k[3];
+  uint s[3];
+  int pad[3];
+  uint d[3];
+} p;
+
+uint in_size() { return p.in_[0] * p.in_[1] * p.in_[2]; }
+uint out_size() { return p.out_[0] * p.out_[1] * p.out_[2]; }
+uint k_size() { return p.k[0] * p.k[1] * p.k[2]; }
+uint cg() { return p.c / p.groups; }
+uint og() { return p.oc / p.groups; }
+
+// unfold(x) of group g: row ck = (input channel, tap), column ns = (sample, output position);
+// zero where the tap falls in the padding.
+float unfolded(uint g, uint ck, uint ns) {
+  const uint ci = ck / k_size(), tap = ck % k_size();
+  const uint n = ns / out_size(), at = ns % out_size();
+  const uint kw = tap % p.k[2], kh = (tap / p.k[2]) % p.k[1], kd = tap / (p.k[2] * p.k[1]);
+  const uint ow = at % p.out_[2], oh = (at / p.out_[2]) % p.out_[1];
+  const uint od = at / (p.out_[2] * p.out_[1]);
+  const int id = int(od * p.s[0] + kd * p.d[0]) - p.pad[0];
+  const int ih = int(oh * p.s[1] + kh * p.d[1]) - p.pad[1];
+  const int iw = int(ow * p.s[2] + kw * p.d[2]) - p.pad[2];
+  if (id < 0 || id >= int(p.in_[0]) || ih < 0 || ih >= int(p.in_[1]) || iw < 0 ||
+      iw >= int(p.in_[2])) {
+    return 0.0;
+  }
+  return x[p.a_base + (n * p.c + g * cg() + ci) * in_size() +
+           (uint(id) * p.in_[1] + uint(ih)) * p.in_[2] + uint(iw)];
+}
+
+uint gemm_m() { return og(); }
+uint gemm_n() { return p.mode == 0u ? p.n * out_size() : cg() * k_size(); }
+uint gemm_k() { return p.mode == 0u ? cg() * k_size() : p.n * out_size(); }
+uint gemm_tiles() { return p.tiles; }
+bool a_along_k() { return true; }  // w's rows and grad_out's planes are contiguous
+bool b_along_n() { return p.mode == 0u; }  // along output positions
+float load_a(uint g, uint row, uint k) {
+  if (p.mode == 0u) return w[p.w_base + (g * og() + row) * cg() * k_size() + k];
+  const uint n = k / out_size(), at = k % out_size();
+  return w[p.w_base + (n * p.oc + g * og() + row) * out_size() + at];
+}
+float load_b(uint g, uint k, uint col) {
+  return p.mode == 0u ? unfolded(g, k, col) : unfolded(g, col, k);
+}
+void store(uint g, uint row, uint col, float v) {
+  const uint oc = g * og() + row;
+  if (p.mode == 0u) {
+    const uint n = col / out_size(), at = col % out_size();
+    if ((p.flags & 1u) != 0u) v += bias[p.b_base + oc];
+    o[p.out_base + (n * p.oc + oc) * out_size() + at] = v;
+  } else {
+    o[p.out_base + oc * cg() * k_size() + col] = v;
+  }
+}
+
+#include "gemm_tiled.glsl"
