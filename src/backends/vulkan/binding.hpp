@@ -183,6 +183,9 @@ struct Tiles {
 /// The tiles for an m x n output on this device: its default or EMBER_VULKAN_MATMUL_TILES,
 /// narrowed where the output is smaller.
 Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n);
+/// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
+/// invocation's loop iterations).
+int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t);
 /// The pipeline of a shader built on gemm_tiled.glsl with these tiles.
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
                               uint32_t bindings, uint32_t push_size, const Tiles& t);

@@ -87,7 +87,8 @@ class DeviceContext {
   void finish();
 
   /// The pipeline of an embedded shader, built on first use; `constants` are its specialisation
-  /// constants 0, 1, ... (32-bit each), fixed per device, so `name` alone keys the pipeline.
+  /// constants 0, 1, ... (32-bit each). `name` alone keys the cache, so it must name the
+  /// constants too (gemm_pipeline's tiles, unary's op).
   const Pipeline& pipeline(const std::string& name, std::span<const uint32_t> spirv,
                            uint32_t bindings, uint32_t push_size,
                            std::span<const uint32_t> constants = {});

@@ -84,13 +84,15 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
 }
 
 // Records conv_tiled.comp (float32, modes 0 and 2) with x (binding 0), w or grad_out (1), bias
-// (2, may be undefined) and out: an implicit GEMM of an m x n output per group.
+// (2, may be undefined) and out: an implicit GEMM of an m x n output per group, its k in
+// `splits` parts written apart (out [splits, ...]).
 void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
-                         const RawTensor& out, int64_t m, int64_t n) {
+                         const RawTensor& out, int64_t m, int64_t n, const Tiles& t,
+                         int64_t splits) {
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  const Tiles t = gemm_tiles(c.properties(), m, n);
-  const int64_t tiles = int64_t{q.groups} * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
+  const int64_t tiles =
+      int64_t{q.groups} * splits * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
   EMBER_CHECK(tiles < (int64_t{1} << 32), "[conv] ", out.shape,
               " has more tiles than the Vulkan kernel counts");
   const Bound bx = bind_bytes(c, x), bw = bind_bytes(c, w), bo = bind_bytes(c, out);
@@ -101,6 +103,7 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   q.out_base = bo.base;
   q.flags = bias.defined() ? 1u : 0u;
   q.count = static_cast<uint32_t>(tiles);
+  q.type = static_cast<uint32_t>(splits);  // conv_tiled.comp's `splits`
   const Binding bs[] = {bx.binding, bw.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;
   c.dispatch(gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t), bs, &q, sizeof q,
@@ -122,8 +125,12 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
   q.mode = 0;
   if (out.dtype == DType::f32 && x.numel() > 0 && w.numel() > 0) {
     // Per group: [O/g, C/g * taps] x [C/g * taps, N * positions].
-    return dispatch_conv_tiled(q, x, w, bias, out, w.shape[0] / p.groups,
-                               out.numel() / out.shape[1]);
+    const int64_t m = w.shape[0] / p.groups, n = out.numel() / out.shape[1];
+    const VkPhysicalDeviceProperties& props = ctx_of(out).properties();
+    const Tiles t = gemm_tiles(props, m, n);
+    EMBER_CHECK(k_parts(props, w.numel() / w.shape[0], t) == 1, "[conv] ", w.shape,
+                " sums more products than ", props.deviceName, " does in one pass");
+    return dispatch_conv_tiled(q, x, w, bias, out, m, n, t, 1);
   }
   q.count = static_cast<uint32_t>(out.numel());
   dispatch_conv(q, x.numel() == 0 ? out : x, w.numel() == 0 ? out : w, bias, out,
@@ -158,9 +165,41 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
   q.mode = 2;
   if (grad_w.dtype == DType::f32 && grad_w.numel() > 0 && x.numel() > 0) {
     // Per group: [O/g, N * positions] x [N * positions, C/g * taps]; the bias gradient is
-    // grad_out summed over every dim but 1.
-    dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, grad_w.shape[0] / p.groups,
-                        grad_w.numel() / grad_w.shape[0]);
+    // grad_out summed over every dim but 1. That k (every sample's positions) is long and the
+    // output small: parts of k summed apart keep the device busy, each part at least 512 long,
+    // enough of them for 256 workgroups on a GPU and 8 on a CPU device (lavapipe, whose
+    // threads are few: conv1 of the Fashion-MNIST CNN at batch 64 took 490 ms in one
+    // workgroup, 340 in 64); the parts are then added in order.
+    const int64_t m = grad_w.shape[0] / p.groups, n = grad_w.numel() / grad_w.shape[0];
+    const int64_t k = grad_out.numel() / grad_out.shape[1];
+    const Tiles t = gemm_tiles(ctx_of(grad_w).properties(), m, n);
+    const int64_t tiles = p.groups * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
+    const int64_t want =
+        ctx_of(grad_w).properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 256;
+    const int64_t splits = std::max({int64_t{1}, std::min(k / 512, (want + tiles - 1) / tiles),
+                                     k_parts(ctx_of(grad_w).properties(), k, t)});
+    if (splits == 1) {
+      dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, m, n, t, 1);
+    } else {
+      const int64_t e = grad_w.numel();
+      const RawTensor parts{allocate(static_cast<size_t>(splits * e) * sizeof(float), x.device()),
+                            Shape{splits, e}, Strides{e, 1}, 0, DType::f32};
+      dispatch_conv_tiled(q, x, grad_out, RawTensor(), parts, m, n, t, splits);
+      // Added part by part, in order (a reduction over the parts' dim took a workgroup per
+      // weight, 260 ms of conv2's gradient on lavapipe).
+      RawTensor flat = grad_w;
+      flat.shape = Shape{e};
+      flat.strides = Strides{1};
+      auto part = [&](int64_t i) {
+        RawTensor r = parts;
+        r.shape = Shape{e};
+        r.strides = Strides{1};
+        r.offset = i * e;
+        return r;
+      };
+      binary(BinaryOp::Add, part(0), part(1), flat);
+      for (int64_t i = 2; i < splits; ++i) binary(BinaryOp::Add, flat, part(i), flat);
+    }
     if (grad_bias.defined() && grad_bias.numel() > 0) {
       uint32_t mask = 0;
       for (int d = 0; d < grad_out.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;

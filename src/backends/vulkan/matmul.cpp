@@ -28,7 +28,8 @@ Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) 
   if (const char* env = std::getenv("EMBER_VULKAN_MATMUL_TILES")) {
     Tiles e{};
     EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
-                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm % e.tm == 0 && e.bn % e.tn == 0,
+                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
+                    e.bm % e.tm == 0 && e.bn % e.tn == 0,
                 "[matmul] EMBER_VULKAN_MATMUL_TILES=\"", env,
                 "\" is not BM,BN,BK,TM,TN with TM dividing BM and TN dividing BN");
     t = e;
@@ -51,6 +52,14 @@ Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) 
               t.threads, " invocations and ", shared, " bytes of shared memory; ", props.deviceName,
               " has ", l.maxComputeWorkGroupInvocations, " and ", l.maxComputeSharedMemorySize);
   return t;
+}
+
+int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t) {
+  if (props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return 1;
+  // llvmpipe ends an invocation's loops, all of them together, after 65,535 iterations,
+  // silently: keep each part's slices (and the loop over tiles) well below.
+  constexpr int64_t kSlices = 32768;
+  return (k + int64_t{t.bk} * kSlices - 1) / (int64_t{t.bk} * kSlices);
 }
 
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
@@ -83,6 +92,8 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   constexpr Tiles kAny{256, 16, 16, 16, 1, 1};            // matmul.comp's
   constexpr Tiles kCooperative{128, 64, 64, 32, 0, 0};    // matmul_coop.comp's
   const Tiles t = coop ? kCooperative : f32 ? gemm_tiles(c.properties(), m, n) : kAny;
+  EMBER_CHECK(!f32 || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k, " is longer than ",
+              c.properties().deviceName, " sums in one pass (its loops stop after 65,535 steps)");
   const int64_t tiles = batch * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
   EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
               " has more tiles than the Vulkan kernel counts");

@@ -693,9 +693,10 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
   const Binding bs[] = {bx.binding, bo.binding};
   // The float32 variant's push constants end before da.
   const uint32_t size = f32 ? offsetof(decltype(p), da) : sizeof p;
-  c.dispatch(f32 ? c.pipeline("unary_f32", shaders::unary_f32, 2, size)
-                 : c.pipeline("unary_any", shaders::unary_any, 2, size),
-             bs, &p, size, groups_for(out.numel()));
+  const uint32_t op_code[] = {p.op};
+  const std::string name = (f32 ? "unary_f32_" : "unary_any_") + std::to_string(code);
+  c.dispatch(c.pipeline(name, f32 ? shaders::unary_f32 : shaders::unary_any, 2, size, op_code), bs,
+             &p, size, groups_for(out.numel()));
 }
 
 void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,

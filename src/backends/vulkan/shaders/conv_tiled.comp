@@ -4,7 +4,9 @@
 // one output position) are gathered as the tiles load them, never stored:
 //   mode 0, forward:         y [n, oc, s] = w [oc, ci*tap] x unfold(x) [ci*tap, (n, s)] (+ bias)
 //   mode 2, backward weight: gw [oc, ci*tap] = grad_out [oc, (n, s)] x unfold(x)^T [(n, s), ci*tap]
-// with s an output position, tap a kernel position, and oc and ci the group's channels.
+// with s an output position, tap a kernel position, and oc and ci the group's channels. Mode 2's
+// k (every sample's every position) is long and its output small: it is split into `splits`
+// parts written apart, out [splits, O, C/g * taps], which the caller sums.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -14,7 +16,7 @@ layout(std430, set = 0, binding = 3) writeonly buffer Out { float o[]; };
 layout(push_constant) uniform Params {
   uint n, c, oc, groups;
   uint mode, flags, a_base, w_base;  // flags & 1: add the bias (mode 0)
-  uint b_base, out_base, tiles, type;
+  uint b_base, out_base, tiles, splits;
   uint in_[3];
   uint out_[3];
   uint k[3];
@@ -51,6 +53,7 @@ float unfolded(uint g, uint ck, uint ns) {
 uint gemm_m() { return og(); }
 uint gemm_n() { return p.mode == 0u ? p.n * out_size() : cg() * k_size(); }
 uint gemm_k() { return p.mode == 0u ? cg() * k_size() : p.n * out_size(); }
+uint gemm_splits() { return p.splits; }
 uint gemm_tiles() { return p.tiles; }
 bool a_along_k() { return true; }  // w's rows and grad_out's planes are contiguous
 bool b_along_n() { return p.mode == 0u; }  // along output positions
@@ -62,14 +65,14 @@ float load_a(uint g, uint row, uint k) {
 float load_b(uint g, uint k, uint col) {
   return p.mode == 0u ? unfolded(g, k, col) : unfolded(g, col, k);
 }
-void store(uint g, uint row, uint col, float v) {
+void store(uint g, uint split, uint row, uint col, float v) {
   const uint oc = g * og() + row;
   if (p.mode == 0u) {
     const uint n = col / out_size(), at = col % out_size();
     if ((p.flags & 1u) != 0u) v += bias[p.b_base + oc];
     o[p.out_base + (n * p.oc + oc) * out_size() + at] = v;
   } else {
-    o[p.out_base + oc * cg() * k_size() + col] = v;
+    o[p.out_base + (split * p.oc + oc) * cg() * k_size() + col] = v;
   }
 }
 

@@ -1,9 +1,11 @@
 // The register-blocked tile loop of matmul_tiled.comp and conv_tiled.comp: out [B, M, N] =
 // A [B, M, K] x B [B, K, N] in float32, where the including shader says what A, B and out are:
-//   uint gemm_m(), gemm_n(), gemm_k(), gemm_tiles()   the sizes, and B * tiles_m * tiles_n
+//   uint gemm_m(), gemm_n(), gemm_k()                 the sizes
+//   uint gemm_splits()                                parts of k summed apart (split-K), >= 1
+//   uint gemm_tiles()                                 B * splits * tiles_m * tiles_n
 //   float load_a(uint batch, uint row, uint k)        an element of A (in range)
 //   float load_b(uint batch, uint k, uint col)        an element of B (in range)
-//   void store(uint batch, uint row, uint col, float v)
+//   void store(uint batch, uint split, uint row, uint col, float v)   part `split`'s sum
 //   bool a_along_k(), b_along_n()                     the operands' contiguous directions
 // A workgroup computes a BM x BN tile of out, each invocation TM x TN of it in registers, from
 // BK-deep slices of A and B staged in shared memory. The tile sizes are specialisation constants
@@ -31,14 +33,18 @@ void main() {
   // Consecutive invocations load along an operand's contiguous dimension.
   const bool along_k = a_along_k(), along_n = b_along_n();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
-    const uint batch = t / (tiles_m * tiles_n);
-    const uint r = t - batch * tiles_m * tiles_n;
+    const uint part = t / (tiles_m * tiles_n);
+    const uint r = t - part * tiles_m * tiles_n;
+    // Split-K: part `split` of k, whole slices long, summed apart (the caller adds the parts).
+    const uint batch = part / gemm_splits(), split = part % gemm_splits();
+    const uint chunk = ((k + gemm_splits() - 1u) / gemm_splits() + BK - 1u) / BK * BK;
+    const uint k_begin = min(k, split * chunk), k_end = min(k, k_begin + chunk);
     const uint row0 = (r / tiles_n) * BM, col0 = (r % tiles_n) * BN;
     float acc[TM][TN];
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
       [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
     }
-    for (uint k0 = 0u; k0 < k; k0 += BK) {
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
       // Loops of a fixed count, which the compiler unrolls: llvmpipe caps the iterations of a
       // loop in an invocation, and a loop from tid to the slice's end ran past it on long ks.
       [[unroll]] for (uint i = 0u; i < (BM * BK + THREADS - 1u) / THREADS; ++i) {
@@ -46,14 +52,14 @@ void main() {
         if (e >= BM * BK) break;
         const uint mi = along_k ? e / BK : e % BM, ki = along_k ? e % BK : e / BM;
         const uint row = row0 + mi, kk = k0 + ki;
-        sa[ki * BM + mi] = (row < m && kk < k) ? load_a(batch, row, kk) : 0.0;
+        sa[ki * BM + mi] = (row < m && kk < k_end) ? load_a(batch, row, kk) : 0.0;
       }
       [[unroll]] for (uint i = 0u; i < (BK * BN + THREADS - 1u) / THREADS; ++i) {
         const uint e = tid + i * THREADS;
         if (e >= BK * BN) break;
         const uint ni = along_n ? e % BN : e / BK, ki = along_n ? e / BN : e % BK;
         const uint col = col0 + ni, kk = k0 + ki;
-        sb[ki * BN + ni] = (col < n && kk < k) ? load_b(batch, kk, col) : 0.0;
+        sb[ki * BN + ni] = (col < n && kk < k_end) ? load_b(batch, kk, col) : 0.0;
       }
       barrier();
       [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
@@ -71,7 +77,7 @@ void main() {
       if (row >= m) break;
       [[unroll]] for (uint j = 0u; j < TN; ++j) {
         const uint col = col0 + tcol + j * col_step;
-        if (col < n) store(batch, row, col, acc[i][j]);
+        if (col < n) store(batch, split, row, col, acc[i][j]);
       }
     }
   }

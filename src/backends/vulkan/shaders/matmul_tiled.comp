@@ -16,6 +16,7 @@ layout(push_constant) uniform Params {
 uint gemm_m() { return p.m; }
 uint gemm_n() { return p.n; }
 uint gemm_k() { return p.k; }
+uint gemm_splits() { return 1u; }
 uint gemm_tiles() { return p.tiles; }
 bool a_along_k() { return p.a_col == 1; }
 bool b_along_n() { return p.b_col == 1 || p.b_row != 1; }
@@ -25,7 +26,7 @@ float load_a(uint batch, uint row, uint k) {
 float load_b(uint batch, uint k, uint col) {
   return b[int(p.b_base) + int(batch) * p.b_batch + int(k) * p.b_row + int(col) * p.b_col];
 }
-void store(uint batch, uint row, uint col, float v) {
+void store(uint batch, uint split, uint row, uint col, float v) {
   o[p.out_base + (batch * p.m + row) * p.n + col] = v;
 }
 
