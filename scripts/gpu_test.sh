@@ -13,6 +13,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${EMBER_BUILD_DIR:-build-gpu}
+# The Vulkan loader, headers, glslangValidator and validation layer where
+# scripts/vulkan_gpu_deps.sh fetched them into .dev/vk (the GPU machines have none of them).
+vulkan_args=()
+if [[ -d .dev/vk/root ]]; then
+  source scripts/vulkan_gpu_deps.sh env
+  read -ra vulkan_args <<< "$EMBER_VULKAN_CMAKE_ARGS"
+fi
 jobs=$(nproc)
 generator=Ninja
 command -v ninja > /dev/null || generator="Unix Makefiles"
@@ -36,7 +43,8 @@ command -v nvidia-smi > /dev/null &&
 
 # ---- configure ----
 start=$SECONDS
-if ! cmake -S . -B "$build" -G "$generator" -DEMBER_WITH_CUDA=ON "$@" > "$build/configure.log" 2>&1; then
+if ! cmake -S . -B "$build" -G "$generator" -DEMBER_WITH_CUDA=ON "${vulkan_args[@]}" "$@" \
+  > "$build/configure.log" 2>&1; then
   tail -40 "$build/configure.log"
   note "configure: FAILED (see $build/configure.log)"
   finish 1
@@ -69,6 +77,7 @@ if [[ -n $failed ]]; then
 fi
 note "ctest: $(grep -E '% tests passed' "$build/ctest.log" || echo 'no result line') in $((SECONDS - start)) s"
 note "  cuda.* tables: $(grep -cE 'Test +#[0-9]+: cuda\..* Passed' "$build/ctest.log") passed, $(grep -cE 'Test +#[0-9]+: cuda\..*(Failed|Exception|Timeout)' "$build/ctest.log") failed"
+note "  vulkan.* tables: $(grep -cE 'Test +#[0-9]+: vulkan\..* Passed' "$build/ctest.log") passed, $(grep -cE 'Test +#[0-9]+: vulkan\..*(Failed|Exception|Timeout)' "$build/ctest.log") failed"
 [[ -n $skipped ]] && note "  skipped: $(echo "$skipped" | wc -l) ($(echo "$skipped" | sed -E 's/^\s+[0-9]+ - //; s/ \(Skipped\)//' | paste -sd, | cut -c1-300))"
 [[ -n $failed ]] && note "  FAILED: $(echo "$failed" | sed -E 's/^\s+[0-9]+ - //' | paste -sd, | cut -c1-600)"
 # ---- the main job on the GPU (when the Fashion-MNIST files are given: the machine has no
