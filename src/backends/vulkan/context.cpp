@@ -154,17 +154,25 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
 // declares besides: 16-bit storage buffers, float16 arithmetic and the Vulkan memory model.
 // EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant).
 struct CooperativeFeatures {
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix =
-      make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
-          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-  VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model =
-      make<VkPhysicalDeviceVulkanMemoryModelFeaturesKHR>(
-          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR);
-  VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16 =
-      make<VkPhysicalDeviceShaderFloat16Int8FeaturesKHR>(
-          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR);
-  VkPhysicalDevice16BitStorageFeatures storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix{};
+  VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model{};
+  VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16{};
+  VkPhysicalDevice16BitStorageFeatures storage16{};
+
+  // The four, cleared and linked: matrix -> memory_model -> float16 -> storage16.
+  void chain() {
+    matrix = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    memory_model = make<VkPhysicalDeviceVulkanMemoryModelFeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR);
+    float16 = make<VkPhysicalDeviceShaderFloat16Int8FeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR);
+    storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+    matrix.pNext = &memory_model;
+    memory_model.pNext = &float16;
+    float16.pNext = &storage16;
+  }
 
   static constexpr const char* kExtensions[] = {
       VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
@@ -185,11 +193,9 @@ struct CooperativeFeatures {
     }
     // vkGetPhysicalDeviceFeatures2 and Properties2 are Vulkan 1.1's, which the instance asks for.
     if (props.apiVersion < VK_API_VERSION_1_1) return false;
+    chain();
     auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     features.pNext = &matrix;
-    matrix.pNext = &memory_model;
-    memory_model.pNext = &float16;
-    float16.pNext = &storage16;
     vkGetPhysicalDeviceFeatures2(physical, &features);
     if (!matrix.cooperativeMatrix || !memory_model.vulkanMemoryModel || !float16.shaderFloat16 ||
         !storage16.storageBuffer16BitAccess) {
@@ -197,9 +203,13 @@ struct CooperativeFeatures {
     }
     auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    auto stages = make<VkPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV);
+    subgroup.pNext = &stages;
     auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props2.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(physical, &props2);
+    if ((stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) == 0) return false;
     if (subgroup.subgroupSize != 32) return false;
     auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
         vkGetInstanceProcAddr(instance().instance,
@@ -221,21 +231,11 @@ struct CooperativeFeatures {
 
   // The chain for VkDeviceCreateInfo::pNext, asking for just what the shader uses.
   void* enable(std::vector<const char*>& extensions) {
-    matrix = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    chain();
     matrix.cooperativeMatrix = VK_TRUE;
-    memory_model = make<VkPhysicalDeviceVulkanMemoryModelFeaturesKHR>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR);
     memory_model.vulkanMemoryModel = VK_TRUE;
-    float16 = make<VkPhysicalDeviceShaderFloat16Int8FeaturesKHR>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR);
     float16.shaderFloat16 = VK_TRUE;
-    storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
     storage16.storageBuffer16BitAccess = VK_TRUE;
-    matrix.pNext = &memory_model;
-    memory_model.pNext = &float16;
-    float16.pNext = &storage16;
     extensions.insert(extensions.end(), std::begin(kExtensions), std::end(kExtensions));
     return &matrix;
   }
