@@ -416,13 +416,19 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
+  const uint32_t op_code[] = {p.op};  // binary.comp's specialisation constant
   const Pipeline& pipeline =
       to_bool ? (size == 8   ? c.pipeline("compare64", shaders::compare64, 3, sizeof p)
                  : size == 4 ? c.pipeline("compare32", shaders::compare32, 3, sizeof p)
                              : c.pipeline("compare_any", shaders::compare_any, 3, sizeof p))
-              : (size == 8   ? c.pipeline("binary64", shaders::binary64, 3, sizeof p)
-                 : size == 4 ? c.pipeline("binary32", shaders::binary32, 3, sizeof p)
-                             : c.pipeline("binary_any", shaders::binary_any, 3, sizeof p));
+              : c.pipeline((size == 8   ? "binary64_"
+                            : size == 4 ? "binary32_"
+                                        : "binary_any_") +
+                               std::to_string(code),
+                           size == 8   ? shaders::binary64
+                           : size == 4 ? shaders::binary32
+                                       : shaders::binary_any,
+                           3, sizeof p, op_code);
   c.dispatch(pipeline, bs, &p, sizeof p, groups_for(to_bool ? (out.numel() + 3) / 4 : out.numel()));
 }
 

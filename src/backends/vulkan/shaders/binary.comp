@@ -1,5 +1,6 @@
 // Binary ops over strided (broadcast: stride 0, or negative) operands of rank up to 6, written to
-// a contiguous output; the op is a push constant (binary_code() in vulkan_backend.cpp). The
+// a contiguous output; the op is a specialisation constant (binary_code() in vulkan_backend.cpp),
+// so that each op's pipeline holds its own code alone (as unary.comp's). The
 // default variant does the arithmetic of float32 and int32 (is_int), the WIDE one (word.glsl)
 // that of float64 and int64, and the ANY one (elements.glsl) every op on every dtype. Integer
 // arithmetic wraps, as the Cpu's; integers are not divided (the front end divides them in
@@ -12,6 +13,7 @@
 #endif
 #include "word.glsl"
 layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint OP = 0u;
 #ifdef ANY  // every dtype, read and written as elements.glsl's
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
@@ -191,10 +193,10 @@ void main() {
     }
 #ifdef ANY
     const uint64_t r =
-        apply_any(p.op, p.type, LOAD_BITS(a, p.type, uint(ia)), LOAD_BITS(b, p.type, uint(ib)));
+        apply_any(OP, p.type, LOAD_BITS(a, p.type, uint(ia)), LOAD_BITS(b, p.type, uint(ib)));
     STORE_BITS(o, p.type, p.out_base + i, r);
 #else
-    o[p.out_base + i] = apply(p.op, a[ia], b[ib]);
+    o[p.out_base + i] = apply(OP, a[ia], b[ib]);
 #endif
   }
 }
