@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +21,8 @@
 
 #include <ember/models/fashion_cnn.hpp>
 #include <ember/optim/optim.hpp>
+
+#include "guarded.hpp"
 #include "peak.hpp"
 
 // launch_floor.cu: an empty kernel on a stream of its own.
@@ -34,6 +35,7 @@ void wait_for(void* stream);
 namespace {
 
 using namespace ember;
+using bench::guarded;
 
 constexpr int64_t kN = int64_t{64} << 20;  // elements of the memory-bound rows (256 MiB f32)
 
@@ -55,17 +57,6 @@ void run_batched(benchmark::State& state, int64_t per_sync, F&& op) {
     synchronize(gpu());
   }
   state.counters["enqueue_us"] = 1e6 * enqueue / static_cast<double>(state.iterations());
-}
-
-// Runs a benchmark body; an Ember error (a kernel not written yet, a deferred device error)
-// becomes this row's error instead of ending the whole run.
-template <class F>
-void guarded(benchmark::State& state, F&& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
 }
 
 // True the first time a row asks: Google Benchmark calls a row several times (estimating its

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -21,9 +20,12 @@
 #include <ember/models/fashion_cnn.hpp>
 #include <ember/optim/optim.hpp>
 
+#include "guarded.hpp"
+
 namespace {
 
 using namespace ember;
+using bench::guarded;
 
 template <class F>
 void run_batched(benchmark::State& state, Device dev, int64_t per_sync, F&& op) {
@@ -32,16 +34,6 @@ void run_batched(benchmark::State& state, Device dev, int64_t per_sync, F&& op) 
   while (state.KeepRunningBatch(per_sync)) {
     for (int64_t i = 0; i < per_sync; ++i) op();
     synchronize(dev);
-  }
-}
-
-// An Ember error (a kernel a device lacks) ends the row with its message, not the run.
-template <class F>
-void guarded(benchmark::State& state, F&& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
   }
 }
 
