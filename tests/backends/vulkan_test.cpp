@@ -438,6 +438,26 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
+// llvmpipe ends an invocation's loops silently after 65,535 iterations: a k it cannot sum in one
+// pass is an error naming the device there; any other device sums it.
+TEST(Vulkan, Float32MatmulOfAKTooLongForLlvmpipeIsAnErrorThere) {
+  EMBER_REQUIRE_VULKAN();
+  const int64_t k = 600000;  // 37,500 slices of 16
+  const DynTensor a = input(Shape{1, k}, 90), b = input(Shape{k, 1}, 91);
+  const bool llvmpipe = vulkan::device_name(0).find("llvmpipe") != std::string::npos;
+  try {
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    EXPECT_FALSE(llvmpipe) << "no error";
+    const double want = matmul(cast(a, DType::f64), cast(b, DType::f64)).item<double>();
+    EXPECT_NEAR(got.item<double>(), want, 1e-4 * want);
+  } catch (const Error& e) {
+    EXPECT_TRUE(llvmpipe) << e.what();
+    EXPECT_NE(std::string(e.what()).find("k = 600000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("llvmpipe"), std::string::npos) << e.what();
+  }
+  expect_no_validation_errors();
+}
+
 // Casts between every pair of float32, int32, uint8, int8, bool, float16 and bfloat16 against the
 // Cpu's, bit for bit: rounding ties to even into the 16-bit floats, their overflow to inf and
 // subnormals, NaN and infinities, truncation into integers saturating past their range (NaN: 0,
