@@ -438,9 +438,10 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
-// llvmpipe ends an invocation's loops silently after 65,535 iterations: a k it cannot sum in one
-// pass is an error naming the device there; any other device sums it.
-TEST(Vulkan, Float32MatmulOfAKTooLongForLlvmpipeIsAnErrorThere) {
+// llvmpipe ends an invocation's loops silently after 65,535 iterations: a matmul's or a
+// convolution's k it cannot sum in one pass is an error naming the device there; any other
+// device sums it.
+TEST(Vulkan, Float32SumsTooLongForLlvmpipeAreErrorsThere) {
   EMBER_REQUIRE_VULKAN();
   const int64_t k = 600000;  // 37,500 slices of 16
   const DynTensor a = input(Shape{1, k}, 90), b = input(Shape{k, 1}, 91);
@@ -453,6 +454,21 @@ TEST(Vulkan, Float32MatmulOfAKTooLongForLlvmpipeIsAnErrorThere) {
   } catch (const Error& e) {
     EXPECT_TRUE(llvmpipe) << e.what();
     EXPECT_NE(std::string(e.what()).find("k = 600000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("llvmpipe"), std::string::npos) << e.what();
+  }
+  // A convolution whose every output sums 540,000 products (60,000 channels of 3x3 taps).
+  const DynTensor x = input(Shape{1, 60000, 3, 3}, 92), w = input(Shape{1, 60000, 3, 3}, 93);
+  try {
+    const DynTensor got =
+        to_device(conv2d(to_device(x, vk()), to_device(w, vk()), DynTensor(), {1}, Padding::Valid),
+                  Device::cpu());
+    EXPECT_FALSE(llvmpipe) << "no error";
+    const double want = sum(mul(cast(x, DType::f64), cast(w, DType::f64)), {}).item<double>();
+    EXPECT_NEAR(reshape(got, Shape{}).item<double>(), want, 1e-4 * want);
+  } catch (const Error& e) {
+    EXPECT_TRUE(llvmpipe) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[conv2d]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("540000 products"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("llvmpipe"), std::string::npos) << e.what();
   }
   expect_no_validation_errors();

@@ -128,8 +128,10 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
     const int64_t m = w.shape[0] / p.groups, n = out.numel() / out.shape[1];
     const VkPhysicalDeviceProperties& props = ctx_of(out).properties();
     const Tiles t = gemm_tiles(props, m, n);
-    EMBER_CHECK(k_parts(props, w.numel() / w.shape[0], t) == 1, "[conv] ", w.shape,
-                " sums more products than ", props.deviceName, " does in one pass");
+    const int64_t k = w.numel() / w.shape[0];
+    EMBER_CHECK(k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
+                " products, more than ", props.deviceName,
+                " sums in one pass (its loops stop after 65,535 steps)");
     return dispatch_conv_tiled(q, x, w, bias, out, m, n, t, 1);
   }
   q.count = static_cast<uint32_t>(out.numel());
