@@ -16,4 +16,5 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/EmberConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/EmberConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/EmberConfig.cmake ${PROJECT_BINARY_DIR}/EmberConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/EmberEmbed.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Ember)

@@ -7,6 +7,7 @@
 #include "ember/backends/cpu/cpu.hpp"
 #include "ember/core/device.hpp"
 #include "ember/core/dtype.hpp"
+#include "ember/core/embedded.hpp"
 #include "ember/core/error.hpp"
 #include "ember/nn/init.hpp"
 #include "ember/nn/losses.hpp"

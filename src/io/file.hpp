@@ -39,6 +39,15 @@ class BufferBytes final : public Bytes {
   std::vector<unsigned char> buffer_;
 };
 
+/// Bytes someone else owns and keeps alive (view_safetensors): an embedded file, a caller's buffer.
+class ViewBytes final : public Bytes {
+ public:
+  ViewBytes(const unsigned char* data, size_t size) {
+    data_ = data;
+    size_ = size;
+  }
+};
+
 /// A Cpu storage over [at, at + nbytes) of `bytes`, which it keeps alive: a tensor made on it
 /// shares the file's memory (read-only: ops never write to their inputs).
 std::shared_ptr<Storage> storage_over(std::shared_ptr<const Bytes> bytes, const unsigned char* at,

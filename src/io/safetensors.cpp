@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "ember/core/embedded.hpp"
 #include "ember/core/error.hpp"
 #include "ember/tensor/ops/creation.hpp"
 #include "file.hpp"
@@ -437,6 +438,15 @@ SafetensorsFile load_safetensors(const std::string& path) {
 SafetensorsFile parse_safetensors(std::vector<unsigned char> bytes, std::string label) {
   return SafetensorsFile::parse(std::make_shared<detail::BufferBytes>(std::move(bytes)),
                                 std::move(label));
+}
+
+SafetensorsFile view_safetensors(std::span<const unsigned char> bytes, std::string label) {
+  return SafetensorsFile::parse(std::make_shared<detail::ViewBytes>(bytes.data(), bytes.size()),
+                                std::move(label));
+}
+
+SafetensorsFile embedded_safetensors(std::string_view name) {
+  return view_safetensors(embedded_file(name), "embedded file '" + std::string(name) + "'");
 }
 
 void save_safetensors(const std::vector<std::pair<std::string, DynTensor>>& tensors,

@@ -19,8 +19,8 @@ struct Source {
   std::function<DynTensor(const std::string&, Device, DType)> tensor;
 };
 
-Source safetensors_source(const std::string& path) {
-  auto file = std::make_shared<io::SafetensorsFile>(io::load_safetensors(path));
+Source safetensors_source(io::SafetensorsFile opened) {
+  auto file = std::make_shared<io::SafetensorsFile>(std::move(opened));
   return {file->names(), [file](const std::string& n) { return file->shape(n); },
           [file](const std::string& n, Device d, DType t) { return file->tensor(n, d, t); }};
 }
@@ -110,7 +110,14 @@ LoadReport load_tree(const ModuleTree& tree, const std::string& path, const Load
   if (io::is_pytorch_file(path)) return load_pytorch_tree(tree, path, options);
   EMBER_CHECK(options.key.empty(), "[load] ", path, ": options.key ('", options.key,
               "') picks an entry of a torch.save checkpoint, but this is not one");
-  return load_from(tree, safetensors_source(path), path, options);
+  return load_from(tree, safetensors_source(io::load_safetensors(path)), path, options);
+}
+
+LoadReport load_tree(const ModuleTree& tree, const io::SafetensorsFile& file,
+                     const LoadOptions& options) {
+  EMBER_CHECK(options.key.empty(), "[load] ", file.path(), ": options.key ('", options.key,
+              "') picks an entry of a torch.save checkpoint, but this is a safetensors file");
+  return load_from(tree, safetensors_source(file), file.path(), options);
 }
 
 LoadReport load_pytorch_tree(const ModuleTree& tree, const std::string& path,

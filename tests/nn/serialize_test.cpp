@@ -114,3 +114,68 @@ TEST(Serialize, LoadsPyTorchStateDict) {
   EXPECT_TRUE(allclose(y.dyn(), cast(io.at("y"), DType::f32), 1e-5, 1e-6))
       << "max |diff| " << amax(abs(sub(y.dyn(), cast(io.at("y"), DType::f32)))).item<float>();
 }
+
+namespace {
+struct OneLayer {
+  nn::Linear fc1;
+  EMBER_MODULE(OneLayer, fc1)
+};
+}  // namespace
+
+// ember_embed (tests/CMakeLists.txt) links fixtures/torch_mlp.safetensors into this binary.
+TEST(Embedded, FileHoldsTheBytesOfTheFileEmbedded) {
+  const std::span<const unsigned char> bytes = embedded_file("torch_mlp");
+  std::FILE* f = std::fopen(EMBER_NN_FIXTURES "/torch_mlp.safetensors", "rb");
+  ASSERT_NE(f, nullptr);
+  std::vector<unsigned char> on_disk(bytes.size() + 1);
+  const size_t n = std::fread(on_disk.data(), 1, on_disk.size(), f);
+  std::fclose(f);
+  ASSERT_EQ(n, bytes.size());
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), on_disk.begin()));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(bytes.data()) % 64, 0u);
+  EXPECT_EQ(embedded_files(), std::vector<std::string>{"torch_mlp"});
+  try {
+    embedded_file("resnet");
+    FAIL() << "no error for a name never embedded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'resnet' (embedded: torch_mlp)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Embedded, WeightsLoadInPlaceAndMatchTheFile) {
+  Mlp from_file = make_mlp();
+  Mlp embedded = make_mlp();
+  load(from_file, EMBER_NN_FIXTURES "/torch_mlp.safetensors");
+  const nn::LoadReport r = load(embedded, io::embedded_safetensors("torch_mlp"));
+  EXPECT_EQ(r.loaded.size(), 9u);
+  from_file.eval();
+  embedded.eval();
+  auto x = Tensor<2>::randn({5, 8});
+  EXPECT_TRUE(equal(from_file.forward(x).dyn(), embedded.forward(x).dyn()));
+  if (default_device().type == DeviceType::Cpu) {  // zero-copy: the parameter is the bytes
+    const std::span<const unsigned char> bytes = embedded_file("torch_mlp");
+    const auto* w = static_cast<const unsigned char*>(embedded.fc1.weight.dyn().raw().data());
+    EXPECT_TRUE(w >= bytes.data() && w < bytes.data() + bytes.size());
+  }
+  // An error names the embedded file.
+  OneLayer wrong{nn::Linear(8, 3)};
+  try {
+    load(wrong, io::embedded_safetensors("torch_mlp"));
+    FAIL() << "no error for a module that does not match";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("embedded file 'torch_mlp'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Embedded, WeightsLoadedInPlaceCanBeUpdatedInPlace) {
+  // On an OS the bytes are in .data: an in-place write (an optimizer step) must not fault.
+  auto file = io::view_safetensors(embedded_file("torch_mlp"), "torch_mlp");
+  DynTensor w = file.tensor("fc2.bias", Device::cpu());
+  const DynTensor original = clone(w);
+  const DynTensor target = full_like(w, 0.25);
+  copy_into(w, target);
+  EXPECT_TRUE(equal(file.tensor("fc2.bias", Device::cpu()), target));  // the bytes changed
+  copy_into(w, original);  // as they were, for the other tests of this process
+}

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -64,6 +66,7 @@ class SafetensorsFile {
  private:
   friend SafetensorsFile load_safetensors(const std::string&);
   friend SafetensorsFile parse_safetensors(std::vector<unsigned char>, std::string);
+  friend SafetensorsFile view_safetensors(std::span<const unsigned char>, std::string);
   static SafetensorsFile parse(std::shared_ptr<const detail::Bytes> bytes, std::string label);
 
   std::shared_ptr<const detail::Bytes> bytes_;
@@ -81,6 +84,16 @@ SafetensorsFile load_safetensors(const std::string& path);
 /// Parses and validates a file already in memory; `label` names it in errors. Tensors share
 /// `bytes` (kept alive by them) where aligned.
 SafetensorsFile parse_safetensors(std::vector<unsigned char> bytes, std::string label = "<memory>");
+
+/// Parses and validates bytes the caller keeps alive and unchanged for as long as the file and its
+/// Cpu tensors live (static data, a buffer of one's own): aligned tensors on the Cpu use them in
+/// place, with no copy.
+SafetensorsFile view_safetensors(std::span<const unsigned char> bytes,
+                                 std::string label = "<memory>");
+
+/// The safetensors file linked into the program under `name` by the CMake function ember_embed
+/// (ember/core/embedded.hpp): weights read in place from the executable's read-only data.
+SafetensorsFile embedded_safetensors(std::string_view name);
 
 /// Writes `tensors` (names unique, non-empty, without NUL bytes) and optional string metadata in
 /// the safetensors format. Non-contiguous tensors are written in row-major order; data is laid

@@ -10,6 +10,10 @@
 
 #include "ember/nn/module.hpp"
 
+namespace ember::io {
+class SafetensorsFile;
+}
+
 namespace ember::nn {
 
 /// A renaming of checkpoint names before they are matched with a module's: each rule is an
@@ -50,6 +54,9 @@ void save_tree(const ModuleTree& tree, const std::string& path,
 /// Reads a safetensors file or a torch.save archive (told apart by their first bytes).
 LoadReport load_tree(const ModuleTree& tree, const std::string& path,
                      const LoadOptions& options = {});
+/// Reads an opened safetensors file (io::embedded_safetensors, io::view_safetensors).
+LoadReport load_tree(const ModuleTree& tree, const io::SafetensorsFile& file,
+                     const LoadOptions& options = {});
 /// Reads a torch.save archive (.pt, .pth, .bin) whatever its first bytes.
 LoadReport load_pytorch_tree(const ModuleTree& tree, const std::string& path,
                              const LoadOptions& options = {});
@@ -70,6 +77,14 @@ void save(const M& model, const std::string& path,
 template <nn::detail::Module M>
 nn::LoadReport load(M& model, const std::string& path, const nn::LoadOptions& options = {}) {
   return nn::load_tree(nn::module_tree(model), path, options);
+}
+
+/// The same from an opened safetensors file: weights embedded in the program
+/// (`load(model, io::embedded_safetensors("model"))`) or in memory; Cpu parameters then use the
+/// file's bytes in place where aligned.
+template <nn::detail::Module M>
+nn::LoadReport load(M& model, const io::SafetensorsFile& file, const nn::LoadOptions& options = {}) {
+  return nn::load_tree(nn::module_tree(model), file, options);
 }
 
 /// The same for a file written by torch.save (.pt, .pth, pytorch_model.bin); options.key picks
