@@ -1,11 +1,14 @@
 // Uses an installed Ember: creation, broadcasting, a reduction, matmul (the GEMM library, when
 // Ember was built with one, must come along at link time), random draws, printing and a
-// safetensors round trip (ember_io, whose JSON library must not be needed here).
+// safetensors round trip (ember_io, whose JSON library must not be needed here), and a file
+// linked in by the package's ember_embed().
 #include <ember/ember.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 using namespace ember;
 
@@ -26,6 +29,11 @@ int main() {
   const bool io_ok =
       io::load_safetensors(path).tensor("a").to_vector<float>() == a.to_vector<float>();
   std::remove(path.c_str());
-  std::cout << (ok && io_ok ? "install consumer: ok" : "install consumer: WRONG RESULT") << "\n";
-  return ok && io_ok ? 0 : 1;
+  std::ifstream in(CONSUMER_MAIN, std::ios::binary);
+  const std::vector<unsigned char> source{std::istreambuf_iterator<char>(in), {}};
+  const std::span<const unsigned char> embedded = embedded_file("source");
+  const bool embed_ok = std::equal(embedded.begin(), embedded.end(), source.begin(), source.end());
+  const bool all = ok && io_ok && embed_ok;
+  std::cout << (all ? "install consumer: ok" : "install consumer: WRONG RESULT") << "\n";
+  return all ? 0 : 1;
 }
