@@ -58,7 +58,7 @@ const FormatDType* find_format_dtype(std::string_view name) {
   return nullptr;
 }
 
-std::string_view format_name(DType t) {
+[[maybe_unused]] std::string_view format_name(DType t) {
   for (const FormatDType& f : kFormatDTypes) {
     if (f.supported && f.dtype == t) return f.name;
   }
@@ -133,13 +133,18 @@ TensorInfo parse_entry(const std::string& name, const Json& entry, const std::st
                 " is too large for Ember's strides (the product of its sizes other than 0 "
                 "overflows an int64)");
   }
-  const unsigned __int128 bits = static_cast<unsigned __int128>(numel) * format->bits;
-  EMBER_CHECK(bits / 8 <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where,
-              "tensor ", json_quoted(name), ": shape ", brief(shape), " of ", info.format_dtype,
-              " needs more bytes than an int64 can count");
-  EMBER_CHECK(bits % 8 == 0, where, "tensor ", json_quoted(name), ": ", numel, " elements of ",
-              info.format_dtype, " do not fill a whole number of bytes");
-  const auto nbytes = static_cast<uint64_t>(bits / 8);
+  // numel * bits / 8 as (numel / 8) * bits + (numel % 8) * bits / 8: no 128-bit product, which
+  // 32-bit targets lack.
+  const auto count = static_cast<uint64_t>(numel);
+  const uint64_t rest_bits = count % 8 * format->bits;
+  uint64_t nbytes = 0;
+  const bool overflows = __builtin_mul_overflow(count / 8, static_cast<uint64_t>(format->bits), &nbytes) ||
+                         __builtin_add_overflow(nbytes, rest_bits / 8, &nbytes);
+  EMBER_CHECK(!overflows && nbytes <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+              where, "tensor ", json_quoted(name), ": shape ", brief(shape), " of ",
+              info.format_dtype, " needs more bytes than an int64 can count");
+  EMBER_CHECK(rest_bits % 8 == 0, where, "tensor ", json_quoted(name), ": ", numel,
+              " elements of ", info.format_dtype, " do not fill a whole number of bytes");
 
   const Json& offsets = entry.at("data_offsets");
   EMBER_CHECK(offsets.is_array() && offsets.size() == 2, where, "tensor ", json_quoted(name),
@@ -202,14 +207,20 @@ class HeaderReader {
       : where_(where), data_size_(data_size), names_(names), infos_(infos), metadata_(metadata) {}
 
   void read(std::string_view text) {
+    const auto callback = [this](int depth, Json::parse_event_t event, Json& parsed) {
+      return on_event(depth, event, parsed);
+    };
+#if EMBER_HAS_EXCEPTIONS
     try {
-      [[maybe_unused]] const Json root = Json::parse(
-          text.begin(), text.end(), [this](int depth, Json::parse_event_t event, Json& parsed) {
-            return on_event(depth, event, parsed);
-          });
+      [[maybe_unused]] const Json root = Json::parse(text.begin(), text.end(), callback);
     } catch (const Json::exception& e) {
       EMBER_FAIL(where_, "header is not valid JSON: ", e.what());
     }
+#else  // bare metal: the parser reports failure by a discarded value, without the reason
+    const Json root = Json::parse(text.begin(), text.end(), callback, false);
+    EMBER_CHECK(!root.is_discarded() || (!root_type_.empty() && root_type_ != "object"), where_,
+                "header is not valid JSON");
+#endif
     EMBER_CHECK(root_type_ == "object", where_, "the header is a JSON ", root_type_,
                 ", expected an object");
   }
@@ -431,9 +442,11 @@ DynTensor SafetensorsFile::tensor(const std::string& name, Device device, DType 
   return to_device(cast(tensor(name, Device::cpu()), dtype), device);
 }
 
+#ifndef EMBER_BARE_METAL  // no files on a microcontroller
 SafetensorsFile load_safetensors(const std::string& path) {
   return SafetensorsFile::parse(detail::map_file(path, kWhat), path);
 }
+#endif
 
 SafetensorsFile parse_safetensors(std::vector<unsigned char> bytes, std::string label) {
   return SafetensorsFile::parse(std::make_shared<detail::BufferBytes>(std::move(bytes)),
@@ -449,6 +462,7 @@ SafetensorsFile embedded_safetensors(std::string_view name) {
   return view_safetensors(embedded_file(name), "embedded file '" + std::string(name) + "'");
 }
 
+#ifndef EMBER_BARE_METAL
 void save_safetensors(const std::vector<std::pair<std::string, DynTensor>>& tensors,
                       const std::string& path, const std::map<std::string, std::string>& metadata) {
   const std::string where = std::string(kWhat) + " " + path + ": ";
@@ -514,5 +528,7 @@ void save_safetensors(const std::vector<std::pair<std::string, DynTensor>>& tens
   }
   file.commit();
 }
+
+#endif  // EMBER_BARE_METAL
 
 }  // namespace ember::io

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <optional>
+#ifndef EMBER_BARE_METAL
 #include <regex>
+#endif
 
 #include "ember/core/error.hpp"
 #include "ember/tensor/device_graph.hpp"
@@ -96,30 +99,48 @@ void to_dtype(const ModuleTree& tree, DType dtype) {
 
 namespace {
 
-bool matches(const std::string& path, std::string_view pattern, const std::regex* re) {
-  if (pattern.empty() || path == pattern) return true;
-  if (path.size() > pattern.size() && path.compare(0, pattern.size(), pattern) == 0 &&
-      path[pattern.size()] == '.') {
-    return true;  // a parameter inside the module the pattern names
+// A freeze/unfreeze pattern: a path, a module prefix, or (on an OS) an ECMAScript regex.
+class PathPattern {
+ public:
+  explicit PathPattern(std::string_view pattern) : pattern_(pattern) {
+#ifndef EMBER_BARE_METAL  // std::regex reports bad patterns by throwing; not worth flash there
+    if (pattern.empty()) return;
+    try {
+      re_.emplace(std::string(pattern), std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      // Not a valid regex: it can still match as a path or a module prefix.
+    }
+#endif
   }
-  return re && std::regex_match(path, *re);
-}
+
+  bool matches(const std::string& path) const {
+    if (pattern_.empty() || path == pattern_) return true;
+    if (path.size() > pattern_.size() && path.compare(0, pattern_.size(), pattern_) == 0 &&
+        path[pattern_.size()] == '.') {
+      return true;  // a parameter inside the module the pattern names
+    }
+#ifndef EMBER_BARE_METAL
+    return re_ && std::regex_match(path, *re_);
+#else
+    return false;
+#endif
+  }
+
+ private:
+  std::string_view pattern_;
+#ifndef EMBER_BARE_METAL
+  std::optional<std::regex> re_;
+#endif
+};
 
 }  // namespace
 
 int set_trainable(const ModuleTree& tree, std::string_view pattern, bool trainable) {
-  std::optional<std::regex> re;
-  if (!pattern.empty()) {
-    try {
-      re.emplace(std::string(pattern), std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      // Not a valid regex: it can still match as a path or a module prefix.
-    }
-  }
+  const PathPattern matcher(pattern);
   int count = 0;
   for (const ModuleEntry& e : tree) {
     if (e.kind != ModuleEntry::Kind::Tensor || e.slot->kind() != TensorSlot::Kind::Param) continue;
-    if (!matches(e.path, pattern, re ? &*re : nullptr)) continue;
+    if (!matcher.matches(e.path)) continue;
     e.slot->set_trainable(trainable);
     ++count;
   }

@@ -2,12 +2,15 @@
 
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "ember/core/error.hpp"
-#include "ember/io/pytorch.hpp"
 #include "ember/io/safetensors.hpp"
+#ifndef EMBER_BARE_METAL
+#include <regex>
+
+#include "ember/io/pytorch.hpp"
+#endif
 
 namespace ember::nn {
 namespace {
@@ -25,29 +28,45 @@ Source safetensors_source(io::SafetensorsFile opened) {
           [file](const std::string& n, Device d, DType t) { return file->tensor(n, d, t); }};
 }
 
+#ifndef EMBER_BARE_METAL  // files
 Source pytorch_source(const std::string& path, const std::string& key) {
   auto file = std::make_shared<io::PytorchFile>(io::load_pytorch(path, key));
   return {file->names(), [file](const std::string& n) { return file->shape(n); },
           [file](const std::string& n, Device d, DType t) { return file->tensor(n, d, t); }};
 }
+#endif
 
-LoadReport load_from(const ModuleTree& tree, const Source& file, const std::string& path,
-                     const LoadOptions& options) {
+// options.rename as one function from a file's name to the module's.
+std::function<std::string(const std::string&)> renamer(const KeyMap& rename) {
+#ifdef EMBER_BARE_METAL  // std::regex there would cost flash, and reports bad patterns by throwing
+  EMBER_CHECK(rename.empty(), "[load] rename patterns are regexes, which the embedded build leaves "
+              "out: save the weights under the module's names");
+  return [](const std::string& name) { return name; };
+#else
   std::vector<std::pair<std::regex, std::string>> rules;
-  for (const auto& [pattern, replacement] : options.rename) {
+  for (const auto& [pattern, replacement] : rename) {
     try {
       rules.emplace_back(std::regex(pattern, std::regex::ECMAScript), replacement);
     } catch (const std::regex_error& e) {
       EMBER_FAIL("[load] the rename pattern '", pattern, "' is not a regex: ", e.what());
     }
   }
+  return [rules = std::move(rules)](const std::string& name) {
+    std::string renamed = name;
+    for (const auto& [re, replacement] : rules) renamed = std::regex_replace(renamed, re, replacement);
+    return renamed;
+  };
+#endif
+}
+
+LoadReport load_from(const ModuleTree& tree, const Source& file, const std::string& path,
+                     const LoadOptions& options) {
+  const auto rename = renamer(options.rename);
   LoadReport report;
   std::map<std::string, std::string> by_module_name;  // module's name -> the file's
   std::vector<std::string> renamed_order;
   for (const std::string& name : file.names) {
-    std::string renamed = name;
-    for (const auto& [re, replacement] : rules)
-      renamed = std::regex_replace(renamed, re, replacement);
+    const std::string renamed = rename(name);
     if (renamed.empty()) {
       report.ignored.push_back(name);
       continue;
@@ -98,6 +117,14 @@ std::string LoadReport::describe() const {
   return out;
 }
 
+LoadReport load_tree(const ModuleTree& tree, const io::SafetensorsFile& file,
+                     const LoadOptions& options) {
+  EMBER_CHECK(options.key.empty(), "[load] ", file.path(), ": options.key ('", options.key,
+              "') picks an entry of a torch.save checkpoint, but this is a safetensors file");
+  return load_from(tree, safetensors_source(file), file.path(), options);
+}
+
+#ifndef EMBER_BARE_METAL  // files
 void save_tree(const ModuleTree& tree, const std::string& path,
                const std::map<std::string, std::string>& metadata) {
   std::vector<std::pair<std::string, DynTensor>> tensors;
@@ -113,16 +140,10 @@ LoadReport load_tree(const ModuleTree& tree, const std::string& path, const Load
   return load_from(tree, safetensors_source(io::load_safetensors(path)), path, options);
 }
 
-LoadReport load_tree(const ModuleTree& tree, const io::SafetensorsFile& file,
-                     const LoadOptions& options) {
-  EMBER_CHECK(options.key.empty(), "[load] ", file.path(), ": options.key ('", options.key,
-              "') picks an entry of a torch.save checkpoint, but this is a safetensors file");
-  return load_from(tree, safetensors_source(file), file.path(), options);
-}
-
 LoadReport load_pytorch_tree(const ModuleTree& tree, const std::string& path,
                              const LoadOptions& options) {
   return load_from(tree, pytorch_source(path, options.key), path, options);
 }
+#endif  // EMBER_BARE_METAL
 
 }  // namespace ember::nn

@@ -77,9 +77,12 @@ class SafetensorsFile {
   uint64_t data_start_ = 0;
 };
 
+#ifndef EMBER_BARE_METAL  // files: not on a microcontroller
 /// Opens `path` with a read-only mmap and validates the whole header (see docs/IO.md for the
 /// list of checks). Every problem is an ember::Error naming the file and the values involved.
 SafetensorsFile load_safetensors(const std::string& path);
+
+#endif
 
 /// Parses and validates a file already in memory; `label` names it in errors. Tensors share
 /// `bytes` (kept alive by them) where aligned.
@@ -95,6 +98,7 @@ SafetensorsFile view_safetensors(std::span<const unsigned char> bytes,
 /// (ember/core/embedded.hpp): weights read in place from the executable's read-only data.
 SafetensorsFile embedded_safetensors(std::string_view name);
 
+#ifndef EMBER_BARE_METAL
 /// Writes `tensors` (names unique, non-empty, without NUL bytes) and optional string metadata in
 /// the safetensors format. Non-contiguous tensors are written in row-major order; data is laid
 /// out largest dtype first so every tensor stays aligned. Atomic: the file at `path` is either
@@ -102,5 +106,7 @@ SafetensorsFile embedded_safetensors(std::string_view name);
 void save_safetensors(const std::vector<std::pair<std::string, DynTensor>>& tensors,
                       const std::string& path,
                       const std::map<std::string, std::string>& metadata = {});
+
+#endif  // EMBER_BARE_METAL
 
 }  // namespace ember::io

@@ -49,22 +49,25 @@ struct LoadReport {
   std::string describe() const;
 };
 
+/// Reads an opened safetensors file (io::embedded_safetensors, io::view_safetensors).
+LoadReport load_tree(const ModuleTree& tree, const io::SafetensorsFile& file,
+                     const LoadOptions& options = {});
+#ifndef EMBER_BARE_METAL  // files: not on a microcontroller
 void save_tree(const ModuleTree& tree, const std::string& path,
                const std::map<std::string, std::string>& metadata = {});
 /// Reads a safetensors file or a torch.save archive (told apart by their first bytes).
 LoadReport load_tree(const ModuleTree& tree, const std::string& path,
                      const LoadOptions& options = {});
-/// Reads an opened safetensors file (io::embedded_safetensors, io::view_safetensors).
-LoadReport load_tree(const ModuleTree& tree, const io::SafetensorsFile& file,
-                     const LoadOptions& options = {});
 /// Reads a torch.save archive (.pt, .pth, .bin) whatever its first bytes.
 LoadReport load_pytorch_tree(const ModuleTree& tree, const std::string& path,
                              const LoadOptions& options = {});
+#endif
 
 }  // namespace ember::nn
 
 namespace ember {
 
+#ifndef EMBER_BARE_METAL
 /// Writes every Param and Buffer of `model` to a safetensors file, atomically.
 template <nn::detail::Module M>
 void save(const M& model, const std::string& path,
@@ -79,6 +82,8 @@ nn::LoadReport load(M& model, const std::string& path, const nn::LoadOptions& op
   return nn::load_tree(nn::module_tree(model), path, options);
 }
 
+#endif  // EMBER_BARE_METAL
+
 /// The same from an opened safetensors file: weights embedded in the program
 /// (`load(model, io::embedded_safetensors("model"))`) or in memory; Cpu parameters then use the
 /// file's bytes in place where aligned.
@@ -87,6 +92,7 @@ nn::LoadReport load(M& model, const io::SafetensorsFile& file, const nn::LoadOpt
   return nn::load_tree(nn::module_tree(model), file, options);
 }
 
+#ifndef EMBER_BARE_METAL
 /// The same for a file written by torch.save (.pt, .pth, pytorch_model.bin); options.key picks
 /// the state dict out of a checkpoint ({"model": ..., "optimizer": ...}).
 template <nn::detail::Module M>
@@ -94,5 +100,7 @@ nn::LoadReport load_pytorch(M& model, const std::string& path,
                             const nn::LoadOptions& options = {}) {
   return nn::load_pytorch_tree(nn::module_tree(model), path, options);
 }
+
+#endif  // EMBER_BARE_METAL
 
 }  // namespace ember
