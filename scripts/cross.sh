@@ -1,15 +1,36 @@
 #!/usr/bin/env bash
-# Cross-compiles the tensor core and the Cpu backend for a Cortex-M4F (arm-none-eabi, newlib,
-# no exceptions, no RTTI), then links them into a bare-metal program (tests/embedded).
-# EMBER_CROSS_BUILD_DIR picks the build directory (default: build-arm).
+# Cross-compiles Ember for a Cortex-M4F (arm-none-eabi, newlib, no exceptions, no RTTI):
+#   1. tests/embedded: the tensor core, autodiff and the Cpu backend linked into a bare-metal
+#      program;
+#   2. examples/mcu: the Fashion-MNIST CNN (nn, weights and 20 test images in flash), run on
+#      QEMU's mps2-an386 board; its logits are checked against the float64 NumPy model of
+#      examples/classify/reference.py, and it prints its footprint (docs/DEPLOY.md).
+#   scripts/cross.sh [model.safetensors]
+# Without a file it trains one epoch first (scripts/fashion_weights.sh).
+# EMBER_CROSS_BUILD_DIR picks the build directory (default: build-arm; the example's is
+# <it>-mcu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${EMBER_CROSS_BUILD_DIR:-build-arm}
+toolchain=$PWD/cmake/toolchains/arm-none-eabi.cmake
 
 bash scripts/setup.sh
-cmake -S tests/embedded -B "$build" -G Ninja \
-  -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/arm-none-eabi.cmake" \
+cmake -S tests/embedded -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
   -DEMBER_EMBEDDED=ON -DEMBER_BUILD_TESTS=OFF -DEMBER_WERROR=ON
 cmake --build "$build" -j2 --target ember_core ember_cpu ember_tensor
 cmake --build "$build" -j2 --target ember_firmware
 arm-none-eabi-size "$build/ember_firmware"
+
+weights=$(bash scripts/fashion_weights.sh "${1:-}")
+mkdir -p "$build-mcu"
+python3 examples/classify/reference.py raw "$build-mcu/images.u8" 20
+cmake -S examples/mcu -B "$build-mcu" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
+  -DEMBER_WERROR=ON -DEMBER_MCU_WEIGHTS="$weights" -DEMBER_MCU_IMAGES="$PWD/$build-mcu/images.u8" \
+  > /dev/null
+cmake --build "$build-mcu" -j2 --target fashion_mcu
+arm-none-eabi-size -A "$build-mcu/fashion_mcu.elf" | grep -E '^\.(text|data|bss|arena|stack) '
+# -icount shift=0: each instruction takes one nanosecond of the board's time, so the times the
+# program prints count instructions. The timeout ends a program that hangs.
+timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting-config enable=on,target=native \
+  -icount shift=0 -kernel "$build-mcu/fashion_mcu.elf" | tee "$build-mcu/output.txt" | tail -2
+python3 examples/classify/reference.py check "$weights" "$build-mcu/output.txt"

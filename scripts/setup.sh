@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev                                     # JSON (safetensors headers), private
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev         # GEMM (dnnl's CMake package needs OpenCL)
   gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib       # the embedded cross-compile
+  qemu-system-arm                                        # which runs on an emulated Cortex-M4 board
   zlib1g-dev libpng-dev libjpeg-dev libsqlite3-dev       # data sources: .gz IDX, images, SQLite
   dataset-fashion-mnist                                  # the main job's data: /usr/share/datasets/fashion-mnist
   libcli11-dev                                           # the ember command line's argument parser

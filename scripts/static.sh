@@ -4,7 +4,8 @@
 # executable and the images, no libc, no /proc, no /dev) and its logits are checked against the
 # float64 NumPy model of examples/classify/reference.py. Prints its size and start-up time.
 #   scripts/static.sh [model.safetensors]
-# Without a file it trains one epoch with the `ember` of $EMBER_BUILD_DIR (default: build).
+# Without a file it trains one epoch with the `ember` of $EMBER_BUILD_DIR (default: build;
+# scripts/fashion_weights.sh).
 # EMBER_STATIC_BUILD_DIR picks the static build's directory (default: build-static).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,14 +15,7 @@ weights=${1:-}
 bash scripts/setup.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if [[ -z $weights ]]; then
-  main=${EMBER_BUILD_DIR:-build}
-  cmake -S . -B "$main" -G Ninja > /dev/null
-  cmake --build "$main" -j2 --target ember_cli
-  "$main/tools/ember/ember" train fashion-mnist --epochs 1 --out "$work/run" --show 0 | tail -2
-  weights=$work/run/model.safetensors
-fi
-weights=$(realpath "$weights")
+weights=$(bash scripts/fashion_weights.sh "$weights")
 
 cmake -S examples/classify -B "$build" -G Ninja -DEMBER_CLASSIFY_WEIGHTS="$weights" \
   -DEMBER_WERROR=ON > /dev/null

@@ -3,7 +3,10 @@
 that classify's answers, and the microcontroller example's, are checked against.
 
   reference.py export DIR N          writes the first N test images as DIR/NNNN.png
-  reference.py check WEIGHTS OUTPUT  compares `classify --logits` output with this model's
+  reference.py raw FILE N            writes them to FILE as bytes, 784 an image (for flash)
+  reference.py check WEIGHTS OUTPUT  compares the lines "<path>NNNN.png: <class> (<p>%) <10
+                                     logits>" of OUTPUT (`classify --logits`, the
+                                     microcontroller's output) with this model's answers
 """
 import gzip
 import os
@@ -67,6 +70,8 @@ def check(weights_path, output_path):
     images, labels = test_set()
     worst, right, n, bad = 0.0, 0, 0, []
     for line in open(output_path):
+        if ".png: " not in line:
+            continue  # the microcontroller's other lines (footprint, time)
         m = re.match(r"(\S*?(\d+)\.png): .* \(\S+%\)((?: \S+){10})$", line.strip())
         if not m:
             sys.exit(f"reference.py: cannot read the line {line!r} of {output_path}")
@@ -91,6 +96,10 @@ if __name__ == "__main__":
         os.makedirs(sys.argv[2], exist_ok=True)
         for i in range(int(sys.argv[3])):
             write_png(os.path.join(sys.argv[2], f"{i:04d}.png"), images[i])
+    elif len(sys.argv) == 4 and sys.argv[1] == "raw":
+        images, _ = test_set()
+        with open(sys.argv[2], "wb") as f:
+            f.write(images[:int(sys.argv[3])].tobytes())
     elif len(sys.argv) == 4 and sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3])
     else:

@@ -16,8 +16,13 @@
 namespace ember::nn {
 
 ParamId next_param_id() {
+#if defined(EMBER_NO_THREADS)  // one thread, and Cortex-M has no 64-bit atomics
+  static uint64_t next = 1;
+  return next++;
+#else
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
+#endif
 }
 
 TensorSlot::TensorSlot(Kind kind, const DynTensor& value, bool trainable)
