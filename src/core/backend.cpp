@@ -99,6 +99,9 @@ void Backend::topk(const RawTensor& x, int64_t, int, bool, const RawTensor&, con
 void Backend::matmul(const RawTensor& a, const RawTensor&, const RawTensor&) {
   no_kernel("matmul", a.dtype);
 }
+void Backend::matmul_int8(const RawTensor& a, const RawTensor&, const RawTensor&) {
+  no_kernel("matmul_int8", a.dtype);
+}
 void Backend::svd(const RawTensor& a, const RawTensor&, const RawTensor&, const RawTensor&) {
   no_kernel("linalg.svd", a.dtype);
 }

@@ -82,6 +82,36 @@ DynTensor matmul(const DynTensor& a, const DynTensor& b) {
                           [&] { return matmul_unrecorded(a, b); });
 }
 
+DynTensor matmul_int8(const DynTensor& a, const DynTensor& b) {
+  detail::check_same_device(a, b, "matmul_int8");
+  EMBER_CHECK(a.dtype() == DType::i8 && b.dtype() == DType::i8,
+              "[matmul_int8] takes int8 operands, got ", a.dtype(), " and ", b.dtype());
+  EMBER_CHECK((a.rank() == 2 || a.rank() == 3) && (b.rank() == 2 || b.rank() == 3),
+              "[matmul_int8] takes [M, K] or [B, M, K] times [K, N] or [B, K, N], got ", a.shape(),
+              " and ", b.shape());
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  EMBER_CHECK(b.size(-2) == k, "[matmul_int8] inner dimensions differ: lhs ", a.shape(), ", rhs ",
+              b.shape());
+  // 127 * 128 * k must fit an int32, the sums' type.
+  EMBER_CHECK(k <= 131072, "[matmul_int8] k = ", k, " could overflow the int32 sums (at most 131072)");
+  const int64_t nb = a.rank() == 3 ? a.size(0) : b.rank() == 3 ? b.size(0) : 1;
+  EMBER_CHECK(a.rank() == 2 || b.rank() == 2 || b.size(0) == nb, "[matmul_int8] batch sizes differ: lhs ",
+              a.shape(), ", rhs ", b.shape());
+  auto as3 = [nb](const DynTensor& t) {  // a 2-D operand is broadcast over the batch (stride 0)
+    return t.rank() == 3 ? t : expand(unsqueeze(t, 0), Shape{nb, t.size(0), t.size(1)});
+  };
+  const DynTensor a3 = as3(a), b3 = as3(b);
+  DynTensor out;
+  if (detail::backend_of(a).supports(OpFamily::MatmulInt8, DType::i8)) {
+    out = detail::make_empty(Shape{nb, m, n}, DType::i32, a.device(), "matmul_int8");
+    as_op("matmul_int8",
+          [&] { detail::backend_of(out).matmul_int8(a3.raw(), b3.raw(), out.raw()); });
+  } else {  // the composite: the same sums, in a backend's int32 matmul
+    out = matmul(cast(a3, DType::i32), cast(b3, DType::i32));
+  }
+  return a.rank() == 2 && b.rank() == 2 ? reshape(out, Shape{m, n}) : out;
+}
+
 DynTensor dot(const DynTensor& a, const DynTensor& b) {
   detail::check_same_device(a, b, "dot");
   EMBER_CHECK(a.rank() == 1 && b.rank() == 1 && a.size(0) == b.size(0),

@@ -127,6 +127,46 @@ TEST(OpTableLinalg, Matmul) {
   }
 }
 
+// int8 x int8 summed in int32, exactly: values over the whole int8 range, operands laid out as
+// quantized layers pass them (w^T, unfolded inputs), k long enough that int16 sums would overflow.
+TEST(OpTableLinalg, MatmulInt8) {
+  const std::vector<MatmulCase> cases = {{Shape{3, 5}, Shape{5, 4}},
+                                         {Shape{3, 5}, Shape{5, 4}, false, true},
+                                         {Shape{3, 5}, Shape{5, 4}, true, false},
+                                         {Shape{3, 5}, Shape{5, 4}, true, true},
+                                         {Shape{2, 3, 5}, Shape{5, 4}, false, true},
+                                         {Shape{3, 5}, Shape{2, 5, 4}},
+                                         {Shape{2, 6, 33}, Shape{2, 33, 7}, false, true},
+                                         {Shape{7, 3000}, Shape{3000, 9}, false, true},
+                                         {Shape{0, 5}, Shape{5, 4}},
+                                         {Shape{3, 0}, Shape{0, 4}}};
+  uint32_t seed = 7000;
+  for (const MatmulCase& c : cases) {
+    auto make = [&](const Shape& s, bool t) {
+      if (!t) return make_input(s, DType::i8, Layout::Contiguous, -128, 128, seed++);
+      Shape st = s;
+      std::swap(st[st.rank() - 1], st[st.rank() - 2]);
+      return transpose(make_input(st, DType::i8, Layout::Contiguous, -128, 128, seed++), -1, -2);
+    };
+    const DynTensor a = make(c.a, c.transpose_a), b = make(c.b, c.transpose_b);
+    Shape shape;
+    std::vector<double> want, scale;
+    matmul_ref(Host::of(a), Host::of(b), &shape, &want, &scale);
+    const std::string what = "matmul_int8 " + to_string(c.a) + (c.transpose_a ? "T" : "") + " x " +
+                             to_string(c.b) + (c.transpose_b ? "T" : "");
+    const DynTensor y = matmul_int8(a, b);
+    ASSERT_EQ(to_string(y.shape()), to_string(shape)) << what;
+    EXPECT_EQ(y.dtype(), DType::i32) << what;
+    EXPECT_EQ(y.to_vector<double>(), want) << what;
+  }
+  const DynTensor a = make_input(Shape{2, 3}, DType::i8, Layout::Contiguous, -128, 128, 1);
+  expect_error_containing([&] { matmul_int8(a, cast(a, DType::f32)); }, "takes int8 operands");
+  expect_error_containing([&] { matmul_int8(a, a); }, "inner dimensions differ");
+  const DynTensor long_k = zeros(Shape{1, 131073}, DType::i8);
+  expect_error_containing([&] { matmul_int8(long_k, transpose(long_k, 0, 1)); },
+                          "could overflow the int32 sums");
+}
+
 TEST(OpTableLinalg, DotOuter) {
   for (DType dtype : {DType::f32, DType::f64, DType::i64}) {
     const DynTensor a = make_input(Shape{7}, dtype, Layout::Strided, -3, 3, 61);

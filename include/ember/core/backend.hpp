@@ -122,6 +122,9 @@ class Backend {
   // Linear algebra: a [B, M, K] x b [B, K, N] -> out [B, M, N]; a and b may be strided
   // (transposed, batch-broadcast with stride 0).
   virtual void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out);
+  /// The same for a and b of i8 into out of i32, every product summed in int32
+  /// (OpFamily::MatmulInt8: quantized layers). The front end's composite casts to i32 instead.
+  virtual void matmul_int8(const RawTensor& a, const RawTensor& b, const RawTensor& out);
   /// Singular value decomposition (OpFamily::Svd) of each contiguous a[b] ([B, M, N], K =
   /// min(M, N)): s [B, K] descending, u [B, M, K or M] and vh [B, K or N, N] orthonormal, the
   /// columns past K (full matrices) any orthonormal completion. u and vh may both be undefined:

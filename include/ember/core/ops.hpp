@@ -272,7 +272,8 @@ enum class OpFamily : uint8_t {
   LayerNorm,       // layer_norm over the last dim in one pass each way (layer_norm_rows*)
   ActivationGrad,  // the backward of GELU (both forms) and SiLU in one pass (activation_grad)
   Linear,          // nn::linear's GEMM with the bias (and the bias gradient) in its epilogue
-  BatchNormCoefficients  // batch norm's per-channel arithmetic on [C] vectors, one kernel a way
+  BatchNormCoefficients,  // batch norm's per-channel arithmetic on [C] vectors, one kernel a way
+  MatmulInt8              // int8 x int8 products summed in int32 (matmul_int8; asked with i8)
 };
 
 std::string_view op_name(UnaryOp op);

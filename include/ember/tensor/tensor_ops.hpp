@@ -192,6 +192,12 @@ requires(!std::is_same_v<K, Bool>) Tensor<detail::matmul_rank(DA, DB), K> matmul
     const Tensor<DA, K>& a, const Tensor<DB, K>& b) {
   return Tensor<detail::matmul_rank(DA, DB), K>(matmul(a.dyn(), b.dyn()));
 }
+/// int8 x int8 summed in int32 (the DynTensor overload says how); the result has the larger rank.
+template <int DA, int DB>
+requires(DA >= 2 && DA <= 3 && DB >= 2 && DB <= 3) Tensor<(DA > DB ? DA : DB), Int> matmul_int8(
+    const Tensor<DA, Int>& a, const Tensor<DB, Int>& b) {
+  return Tensor<(DA > DB ? DA : DB), Int>(matmul_int8(a.dyn(), b.dyn()));
+}
 template <class K>
 Tensor<0, K> dot(const Tensor<1, K>& a, const Tensor<1, K>& b) {
   return Tensor<0, K>(dot(a.dyn(), b.dyn()));

@@ -69,6 +69,8 @@ bool CpuBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
     case OpFamily::Matmul:
       return dtype != DType::boolean;
+    case OpFamily::MatmulInt8:
+      return dtype == DType::i8;
     case OpFamily::Conv:
     case OpFamily::Pool:
       return is_floating(dtype);

@@ -40,6 +40,7 @@ class CpuBackend final : public Backend {
             const RawTensor& indices) override;
 
   void matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
+  void matmul_int8(const RawTensor& a, const RawTensor& b, const RawTensor& out) override;
   void svd(const RawTensor& a, const RawTensor& u, const RawTensor& s,
            const RawTensor& vh) override;
 

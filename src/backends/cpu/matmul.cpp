@@ -221,7 +221,52 @@ void dgemm(Backend& be, const RawTensor& a, const RawTensor& b, const RawTensor&
 #endif
 }
 
+// out[B, M, N] (i32) = a[B, M, K] b[B, K, N] (i8), every product summed in int32. With both
+// operands contiguous along k (x times a Linear's w^T, the unfolded input of a convolution) each
+// output is one dot product of two contiguous runs; otherwise rows of b are scaled and added.
+void matmul_int8_kernel(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
+  const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
+  const bool dots = a.strides[2] == 1 && b.strides[1] == 1;
+  parallel_for(0, batch * m, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n * k)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t t = lo; t < hi; ++t) {
+                   const int64_t bi = t / m, i = t % m;
+                   const int8_t* arow = a.data_as<int8_t>() + bi * a.strides[0] + i * a.strides[1];
+                   const int8_t* bmat = b.data_as<int8_t>() + bi * b.strides[0];
+                   int32_t* c = out.data_as<int32_t>() + t * n;
+                   if (dots) {
+                     for (int64_t j = 0; j < n; ++j) {
+                       const int8_t* bcol = bmat + j * b.strides[2];
+                       int32_t acc = 0;
+                       for (int64_t p = 0; p < k; ++p) acc += int32_t{arow[p]} * int32_t{bcol[p]};
+                       c[j] = acc;
+                     }
+                     continue;
+                   }
+                   std::fill(c, c + n, 0);  // the caller made b's rows contiguous
+                   for (int64_t p = 0; p < k; ++p) {
+                     const int32_t av = arow[p * a.strides[2]];
+                     const int8_t* brow = bmat + p * b.strides[1];
+                     for (int64_t j = 0; j < n; ++j) c[j] += av * int32_t{brow[j]};
+                   }
+                 }
+               });
+}
+
 }  // namespace
+
+void CpuBackend::matmul_int8(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
+  if (out.numel() == 0) return;
+  if (a.shape[2] == 0) {
+    fill(out, Scalar(0));
+    return;
+  }
+  const bool dots = a.strides[2] == 1 && b.strides[1] == 1;
+  if (!dots && b.strides[2] != 1) {
+    return matmul_int8_kernel(a, contiguous_copy(*this, b, DType::i8), out);
+  }
+  matmul_int8_kernel(a, b, out);
+}
 
 void CpuBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   if (out.numel() == 0) return;
