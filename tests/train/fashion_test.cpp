@@ -79,5 +79,50 @@ TEST(FashionMnist, LibTorchTrainsAsTheCpuDoes) {
   EXPECT_NEAR(libtorch, cpu, 0.01);
 }
 
+// Int8 weights (nn::Int8Conv2d, nn::Int8Linear) on the short run's model: trained on the Cpu,
+// quantized, then run on the device under test beside the float model.
+TEST(FashionMnist, Int8WeightsKeepTheAccuracy) {
+  const std::string dir = data::FashionMnist::default_dir();
+  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed in " << dir;
+  }
+  manual_seed(0);
+  const auto train_set = data::partial<data::ImageItem>(data::FashionMnist::train(dir), 0, 4000);
+  auto batcher = std::make_shared<data::ImageBatcher>(
+      data::ImageBatcherConfig().normalize({0.2860f}, {0.3530f}));
+  data::DataLoader train(train_set, batcher,
+                         data::DataLoaderConfig().batch_size(64).shuffle(1).workers(1));
+  models::FashionCnn model(Device::cpu());
+  Learner learner(model, optim::AdamConfig().lr(1e-3).init(),
+                  LearnerConfig().epochs(1).progress(Progress::none));
+  learner.fit(train, ClassificationStep());
+
+  const Device device = default_device();
+  model.to(device);
+  model.eval();
+  const models::FashionCnnInt8 int8(model);
+  EXPECT_EQ(int8.fc1.weight.dtype(), DType::i8);
+  const auto test_set = data::partial<data::ImageItem>(data::FashionMnist::test(dir), 0, 1000);
+  data::DataLoader test(test_set, batcher, data::DataLoaderConfig().batch_size(250).device(device));
+  int64_t right = 0, right_int8 = 0, agree = 0, n = 0;
+  for (data::ImageBatch& b : test.epoch(0)) {
+    const std::vector<int64_t> labels = b.labels.to_vector<int64_t>();
+    const std::vector<int64_t> f = model(b.images).argmax(1).to_vector<int64_t>();
+    const std::vector<int64_t> q = int8(b.images).argmax(1).to_vector<int64_t>();
+    for (size_t i = 0; i < labels.size(); ++i, ++n) {
+      right += f[i] == labels[i];
+      right_int8 += q[i] == labels[i];
+      agree += f[i] == q[i];
+    }
+  }
+  std::cout << "[ int8       ] accuracy on 1,000 test images: float32 " << right / 10.0
+            << "%, int8 " << right_int8 / 10.0 << "%; the same class for " << agree / 10.0
+            << "%\n";
+  ASSERT_EQ(n, 1000);
+  EXPECT_GT(right, 650);
+  EXPECT_LE(std::abs(right - right_int8), 10);  // within one point of float32
+  EXPECT_GE(agree, 970);
+}
+
 }  // namespace
 }  // namespace ember::train::testing

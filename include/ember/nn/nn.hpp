@@ -10,6 +10,7 @@
 #include "ember/nn/linear.hpp"
 #include "ember/nn/module.hpp"
 #include "ember/nn/norm.hpp"
+#include "ember/nn/quantized.hpp"
 #include "ember/nn/param.hpp"
 #include "ember/nn/rnn.hpp"
 #include "ember/nn/sequential.hpp"
