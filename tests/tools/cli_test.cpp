@@ -269,6 +269,29 @@ TEST(Cli, TrainsInMixedPrecision) {
   EXPECT_FAILS_WITH(ember(args), 2, "--precision: f8 not in {f32,bf16,f16}");
 }
 
+// ember quantize: the trained model's weights as int8, which ember eval then evaluates.
+TEST(Cli, QuantizesAModelThatEvalThenRuns) {
+  const std::string out = fresh_dir("quantize");
+  ASSERT_EQ(ember(train_args(out, 1)).status, 0);
+  const std::string int8 = out + "/model-int8.safetensors";
+  const Result r = ember({"quantize", out + "/model.safetensors", int8});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "(4 weights as int8;")) << r.out;
+  const io::SafetensorsFile f = io::load_safetensors(int8);
+  EXPECT_EQ(f.dtype("conv2.weight"), DType::i8);
+  EXPECT_EQ(f.shape("fc1.weight_scale"), Shape{128});
+  EXPECT_EQ(f.dtype("fc1.bias"), DType::f32);
+  const Result e = ember({"eval", int8, "--data", data_dir()});
+  EXPECT_EQ(e.status, 0) << e.err;
+  EXPECT_TRUE(has(e.out, "(int8 weights)")) << e.out;
+  EXPECT_FAILS_WITH(ember({"quantize", int8, out + "/again.safetensors"}), 1,
+                    "holds no float weight of rank 2 or more named *.weight");
+  const std::string plain = out + "/biases.safetensors";
+  write_safetensors(plain, {"fc.bias"});
+  EXPECT_FAILS_WITH(ember({"quantize", plain, out + "/none.safetensors"}), 1,
+                    "holds no float weight of rank 2 or more named *.weight");
+}
+
 TEST(Cli, TrainsWithGraphReplay) {
   const std::string out = fresh_dir("graph");
   auto args = train_args(out, 1);

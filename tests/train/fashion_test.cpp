@@ -90,8 +90,9 @@ TEST(FashionMnist, Int8WeightsKeepTheAccuracy) {
   const auto train_set = data::partial<data::ImageItem>(data::FashionMnist::train(dir), 0, 4000);
   auto batcher = std::make_shared<data::ImageBatcher>(
       data::ImageBatcherConfig().normalize({0.2860f}, {0.3530f}));
-  data::DataLoader train(train_set, batcher,
-                         data::DataLoaderConfig().batch_size(64).shuffle(1).workers(1));
+  data::DataLoader train(
+      train_set, batcher,
+      data::DataLoaderConfig().batch_size(64).shuffle(1).workers(1).device(Device::cpu()));
   models::FashionCnn model(Device::cpu());
   Learner learner(model, optim::AdamConfig().lr(1e-3).init(),
                   LearnerConfig().epochs(1).progress(Progress::none));

@@ -75,6 +75,11 @@ struct ConvertOptions {
   std::string key;
 };
 
+struct QuantizeOptions {
+  std::string in;
+  std::string out;
+};
+
 struct EvalOptions {
   std::string model;
   std::string device = "cpu";
@@ -298,9 +303,16 @@ int run_train(const TrainOptions& o) {
 int run_eval(const EvalOptions& o) {
   const Device dev = Device::parse(o.device);
   check_data_dir(o.data_dir);
-  models::FashionCnn model(dev);
-  load(model, o.model);
-  model.eval();
+  // Int8 weights (ember quantize) are told by their scales.
+  const bool int8 = io::load_safetensors(o.model).contains("fc1.weight_scale");
+  models::FashionCnn model(int8 ? Device::cpu() : dev);
+  models::FashionCnnInt8 quantized(int8 ? dev : Device::cpu());
+  if (int8) {
+    load(quantized, o.model);
+  } else {
+    load(model, o.model);
+    model.eval();
+  }
   const auto test_set = data::FashionMnist::test(o.data_dir);
   check_fashion_set(*test_set, o.data_dir, "t10k");
   Loader test(test_set, fashion_batcher(),
@@ -311,7 +323,8 @@ int run_eval(const EvalOptions& o) {
   auto guard = no_grad();
   std::vector<int64_t> hits(10, 0), totals(10, 0);
   for (data::ImageBatch& b : test.epoch(0)) {
-    const auto predicted = model(b.images).argmax(1).to_vector<int64_t>();
+    const Tensor<2> logits = int8 ? quantized(b.images) : model(b.images);
+    const auto predicted = logits.argmax(1).to_vector<int64_t>();
     const auto labels = b.labels.to_vector<int64_t>();
     for (size_t i = 0; i < labels.size(); ++i) {
       const auto l = static_cast<size_t>(labels[i]);  // in [0, 10): check_fashion_set
@@ -333,9 +346,11 @@ int run_eval(const EvalOptions& o) {
     std::cout << line << "\n";
   }
   std::cout << "test accuracy: " << percent(static_cast<double>(hit) / static_cast<double>(total))
-            << " (" << hit << "/" << total << ") of " << o.model << "\n";
+            << " (" << hit << "/" << total << ") of " << o.model
+            << (int8 ? " (int8 weights)" : "") << "\n";
   return 0;
 }
+
 
 // Text from a file, made safe for a terminal and cut to `max_chars` characters: control
 // characters as escapes (\n, \x1b; C1 controls as \u009b), bytes that are not UTF-8 as \xff,
@@ -567,6 +582,42 @@ int run_convert(const ConvertOptions& o) {
   return 0;
 }
 
+// `ember quantize model.safetensors model-int8.safetensors`: every float weight of rank 2 or
+// more named *.weight as int8 per output channel, with its scales as *.weight_scale (the layout
+// of nn::Int8Linear and nn::Int8Conv2d); other tensors as they are.
+int run_quantize(const QuantizeOptions& o) {
+  const io::SafetensorsFile file = io::load_safetensors(o.in);
+  std::vector<std::pair<std::string, DynTensor>> tensors;
+  int64_t quantized = 0, before = 0, after = 0;
+  for (const std::string& name : file.names()) {
+    const DynTensor t = file.tensor(name, Device::cpu());
+    before += static_cast<int64_t>(t.raw().nbytes());
+    const bool weight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    if (weight && is_floating(t.dtype()) && t.rank() >= 2) {
+      EMBER_CHECK(!file.contains(name + "_scale"), "[quantize] ", o.in, " already holds ", name,
+                  "_scale (is it quantized already?)");
+      auto [q, scale] = nn::quantize_per_channel(t);
+      tensors.emplace_back(name, q);
+      tensors.emplace_back(name + "_scale", scale);
+      ++quantized;
+    } else {
+      tensors.emplace_back(name, t);
+    }
+  }
+  EMBER_CHECK(quantized > 0, "[quantize] ", o.in,
+              " holds no float weight of rank 2 or more named *.weight");
+  for (const auto& entry : tensors) after += static_cast<int64_t>(entry.second.raw().nbytes());
+  std::map<std::string, std::string> metadata = file.metadata();
+  metadata["quantization"] = "int8 weights, symmetric per output channel (ember quantize)";
+  io::save_safetensors(tensors, o.out, metadata);
+  char line[160];
+  std::snprintf(line, sizeof line, " (%lld weights as int8; %.2f MB of tensors, from %.2f MB)\n",
+                static_cast<long long>(quantized), static_cast<double>(after) / 1e6,
+                static_cast<double>(before) / 1e6);
+  std::cout << "wrote " << shown(o.out, 4096).text << line;
+  return 0;
+}
+
 // `ember onnx2cpp model.onnx --out DIR`: the model as C++ source and its weights.
 int run_onnx2cpp(const Onnx2CppOptions& o) {
 #ifdef EMBER_HAVE_ONNX
@@ -682,6 +733,15 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(integer_in<int64_t>(1, 10000));
 
+  QuantizeOptions q;
+  CLI::App* quantize = app.add_subcommand(
+      "quantize",
+      "Write a safetensors file with int8 weights: every float *.weight of rank 2 or more per "
+      "output channel, with its *.weight_scale (for nn::Int8Linear and nn::Int8Conv2d; ember eval "
+      "takes it)");
+  quantize->add_option("in", q.in, "A .safetensors file")->required()->check(kRegularFile);
+  quantize->add_option("out", q.out, "The .safetensors file to write (atomically)")->required();
+
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand(
       "inspect",
@@ -726,6 +786,7 @@ int run(int argc, char** argv) {
                             : inspect->parsed()  ? inspect
                             : onnx2cpp->parsed() ? onnx2cpp
                             : convert->parsed()  ? convert
+                            : quantize->parsed() ? quantize
                                                  : &app;
     const std::string cmd = where == &app ? "ember" : "ember " + where->get_name();
     std::cerr << cmd << ": error: " << err.what() << " (see " << cmd << " --help)\n";
@@ -735,12 +796,14 @@ int run(int argc, char** argv) {
                         : eval->parsed()     ? eval
                         : onnx2cpp->parsed() ? onnx2cpp
                         : convert->parsed()  ? convert
+                        : quantize->parsed() ? quantize
                                              : inspect;
   try {
     if (cmd == train) return run_train(t);
     if (cmd == eval) return run_eval(e);
     if (cmd == onnx2cpp) return run_onnx2cpp(c);
     if (cmd == convert) return run_convert(v);
+    if (cmd == quantize) return run_quantize(q);
     return run_inspect(inspect_path, inspect_values);
   } catch (const std::exception& ex) {
     // std::cout's failure (not caught by type: GCC 12 throws it in the old ABI, PR 66145).
