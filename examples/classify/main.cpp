@@ -2,8 +2,10 @@
 // weights are linked into this executable (ember_embed in CMakeLists.txt).
 //   classify [--logits] [--weights model.safetensors] image.png...
 // --weights reads another file instead; --logits also prints the ten logits of each image.
+// Weights with int8 layers (ember quantize) run as models::FashionCnnInt8.
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <ember/data/idx.hpp>
 #include <ember/data/image.hpp>
 #include <ember/io/safetensors.hpp>
@@ -47,12 +49,21 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: classify [--logits] [--weights model.safetensors] image.png...\n");
     return 2;
   }
-  models::FashionCnn model(Device::cpu());
-  load(model, weights.empty() ? io::embedded_safetensors("fashion_cnn")
-                              : io::load_safetensors(weights));
+  const io::SafetensorsFile file = weights.empty() ? io::embedded_safetensors("fashion_cnn")
+                                                   : io::load_safetensors(weights);
+  // Int8 weights (ember quantize) are told by their scales.
+  const bool int8 = file.contains("fc1.weight_scale");
+  std::optional<models::FashionCnn> model;
+  std::optional<models::FashionCnnInt8> quantized;
+  if (int8) {
+    load(quantized.emplace(Device::cpu()), file);
+  } else {
+    load(model.emplace(Device::cpu()), file);
+  }
   const std::vector<std::string>& names = data::FashionMnist::classes();
   for (const std::string& path : images) {
-    const Tensor<2> out = model(pixels_to_input(data::read_image(path, 1), path));
+    const Tensor<4> x = pixels_to_input(data::read_image(path, 1), path);
+    const Tensor<2> out = int8 ? (*quantized)(x) : (*model)(x);
     const std::vector<float> z = out.to_vector<float>();
     const std::vector<float> p = softmax(out, 1).to_vector<float>();
     const auto k = static_cast<size_t>(out.argmax(1).to_vector<int64_t>()[0]);

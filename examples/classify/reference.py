@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The Fashion-MNIST CNN (include/ember/models/fashion_cnn.hpp) in float64 NumPy: the reference
-that classify's answers, and the microcontroller example's, are checked against.
+that classify's answers, and the microcontroller example's, are checked against. A file with
+int8 weights (`ember quantize`: *.weight_scale beside each weight) is run as FashionCnnInt8
+computes it: inputs quantized per tensor in float32, int32 sums, the float32 rescale.
 
   reference.py export DIR N          writes the first N test images as DIR/NNNN.png
   reference.py raw FILE N            writes them to FILE as bytes, 784 an image (for flash)
@@ -56,7 +58,39 @@ def max_pool2(x):
     return x[:, :h // 2 * 2, :w // 2 * 2].reshape(c, h // 2, 2, w // 2, 2).max(axis=(2, 4))
 
 
+def quantize_per_tensor(x):  # nn::quantize_per_tensor, in float32 as Ember computes it
+    m = np.maximum(np.max(np.abs(x)), np.float32(1e-30)).astype(np.float32)
+    q = np.clip(np.round(x * (np.float32(127) / m)), -127, 127).astype(np.int32)
+    return q, m / np.float32(127)
+
+
+def int8_layer(sums, x_scale, p, name, shape):  # the float32 rescale of an Int8 layer
+    scale = (x_scale * p[name + ".weight_scale"]).reshape(shape)
+    return sums.astype(np.float32) * scale + p[name + ".bias"].reshape(shape)
+
+
+def conv2d_int8(x, p, name):
+    q, s = quantize_per_tensor(x)
+    w = p[name + ".weight"].astype(np.int32)
+    return int8_layer(conv2d(q, w, np.zeros(w.shape[0], np.int32)), s, p, name, (-1, 1, 1))
+
+
+def linear_int8(x, p, name):
+    q, s = quantize_per_tensor(x)
+    return int8_layer(p[name + ".weight"].astype(np.int32) @ q, s, p, name, (-1,))
+
+
+def logits_int8(p, pixels):
+    x = ((pixels.astype(np.float32) / np.float32(255) - np.float32(MEAN)) / np.float32(STD))[None]
+    x = max_pool2(np.maximum(conv2d_int8(x, p, "conv1"), 0))
+    x = max_pool2(np.maximum(conv2d_int8(x, p, "conv2"), 0))
+    x = np.maximum(linear_int8(x.reshape(-1), p, "fc1"), 0)
+    return linear_int8(x, p, "fc2").astype(np.float64)
+
+
 def logits(weights, pixels):
+    if "fc1.weight_scale" in weights:
+        return logits_int8(weights, pixels)
     p = {k: v.astype(np.float64) for k, v in weights.items()}
     x = ((pixels.astype(np.float64) / 255.0 - MEAN) / STD)[None]
     x = max_pool2(np.maximum(conv2d(x, p["conv1.weight"], p["conv1.bias"]), 0))
@@ -84,7 +118,7 @@ def check(weights_path, output_path):
             bad.append(f"image {index}: class {np.argmax(got)}, the reference says {np.argmax(want)}")
         right += int(np.argmax(got) == labels[index])
         n += 1
-    print(f"reference.py: {n} images; largest logit difference from float64 {worst:.2e} "
+    print(f"reference.py: {n} images; largest logit difference from the reference {worst:.2e} "
           f"(relative, or absolute below 1); {right}/{n} classified right")
     if n == 0 or bad or worst > 1e-4:
         sys.exit("reference.py: FAILED: " + ("; ".join(bad) or f"difference {worst:.2e} > 1e-4"))

@@ -1,5 +1,6 @@
-// The Fashion-MNIST CNN on a microcontroller: the model written with nn (models::FashionCnn),
-// its weights and a few test images linked into flash (ember_embed), run on QEMU's mps2-an386
+// The Fashion-MNIST CNN on a microcontroller: the model written with nn (models::FashionCnn, or
+// with EMBER_MCU_INT8 models::FashionCnnInt8 and the int8 weights of `ember quantize`), its
+// weights and a few test images linked into flash (ember_embed), run on QEMU's mps2-an386
 // board. Prints each image's class and logits in classify's format, so that
 // examples/classify/reference.py checks them, then the footprint: the heap arena's use and the
 // time per image. Exits with a failure if the heap grew after the first image.
@@ -28,10 +29,16 @@ Tensor<4> input(const unsigned char* pixels) {
 
 }  // namespace
 
+#if EMBER_MCU_INT8
+using Model = models::FashionCnnInt8;
+#else
+using Model = models::FashionCnn;
+#endif
+
 int main() {
   set_panic_hook(board::panic);
   const size_t at_start = board::arena_used();
-  models::FashionCnn model(Device::cpu());
+  Model model(Device::cpu());
   load(model, io::embedded_safetensors("fashion_cnn"));  // parameters now point into flash
   const size_t after_load = board::arena_used();
 
