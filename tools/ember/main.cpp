@@ -35,6 +35,9 @@
 #include "ember/io/safetensors.hpp"
 #include "ember/models/fashion_cnn.hpp"
 #include "ember/nn/serialize.hpp"
+#ifdef EMBER_HAVE_SERVE
+#include "ember/serve/serve.hpp"
+#endif
 #include "ember/optim/optim.hpp"
 #include "ember/train/train.hpp"
 
@@ -73,6 +76,19 @@ struct ConvertOptions {
   std::string in;
   std::string out;
   std::string key;
+};
+
+struct ServeOptions {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string device = "cpu";
+  int64_t max_batch = 32;
+  int64_t max_wait_us = 2000;
+  int64_t max_queue = 1024;
+  int64_t timeout_ms = 10000;
+  int64_t max_body_mb = 64;
+  int64_t threads = 64;
 };
 
 struct QuantizeOptions {
@@ -618,6 +634,40 @@ int run_quantize(const QuantizeOptions& o) {
   return 0;
 }
 
+// `ember serve model.onnx|model.safetensors --port N`: the model over HTTP until SIGTERM
+// (include/ember/serve/serve.hpp, docs/SERVE.md).
+int run_serve(const ServeOptions& o) {
+#ifdef EMBER_HAVE_SERVE
+  const Device dev = Device::parse(o.device);
+  const bool onnx_file = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".onnx") == 0;
+  std::shared_ptr<serve::Servable> model =
+      onnx_file ? serve::onnx_servable(o.model, dev) : serve::fashion_servable(o.model, dev);
+  serve::ServerConfig config;
+  config.host = o.host;
+  config.port = o.port;
+  config.max_batch = o.max_batch;
+  config.max_wait = std::chrono::microseconds(o.max_wait_us);
+  config.max_queue = o.max_queue;
+  config.timeout = std::chrono::milliseconds(o.timeout_ms);
+  config.max_body_bytes = static_cast<size_t>(o.max_body_mb) << 20;
+  config.threads = static_cast<int>(o.threads);
+  serve::Server server(model, config);
+  const int port = server.bind();
+  std::cout << "ember serve: " << shown(o.model, 4096).text << " on " << to_string(dev)
+            << ", listening on http://" << o.host << ":" << port
+            << " (POST /v1/predict, /v1/predict/raw; GET /healthz, /v1/model, /v1/stats)"
+            << std::endl;
+  serve::run_until_signal(server);
+  const serve::ServerStats st = server.stats();
+  std::cout << "ember serve: stopped after " << st.requests << " requests in " << st.batches
+            << " batches (" << st.rejected << " refused)" << std::endl;
+  return 0;
+#else
+  EMBER_FAIL("this Ember was built without the server (apt-get install libcpp-httplib-dev, then ",
+             "configure again): cannot serve ", o.model);
+#endif
+}
+
 // `ember onnx2cpp model.onnx --out DIR`: the model as C++ source and its weights.
 int run_onnx2cpp(const Onnx2CppOptions& o) {
 #ifdef EMBER_HAVE_ONNX
@@ -733,6 +783,40 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(integer_in<int64_t>(1, 10000));
 
+  ServeOptions sv;
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve",
+      "Serve a model over HTTP until SIGTERM: an .onnx file, or Fashion-MNIST CNN weights "
+      "(.safetensors, float32 or int8); JSON and raw-tensor endpoints with dynamic batching");
+  serve_cmd->add_option("model", sv.model, "An .onnx or .safetensors file")
+      ->required()
+      ->check(kRegularFile);
+  serve_cmd->add_option("--host", sv.host, "Address to listen on")->capture_default_str();
+  serve_cmd->add_option("--port", sv.port, "Port (0: any free one, printed)")
+      ->capture_default_str()
+      ->check(integer_in<int>(0, 65535));
+  serve_cmd->add_option("--device", sv.device, "cpu, libtorch, cuda:N or vulkan:N")
+      ->capture_default_str();
+  serve_cmd->add_option("--max-batch", sv.max_batch, "Examples run together at most")
+      ->capture_default_str()
+      ->check(integer_in<int64_t>(1, 65536));
+  serve_cmd->add_option("--max-wait-us", sv.max_wait_us,
+                        "How long a batch waits for more requests after its first")
+      ->capture_default_str()
+      ->check(integer_in<int64_t>(0, 10000000));
+  serve_cmd->add_option("--max-queue", sv.max_queue, "Requests waiting at most; more get 503")
+      ->capture_default_str()
+      ->check(integer_in<int64_t>(1, 1000000));
+  serve_cmd->add_option("--timeout-ms", sv.timeout_ms, "A request's wait for its answer; then 503")
+      ->capture_default_str()
+      ->check(integer_in<int64_t>(1, 3600000));
+  serve_cmd->add_option("--max-body-mb", sv.max_body_mb, "Largest request body; larger get 413")
+      ->capture_default_str()
+      ->check(integer_in<int64_t>(1, 4096));
+  serve_cmd->add_option("--threads", sv.threads, "Connections served at once")
+      ->capture_default_str()
+      ->check(integer_in<int64_t>(1, 4096));
+
   QuantizeOptions q;
   CLI::App* quantize = app.add_subcommand(
       "quantize",
@@ -787,6 +871,7 @@ int run(int argc, char** argv) {
                             : onnx2cpp->parsed() ? onnx2cpp
                             : convert->parsed()  ? convert
                             : quantize->parsed() ? quantize
+                            : serve_cmd->parsed() ? serve_cmd
                                                  : &app;
     const std::string cmd = where == &app ? "ember" : "ember " + where->get_name();
     std::cerr << cmd << ": error: " << err.what() << " (see " << cmd << " --help)\n";
@@ -797,6 +882,7 @@ int run(int argc, char** argv) {
                         : onnx2cpp->parsed() ? onnx2cpp
                         : convert->parsed()  ? convert
                         : quantize->parsed() ? quantize
+                        : serve_cmd->parsed() ? serve_cmd
                                              : inspect;
   try {
     if (cmd == train) return run_train(t);
@@ -804,6 +890,7 @@ int run(int argc, char** argv) {
     if (cmd == onnx2cpp) return run_onnx2cpp(c);
     if (cmd == convert) return run_convert(v);
     if (cmd == quantize) return run_quantize(q);
+    if (cmd == serve_cmd) return run_serve(sv);
     return run_inspect(inspect_path, inspect_values);
   } catch (const std::exception& ex) {
     // std::cout's failure (not caught by type: GCC 12 throws it in the old ABI, PR 66145).
