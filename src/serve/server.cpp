@@ -5,8 +5,10 @@
 // is an answer that does not come within the timeout: the queue is bounded, nothing waits forever.
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -55,12 +57,19 @@ bool same_shapes(const Pending& a, const Pending& b) {
   return true;
 }
 
+// httplib's listening socket, whose backlog Debian's build fixes at 5: a burst of connections
+// (a load test's 64) then overflows it, and Linux drops their handshakes for a second or more.
+class HttpServer : public httplib::Server {
+ public:
+  void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }  // listen() again only resizes it
+};
+
 }  // namespace
 
 struct Server::Impl {
   std::shared_ptr<Servable> model;
   ServerConfig config;
-  httplib::Server http;
+  HttpServer http;
   int port = -1;
 
   std::mutex mu;
@@ -193,14 +202,17 @@ struct Server::Impl {
     } catch (const Error& e) {
       return reply_error(res, 400, e.what());
     }
+    // The raw answer is one output: ?output=name, else the first.
+    const std::string name = req.has_param("output") ? req.get_param_value("output")
+                                                     : model->outputs().at(0).name;
+    if (raw && std::none_of(model->outputs().begin(), model->outputs().end(),
+                            [&](const TensorSpec& t) { return t.name == name; })) {
+      return reply_error(res, 400, "the model has no output '" + name + "'");
+    }
     std::optional<Answer> a = submit(std::move(inputs), n, res);
     if (!a) return;
     if (!raw) return res.set_content(detail::to_json(a->outputs), "application/json");
-    std::string name = req.has_param("output") ? req.get_param_value("output")
-                                               : model->outputs().at(0).name;
-    const auto it = a->outputs.find(name);
-    if (it == a->outputs.end()) return reply_error(res, 400, "the model has no output '" + name + "'");
-    const TensorData data = it->second.to_data();
+    const TensorData data = a->outputs.at(name).to_data();
     res.set_header("X-Shape", detail::shape_header(data.shape));
     res.set_header("X-Dtype", std::string(dtype_name(data.dtype)));
     res.set_content(reinterpret_cast<const char*>(data.bytes.data()), data.bytes.size(),
@@ -235,6 +247,12 @@ Server::Server(std::shared_ptr<Servable> model, ServerConfig config) : impl_(std
   const int threads = config.threads;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.http.set_payload_max_length(config.max_body_bytes);
+  // SO_REUSEADDR (a restart may bind while old connections linger) but not httplib's default
+  // SO_REUSEPORT, with which a second server on the same port would start and take half the load.
+  s.http.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   s.http.set_keep_alive_max_count(1000);
   s.http.set_keep_alive_timeout(2);  // how long an idle connection can hold up a shutdown
   s.http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
@@ -296,6 +314,7 @@ int Server::bind() {
   }
   EMBER_CHECK(s.port > 0, "[serve] cannot listen on ", s.config.host, ":", s.config.port,
               " (in use, or not an address of this machine)");
+  s.http.widen_backlog();
   return s.port;
 }
 
