@@ -283,7 +283,12 @@ Server::Server(std::shared_ptr<Servable> model, ServerConfig config) : impl_(std
   s.http.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     s.count(&ServerStats::rejected);
-    const std::string why = res.status == 413 ? "the body is larger than the limit of " +
+    // httplib holds a form-encoded body (curl --data's default type) to 8192 bytes.
+    const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
+    const std::string why = res.status == 413 && form
+                                ? "a body of Content-Type application/x-www-form-urlencoded is "
+                                  "limited to 8192 bytes: send application/json"
+                            : res.status == 413 ? "the body is larger than the limit of " +
                                                     std::to_string(s.config.max_body_bytes) + " bytes"
                             : res.status == 404 ? "no endpoint " + req.method + " " + req.path +
                                                       " (POST /v1/predict, POST /v1/predict/raw, "

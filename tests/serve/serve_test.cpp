@@ -151,6 +151,8 @@ TEST(Serve, MalformedRequestsAre4xxWithAMessageAndTheServerStaysUp) {
   expect_error(post("{\"inputs\": {\"x\": [[1, \"2\", 3]]}}"), 400, "holds string");
   expect_error(post("{\"inputs\": {\"x\": [[1, null, 3]]}}"), 400, "holds null");
   expect_error(post(std::string(5000, ' ')), 413, "larger than the limit of 4096 bytes");
+  expect_error(c.Post("/v1/predict", std::string(9000, ' '), "application/x-www-form-urlencoded"),
+               413, "limited to 8192 bytes: send application/json");
   httplib::Headers h{{"X-Shape", "2,3"}};
   expect_error(c.Post("/v1/predict/raw", h, std::string(20, '\0'), "application/octet-stream"),
                400, "the body holds 20 bytes; [2, 3] of float32 takes 24");
