@@ -41,6 +41,10 @@ row() {
     sleep 0.01
   done
   local startup=$((($(date +%s%N) - start) / 1000000))
+  if ! kill -0 "$pid" 2> /dev/null; then  # the answer came from another process on the port
+    echo "serve_bench.sh: port $port is taken by another server" >&2
+    exit 1
+  fi
   local line="| $model | $server | ${startup} ms"
   local cells=""
   for c in 1 8 64; do
@@ -58,8 +62,9 @@ row() {
   echo "$line | $rss$cells |" | tee -a "$results"
 }
 
-ember_serve() { "$ember" serve "$1" --port "$2" --max-batch 64 --max-wait-us 1000; }
-python_serve() { $py bench/serve_python.py "$1" "$2" "$dir" "$3"; }
+# exec: the server is the background job's process, whose peak RSS is read.
+ember_serve() { exec "$ember" serve "$1" --port "$2"; }  # the defaults: batches of 16, 2 ms
+python_serve() { exec $py bench/serve_python.py "$1" "$2" "$dir" "$3"; }
 
 row fashion "ember serve" ember_serve "$weights"
 row fashion "FastAPI + PyTorch" python_serve torch fashion

@@ -76,10 +76,35 @@ struct Server::Impl {
   std::condition_variable cv;
   std::deque<std::shared_ptr<Pending>> queue;
   bool stopping = false;
+  // Requests received and being parsed, not yet queued: a batch waits for company only while
+  // some are on their way. With none, it runs at once, so one client never waits max_wait.
+  int parsing = 0;
   std::thread batcher;
 
   std::mutex stats_mu;
   ServerStats stats;
+
+  // Counts a request as on its way to the queue until it is queued or refused.
+  struct Parsing {
+    Impl& s;
+    bool active = true;
+    explicit Parsing(Impl& impl) : s(impl) {
+      std::lock_guard lock(s.mu);
+      ++s.parsing;
+    }
+    void end_locked() {  // with s.mu held
+      if (active) --s.parsing;
+      active = false;
+    }
+    ~Parsing() {
+      if (!active) return;
+      {
+        std::lock_guard lock(s.mu);
+        end_locked();
+      }
+      s.cv.notify_all();
+    }
+  };
 
   void count(int64_t ServerStats::*field, int64_t by = 1) {
     std::lock_guard lock(stats_mu);
@@ -93,13 +118,15 @@ struct Server::Impl {
   }
 
   // Queues the request and waits for its answer; the status and message when there is none.
-  std::optional<Answer> submit(detail::Inputs inputs, int64_t n, httplib::Response& res) {
+  std::optional<Answer> submit(detail::Inputs inputs, int64_t n, httplib::Response& res,
+                               Parsing& parsing) {
     auto p = std::make_shared<Pending>();
     p->inputs = std::move(inputs);
     p->n = n;
     std::future<Answer> future = p->answer.get_future();
     {
       std::lock_guard lock(mu);
+      parsing.end_locked();  // queued or refused, under the lock the batcher reads it with
       if (stopping) {
         reply_error(res, 503, "the server is shutting down");
         return std::nullopt;
@@ -141,7 +168,9 @@ struct Server::Impl {
         }
         return examples >= config.max_batch;
       };
-      while (!stopping && !ready() && Clock::now() < deadline) cv.wait_until(lock, deadline);
+      while (!stopping && parsing > 0 && !ready() && Clock::now() < deadline) {
+        cv.wait_until(lock, deadline);
+      }
       std::vector<std::shared_ptr<Pending>> batch;
       int64_t examples = 0;
       for (auto it = queue.begin(); it != queue.end();) {
@@ -193,6 +222,7 @@ struct Server::Impl {
   void predict(const httplib::Request& req, httplib::Response& res, bool raw) {
     detail::Inputs inputs;
     int64_t n = 0;
+    Parsing parsing(*this);
     try {
       inputs = raw ? detail::parse_raw(req.body, req.get_header_value("X-Shape"),
                                        req.get_header_value("X-Dtype"), model->inputs(), &n)
@@ -209,7 +239,7 @@ struct Server::Impl {
                             [&](const TensorSpec& t) { return t.name == name; })) {
       return reply_error(res, 400, "the model has no output '" + name + "'");
     }
-    std::optional<Answer> a = submit(std::move(inputs), n, res);
+    std::optional<Answer> a = submit(std::move(inputs), n, res, parsing);
     if (!a) return;
     if (!raw) return res.set_content(detail::to_json(a->outputs), "application/json");
     const TensorData data = a->outputs.at(name).to_data();
@@ -253,6 +283,9 @@ Server::Server(std::shared_ptr<Servable> model, ServerConfig config) : impl_(std
     const int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+  // Without TCP_NODELAY a response sent as headers then body waits for the client's delayed ACK
+  // (40 ms on Linux) before its second segment leaves: every answer would take 40 ms or more.
+  s.http.set_tcp_nodelay(true);
   s.http.set_keep_alive_max_count(1000);
   s.http.set_keep_alive_timeout(2);  // how long an idle connection can hold up a shutdown
   s.http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

@@ -194,7 +194,8 @@ TEST(Serve, ConcurrentRequestsRunAsBatchesAndGetTheirOwnRows) {
   config.max_batch = 8;
   config.max_wait = std::chrono::milliseconds(50);
   std::atomic<int> calls{0};
-  Running s(doubling({}, &calls), config);
+  // A run takes 20 ms: requests that arrive meanwhile wait for the next batch together.
+  Running s(doubling(std::chrono::milliseconds(20), &calls), config);
   constexpr int kClients = 16;
   std::vector<std::thread> clients;
   std::atomic<int> right{0};
@@ -217,7 +218,7 @@ TEST(Serve, ConcurrentRequestsRunAsBatchesAndGetTheirOwnRows) {
   EXPECT_EQ(st.requests, kClients);
   EXPECT_EQ(st.examples, kClients);
   EXPECT_EQ(st.batches, calls.load());
-  EXPECT_LT(st.batches, kClients) << "no two requests shared a run";
+  EXPECT_LE(st.batches, kClients / 2) << "few requests shared a run";
   std::cout << "[ batching   ] " << kClients << " concurrent requests ran in " << st.batches
             << " batches\n";
 }

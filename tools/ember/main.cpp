@@ -83,7 +83,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string device = "cpu";
-  int64_t max_batch = 32;
+  int64_t max_batch = 16;
   int64_t max_wait_us = 2000;
   int64_t max_queue = 1024;
   int64_t timeout_ms = 10000;

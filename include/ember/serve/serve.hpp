@@ -1,7 +1,8 @@
 // Serving a model over HTTP (`ember serve`, or a server binary of one's own): JSON and raw-tensor
 // endpoints, /healthz, and dynamic batching: concurrent requests wait in a bounded queue and run
 // as one batch, up to max_batch examples or max_wait after the first. docs/SERVE.md has the
-// protocol. The HTTP library (cpp-httplib) stays inside the .cpp files.
+// protocol. A batch waits for more requests only while some are being received. The HTTP
+// library (cpp-httplib) stays inside the .cpp files.
 #pragma once
 
 #include <chrono>
@@ -53,8 +54,8 @@ std::shared_ptr<Servable> fashion_servable(const std::string& safetensors_path, 
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (Server::port() says which)
-  int64_t max_batch = 32;                              // examples in one run
-  std::chrono::microseconds max_wait{2000};            // after a batch's first request
+  int64_t max_batch = 16;                              // examples in one run
+  std::chrono::microseconds max_wait{2000};  // after a batch's first, while more are arriving
   int64_t max_queue = 1024;                            // requests waiting; more get 503
   std::chrono::milliseconds timeout{10000};            // a request's wait for its answer; 503
   size_t max_body_bytes = size_t{64} << 20;            // larger bodies get 413
