@@ -59,6 +59,7 @@ struct Graph {
   std::string name;
   std::vector<Node> nodes;
   std::vector<ValueInfo> inputs, outputs;
+  // Values on the host; a loaded Model releases the main graph's bytes (its parameters hold them).
   std::map<std::string, TensorData> initializers;
 };
 

@@ -100,7 +100,13 @@ Model load(const std::string& path, Device device, const LoadOptions& options) {
                 "' of type ", v.dtype_name);
     impl->inputs.push_back(v);
   }
-  for (const auto& [name, t] : g.initializers) impl->params[name] = to_device(from_data(t), device);
+  // The parameters take the main graph's initialisers, whose host bytes are released one by one
+  // (the executor reads only their names; params_ holds the values): keeping both would double
+  // the model's memory, and releasing them at the end would double its peak.
+  for (auto& [name, t] : impl->ir.graph->initializers) {
+    impl->params[name] = to_device(from_data(t), device);
+    std::vector<unsigned char>().swap(t.bytes);
+  }
   impl->executor = std::make_unique<Executor>(impl->ir, device, impl->params, path);
   Model m;
   m.impl_ = std::move(impl);

@@ -379,10 +379,12 @@ const char* kind_name(Attribute::Kind kind) {
 
 ModelIR read_model(const std::string& path, const LoadOptions& options) {
   const Reader r{path, parent_dir(path), options};
-  const std::string bytes = read_bytes(path, options.max_file_bytes, "model");
   pb::ModelProto proto;
-  if (!proto.ParseFromString(bytes)) {
-    r.fail("not a valid ONNX model (the protobuf is truncated or corrupt)");
+  {  // the file's bytes go once parsed: a model's weights are then in memory twice, not three times
+    const std::string bytes = read_bytes(path, options.max_file_bytes, "model");
+    if (!proto.ParseFromString(bytes)) {
+      r.fail("not a valid ONNX model (the protobuf is truncated or corrupt)");
+    }
   }
   ModelIR m;
   m.ir_version = proto.ir_version();
