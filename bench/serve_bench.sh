@@ -62,14 +62,15 @@ row() {
   echo "$line | $rss$cells |" | tee -a "$results"
 }
 
-# exec: the server is the background job's process, whose peak RSS is read.
-ember_serve() { exec "$ember" serve "$1" --port "$2"; }  # the defaults: batches of 16, 2 ms
+# exec: the server is the background job's process, whose peak RSS is read. The encoder's work
+# grows with its batch, so on a CPU batches past 4 buy it no throughput, only memory and wait.
+ember_serve() { exec "$ember" serve "$1" --port "$3" --max-batch "$2"; }
 python_serve() { exec $py bench/serve_python.py "$1" "$2" "$dir" "$3"; }
 
-row fashion "ember serve" ember_serve "$weights"
+row fashion "ember serve" ember_serve "$weights" 16
 row fashion "FastAPI + PyTorch" python_serve torch fashion
 row fashion "FastAPI + ONNX Runtime" python_serve ort fashion
-row minilm "ember serve" ember_serve "$dir/minilm.onnx"
+row minilm "ember serve" ember_serve "$dir/minilm.onnx" 4
 row minilm "FastAPI + PyTorch" python_serve torch minilm
 row minilm "FastAPI + ONNX Runtime" python_serve ort minilm
 echo
