@@ -5,12 +5,12 @@
 // Weights with int8 layers (ember quantize) run as models::FashionCnnInt8.
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <ember/data/idx.hpp>
 #include <ember/data/image.hpp>
 #include <ember/io/safetensors.hpp>
 #include <ember/models/fashion_cnn.hpp>
 #include <ember/nn/serialize.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,8 +49,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: classify [--logits] [--weights model.safetensors] image.png...\n");
     return 2;
   }
-  const io::SafetensorsFile file = weights.empty() ? io::embedded_safetensors("fashion_cnn")
-                                                   : io::load_safetensors(weights);
+  const io::SafetensorsFile file =
+      weights.empty() ? io::embedded_safetensors("fashion_cnn") : io::load_safetensors(weights);
   // Int8 weights (ember quantize) are told by their scales.
   const bool int8 = file.contains("fc1.weight_scale");
   std::optional<models::FashionCnn> model;

@@ -62,16 +62,18 @@ int main() {
     std::printf("\n");
   }
   const size_t after_last = board::arena_used();
-  std::printf("footprint: heap arena %u bytes, at most %u used; in use %u at start, %u after "
-              "loading, %u after the first image, %u after the last\n",
-              static_cast<unsigned>(board::arena_size()), static_cast<unsigned>(board::arena_peak()),
-              static_cast<unsigned>(at_start), static_cast<unsigned>(after_load),
-              static_cast<unsigned>(after_first), static_cast<unsigned>(after_last));
+  std::printf(
+      "footprint: heap arena %u bytes, at most %u used; in use %u at start, %u after "
+      "loading, %u after the first image, %u after the last\n",
+      static_cast<unsigned>(board::arena_size()), static_cast<unsigned>(board::arena_peak()),
+      static_cast<unsigned>(at_start), static_cast<unsigned>(after_load),
+      static_cast<unsigned>(after_first), static_cast<unsigned>(after_last));
   // newlib-nano's printf has no %llu: microseconds fit in 32 bits.
-  std::printf("time: first image %lu us, then %lu us per image (board time: instructions/1000 "
-              "under -icount shift=0)\n",
-              static_cast<unsigned long>(first_ns / 1000),
-              static_cast<unsigned long>(count > 1 ? rest_ns / (count - 1) / 1000 : 0));
+  std::printf(
+      "time: first image %lu us, then %lu us per image (board time: instructions/1000 "
+      "under -icount shift=0)\n",
+      static_cast<unsigned long>(first_ns / 1000),
+      static_cast<unsigned long>(count > 1 ? rest_ns / (count - 1) / 1000 : 0));
   if (after_last != after_first) {
     std::printf("FAILED: the heap grew after the first image\n");
     return 1;

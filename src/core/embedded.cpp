@@ -18,10 +18,9 @@ std::map<std::string, std::span<const unsigned char>, std::less<>>& registry() {
 
 namespace detail {
 
-EmbeddedFile::EmbeddedFile(const char* name, const unsigned char* begin,
-                           const unsigned char* end) {
-  const auto [it, fresh] =
-      registry().emplace(name, std::span<const unsigned char>(begin, static_cast<size_t>(end - begin)));
+EmbeddedFile::EmbeddedFile(const char* name, const unsigned char* begin, const unsigned char* end) {
+  const auto [it, fresh] = registry().emplace(
+      name, std::span<const unsigned char>(begin, static_cast<size_t>(end - begin)));
   EMBER_CHECK(fresh, "[embedded_file] two files are embedded under the name '", name, "'");
 }
 

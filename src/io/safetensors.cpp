@@ -138,13 +138,14 @@ TensorInfo parse_entry(const std::string& name, const Json& entry, const std::st
   const auto count = static_cast<uint64_t>(numel);
   const uint64_t rest_bits = count % 8 * format->bits;
   uint64_t nbytes = 0;
-  const bool overflows = __builtin_mul_overflow(count / 8, static_cast<uint64_t>(format->bits), &nbytes) ||
-                         __builtin_add_overflow(nbytes, rest_bits / 8, &nbytes);
+  const bool overflows =
+      __builtin_mul_overflow(count / 8, static_cast<uint64_t>(format->bits), &nbytes) ||
+      __builtin_add_overflow(nbytes, rest_bits / 8, &nbytes);
   EMBER_CHECK(!overflows && nbytes <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
               where, "tensor ", json_quoted(name), ": shape ", brief(shape), " of ",
               info.format_dtype, " needs more bytes than an int64 can count");
-  EMBER_CHECK(rest_bits % 8 == 0, where, "tensor ", json_quoted(name), ": ", numel,
-              " elements of ", info.format_dtype, " do not fill a whole number of bytes");
+  EMBER_CHECK(rest_bits % 8 == 0, where, "tensor ", json_quoted(name), ": ", numel, " elements of ",
+              info.format_dtype, " do not fill a whole number of bytes");
 
   const Json& offsets = entry.at("data_offsets");
   EMBER_CHECK(offsets.is_array() && offsets.size() == 2, where, "tensor ", json_quoted(name),

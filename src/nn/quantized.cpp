@@ -29,8 +29,8 @@ DynTensor rescale(const DynTensor& sums, const DynTensor& x_scale, const DynTens
 
 std::pair<DynTensor, DynTensor> quantize_per_channel(const DynTensor& w) {
   EMBER_CHECK(is_floating(w.dtype()) && w.rank() >= 2,
-              "[quantize_per_channel] takes a float weight of rank 2 or more, got ", w.dtype(),
-              " ", w.shape());
+              "[quantize_per_channel] takes a float weight of rank 2 or more, got ", w.dtype(), " ",
+              w.shape());
   Dims rest;
   for (int d = 1; d < w.rank(); ++d) rest.push_back(d);
   const DynTensor w32 = cast(w, DType::f32);
@@ -74,9 +74,9 @@ DynTensor Int8Linear::forward(const DynTensor& x) const {
 
 Int8Conv2d::Int8Conv2d(const ConvConfig& c, Device device)
     : stride(c.stride_), padding(c.padding_), dilation(c.dilation_), relu(c.relu_) {
-  EMBER_CHECK(c.groups_ == 1 && c.padding_mode_ == Padding::Explicit &&
-                  c.pad_mode_ == PadMode::Constant,
-              "[Int8Conv2d] takes one group and zero padding given as sizes");
+  EMBER_CHECK(
+      c.groups_ == 1 && c.padding_mode_ == Padding::Explicit && c.pad_mode_ == PadMode::Constant,
+      "[Int8Conv2d] takes one group and zero padding given as sizes");
   Shape shape{c.out_channels, c.in_channels};
   for (size_t i = 0; i < 2; ++i) {
     shape.push_back(c.kernel_size[c.kernel_size.size() == 1 ? 0 : i]);
@@ -99,8 +99,8 @@ Int8Conv2d::Int8Conv2d(const Conv2d& conv)
 
 DynTensor Int8Conv2d::forward(const DynTensor& x) const {
   const int64_t out = weight.size(0), in = weight.size(1), kh = weight.size(2), kw = weight.size(3);
-  EMBER_CHECK(x.rank() == 4 && x.size(1) == in, "[Int8Conv2d] expects [N, ", in,
-              ", H, W], got ", x.shape());
+  EMBER_CHECK(x.rank() == 4 && x.size(1) == in, "[Int8Conv2d] expects [N, ", in, ", H, W], got ",
+              x.shape());
   // Zero padding commutes with symmetric quantisation (0 stays 0): quantize, then unfold int8.
   const auto [xq, x_scale] = quantize_per_tensor(x);
   const DynTensor cols = unfold(xq, {kh, kw}, dilation, padding, stride);  // [N, in*kh*kw, L]

@@ -39,7 +39,8 @@ Source pytorch_source(const std::string& path, const std::string& key) {
 // options.rename as one function from a file's name to the module's.
 std::function<std::string(const std::string&)> renamer(const KeyMap& rename) {
 #ifdef EMBER_BARE_METAL  // std::regex there would cost flash, and reports bad patterns by throwing
-  EMBER_CHECK(rename.empty(), "[load] rename patterns are regexes, which the embedded build leaves "
+  EMBER_CHECK(rename.empty(),
+              "[load] rename patterns are regexes, which the embedded build leaves "
               "out: save the weights under the module's names");
   return [](const std::string& name) { return name; };
 #else
@@ -53,7 +54,8 @@ std::function<std::string(const std::string&)> renamer(const KeyMap& rename) {
   }
   return [rules = std::move(rules)](const std::string& name) {
     std::string renamed = name;
-    for (const auto& [re, replacement] : rules) renamed = std::regex_replace(renamed, re, replacement);
+    for (const auto& [re, replacement] : rules)
+      renamed = std::regex_replace(renamed, re, replacement);
     return renamed;
   };
 #endif

@@ -13,7 +13,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-[[noreturn]] void bad(int status, std::string message) { throw BadRequest{status, std::move(message)}; }
+[[noreturn]] void bad(int status, std::string message) {
+  throw BadRequest{status, std::move(message)};
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -47,8 +49,8 @@ std::vector<int64_t> nested_shape(const Json& j) {
   return shape;
 }
 
-void flatten(const Json& j, const std::vector<int64_t>& shape, size_t depth, const std::string& name,
-             bool integral, std::vector<double>& out) {
+void flatten(const Json& j, const std::vector<int64_t>& shape, size_t depth,
+             const std::string& name, bool integral, std::vector<double>& out) {
   if (depth == shape.size()) {
     if (!j.is_number()) {
       bad(400, "input '" + name + "' holds " + std::string(j.type_name()) +
@@ -62,10 +64,11 @@ void flatten(const Json& j, const std::vector<int64_t>& shape, size_t depth, con
     return;
   }
   if (!j.is_array() || static_cast<int64_t>(j.size()) != shape[depth]) {
-    bad(400, "input '" + name + "' is not rectangular: a " +
-                 (j.is_array() ? "list of " + std::to_string(j.size()) : std::string(j.type_name())) +
-                 " at depth " + std::to_string(depth) + " where the first has " +
-                 std::to_string(shape[depth]));
+    bad(400,
+        "input '" + name + "' is not rectangular: a " +
+            (j.is_array() ? "list of " + std::to_string(j.size()) : std::string(j.type_name())) +
+            " at depth " + std::to_string(depth) + " where the first has " +
+            std::to_string(shape[depth]));
   }
   for (const Json& e : j) flatten(e, shape, depth + 1, name, integral, out);
 }
@@ -130,8 +133,8 @@ Inputs parse_json(std::string_view body, const std::vector<TensorSpec>& specs, i
                    std::to_string(shape[0]) + " ('" + spec.name + "')");
     }
     *n = shape[0];
-    inputs[spec.name] = cast(from_data(TensorData::from(values, Shape(shape)), Device::cpu()),
-                             spec.dtype);
+    inputs[spec.name] =
+        cast(from_data(TensorData::from(values, Shape(shape)), Device::cpu()), spec.dtype);
   }
   return inputs;
 }
@@ -182,7 +185,8 @@ Inputs parse_raw(std::string_view body, const std::string& shape_text_in, const 
   }
   std::vector<unsigned char> bytes(body.begin(), body.end());
   *n = shape[0];
-  return {{spec.name, from_data(TensorData(std::move(bytes), Shape(shape), spec.dtype), Device::cpu())}};
+  return {{spec.name,
+           from_data(TensorData(std::move(bytes), Shape(shape), spec.dtype), Device::cpu())}};
 }
 
 std::string to_json(const std::map<std::string, DynTensor>& outputs) {
@@ -213,8 +217,6 @@ std::string shape_header(const Shape& shape) {
   return s;
 }
 
-std::string error_json(const std::string& message) {
-  return Json{{"error", message}}.dump();
-}
+std::string error_json(const std::string& message) { return Json{{"error", message}}.dump(); }
 
 }  // namespace ember::serve::detail

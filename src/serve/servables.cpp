@@ -14,7 +14,9 @@ class FunctionServable final : public Servable {
  public:
   FunctionServable(TensorSpec input, TensorSpec output, Device device,
                    std::function<DynTensor(const DynTensor&)> forward)
-      : inputs_{std::move(input)}, outputs_{std::move(output)}, device_(device),
+      : inputs_{std::move(input)},
+        outputs_{std::move(output)},
+        device_(device),
         forward_(std::move(forward)) {}
   const std::vector<TensorSpec>& inputs() const override { return inputs_; }
   const std::vector<TensorSpec>& outputs() const override { return outputs_; }
@@ -75,8 +77,10 @@ std::shared_ptr<Servable> onnx_servable(const std::string& path, Device device) 
   return std::make_shared<OnnxServable>(path, device);
 #else
   (void)device;
-  EMBER_FAIL("[serve] this Ember was built without the ONNX importer (apt-get install libonnx-dev "
-             "libprotobuf-dev, then configure again): cannot serve ", path);
+  EMBER_FAIL(
+      "[serve] this Ember was built without the ONNX importer (apt-get install libonnx-dev "
+      "libprotobuf-dev, then configure again): cannot serve ",
+      path);
 #endif
 }
 
@@ -86,8 +90,9 @@ std::shared_ptr<Servable> fashion_servable(const std::string& safetensors_path, 
   if (file.contains("fc1.weight_scale")) {  // int8 weights (ember quantize)
     auto model = std::make_shared<models::FashionCnnInt8>(device);
     load(*model, file);
-    return make_servable(input, output, device,
-                         [model](const DynTensor& x) { return model->forward(Tensor<4>(x)).dyn(); });
+    return make_servable(input, output, device, [model](const DynTensor& x) {
+      return model->forward(Tensor<4>(x)).dyn();
+    });
   }
   auto model = std::make_shared<models::FashionCnn>(device);
   load(*model, file);

@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Answer {
   std::map<std::string, DynTensor> outputs;  // this request's rows, on the Cpu
-  std::string error;                          // the model failed: a 500 with this message
+  std::string error;                         // the model failed: a 500 with this message
 };
 
 struct Pending {
@@ -132,8 +132,9 @@ struct Server::Impl {
         return std::nullopt;
       }
       if (static_cast<int64_t>(queue.size()) >= config.max_queue) {
-        reply_error(res, 503, "the queue is full (" + std::to_string(queue.size()) +
-                                  " requests waiting); try again later");
+        reply_error(res, 503,
+                    "the queue is full (" + std::to_string(queue.size()) +
+                        " requests waiting); try again later");
         return std::nullopt;
       }
       queue.push_back(p);
@@ -141,8 +142,9 @@ struct Server::Impl {
     cv.notify_all();
     if (future.wait_for(config.timeout) != std::future_status::ready) {
       p->abandoned = true;
-      reply_error(res, 503, "no answer within " + std::to_string(config.timeout.count()) +
-                                " ms (the server is overloaded)");
+      reply_error(res, 503,
+                  "no answer within " + std::to_string(config.timeout.count()) +
+                      " ms (the server is overloaded)");
       return std::nullopt;
     }
     Answer a = future.get();
@@ -212,7 +214,8 @@ struct Server::Impl {
         }
       }
     } catch (const std::exception& e) {
-      for (Answer& a : answers) a = Answer{{}, std::string("[serve] the model failed: ") + e.what()};
+      for (Answer& a : answers)
+        a = Answer{{}, std::string("[serve] the model failed: ") + e.what()};
     }
     count(&ServerStats::batches);
     count(&ServerStats::examples, examples);
@@ -233,8 +236,8 @@ struct Server::Impl {
       return reply_error(res, 400, e.what());
     }
     // The raw answer is one output: ?output=name, else the first.
-    const std::string name = req.has_param("output") ? req.get_param_value("output")
-                                                     : model->outputs().at(0).name;
+    const std::string name =
+        req.has_param("output") ? req.get_param_value("output") : model->outputs().at(0).name;
     if (raw && std::none_of(model->outputs().begin(), model->outputs().end(),
                             [&](const TensorSpec& t) { return t.name == name; })) {
       return reply_error(res, 400, "the model has no output '" + name + "'");
@@ -266,7 +269,8 @@ struct Server::Impl {
   }
 };
 
-Server::Server(std::shared_ptr<Servable> model, ServerConfig config) : impl_(std::make_unique<Impl>()) {
+Server::Server(std::shared_ptr<Servable> model, ServerConfig config)
+    : impl_(std::make_unique<Impl>()) {
   EMBER_CHECK(model, "[serve] no model to serve");
   EMBER_CHECK(config.max_batch >= 1 && config.max_queue >= 1 && config.threads >= 1,
               "[serve] max_batch, max_queue and threads must be positive, got ", config.max_batch,
@@ -275,7 +279,9 @@ Server::Server(std::shared_ptr<Servable> model, ServerConfig config) : impl_(std
   impl_->config = config;
   Impl& s = *impl_;
   const int threads = config.threads;
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  s.http.new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
   s.http.set_payload_max_length(config.max_body_bytes);
   // SO_REUSEADDR (a restart may bind while old connections linger) but not httplib's default
   // SO_REUSEPORT, with which a second server on the same port would start and take half the load.
@@ -318,15 +324,15 @@ Server::Server(std::shared_ptr<Servable> model, ServerConfig config) : impl_(std
     s.count(&ServerStats::rejected);
     // httplib holds a form-encoded body (curl --data's default type) to 8192 bytes.
     const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
-    const std::string why = res.status == 413 && form
-                                ? "a body of Content-Type application/x-www-form-urlencoded is "
-                                  "limited to 8192 bytes: send application/json"
-                            : res.status == 413 ? "the body is larger than the limit of " +
-                                                    std::to_string(s.config.max_body_bytes) + " bytes"
-                            : res.status == 404 ? "no endpoint " + req.method + " " + req.path +
-                                                      " (POST /v1/predict, POST /v1/predict/raw, "
-                                                      "GET /healthz, /v1/model, /v1/stats)"
-                                                : "HTTP status " + std::to_string(res.status);
+    const std::string why =
+        res.status == 413 && form ? "a body of Content-Type application/x-www-form-urlencoded is "
+                                    "limited to 8192 bytes: send application/json"
+        : res.status == 413       ? "the body is larger than the limit of " +
+                                  std::to_string(s.config.max_body_bytes) + " bytes"
+        : res.status == 404 ? "no endpoint " + req.method + " " + req.path +
+                                  " (POST /v1/predict, POST /v1/predict/raw, "
+                                  "GET /healthz, /v1/model, /v1/stats)"
+                            : "HTTP status " + std::to_string(res.status);
     res.set_content(detail::error_json(why), "application/json");
   });
   s.batcher = std::thread([&s] { s.batch_loop(); });
@@ -395,7 +401,8 @@ void run_until_signal(Server& server) {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  struct sigaction old_term {}, old_int {};
+  struct sigaction old_term {
+  }, old_int{};
   sigaction(SIGTERM, &action, &old_term);
   sigaction(SIGINT, &action, &old_int);
   std::thread waiter([&server] {

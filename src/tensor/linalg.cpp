@@ -93,10 +93,11 @@ DynTensor matmul_int8(const DynTensor& a, const DynTensor& b) {
   EMBER_CHECK(b.size(-2) == k, "[matmul_int8] inner dimensions differ: lhs ", a.shape(), ", rhs ",
               b.shape());
   // 127 * 128 * k must fit an int32, the sums' type.
-  EMBER_CHECK(k <= 131072, "[matmul_int8] k = ", k, " could overflow the int32 sums (at most 131072)");
+  EMBER_CHECK(k <= 131072, "[matmul_int8] k = ", k,
+              " could overflow the int32 sums (at most 131072)");
   const int64_t nb = a.rank() == 3 ? a.size(0) : b.rank() == 3 ? b.size(0) : 1;
-  EMBER_CHECK(a.rank() == 2 || b.rank() == 2 || b.size(0) == nb, "[matmul_int8] batch sizes differ: lhs ",
-              a.shape(), ", rhs ", b.shape());
+  EMBER_CHECK(a.rank() == 2 || b.rank() == 2 || b.size(0) == nb,
+              "[matmul_int8] batch sizes differ: lhs ", a.shape(), ", rhs ", b.shape());
   auto as3 = [nb](const DynTensor& t) {  // a 2-D operand is broadcast over the batch (stride 0)
     return t.rank() == 3 ? t : expand(unsqueeze(t, 0), Shape{nb, t.size(0), t.size(1)});
   };

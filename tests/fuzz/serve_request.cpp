@@ -37,8 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       default: {
         const size_t line = body.find('\n');
         const std::string shape(body.substr(0, line == std::string_view::npos ? 0 : line));
-        const std::string_view raw =
-            line == std::string_view::npos ? body : body.substr(line + 1);
+        const std::string_view raw = line == std::string_view::npos ? body : body.substr(line + 1);
         inputs = codec::parse_raw(raw, shape, data[0] % 2 ? "float32" : "", kOneInput, &n);
       }
     }

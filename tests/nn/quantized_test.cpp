@@ -21,7 +21,8 @@ TEST(Quantized, PerChannelWeightsStayWithinHalfAStep) {
   const auto [q, scale] = nn::quantize_per_channel(w);
   ASSERT_EQ(q.dtype(), DType::i8);
   ASSERT_EQ(scale.shape(), Shape{7});
-  const DynTensor q64 = cast(q, DType::f64), s64 = reshape(cast(scale, DType::f64), Shape{7, 1, 1, 1});
+  const DynTensor q64 = cast(q, DType::f64),
+                  s64 = reshape(cast(scale, DType::f64), Shape{7, 1, 1, 1});
   const DynTensor w64 = cast(w, DType::f64);
   EXPECT_LE(max_abs(q64), 127.0);
   // Each channel's largest |w| maps to exactly 127; every value to within half a step.
@@ -61,9 +62,9 @@ TEST(Quantized, Int8LinearIsItsInt8ArithmeticAndCloseToTheFloatLayer) {
   ASSERT_EQ(y.shape(), (Shape{2, 3, 12}));
   ASSERT_EQ(y.dtype(), DType::f32);
   const auto [xq, xs] = nn::quantize_per_tensor(x);
-  const DynTensor want =
-      nn::linear(dequantized(xq, reshape(xs, Shape{1}), 0),
-                 dequantized(q.weight.dyn(), q.weight_scale.dyn(), 0), cast(q.bias->dyn(), DType::f64));
+  const DynTensor want = nn::linear(dequantized(xq, reshape(xs, Shape{1}), 0),
+                                    dequantized(q.weight.dyn(), q.weight_scale.dyn(), 0),
+                                    cast(q.bias->dyn(), DType::f64));
   EXPECT_LE(max_abs(cast(y, DType::f64) - want), 1e-5 * (1 + max_abs(want)));
   const DynTensor reference = fp.forward(x);
   EXPECT_LE(max_abs(y - reference), 0.02 * max_abs(reference));

@@ -24,14 +24,13 @@ namespace {
 // y = x * 2 + row sum: every row's answer depends on that row alone, so a mix-up shows.
 std::shared_ptr<serve::Servable> doubling(std::chrono::milliseconds delay = {},
                                           std::atomic<int>* calls = nullptr, bool fail = false) {
-  return serve::make_servable(
-      {"x", DType::f32, {3}}, {"y", DType::f32, {3}}, Device::cpu(),
-      [delay, calls, fail](const DynTensor& x) {
-        if (calls) ++*calls;
-        std::this_thread::sleep_for(delay);
-        EMBER_CHECK(!fail, "[doubling] asked to fail");
-        return x * 2.0 + sum(x, {1}, true);
-      });
+  return serve::make_servable({"x", DType::f32, {3}}, {"y", DType::f32, {3}}, Device::cpu(),
+                              [delay, calls, fail](const DynTensor& x) {
+                                if (calls) ++*calls;
+                                std::this_thread::sleep_for(delay);
+                                EMBER_CHECK(!fail, "[doubling] asked to fail");
+                                return x * 2.0 + sum(x, {1}, true);
+                              });
 }
 
 // A server on a free port, run by a thread for the test's life.
@@ -138,12 +137,13 @@ TEST(Serve, MalformedRequestsAre4xxWithAMessageAndTheServerStaysUp) {
   config.max_body_bytes = 4096;
   Running s(doubling(), config);
   httplib::Client c = s.client();
-  auto post = [&](const std::string& body) { return c.Post("/v1/predict", body, "application/json"); };
+  auto post = [&](const std::string& body) {
+    return c.Post("/v1/predict", body, "application/json");
+  };
   expect_error(post("{\"inputs\": {\"x\": [[1, 2, 3]]"), 400, "not valid JSON");
   expect_error(post("[1, 2, 3]"), 400, "must be a JSON object");
   expect_error(post("{\"inputs\": {}}"), 400, "input 'x' is missing");
-  expect_error(post("{\"inputs\": {\"x\": [[1, 2, 3]], \"z\": [1]}}"), 400,
-               "no input named 'z'");
+  expect_error(post("{\"inputs\": {\"x\": [[1, 2, 3]], \"z\": [1]}}"), 400, "no input named 'z'");
   expect_error(post("{\"inputs\": {\"x\": [[1, 2]]}}"), 400, "has shape [1, 2], expected [any, 3]");
   expect_error(post("{\"inputs\": {\"x\": [1, 2, 3]}}"), 400, "has shape [3]");
   expect_error(post("{\"inputs\": {\"x\": []}}"), 400, "has shape [0]");
@@ -154,19 +154,22 @@ TEST(Serve, MalformedRequestsAre4xxWithAMessageAndTheServerStaysUp) {
   expect_error(c.Post("/v1/predict", std::string(9000, ' '), "application/x-www-form-urlencoded"),
                413, "limited to 8192 bytes: send application/json");
   httplib::Headers h{{"X-Shape", "2,3"}};
-  expect_error(c.Post("/v1/predict/raw", h, std::string(20, '\0'), "application/octet-stream"),
-               400, "the body holds 20 bytes; [2, 3] of float32 takes 24");
+  expect_error(c.Post("/v1/predict/raw", h, std::string(20, '\0'), "application/octet-stream"), 400,
+               "the body holds 20 bytes; [2, 3] of float32 takes 24");
   expect_error(c.Post("/v1/predict/raw", std::string(13, '\0'), "application/octet-stream"), 400,
                "not a whole number of 12-byte examples");
   httplib::Headers bad_shape{{"X-Shape", "2;3"}};
-  expect_error(c.Post("/v1/predict/raw", bad_shape, std::string(24, '\0'), "application/octet-stream"),
-               400, "X-Shape '2;3' is not sizes separated by commas");
+  expect_error(
+      c.Post("/v1/predict/raw", bad_shape, std::string(24, '\0'), "application/octet-stream"), 400,
+      "X-Shape '2;3' is not sizes separated by commas");
   httplib::Headers bad_dtype{{"X-Dtype", "int64"}};
-  expect_error(c.Post("/v1/predict/raw", bad_dtype, std::string(24, '\0'), "application/octet-stream"),
-               415, "input 'x' is float32, the body says X-Dtype: int64");
+  expect_error(
+      c.Post("/v1/predict/raw", bad_dtype, std::string(24, '\0'), "application/octet-stream"), 415,
+      "input 'x' is float32, the body says X-Dtype: int64");
   expect_error(c.Get("/v1/nothing"), 404, "no endpoint GET /v1/nothing");
-  expect_error(c.Post("/v1/predict/raw?output=z", std::string(12, '\0'), "application/octet-stream"),
-               400, "no output 'z'");
+  expect_error(
+      c.Post("/v1/predict/raw?output=z", std::string(12, '\0'), "application/octet-stream"), 400,
+      "no output 'z'");
   auto health = c.Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
@@ -185,8 +188,7 @@ TEST(Serve, IntegerInputsTakeIntegersOnly) {
                   "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_EQ(Json::parse(r->body)["outputs"]["y"][0],
-            Json::array({42, int64_t{9007199254740992}}));
+  EXPECT_EQ(Json::parse(r->body)["outputs"]["y"][0], Json::array({42, int64_t{9007199254740992}}));
 }
 
 TEST(Serve, ConcurrentRequestsRunAsBatchesAndGetTheirOwnRows) {
@@ -208,7 +210,8 @@ TEST(Serve, ConcurrentRequestsRunAsBatchesAndGetTheirOwnRows) {
         ++right;
       } else {
         ADD_FAILURE() << "client " << i << ": "
-                      << (r ? std::to_string(r->status) + " " + r->body : httplib::to_string(r.error()));
+                      << (r ? std::to_string(r->status) + " " + r->body
+                            : httplib::to_string(r.error()));
       }
     });
   }

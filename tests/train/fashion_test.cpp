@@ -117,8 +117,7 @@ TEST(FashionMnist, Int8WeightsKeepTheAccuracy) {
     }
   }
   std::cout << "[ int8       ] accuracy on 1,000 test images: float32 " << right / 10.0
-            << "%, int8 " << right_int8 / 10.0 << "%; the same class for " << agree / 10.0
-            << "%\n";
+            << "%, int8 " << right_int8 / 10.0 << "%; the same class for " << agree / 10.0 << "%\n";
   ASSERT_EQ(n, 1000);
   EXPECT_GT(right, 650);
   EXPECT_LE(std::abs(right - right_int8), 10);  // within one point of float32

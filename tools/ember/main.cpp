@@ -362,11 +362,10 @@ int run_eval(const EvalOptions& o) {
     std::cout << line << "\n";
   }
   std::cout << "test accuracy: " << percent(static_cast<double>(hit) / static_cast<double>(total))
-            << " (" << hit << "/" << total << ") of " << o.model
-            << (int8 ? " (int8 weights)" : "") << "\n";
+            << " (" << hit << "/" << total << ") of " << o.model << (int8 ? " (int8 weights)" : "")
+            << "\n";
   return 0;
 }
-
 
 // Text from a file, made safe for a terminal and cut to `max_chars` characters: control
 // characters as escapes (\n, \x1b; C1 controls as \u009b), bytes that are not UTF-8 as \xff,
@@ -800,8 +799,9 @@ int run(int argc, char** argv) {
   serve_cmd->add_option("--max-batch", sv.max_batch, "Examples run together at most")
       ->capture_default_str()
       ->check(integer_in<int64_t>(1, 65536));
-  serve_cmd->add_option("--max-wait-us", sv.max_wait_us,
-                        "How long a batch waits for more requests after its first")
+  serve_cmd
+      ->add_option("--max-wait-us", sv.max_wait_us,
+                   "How long a batch waits for more requests after its first")
       ->capture_default_str()
       ->check(integer_in<int64_t>(0, 10000000));
   serve_cmd->add_option("--max-queue", sv.max_queue, "Requests waiting at most; more get 503")
@@ -865,25 +865,25 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
     if (err.get_exit_code() == 0) return app.exit(err);  // --help, --version
-    const CLI::App* where = train->parsed()      ? train
-                            : eval->parsed()     ? eval
-                            : inspect->parsed()  ? inspect
-                            : onnx2cpp->parsed() ? onnx2cpp
-                            : convert->parsed()  ? convert
-                            : quantize->parsed() ? quantize
+    const CLI::App* where = train->parsed()       ? train
+                            : eval->parsed()      ? eval
+                            : inspect->parsed()   ? inspect
+                            : onnx2cpp->parsed()  ? onnx2cpp
+                            : convert->parsed()   ? convert
+                            : quantize->parsed()  ? quantize
                             : serve_cmd->parsed() ? serve_cmd
-                                                 : &app;
+                                                  : &app;
     const std::string cmd = where == &app ? "ember" : "ember " + where->get_name();
     std::cerr << cmd << ": error: " << err.what() << " (see " << cmd << " --help)\n";
     return 2;
   }
-  const CLI::App* cmd = train->parsed()      ? train
-                        : eval->parsed()     ? eval
-                        : onnx2cpp->parsed() ? onnx2cpp
-                        : convert->parsed()  ? convert
-                        : quantize->parsed() ? quantize
+  const CLI::App* cmd = train->parsed()       ? train
+                        : eval->parsed()      ? eval
+                        : onnx2cpp->parsed()  ? onnx2cpp
+                        : convert->parsed()   ? convert
+                        : quantize->parsed()  ? quantize
                         : serve_cmd->parsed() ? serve_cmd
-                                             : inspect;
+                                              : inspect;
   try {
     if (cmd == train) return run_train(t);
     if (cmd == eval) return run_eval(e);

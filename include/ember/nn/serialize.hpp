@@ -88,7 +88,8 @@ nn::LoadReport load(M& model, const std::string& path, const nn::LoadOptions& op
 /// (`load(model, io::embedded_safetensors("model"))`) or in memory; Cpu parameters then use the
 /// file's bytes in place where aligned.
 template <nn::detail::Module M>
-nn::LoadReport load(M& model, const io::SafetensorsFile& file, const nn::LoadOptions& options = {}) {
+nn::LoadReport load(M& model, const io::SafetensorsFile& file,
+                    const nn::LoadOptions& options = {}) {
   return nn::load_tree(nn::module_tree(model), file, options);
 }
 

@@ -53,13 +53,13 @@ std::shared_ptr<Servable> fashion_servable(const std::string& safetensors_path, 
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8080;  // 0: any free port (Server::port() says which)
-  int64_t max_batch = 16;                              // examples in one run
+  int port = 8080;                           // 0: any free port (Server::port() says which)
+  int64_t max_batch = 16;                    // examples in one run
   std::chrono::microseconds max_wait{2000};  // after a batch's first, while more are arriving
-  int64_t max_queue = 1024;                            // requests waiting; more get 503
-  std::chrono::milliseconds timeout{10000};            // a request's wait for its answer; 503
-  size_t max_body_bytes = size_t{64} << 20;            // larger bodies get 413
-  int threads = 64;                                    // HTTP connections served at once
+  int64_t max_queue = 1024;                  // requests waiting; more get 503
+  std::chrono::milliseconds timeout{10000};  // a request's wait for its answer; 503
+  size_t max_body_bytes = size_t{64} << 20;  // larger bodies get 413
+  int threads = 64;                          // HTTP connections served at once
 };
 
 /// Counters of a running server (GET /v1/stats).

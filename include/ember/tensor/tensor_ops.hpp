@@ -194,8 +194,9 @@ requires(!std::is_same_v<K, Bool>) Tensor<detail::matmul_rank(DA, DB), K> matmul
 }
 /// int8 x int8 summed in int32 (the DynTensor overload says how); the result has the larger rank.
 template <int DA, int DB>
-requires(DA >= 2 && DA <= 3 && DB >= 2 && DB <= 3) Tensor<(DA > DB ? DA : DB), Int> matmul_int8(
-    const Tensor<DA, Int>& a, const Tensor<DB, Int>& b) {
+requires(DA >= 2 && DA <= 3 && DB >= 2 &&
+         DB <= 3) Tensor<(DA > DB ? DA : DB), Int> matmul_int8(const Tensor<DA, Int>& a,
+                                                               const Tensor<DB, Int>& b) {
   return Tensor<(DA > DB ? DA : DB), Int>(matmul_int8(a.dyn(), b.dyn()));
 }
 template <class K>
