@@ -19,7 +19,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "onnx", "models"))
+sys.path.insert(0, os.path.dirname(__file__))
 from make_models import MiniLM  # noqa: E402
+from train_torch import Cnn as FashionCnn  # noqa: E402  (fashion_cnn.hpp in PyTorch, same names)
 
 
 def load_file(path):
@@ -39,22 +41,6 @@ def load_file(path):
         values = torch.frombuffer(bytearray(data[8 + n + begin:8 + n + end]), dtype=torch.float32)
         out[name] = values.reshape(t["shape"])
     return out
-
-
-class FashionCnn(torch.nn.Module):
-    """include/ember/models/fashion_cnn.hpp in PyTorch, the same parameter names."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 32, 3)
-        self.conv2 = torch.nn.Conv2d(32, 64, 3)
-        self.fc1 = torch.nn.Linear(1600, 128)
-        self.fc2 = torch.nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = torch.nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
-        x = torch.nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
-        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
 
 
 class PooledMiniLM(torch.nn.Module):
