@@ -15,9 +15,23 @@ function(ember_embed target)
     message(FATAL_ERROR "ember_embed(${target}): quotes and backslashes are not allowed in the "
                         "name '${arg_NAME}' or the path '${path}'")
   endif()
+  # The registration must be linked for the bytes to be found: a static library's object would
+  # be dropped by the linker, as nothing refers to it.
+  get_target_property(type ${target} TYPE)
+  if(NOT type STREQUAL "EXECUTABLE" AND NOT type STREQUAL "SHARED_LIBRARY")
+    message(FATAL_ERROR "ember_embed(${target}): ${target} is a ${type}; embed into the "
+                        "executable (or shared library) that uses the file")
+  endif()
+  # Names map to symbols ("a-b" and "a_b" both to a_b): two that collide in one target are refused.
   string(MAKE_C_IDENTIFIER "${arg_NAME}" id)
+  get_property(taken TARGET ${target} PROPERTY EMBER_EMBEDDED_IDS)
+  if(id IN_LIST taken)
+    message(FATAL_ERROR "ember_embed(${target}): the name '${arg_NAME}' collides with a name "
+                        "already embedded in ${target} (both are the symbol '${id}')")
+  endif()
+  set_property(TARGET ${target} APPEND PROPERTY EMBER_EMBEDDED_IDS ${id})
   set(sym "ember_embedded_${id}")
-  set(source "${CMAKE_CURRENT_BINARY_DIR}/ember_embed/${target}_${id}.cpp")
+  set(source "${CMAKE_CURRENT_BINARY_DIR}/ember_embed/${target}/${id}.cpp")
   # .incbin lets the assembler copy the bytes: no giant array for the compiler to parse. The
   # symbols are hidden, so position-independent code reaches them without the GOT; 64-byte
   # alignment keeps every tensor of a safetensors file aligned for zero-copy use. On an OS the

@@ -15,12 +15,13 @@ DynTensor to_int8(const DynTensor& x_times_inverse_scale) {
   return cast(clamp(round(x_times_inverse_scale), -127, 127), DType::i8);
 }
 
-// sums [N, O, L] or [M, O] (i32) -> f32 * (x_scale * weight_scale[o]) + bias[o], o at `dim`.
+// sums [N, O, L] or [M, O] (i32) -> f32 * (x_scale * weight_scale[o]) + bias[o], o at `dim`;
+// x_scale ([N, 1, 1] or [M, 1]) has one value per example or row.
 DynTensor rescale(const DynTensor& sums, const DynTensor& x_scale, const DynTensor& weight_scale,
                   const std::optional<Buffer<1>>& bias, int64_t dim) {
   Shape per_channel(std::vector<int64_t>(static_cast<size_t>(sums.rank()), 1));
   per_channel[static_cast<int>(dim)] = weight_scale.size(0);
-  DynTensor y = cast(sums, DType::f32) * reshape(x_scale * weight_scale, per_channel);
+  DynTensor y = cast(sums, DType::f32) * (x_scale * reshape(weight_scale, per_channel));
   if (bias) y = y + reshape(bias->dyn(), per_channel);
   return y;
 }
@@ -48,6 +49,16 @@ std::pair<DynTensor, DynTensor> quantize_per_tensor(const DynTensor& x) {
   return {to_int8(x * (127.0 / max_abs)), max_abs / 127.0};
 }
 
+std::pair<DynTensor, DynTensor> quantize_per_row(const DynTensor& x) {
+  EMBER_CHECK(is_floating(x.dtype()) && x.rank() >= 1,
+              "[quantize_per_row] takes a float tensor of rank 1 or more, got ", x.dtype(), " ",
+              x.shape());
+  Dims rest;
+  for (int d = 1; d < x.rank(); ++d) rest.push_back(d);
+  const DynTensor max_abs = maximum(amax(abs(cast(x, DType::f32)), rest, true), kTiny);
+  return {to_int8(x * (127.0 / max_abs)), reshape(max_abs / 127.0, Shape{x.size(0)})};
+}
+
 Int8Linear::Int8Linear(int64_t in_features, int64_t out_features, bool has_bias, Device device)
     : weight(Tensor<2, Int>(zeros(Shape{out_features, in_features}, DType::i8, device))),
       weight_scale(Tensor<1>(ones(Shape{out_features}, DType::f32, device))) {
@@ -65,11 +76,12 @@ DynTensor Int8Linear::forward(const DynTensor& x) const {
   const int64_t in = weight.size(1);
   EMBER_CHECK(x.rank() >= 1 && x.size(-1) == in, "[Int8Linear] expects [..., ", in, "], got ",
               x.shape());
-  const auto [xq, x_scale] = quantize_per_tensor(reshape(x, Shape{-1, in}));
-  const DynTensor sums = matmul_int8(xq, transpose(weight.dyn(), 0, 1));  // [M, out]
+  const auto [xq, x_scale] = quantize_per_row(reshape(x, Shape{-1, in}));  // scale [M]
+  const DynTensor sums = matmul_int8(xq, transpose(weight.dyn(), 0, 1));   // [M, out]
   Shape out_shape = x.shape();
   out_shape[out_shape.rank() - 1] = weight.size(0);
-  return reshape(rescale(sums, x_scale, weight_scale.dyn(), bias, 1), out_shape);
+  return reshape(rescale(sums, reshape(x_scale, Shape{-1, 1}), weight_scale.dyn(), bias, 1),
+                 out_shape);
 }
 
 Int8Conv2d::Int8Conv2d(const ConvConfig& c, Device device)
@@ -102,10 +114,10 @@ DynTensor Int8Conv2d::forward(const DynTensor& x) const {
   EMBER_CHECK(x.rank() == 4 && x.size(1) == in, "[Int8Conv2d] expects [N, ", in, ", H, W], got ",
               x.shape());
   // Zero padding commutes with symmetric quantisation (0 stays 0): quantize, then unfold int8.
-  const auto [xq, x_scale] = quantize_per_tensor(x);
+  const auto [xq, x_scale] = quantize_per_row(x);  // a scale per example: [N]
   const DynTensor cols = unfold(xq, {kh, kw}, dilation, padding, stride);  // [N, in*kh*kw, L]
   const DynTensor sums = matmul_int8(reshape(weight.dyn(), Shape{out, in * kh * kw}), cols);
-  DynTensor y = rescale(sums, x_scale, weight_scale.dyn(), bias, 1);  // [N, out, L]
+  DynTensor y = rescale(sums, reshape(x_scale, Shape{-1, 1, 1}), weight_scale.dyn(), bias, 1);
   if (relu) y = ember::relu(y);
   // L = H' * W', the output's sizes from conv's formula.
   auto size = [&](int d) {

@@ -29,8 +29,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 void check_shape(const TensorSpec& spec, const std::vector<int64_t>& got) {
   std::vector<int64_t> want{-1};
   want.insert(want.end(), spec.example_shape.begin(), spec.example_shape.end());
-  bool ok = got.size() == want.size() && !got.empty() && got[0] > 0;
-  for (size_t i = 1; ok && i < got.size(); ++i) ok = want[i] < 0 || want[i] == got[i];
+  // Every size at least 1: a 0 in a free dim would let n grow with no data behind it.
+  bool ok = got.size() == want.size();
+  for (size_t i = 0; ok && i < got.size(); ++i)
+    ok = got[i] > 0 && (want[i] < 0 || want[i] == got[i]);
   if (!ok) {
     bad(400, "input '" + spec.name + "' has shape " + shape_text(got) + ", expected " +
                  shape_text(want) + " (a batch of one or more examples)");
@@ -52,9 +54,9 @@ std::vector<int64_t> nested_shape(const Json& j) {
 void flatten(const Json& j, const std::vector<int64_t>& shape, size_t depth,
              const std::string& name, bool integral, std::vector<double>& out) {
   if (depth == shape.size()) {
-    if (!j.is_number()) {
-      bad(400, "input '" + name + "' holds " + std::string(j.type_name()) +
-                   " where a number belongs (" + j.dump().substr(0, 40) + ")");
+    if (!j.is_number()) {  // the type only: dumping a value would recurse as deep as it nests
+      bad(400,
+          "input '" + name + "' holds " + std::string(j.type_name()) + " where a number belongs");
     }
     const double v = j.get<double>();
     if (integral && v != std::floor(v)) {
@@ -125,8 +127,7 @@ Inputs parse_json(std::string_view body, const std::vector<TensorSpec>& specs, i
     const Json& j = given[spec.name];
     const std::vector<int64_t> shape = nested_shape(j);
     check_shape(spec, shape);
-    std::vector<double> values;
-    values.reserve(static_cast<size_t>(Shape(shape).numel()));
+    std::vector<double> values;  // flatten checks every size; the body bounds the count
     flatten(j, shape, 0, spec.name, !is_floating(spec.dtype), values);
     if (*n >= 0 && shape[0] != *n) {
       bad(400, "inputs differ in batch size: " + std::to_string(*n) + " and " +
@@ -178,10 +179,13 @@ Inputs parse_raw(std::string_view body, const std::string& shape_text_in, const 
     }
   }
   check_shape(spec, shape);
-  const int64_t want = Shape(shape).numel() * item;
-  if (static_cast<int64_t>(body.size()) != want) {
+  int64_t want = item;  // bytes the shape takes; a product past int64 cannot match any body
+  bool overflow = false;
+  for (int64_t d : shape) overflow = overflow || __builtin_mul_overflow(want, d, &want);
+  if (overflow || static_cast<int64_t>(body.size()) != want) {
     bad(400, "the body holds " + std::to_string(body.size()) + " bytes; " + shape_text(shape) +
-                 " of " + std::string(dtype_name(spec.dtype)) + " takes " + std::to_string(want));
+                 " of " + std::string(dtype_name(spec.dtype)) + " takes " +
+                 (overflow ? std::string("more than int64 counts") : std::to_string(want)));
   }
   std::vector<unsigned char> bytes(body.begin(), body.end());
   *n = shape[0];

@@ -80,6 +80,12 @@ struct Server::Impl {
   // some are on their way. With none, it runs at once, so one client never waits max_wait.
   int parsing = 0;
   std::thread batcher;
+  // stop() may come before run() listens (a signal at start-up): httplib's own stop() does
+  // nothing until its loop runs, so run() checks the request, and stop() waits for the loop.
+  std::mutex run_mu;
+  bool stop_requested = false;
+  bool listening = false;  // run() is in (or about to enter) httplib's loop
+  bool finished = false;   // run() has left it
 
   std::mutex stats_mu;
   ServerStats stats;
@@ -142,6 +148,11 @@ struct Server::Impl {
     cv.notify_all();
     if (future.wait_for(config.timeout) != std::future_status::ready) {
       p->abandoned = true;
+      {  // drop it now, not when the batcher next looks: its inputs may be large
+        std::lock_guard lock(mu);
+        const auto it = std::find(queue.begin(), queue.end(), p);
+        if (it != queue.end()) queue.erase(it);
+      }
       reply_error(res, 503,
                   "no answer within " + std::to_string(config.timeout.count()) +
                       " ms (the server is overloaded)");
@@ -294,6 +305,19 @@ Server::Server(std::shared_ptr<Servable> model, ServerConfig config)
   s.http.set_tcp_nodelay(true);
   s.http.set_keep_alive_max_count(1000);
   s.http.set_keep_alive_timeout(2);  // how long an idle connection can hold up a shutdown
+  // Before a body is read: Debian's httplib (0.11) reads a chunked body, a body without a
+  // Content-Length and a compressed one past set_payload_max_length, so those are refused.
+  s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (req.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
+    const char* why = req.has_header("Transfer-Encoding")  ? "chunked bodies are not taken"
+                      : req.has_header("Content-Encoding") ? "compressed bodies are not taken"
+                      : !req.has_header("Content-Length")  ? "a POST needs a Content-Length"
+                                                           : nullptr;
+    if (!why) return httplib::Server::HandlerResponse::Unhandled;
+    s.reply_error(res, 411, why);
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
@@ -366,7 +390,18 @@ int Server::port() const { return impl_->port; }
 
 void Server::run() {
   bind();
-  impl_->http.listen_after_bind();  // returns after stop(), once the handler threads are done
+  Impl& s = *impl_;
+  bool listen = false;
+  {
+    std::lock_guard lock(s.run_mu);
+    listen = !s.stop_requested;
+    s.listening = listen;
+  }
+  if (listen) s.http.listen_after_bind();  // returns after stop(), once the handlers are done
+  {
+    std::lock_guard lock(s.run_mu);
+    s.finished = true;
+  }
   {
     std::lock_guard lock(impl_->mu);
     impl_->stopping = true;
@@ -378,7 +413,19 @@ void Server::run() {
 void Server::stop() {
   // Closes the listening socket. Handlers in flight still get their answers: the batcher runs
   // until run() has seen httplib's threads finish, then drains the queue.
-  impl_->http.stop();
+  Impl& s = *impl_;
+  {
+    std::unique_lock lock(s.run_mu);
+    s.stop_requested = true;
+    if (!s.listening) return;  // run() has not reached httplib's loop: it will not enter it
+    // Entering it: wait until httplib runs, so that its stop() is not lost.
+    while (!s.http.is_running() && !s.finished) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      lock.lock();
+    }
+  }
+  s.http.stop();
 }
 
 ServerStats Server::stats() const {
@@ -411,13 +458,20 @@ void run_until_signal(Server& server) {
     }
     server.stop();  // on a signal, or when run() below ended first (its write)
   });
+  // However run() ends (an error too), the waiter is woken and joined and the handlers restored.
+  struct Cleanup {
+    std::thread& waiter;
+    struct sigaction old_term, old_int;
+    ~Cleanup() {
+      on_stop_signal(0);
+      waiter.join();
+      sigaction(SIGTERM, &old_term, nullptr);
+      sigaction(SIGINT, &old_int, nullptr);
+      close(g_signal_pipe[0]);
+      close(g_signal_pipe[1]);
+    }
+  } cleanup{waiter, old_term, old_int};
   server.run();
-  on_stop_signal(0);
-  waiter.join();
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGINT, &old_int, nullptr);
-  close(g_signal_pipe[0]);
-  close(g_signal_pipe[1]);
 }
 
 }  // namespace ember::serve

@@ -92,9 +92,9 @@ DynTensor matmul_int8(const DynTensor& a, const DynTensor& b) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   EMBER_CHECK(b.size(-2) == k, "[matmul_int8] inner dimensions differ: lhs ", a.shape(), ", rhs ",
               b.shape());
-  // 127 * 128 * k must fit an int32, the sums' type.
-  EMBER_CHECK(k <= 131072, "[matmul_int8] k = ", k,
-              " could overflow the int32 sums (at most 131072)");
+  // 128 * 128 * k must fit an int32, the sums' type: -128 * -128 is the largest product.
+  EMBER_CHECK(k <= 131071, "[matmul_int8] k = ", k,
+              " could overflow the int32 sums (at most 131071)");
   const int64_t nb = a.rank() == 3 ? a.size(0) : b.rank() == 3 ? b.size(0) : 1;
   EMBER_CHECK(a.rank() == 2 || b.rank() == 2 || b.size(0) == nb,
               "[matmul_int8] batch sizes differ: lhs ", a.shape(), ", rhs ", b.shape());

@@ -61,8 +61,8 @@ TEST(Quantized, Int8LinearIsItsInt8ArithmeticAndCloseToTheFloatLayer) {
   const DynTensor y = q.forward(x);
   ASSERT_EQ(y.shape(), (Shape{2, 3, 12}));
   ASSERT_EQ(y.dtype(), DType::f32);
-  const auto [xq, xs] = nn::quantize_per_tensor(x);
-  const DynTensor want = nn::linear(dequantized(xq, reshape(xs, Shape{1}), 0),
+  const auto [xq, xs] = nn::quantize_per_row(reshape(x, Shape{6, 40}));  // a scale per row
+  const DynTensor want = nn::linear(reshape(dequantized(xq, xs, 0), Shape{2, 3, 40}),
                                     dequantized(q.weight.dyn(), q.weight_scale.dyn(), 0),
                                     cast(q.bias->dyn(), DType::f64));
   EXPECT_LE(max_abs(cast(y, DType::f64) - want), 1e-5 * (1 + max_abs(want)));
@@ -79,14 +79,31 @@ TEST(Quantized, Int8Conv2dIsItsInt8ArithmeticAndCloseToTheFloatLayer) {
     const DynTensor y = q.forward(x);
     const DynTensor reference = fp.forward(x);
     ASSERT_EQ(y.shape(), reference.shape());
-    const auto [xq, xs] = nn::quantize_per_tensor(x);
-    DynTensor want = conv2d(dequantized(xq, reshape(xs, Shape{1}), 0),
-                            dequantized(q.weight.dyn(), q.weight_scale.dyn(), 0),
-                            cast(q.bias->dyn(), DType::f64), {2, 1}, {1, 0});
+    const auto [xq, xs] = nn::quantize_per_row(x);  // a scale per image
+    DynTensor want =
+        conv2d(dequantized(xq, xs, 0), dequantized(q.weight.dyn(), q.weight_scale.dyn(), 0),
+               cast(q.bias->dyn(), DType::f64), {2, 1}, {1, 0});
     if (relu) want = ember::relu(want);
     EXPECT_LE(max_abs(cast(y, DType::f64) - want), 1e-5 * (1 + max_abs(want))) << relu;
     EXPECT_LE(max_abs(y - reference), 0.02 * max_abs(reference)) << relu;
   }
+}
+
+// A scale per example: an answer is the same alone or batched with anything else, even an
+// example of huge values that a scale over the whole batch would let swamp the others.
+TEST(Quantized, AnExamplesAnswerDoesNotDependOnItsBatch) {
+  manual_seed(8);
+  const nn::Int8Linear linear(nn::Linear(20, 4));
+  const nn::Int8Conv2d conv(nn::Conv2d(nn::Conv2dConfig(2, 3, {3}).padding({1})));
+  const DynTensor row = randn(Shape{1, 20}, DType::f32);
+  const DynTensor image = randn(Shape{1, 2, 6, 6}, DType::f32);
+  const DynTensor rows = cat({row, randn(Shape{1, 20}, DType::f32) * 1e30}, 0);
+  const DynTensor images = cat({image, randn(Shape{1, 2, 6, 6}, DType::f32) * 1e30}, 0);
+  EXPECT_TRUE(equal(linear.forward(row), slice(linear.forward(rows), 0, 0, 1)));
+  EXPECT_TRUE(equal(conv.forward(image), slice(conv.forward(images), 0, 0, 1)));
+  const auto [q, scale] = nn::quantize_per_row(rows);
+  EXPECT_EQ(scale.shape(), Shape{2});
+  EXPECT_EQ(max_abs(slice(q, 0, 0, 1)), 127.0);
 }
 
 TEST(Quantized, ErrorsNameTheLayer) {

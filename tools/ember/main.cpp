@@ -87,7 +87,7 @@ struct ServeOptions {
   int64_t max_wait_us = 2000;
   int64_t max_queue = 1024;
   int64_t timeout_ms = 10000;
-  int64_t max_body_mb = 64;
+  int64_t max_body_mb = 16;
   int64_t threads = 64;
 };
 
@@ -320,7 +320,8 @@ int run_eval(const EvalOptions& o) {
   const Device dev = Device::parse(o.device);
   check_data_dir(o.data_dir);
   // Int8 weights (ember quantize) are told by their scales.
-  const bool int8 = io::load_safetensors(o.model).contains("fc1.weight_scale");
+  const bool int8 =
+      !io::is_pytorch_file(o.model) && io::load_safetensors(o.model).contains("fc1.weight_scale");
   models::FashionCnn model(int8 ? Device::cpu() : dev);
   models::FashionCnnInt8 quantized(int8 ? dev : Device::cpu());
   if (int8) {

@@ -1,6 +1,7 @@
 // Int8 layers for inference (torch.ao.nn.quantized.dynamic's idea): weights quantized per output
-// channel, symmetric (w ~ weight_scale[o] * q, q an int8 in [-127, 127]); inputs quantized per
-// tensor when the layer runs (one scale from max |x|); int8 products summed in int32 by
+// channel, symmetric (w ~ weight_scale[o] * q, q an int8 in [-127, 127]); inputs quantized when
+// the layer runs, one scale per example (a Linear's row, a Conv2d's image: so an answer never
+// depends on what else is in its batch); int8 products summed in int32 by
 // matmul_int8; then y = sums * x_scale * weight_scale[o] + bias, in float32. Weights take a
 // quarter of float32's memory (flash on a microcontroller). docs/DEPLOY.md has the arithmetic.
 #pragma once
@@ -22,6 +23,9 @@ std::pair<DynTensor, DynTensor> quantize_per_channel(const DynTensor& w);
 /// x (float) with one scale: {q int8, scale (0-D f32)}, scale = max |x| / 127 and
 /// q = round(x * (127 / max |x|)) (0 where x is all zeros).
 std::pair<DynTensor, DynTensor> quantize_per_tensor(const DynTensor& x);
+
+/// quantize_per_tensor for each x[i] apart: {q, scale [x.size(0)]}.
+std::pair<DynTensor, DynTensor> quantize_per_row(const DynTensor& x);
 
 /// Linear with int8 weights: weight [out, in] (i8), weight_scale [out] and bias [out] (f32).
 class Int8Linear {

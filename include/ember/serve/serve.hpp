@@ -58,7 +58,7 @@ struct ServerConfig {
   std::chrono::microseconds max_wait{2000};  // after a batch's first, while more are arriving
   int64_t max_queue = 1024;                  // requests waiting; more get 503
   std::chrono::milliseconds timeout{10000};  // a request's wait for its answer; 503
-  size_t max_body_bytes = size_t{64} << 20;  // larger bodies get 413
+  size_t max_body_bytes = size_t{16} << 20;  // larger bodies get 413
   int threads = 64;                          // HTTP connections served at once
 };
 
