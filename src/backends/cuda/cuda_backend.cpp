@@ -62,6 +62,8 @@ bool CudaBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::Svd:
     case OpFamily::BatchNormCoefficients:  // norm.cu
       return dtype == DType::f32 || dtype == DType::f64;
+    case OpFamily::MatmulInt8:  // the composite: the int32 matmul
+      return false;
     default:
       return true;
   }

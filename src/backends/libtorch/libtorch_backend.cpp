@@ -156,6 +156,7 @@ bool LibTorchBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::ActivationGrad:  // the gradient rules' composites (src/autodiff)
     case OpFamily::Linear:          // the composite linear (src/nn/linear.cpp)
     case OpFamily::BatchNormCoefficients:  // the composites (src/tensor/norm.cpp)
+    case OpFamily::MatmulInt8:             // the composite: ATen's int32 matmul
       return false;
     default:
       return true;
