@@ -285,7 +285,8 @@ TEST(Serve, AFailingModelIsA500NamingTheError) {
 TEST(Serve, StopAnswersTheRequestsInFlight) {
   serve::ServerConfig config;
   config.port = 0;
-  serve::Server server(doubling(std::chrono::milliseconds(400)), config);
+  std::atomic<int> calls{0};
+  serve::Server server(doubling(std::chrono::milliseconds(400), &calls), config);
   const int port = server.bind();
   std::thread run([&] { server.run(); });
   int status = 0;
@@ -294,7 +295,10 @@ TEST(Serve, StopAnswersTheRequestsInFlight) {
     auto r = c.Post("/v1/predict", rows_json({{1, 2, 3}}), "application/json");
     status = r ? r->status : -1;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the request is in the model
+  for (int i = 0; i < 1000 && calls == 0; ++i) {  // until the request is in the model
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(calls, 1);
   const auto start = std::chrono::steady_clock::now();
   server.stop();
   run.join();
