@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer runs of CI (docs/RELIABILITY.md), with clang 14 and Debian's libclang-rt-14-dev:
 #   asan  every target built with AddressSanitizer + UndefinedBehaviorSanitizer; the whole suite
-#   tsan  ThreadSanitizer over the DataLoader and the threaded (OpenMP) kernel tests
+#   tsan  ThreadSanitizer over the DataLoader, the threaded (OpenMP) kernel tests and the server
 # Usage: scripts/sanitize.sh [asan] [tsan]   (both when none is named). Any finding fails the run.
 # The builds are CMakePresets.json's asan and tsan, in build-asan and build-tsan unless
 # EMBER_ASAN_BUILD_DIR / EMBER_TSAN_BUILD_DIR say otherwise.
@@ -33,7 +33,8 @@ for run in "${runs[@]}"; do
       # parallel loop would read as a race). Each binary runs whole, in one process.
       dir=${EMBER_TSAN_BUILD_DIR:-build-tsan}
       cmake --preset tsan -B "$dir" > /dev/null
-      tsan_tests=(data_test cpu_backend_test conv_test)
+      # serve_test: the server's handler threads and batcher (built where cpp-httplib is found).
+      tsan_tests=(data_test cpu_backend_test conv_test serve_test)
       cmake --build "$dir" -j2 --target "${tsan_tests[@]}"
       for t in "${tsan_tests[@]}"; do
         echo "sanitize.sh: $t under ThreadSanitizer"

@@ -75,6 +75,13 @@ void expect_error(const httplib::Result& r, int status, const std::string& part)
       << body["error"] << "\nexpected: " << part;
 }
 
+// For a body the server refuses unread (413, 411): it answers and closes the connection, and the
+// client, still sending, may see the close as a reset before it reads the answer. Either is fine;
+// each such request gets a connection of its own, so that no later one finds it closed.
+void expect_refusal(const httplib::Result& r, int status, const std::string& part) {
+  if (r) expect_error(r, status, part);
+}
+
 TEST(Serve, AnswersJsonAndRawRequests) {
   Running s(doubling(), {});
   httplib::Client c = s.client();
@@ -150,9 +157,11 @@ TEST(Serve, MalformedRequestsAre4xxWithAMessageAndTheServerStaysUp) {
   expect_error(post("{\"inputs\": {\"x\": [[1, 2, 3], [4, 5]]}}"), 400, "not rectangular");
   expect_error(post("{\"inputs\": {\"x\": [[1, \"2\", 3]]}}"), 400, "holds string");
   expect_error(post("{\"inputs\": {\"x\": [[1, null, 3]]}}"), 400, "holds null");
-  expect_error(post(std::string(5000, ' ')), 413, "larger than the limit of 4096 bytes");
-  expect_error(c.Post("/v1/predict", std::string(9000, ' '), "application/x-www-form-urlencoded"),
-               413, "limited to 8192 bytes: send application/json");
+  expect_refusal(s.client().Post("/v1/predict", std::string(5000, ' '), "application/json"), 413,
+                 "larger than the limit of 4096 bytes");
+  expect_refusal(
+      s.client().Post("/v1/predict", std::string(9000, ' '), "application/x-www-form-urlencoded"),
+      413, "limited to 8192 bytes: send application/json");
   httplib::Headers h{{"X-Shape", "2,3"}};
   expect_error(c.Post("/v1/predict/raw", h, std::string(20, '\0'), "application/octet-stream"), 400,
                "the body holds 20 bytes; [2, 3] of float32 takes 24");
@@ -177,15 +186,15 @@ TEST(Serve, MalformedRequestsAre4xxWithAMessageAndTheServerStaysUp) {
   expect_error(c.Post("/v1/predict/raw", huge, std::string(12, '\0'), "application/octet-stream"),
                400, "takes more than int64 counts");
   // Bodies Debian's httplib would read past the limit are refused before they are read.
-  expect_error(c.Post(
-                   "/v1/predict",
-                   [](size_t, httplib::DataSink& sink) {
-                     sink.write("{\"inputs\": {}}", 14);
-                     sink.done();
-                     return true;
-                   },
-                   "application/json"),
-               411, "chunked bodies are not taken");
+  expect_refusal(s.client().Post(
+                     "/v1/predict",
+                     [](size_t, httplib::DataSink& sink) {
+                       sink.write("{\"inputs\": {}}", 14);
+                       sink.done();
+                       return true;
+                     },
+                     "application/json"),
+                 411, "chunked bodies are not taken");
   expect_error(c.Get("/v1/nothing"), 404, "no endpoint GET /v1/nothing");
   expect_error(
       c.Post("/v1/predict/raw?output=z", std::string(12, '\0'), "application/octet-stream"), 400,
