@@ -45,8 +45,8 @@ std::pair<DynTensor, DynTensor> quantize_per_channel(const DynTensor& w) {
 std::pair<DynTensor, DynTensor> quantize_per_tensor(const DynTensor& x) {
   EMBER_CHECK(is_floating(x.dtype()), "[quantize_per_tensor] takes a float tensor, got ",
               x.dtype());
-  const DynTensor max_abs = maximum(amax(abs(cast(x, DType::f32))), kTiny);
-  return {to_int8(x * (127.0 / max_abs)), max_abs / 127.0};
+  auto [q, scale] = quantize_per_row(reshape(x, Shape{1, -1}));  // the whole tensor as one row
+  return {reshape(q, x.shape()), reshape(scale, Shape{})};
 }
 
 std::pair<DynTensor, DynTensor> quantize_per_row(const DynTensor& x) {
