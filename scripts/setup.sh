@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ ccache                           # toolchain
+  cmake ninja-build g++ ccache pkg-config                # toolchain (pkg-config: cpp-httplib)
   libgtest-dev libgmock-dev libbenchmark-dev             # tests and benchmarks
   nlohmann-json3-dev                                     # JSON (safetensors headers), private
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev         # GEMM (dnnl's CMake package needs OpenCL)
@@ -20,12 +20,13 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers            # its tests: lavapipe (Vulkan on the CPU), validation
 )
 
-# Python's safetensors (PyPI) lets the tests check that Python reads the files Ember writes;
-# without it that one test is skipped, so a failure here is only a note.
+# NumPy (PyPI) is the deployment checks' reference (examples/classify/reference.py, run by
+# scripts/static.sh and scripts/cross.sh: they fail without it); Python's safetensors lets one
+# test check that Python reads the files Ember writes (skipped without it).
 if ! python3 -c "import safetensors, numpy" 2> /dev/null; then
   timeout 180 python3 -m pip install --quiet safetensors numpy > /dev/null 2>&1 ||
     echo "setup.sh: note: pip could not install safetensors and numpy; the Python" \
-      "cross-check test (io_python_reads_ember) will be skipped"
+      "cross-check test (io_python_reads_ember) will be skipped, and static.sh and cross.sh fail"
 fi
 
 # The LibTorch backend's dependency: CI runs every table on it. Debian's torch for Python exports
