@@ -42,7 +42,6 @@ struct Pending {
   int64_t n = 0;
   Clock::time_point arrived = Clock::now();
   std::promise<Answer> answer;
-  std::atomic<bool> abandoned{false};  // its handler timed out: skip it
 };
 
 // Requests batch together when every input has the same shape past the batch dim.
@@ -147,8 +146,7 @@ struct Server::Impl {
     }
     cv.notify_all();
     if (future.wait_for(config.timeout) != std::future_status::ready) {
-      p->abandoned = true;
-      {  // drop it now, not when the batcher next looks: its inputs may be large
+      {  // drop it from the queue (if the batcher has not taken it): no one waits for it now
         std::lock_guard lock(mu);
         const auto it = std::find(queue.begin(), queue.end(), p);
         if (it != queue.end()) queue.erase(it);
@@ -177,7 +175,7 @@ struct Server::Impl {
       auto ready = [&] {  // examples queued that fit the first's batch
         int64_t examples = 0;
         for (const auto& p : queue) {
-          if (!p->abandoned && same_shapes(*first, *p)) examples += p->n;
+          if (same_shapes(*first, *p)) examples += p->n;
         }
         return examples >= config.max_batch;
       };
@@ -188,10 +186,7 @@ struct Server::Impl {
       int64_t examples = 0;
       for (auto it = queue.begin(); it != queue.end();) {
         const std::shared_ptr<Pending>& p = *it;
-        if (p->abandoned) {
-          it = queue.erase(it);
-        } else if (same_shapes(*first, *p) &&
-                   (batch.empty() || examples + p->n <= config.max_batch)) {
+        if (same_shapes(*first, *p) && (batch.empty() || examples + p->n <= config.max_batch)) {
           examples += p->n;
           batch.push_back(p);
           it = queue.erase(it);
