@@ -26,10 +26,11 @@ weights=$(bash scripts/fashion_weights.sh "${1:-}")
 int8_weights=$(bash scripts/fashion_weights.sh --int8 "$weights")
 mcu=$build-mcu
 mkdir -p "$mcu"
-python3 examples/classify/reference.py raw "$mcu/images.u8" 20
+images=$(realpath "$mcu")/images.u8  # absolute: the example's build reads it from its own folder
+python3 examples/classify/reference.py raw "$images" 20
 cmake -S examples/mcu -B "$mcu" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$toolchain" -DEMBER_WERROR=ON \
   -DEMBER_MCU_WEIGHTS="$weights" -DEMBER_MCU_INT8_WEIGHTS="$int8_weights" \
-  -DEMBER_MCU_IMAGES="$PWD/$mcu/images.u8" > /dev/null
+  -DEMBER_MCU_IMAGES="$images" > /dev/null
 cmake --build "$mcu" -j2 --target fashion_mcu fashion_mcu_int8
 for firmware in fashion_mcu fashion_mcu_int8; do
   file=$weights
