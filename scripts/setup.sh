@@ -14,6 +14,7 @@ packages=(
   dataset-fashion-mnist                                  # the main job's data: /usr/share/datasets/fashion-mnist
   libcli11-dev                                           # the ember command line's argument parser
   libcpp-httplib-dev wrk                                 # ember serve's HTTP server; its benchmark's load
+  libopenmpi-dev openmpi-bin                             # data-parallel training: mpirun -np N ember train
   libonnx-dev libprotobuf-dev libonnx-testdata           # ONNX import and its conformance suite
   clang-14 libclang-rt-14-dev libomp-14-dev              # fuzz builds: libFuzzer, ASan/UBSan (scripts/fuzz.sh)
   libvulkan-dev glslang-tools                            # the Vulkan backend: loader, GLSL -> SPIR-V

@@ -25,5 +25,7 @@
 #include "ember/io/safetensors.hpp"
 #include "ember/nn/nn.hpp"
 #include "ember/optim/optim.hpp"
+#include "ember/dist/ddp.hpp"
+#include "ember/dist/dist.hpp"
 #include "ember/train/train.hpp"
 #endif

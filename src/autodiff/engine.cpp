@@ -19,10 +19,12 @@ namespace ember {
 namespace {
 
 #if defined(EMBER_NO_THREADS)
+LeafGradHook g_leaf_hook;
 bool g_grad_enabled = true;
 uint64_t g_next_id = 1;
 uint64_t next_node_id() { return g_next_id++; }
 #else
+thread_local LeafGradHook g_leaf_hook;
 thread_local bool g_grad_enabled = true;
 std::atomic<uint64_t> g_next_id{1};
 uint64_t next_node_id() { return g_next_id.fetch_add(1, std::memory_order_relaxed); }
@@ -242,7 +244,10 @@ std::vector<DynTensor> run_backward(const NodePtr& root, const DynTensor& seed,
       continue;
     }
     if (n->is_leaf() || n->retains_grad()) {
-      if (g.defined()) sink.accumulate(n->id(), g);
+      if (g.defined()) {
+        const DynTensor& total = sink.accumulate(n->id(), g);
+        if (n->is_leaf() && g_leaf_hook) g_leaf_hook(n->id(), total);
+      }
       if (n->is_leaf()) continue;
     }
     input_grads.assign(n->inputs().size(), DynTensor());
@@ -302,10 +307,23 @@ DynTensor Gradients::remove(const DynTensor& t) {
   return g;
 }
 
-void Gradients::accumulate(uint64_t id, const DynTensor& g) {
+const DynTensor& Gradients::accumulate(uint64_t id, const DynTensor& g) {
   auto [it, fresh] = grads_.try_emplace(id, g);
   if (!fresh) it->second = add(it->second, g);
+  return it->second;
 }
+
+void Gradients::set(const DynTensor& t, const DynTensor& g) {
+  const autodiff::NodePtr& n = tracked_node(t, "Gradients::set");
+  EMBER_CHECK(g.defined() && g.shape() == t.shape(), "[Gradients::set] a gradient of shape ",
+              g.defined() ? g.shape() : Shape{}, " for a tensor of shape ", t.shape());
+  grads_[n->id()] = g;
+}
+
+LeafGradHookGuard::LeafGradHookGuard(LeafGradHook hook) : previous_(std::move(g_leaf_hook)) {
+  g_leaf_hook = std::move(hook);
+}
+LeafGradHookGuard::~LeafGradHookGuard() { g_leaf_hook = std::move(previous_); }
 
 DynTensor require_grad(const DynTensor& x) {
   EMBER_CHECK(x.defined(), "[require_grad] the tensor is undefined (default-constructed)");
@@ -359,6 +377,7 @@ std::vector<DynTensor> grad(const DynTensor& output, const std::vector<DynTensor
   std::vector<autodiff::NodePtr> stops;
   for (const DynTensor& x : inputs) stops.push_back(tracked_node(x, "grad"));
   Gradients unused;
+  const LeafGradHookGuard quiet{LeafGradHook()};  // grad() reports no leaves
   std::vector<DynTensor> by_stop =
       autodiff::run_backward(root, make_seed(output, seed), options, stops, unused);
   // The same input given twice gets its gradient once per mention.

@@ -55,8 +55,11 @@ class Gradients {
   requires requires(const T& t) { t.dyn(); }
   T remove(const T& t) { return T(remove(t.dyn())); }
 
-  /// Adds `g` to the gradient kept for node `id` (used by the backward engine).
-  void accumulate(uint64_t id, const DynTensor& g);
+  /// Replaces the gradient of `t` (a tracked tensor): what DistributedDataParallel does with
+  /// the all-reduced gradients.
+  void set(const DynTensor& t, const DynTensor& g);
+  /// Adds `g` to the gradient kept for node `id` and returns the sum (the backward engine).
+  const DynTensor& accumulate(uint64_t id, const DynTensor& g);
 
  private:
   std::unordered_map<uint64_t, DynTensor> grads_;
@@ -67,6 +70,25 @@ class Gradients {
 struct BackwardOptions {
   bool retain_graph = false;  // keep saved tensors for another backward through the same graph
   bool create_graph = false;
+};
+
+/// Called on this thread by backward() each time a leaf's gradient is complete (every use of the
+/// leaf has passed its part on), with the leaf's node id and its gradient so far: the walk
+/// finishes leaves in reverse order of use, so DistributedDataParallel starts each bucket's
+/// all-reduce from here while the rest of the backward pass runs. A leaf reached again later
+/// (one used both inside and outside a checkpoint() segment) is reported again with the new
+/// sum. grad() reports nothing.
+using LeafGradHook = std::function<void(uint64_t leaf_id, const DynTensor& grad)>;
+/// Installs `hook` for its lifetime (restoring the previous one after).
+class LeafGradHookGuard {
+ public:
+  explicit LeafGradHookGuard(LeafGradHook hook);
+  ~LeafGradHookGuard();
+  LeafGradHookGuard(const LeafGradHookGuard&) = delete;
+  LeafGradHookGuard& operator=(const LeafGradHookGuard&) = delete;
+
+ private:
+  LeafGradHook previous_;
 };
 
 /// A leaf that records the ops applied to it (Float tensors only). Shares x's storage.
