@@ -118,6 +118,25 @@ size_t num_batches(size_t items, const DataLoaderConfig& config) {
                            : (items + config.batch_size_ - 1) / config.batch_size_;
 }
 
+size_t shard_items(size_t size, const DataLoaderConfig& config) {
+  EMBER_CHECK(config.shards_ >= 1 && config.shard_ < config.shards_, "[DataLoader] shard ",
+              config.shard_, " of ", config.shards_, ": the index must be below the count");
+  EMBER_CHECK(config.shards_ == 1 || size > 0,
+              "[DataLoader] an empty dataset cannot be split "
+              "into ",
+              config.shards_, " shards");
+  return (size + config.shards_ - 1) / config.shards_;
+}
+
+std::vector<size_t> take_shard(const std::vector<size_t>& order, const DataLoaderConfig& config) {
+  const size_t per = shard_items(order.size(), config);
+  std::vector<size_t> mine(per);
+  // Position k * count + index of the order padded with its own start (DistributedSampler).
+  for (size_t k = 0; k < per; ++k)
+    mine[k] = order[(k * config.shards_ + config.shard_) % order.size()];
+  return mine;
+}
+
 namespace {
 
 // The type of the exception being handled, demangled where the C++ ABI allows.

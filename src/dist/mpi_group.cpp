@@ -3,6 +3,8 @@
 // that never arrives is an ember::Error here rather than a hang.
 #include <mpi.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -92,8 +94,9 @@ class MpiWork final : public Work {
       if (waited > timeout_) {
         // The request cannot be cancelled (collectives are not): leave it to MPI_Abort.
         request_ = MPI_REQUEST_NULL;
-        raise_error(std::string("[") + what_ + "] " + rank_name() + ": timed out after " +
-                    std::to_string(timeout_.count() / 1000.0).substr(0, 6) +
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout_.count()) / 1000);
+        raise_error(std::string("[") + what_ + "] " + rank_name() + ": timed out after " + seconds +
                     " s waiting for the other ranks (one stopped, failed or is stuck; "
                     "dist::InitOptions::timeout sets the limit)");
       }

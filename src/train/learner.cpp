@@ -10,6 +10,7 @@
 
 #include "ember/autodiff/autodiff.hpp"
 #include "ember/core/text.hpp"
+#include "ember/dist/dist.hpp"
 #include "ember/io/file.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/optim/grad_scaler.hpp"
@@ -289,6 +290,7 @@ void LearnerCore::save_checkpoint(const std::string& path) const {
     md["scheduler"] = (*s.scheduler)->name();
     for (const auto& [k, v] : (*s.scheduler)->state()) md["scheduler." + k] = v;
   }
+  md["world_size"] = std::to_string(data_parallel() ? dist::world_size() : 1);
   md["epoch"] = std::to_string(s.next_epoch);
   md["batch"] = std::to_string(s.skip);
   md["rng.seed"] = std::to_string(default_generator().seed());
@@ -339,6 +341,13 @@ void LearnerCore::load_checkpoint(const std::string& path) {
                 "' has a ", ember::detail::shown(sched_it->second), " schedule, this Learner a ",
                 (*state_->scheduler)->name());
   }
+  // A data-parallel run's position and shards hold for its number of processes only.
+  const int64_t world = data_parallel() ? dist::world_size() : 1;
+  const int64_t written_by =
+      md.count("world_size") ? md_count(md, path, "world_size", 1, 1 << 24) : int64_t{1};
+  EMBER_CHECK(written_by == world, "[Learner] checkpoint '", path, "' was written by a run of ",
+              written_by, " process(es), this one has ", world, ": resume with the same number (",
+              "mpirun -np ", written_by, ")");
   const auto top_k = md_number<int64_t>(md, path, "top_k");
   EMBER_CHECK(top_k == config_.top_k_, "[Learner] checkpoint '", path, "' measured top-", top_k,
               " accuracy, this Learner top-", config_.top_k_);
@@ -376,6 +385,12 @@ void LearnerCore::load_checkpoint(const std::string& path) {
   s.partial.items = md_count(md, path, "partial.items", 0, kMax);
   s.partial.scored = md_count(md, path, "partial.scored", 0, kMax);
   s.partial.seconds = md_number<double>(md, path, "partial.seconds");
+  if (data_parallel() &&
+      dist::rank() != 0) {  // the sums saved are every rank's: rank 0 carries them on
+    const double seconds = s.partial.seconds;
+    s.partial = {};
+    s.partial.seconds = seconds;
+  }
   // f16's loss scale continues where it was; a checkpoint of another precision starts it afresh.
   s.scaler = state_->scaler;  // a copy: a failure below leaves the Learner's own untouched
   if (s.scaler && !scaler.empty()) {
@@ -416,6 +431,28 @@ void LearnerCore::load_checkpoint(const std::string& path) {
   *state_ = std::move(s);
 }
 
+namespace {
+
+// The sums of every rank (a data-parallel run's epoch metrics, the same on each rank).
+Running every_rank(const Running& run) {
+  const DynTensor mine =
+      from_data(TensorData::from(std::vector<double>{run.loss_sum, run.correct, run.top_k,
+                                                     static_cast<double>(run.items),
+                                                     static_cast<double>(run.scored)},
+                                 Shape{5}),
+                Device::cpu());
+  const std::vector<double> all = dist::all_reduce(mine).to_vector<double>();
+  Running out = run;
+  out.loss_sum = all[0];
+  out.correct = all[1];
+  out.top_k = all[2];
+  out.items = static_cast<int64_t>(all[3]);
+  out.scored = static_cast<int64_t>(all[4]);
+  return out;
+}
+
+}  // namespace
+
 EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
   const nn::ModuleTree tree = tree_();
   state_->device_type = model_device(tree).type;
@@ -429,6 +466,7 @@ EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
   });
   run.seconds = seconds_since(t0);
   run.sync();
+  if (data_parallel()) run = every_rank(run);
   EpochMetrics m;
   m.train_loss = m.train_accuracy = m.train_top_k = NAN;
   m.valid_loss = run.loss();
@@ -440,13 +478,21 @@ EpochMetrics LearnerCore::evaluate_impl(const EpochSource& source) {
   return m;
 }
 
+bool LearnerCore::data_parallel() const { return config_.ddp_ && dist::world_size() > 1; }
+
 FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* valid) {
   State& s = *state_;
+  // Data-parallel: every rank reads the checkpoints, rank 0 alone writes files and prints.
+  const bool parallel = data_parallel();
+  const bool lead = !parallel || dist::rank() == 0;
   const bool files = !config_.out_dir_.empty();
   const std::string ckpt_dir = files ? (fs::path(config_.out_dir_) / "checkpoints").string() : "";
-  detail::ProgressPrinter progress(config_.progress_, config_.log_every_, config_.top_k_,
-                                   std::cout);
-  if (files) {
+  detail::ProgressPrinter progress(lead ? config_.progress_ : Progress::none, config_.log_every_,
+                                   config_.top_k_, std::cout);
+  EMBER_CHECK(!(parallel && config_.graph_),
+              "[Learner] graph replay with data_parallel() is not "
+              "supported: the gradients' all-reduce runs outside the captured step");
+  if (files && lead) {
     std::error_code ec;
     const fs::file_type type = fs::status(config_.out_dir_, ec).type();
     EMBER_CHECK(type == fs::file_type::not_found || type == fs::file_type::directory,
@@ -465,13 +511,13 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     std::vector<std::string> ignored;
     const auto found = list_checkpoints(ckpt_dir, &ignored);
     if (config_.resume_) {
-      for (const std::string& why : ignored) {
+      for (const std::string& why : lead ? ignored : std::vector<std::string>{}) {
         std::cerr << "[Learner] warning: ignoring " << why << " (not a checkpoint Ember wrote)\n";
       }
       if (!found.empty()) {
         load_checkpoint(found.back().path);
         progress.note("resumed from " + found.back().path);
-      } else if (!s.fitted) {
+      } else if (!s.fitted && lead) {
         std::cerr << "[Learner] note: no checkpoint to resume from in '" << ckpt_dir
                   << "': starting from epoch 1\n";
       }
@@ -482,14 +528,15 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
                   " checkpoint(s) of an earlier run (", checkpoint_list(found),
                   "): continue it with resume() (ember train --resume), or delete them and "
                   "start over with overwrite() (--overwrite), or use another out_dir");
-      for (const CheckpointInfo& c : found) {
+      for (const CheckpointInfo& c : lead ? found : std::vector<CheckpointInfo>{}) {
         std::error_code ec;
         fs::remove(c.path, ec);
         EMBER_CHECK(!ec, "[Learner] cannot delete '", c.path,
                     "' of an earlier run: ", ec.message());
       }
-      std::cerr << "[Learner] note: deleted " << found.size() << " checkpoint(s) of an earlier "
-                << "run from '" << ckpt_dir << "' (overwrite)\n";
+      if (lead)
+        std::cerr << "[Learner] note: deleted " << found.size() << " checkpoint(s) of an earlier "
+                  << "run from '" << ckpt_dir << "' (overwrite)\n";
     }
   }
   s.fitted = true;
@@ -504,7 +551,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
               "' stopped after ", s.skip, " batches of epoch ", s.next_epoch + 1,
               ", but an epoch here has ", train.batches,
               " batches (another batch size or data set?)");
-  if (files) {
+  if (files && lead) {
     std::error_code ec;
     fs::create_directories(ckpt_dir, ec);
     EMBER_CHECK(!ec, "[Learner] cannot create the checkpoint directory '", ckpt_dir,
@@ -518,6 +565,14 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   const nn::ModuleTree tree = tree_();
   const Device device = model_device(tree);
   s.device_type = device.type;
+  std::optional<dist::DistributedDataParallel> ddp;
+  if (parallel) {
+    dist::barrier();  // rank 0's clean-up of out_dir is done before any rank goes on
+    ddp.emplace(tree_, *config_.ddp_);
+  }
+  auto backward_of = [&ddp](const Tensor<0>& loss) {
+    return ddp ? ddp->backward(loss) : loss.backward();
+  };
   std::optional<GraphSteps> graph;
   if (config_.graph_) {
     EMBER_CHECK(optimizer_.updates_in_place(), "[Learner] graph replay needs an optimizer that ",
@@ -528,7 +583,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     });
   }
   auto write_files = [&] {
-    if (!files) return;
+    if (!files || !lead) return;
     io::write_file_atomic((fs::path(config_.out_dir_) / "metrics.csv").string(),
                           history_to_csv(s.history, config_.top_k_), "[Learner]");
     io::write_file_atomic((fs::path(config_.out_dir_) / "curves.svg").string(),
@@ -554,31 +609,37 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
         optimizer_.step(tree, graph->grads);
       } else if (s.scaler) {  // f16: the loss scaled, the step skipped when a gradient overflowed
         out = batch.compute();
-        const Gradients grads = s.scaler->scale(out.loss).backward();
+        const Gradients grads = backward_of(s.scaler->scale(out.loss));
         s.scaler->step(optimizer_, tree, optim::ParamGrads::from(tree, grads));
         s.scaler->update();
       } else {
         out = batch.compute();
-        optimizer_.step(tree, out.loss.backward());
+        optimizer_.step(tree, backward_of(out.loss));
       }
       if (s.scheduler && s.every == ScheduleEvery::batch) s.scheduler->step();
       accumulate(run, out, config_.top_k_);
       run.seconds = seconds_before + seconds_since(t0);
       ++done;
       progress.batch(done, run, optimizer_.lr(0));
-      if (g_stop) stop = true;
+      // A Ctrl-C reaches the ranks at different batches: they stop together at the next one.
+      stop = parallel ? dist::all_reduce(
+                            full(Shape{}, Scalar(g_stop ? 1.0 : 0.0), DType::f64, Device::cpu()),
+                            dist::ReduceOp::max)
+                                .item<double>() > 0
+                      : g_stop != 0;
       return !stop;
     });
     run.seconds = seconds_before + seconds_since(t0);
 
     run.sync();  // the epoch's one host read of its sums (besides the log lines)
+    if (parallel) run = every_rank(run);
     if (stop && done < train.batches) {  // Ctrl-C mid-epoch: save where we are
       s.skip = done;
       s.partial = run;
       if (files) {
         const std::string path =
             (fs::path(ckpt_dir) / checkpoint_name(epoch, static_cast<int64_t>(done))).string();
-        save_checkpoint(path);
+        if (lead) save_checkpoint(path);
         s.last_checkpoint = path;
       }
       progress.note("interrupted in epoch " + std::to_string(epoch + 1) + " after batch " +
@@ -624,10 +685,12 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     s.partial = {};
     if (files) {
       const std::string path = (fs::path(ckpt_dir) / checkpoint_name(epoch + 1, 0)).string();
-      save_checkpoint(path);
       s.last_checkpoint = path;
-      prune_checkpoints(ckpt_dir, config_.keep_last_,
-                        config_.keep_best_ && s.best_epoch > 0 ? s.best_epoch : -1);
+      if (lead) {
+        save_checkpoint(path);
+        prune_checkpoints(ckpt_dir, config_.keep_last_,
+                          config_.keep_best_ && s.best_epoch > 0 ? s.best_epoch : -1);
+      }
     }
     write_files();
     progress.end_epoch(m);

@@ -118,6 +118,45 @@ TEST(DataLoader, DropLast) {
   EXPECT_TRUE(run_epoch(empty, 0).empty());
 }
 
+// shard(): the processes' shares of an epoch's order, padded with its start (DistributedSampler):
+// together they are the whole order, each has as many batches, and the batch k of every process
+// together is the batch k of one process with the batch size times the process count.
+TEST(DataLoader, ShardsSplitEachEpochsOrderAcrossProcesses) {
+  const DataLoader whole(range(10), int_batcher(), DataLoaderConfig().batch_size(6).shuffle(3));
+  std::vector<std::vector<std::vector<int>>> parts;
+  for (size_t rank = 0; rank < 2; ++rank) {
+    DataLoader mine(range(10), int_batcher(),
+                    DataLoaderConfig().batch_size(3).shuffle(3).shard(rank, 2).workers(rank));
+    EXPECT_EQ(mine.items(), 5u);
+    EXPECT_EQ(mine.num_batches(), 2u);
+    parts.push_back(run_epoch(mine, 1));
+  }
+  const auto batches = run_epoch(whole, 1);
+  ASSERT_EQ(batches.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    std::vector<int> both = parts[0][k];
+    both.insert(both.end(), parts[1][k].begin(), parts[1][k].end());
+    std::vector<int> want = batches[k];
+    std::sort(both.begin(), both.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(both, want) << "batch " << k;
+  }
+  // 7 items in 3 shards: 3 each, the order's first two items taken again.
+  std::vector<int> seen;
+  for (size_t rank = 0; rank < 3; ++rank) {
+    DataLoader mine(range(7), int_batcher(), DataLoaderConfig().batch_size(8).shard(rank, 3));
+    for (const auto& b : run_epoch(mine, 0)) seen.insert(seen.end(), b.begin(), b.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{0, 0, 1, 1, 2, 3, 4, 5, 6}));
+  try {
+    DataLoader bad(range(3), int_batcher(), DataLoaderConfig().shard(2, 2));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "[DataLoader] shard 2 of 2: the index must be below the count");
+  }
+}
+
 TEST(DataLoader, BadBatchSize) {
   try {
     DataLoader loader(range(3), int_batcher(), DataLoaderConfig().batch_size(0));

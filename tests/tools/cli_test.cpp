@@ -320,6 +320,74 @@ std::vector<std::vector<std::string>> metric_rows(const std::string& csv) {
   return rows;
 }
 
+#ifdef EMBER_MPIEXEC
+// `mpirun -np 2 ember train`: each process trains on half of every batch, and the run is the
+// one-process run of the doubled batch: the same metrics but for float rounding, the same model
+// within Adam's rounding, files written and lines printed once (by rank 0), and a resume with
+// another number of processes refused.
+TEST(Cli, MpirunTrainsAsOneProcessOnTheDoubledBatch) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);  // CI runs as root
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+  const std::vector<std::string> mpirun = {EMBER_MPIEXEC, "-n", "2"};
+  const std::string data = fresh_dir("dp_data");
+  write_fashion(data, 64, 20);
+  auto args = [&](const std::string& out, int epochs, int batch) {
+    return std::vector<std::string>{"train",        "fashion-mnist",
+                                    "--data",       data,
+                                    "--out",        out,
+                                    "--epochs",     std::to_string(epochs),
+                                    "--batch-size", std::to_string(batch),
+                                    "--workers",    "0",
+                                    "--show",       "0"};
+  };
+  const std::string one = fresh_dir("dp_one"), two = fresh_dir("dp_two");
+  const Result r1 = ember(args(one, 2, 16));
+  ASSERT_EQ(r1.status, 0) << r1.err;
+  const Result r2 = ember(args(two, 2, 8), Stdout::capture, 120, mpirun);
+  ASSERT_EQ(r2.status, 0) << r2.err;
+  EXPECT_TRUE(has(r2.out, "data-parallel: 2 processes, 8 images each per step (16 in all)"))
+      << r2.out;
+  const std::string done = "test accuracy after 2 epochs";
+  const size_t first = r2.out.find(done);
+  EXPECT_NE(first, std::string::npos) << r2.out;
+  EXPECT_EQ(r2.out.find(done, first + 1), std::string::npos) << "printed twice:\n" << r2.out;
+
+  const auto m1 = metric_rows(read_text(one + "/metrics.csv"));
+  const auto m2 = metric_rows(read_text(two + "/metrics.csv"));
+  ASSERT_EQ(m1.size(), 2u);
+  ASSERT_EQ(m2.size(), 2u);
+  for (size_t epoch = 0; epoch < 2; ++epoch) {
+    ASSERT_GE(m1[epoch].size(), 7u);
+    ASSERT_EQ(m2[epoch].size(), m1[epoch].size());
+    for (size_t col : {2u, 3u, 5u, 6u}) EXPECT_EQ(m2[epoch][col], m1[epoch][col]);
+    for (size_t col : {1u, 4u}) {
+      EXPECT_NEAR(std::stod(m2[epoch][col]), std::stod(m1[epoch][col]),
+                  1e-5 * std::stod(m1[epoch][col]))
+          << "epoch " << epoch + 1 << " column " << col;
+    }
+  }
+  // Adam divides by the root of the squared gradients, so an element whose gradient is all but
+  // zero moves by up to lr whatever its rounding: compare within a tenth of lr per step.
+  const io::SafetensorsFile a = io::load_safetensors(one + "/model.safetensors");
+  const io::SafetensorsFile b = io::load_safetensors(two + "/model.safetensors");
+  ASSERT_EQ(a.names(), b.names());
+  for (const std::string& name : a.names()) {
+    const std::vector<float> x = a.tensor(name).to_vector<float>(),
+                             y = b.tensor(name).to_vector<float>();
+    ASSERT_EQ(x.size(), y.size());
+    float worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+    EXPECT_LT(worst, 8 * 1e-4) << name;  // 8 steps of lr 1e-3
+  }
+  EXPECT_TRUE(temp_files(two).empty());
+  // The checkpoint's position holds for two processes only.
+  auto more = args(two, 3, 16);
+  more.push_back("--resume");
+  EXPECT_FAILS_WITH(ember(more), 1, "was written by a run of 2 process(es), this one has 1");
+}
+#endif
+
 // The training job on a Vulkan device (lavapipe in CI) computes what it computes on the Cpu: the
 // same accuracies every epoch and the same losses but for float rounding, and a model that
 // `ember eval` scores as the Cpu's.

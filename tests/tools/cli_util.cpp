@@ -20,9 +20,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // execv's argv: "ember" then the arguments.
-std::vector<char*> argv_of(const std::vector<std::string>& args, std::vector<std::string>& keep) {
+std::vector<char*> argv_of(const std::vector<std::string>& args, std::vector<std::string>& keep,
+                           const std::vector<std::string>& launcher = {}) {
   keep = args;
   keep.insert(keep.begin(), EMBER_CLI_PATH);
+  keep.insert(keep.begin(), launcher.begin(), launcher.end());
   std::vector<char*> argv;
   for (std::string& a : keep) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -37,13 +39,14 @@ int status_of(int raw) {
 
 }  // namespace
 
-Result ember(const std::vector<std::string>& args, Stdout mode, double timeout_s) {
+Result ember(const std::vector<std::string>& args, Stdout mode, double timeout_s,
+             const std::vector<std::string>& launcher) {
   const std::string dir = fresh_dir("run");
   const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
   int pipe_fds[2] = {-1, -1};
   if (mode == Stdout::closed_pipe && pipe(pipe_fds) != 0) return {};
   std::vector<std::string> keep;
-  std::vector<char*> argv = argv_of(args, keep);
+  std::vector<char*> argv = argv_of(args, keep, launcher);
   const pid_t pid = fork();
   if (pid == 0) {
     int out = -1;

@@ -20,8 +20,9 @@ struct Result {
 };
 
 /// Runs `ember args...`, killing it after `timeout_s` seconds (a hang fails, not blocks, a test).
+/// `launcher` goes before the binary: {"/usr/bin/mpiexec", "-n", "2"}.
 Result ember(const std::vector<std::string>& args, Stdout mode = Stdout::capture,
-             double timeout_s = 60);
+             double timeout_s = 60, const std::vector<std::string>& launcher = {});
 
 /// Starts `ember args...` in the background with stdout and stderr to files in `log_dir`.
 pid_t start_ember(const std::vector<std::string>& args, const std::string& log_dir);

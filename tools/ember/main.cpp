@@ -42,6 +42,9 @@
 #include "ember/train/train.hpp"
 
 namespace {
+
+// Where the ranks other than 0 of a data-parallel run "print": nowhere (a stream without a buffer).
+std::ostream g_quiet{nullptr};
 using namespace ember;
 namespace fs = std::filesystem;
 
@@ -241,7 +244,15 @@ void classify_examples(const models::FashionCnn& model, const data::MnistDataset
 int run_train(const TrainOptions& o) {
   EMBER_CHECK(o.dataset == "fashion-mnist", "unknown dataset '", o.dataset,
               "' (this version trains: fashion-mnist)");
-  const Device dev = Device::parse(o.device);
+  // Under mpirun (or torchrun) each process trains on its share of every batch: the same
+  // command on every rank, data-parallel (docs/DISTRIBUTED.md). A bare "cuda" or "vulkan" is
+  // then the rank's own GPU on its host.
+  if (dist::environment().launcher != "none") dist::init();
+  const int rank = dist::rank(), world = dist::world_size();
+  const bool lead = rank == 0;
+  const Device dev = Device::parse(world > 1 && (o.device == "cuda" || o.device == "vulkan")
+                                       ? o.device + ":" + std::to_string(dist::local_rank())
+                                       : o.device);
   check_data_dir(o.data_dir);
   manual_seed(o.seed);
   const auto full_train_set = data::FashionMnist::train(o.data_dir);
@@ -257,6 +268,7 @@ int run_train(const TrainOptions& o) {
                data::DataLoaderConfig()
                    .batch_size(static_cast<size_t>(o.batch_size))
                    .shuffle(o.seed)
+                   .shard(static_cast<size_t>(rank), static_cast<size_t>(world))
                    .workers(static_cast<size_t>(o.workers))
                    .device(dev));
   Loader test(
@@ -264,15 +276,24 @@ int run_train(const TrainOptions& o) {
       data::DataLoaderConfig().batch_size(500).workers(static_cast<size_t>(o.workers)).device(dev));
 
   // model.safetensors is written here, not by the Learner: its temp files are ours to remove.
-  io::remove_stale_temp_files(o.out, [](const std::string& n) { return n == "model.safetensors"; });
+  if (lead) {
+    io::remove_stale_temp_files(o.out,
+                                [](const std::string& n) { return n == "model.safetensors"; });
+  }
 
   models::FashionCnn model(dev);
-  std::cout << "Fashion-MNIST CNN (" << model.num_params() << " parameters) on " << to_string(dev)
-            << ": " << train_set->size() << " training images, " << test_set->size()
-            << " test images; Adam lr " << o.lr << (o.schedule == "cosine" ? " (cosine decay)" : "")
-            << ", batch " << o.batch_size << ", " << o.epochs << " epochs"
-            << (o.precision == "f32" ? "" : ", " + o.precision + " autocast")
-            << (o.graph ? ", graph replay" : "") << "; writing to " << o.out << "\n";
+  // Only rank 0 speaks; the others train in silence.
+  std::ostream& say = lead ? std::cout : g_quiet;
+  if (world > 1) {
+    say << "data-parallel: " << world << " processes, " << o.batch_size << " images each per step ("
+        << o.batch_size * world << " in all)\n";
+  }
+  say << "Fashion-MNIST CNN (" << model.num_params() << " parameters) on " << to_string(dev) << ": "
+      << train_set->size() << " training images, " << test_set->size() << " test images; Adam lr "
+      << o.lr << (o.schedule == "cosine" ? " (cosine decay)" : "") << ", batch " << o.batch_size
+      << ", " << o.epochs << " epochs"
+      << (o.precision == "f32" ? "" : ", " + o.precision + " autocast")
+      << (o.graph ? ", graph replay" : "") << "; writing to " << o.out << "\n";
   // Adam at a constant lr 1e-3 swings by a point of test accuracy from epoch to epoch (90.1% after
   // epoch 4, 89.0% after 5 here); a cosine decay over the run ends on the low-noise weights.
   // Graph replay reads the parameters where the capture found them: the fused in-place step.
@@ -291,22 +312,23 @@ int run_train(const TrainOptions& o) {
                                         : o.precision == "f16" ? DType::f16
                                                                : DType::f32)
                              .graph(o.graph)
+                             .data_parallel()
                              .title("Fashion-MNIST CNN"));
   if (cosine) learner.set_scheduler(*cosine, train::ScheduleEvery::batch);
   const train::FitResult r = learner.fit(train, test);
   if (r.interrupted) {
-    std::cout << "stopped; continue with: ember train fashion-mnist --resume --out " << o.out
-              << "\n";
+    say << "stopped; continue with: ember train fashion-mnist --resume --out " << o.out << "\n";
     return 130;
   }
+  double accuracy = NAN;
+  if (!r.history.empty()) accuracy = r.history.back().valid_accuracy;
+  if (std::isnan(accuracy)) accuracy = learner.evaluate(test).valid_accuracy;  // on every rank
+  if (!lead) return 0;
   const std::string model_path = (fs::path(o.out) / "model.safetensors").string();
   save(model, model_path,
        {{"model", "FashionCnn"},
         {"epochs", std::to_string(r.epochs_done)},
         {"input", "x / 255, then (x - 0.2860) / 0.3530"}});
-  double accuracy = NAN;
-  if (!r.history.empty()) accuracy = r.history.back().valid_accuracy;
-  if (std::isnan(accuracy)) accuracy = learner.evaluate(test).valid_accuracy;
   std::cout << "\ntest accuracy after " << r.epochs_done << " epochs: " << percent(accuracy) << " ("
             << test_set->size() << " test images)\n";
   std::cout << "model saved to " << model_path << "; metrics in " << o.out
@@ -898,6 +920,12 @@ int run(int argc, char** argv) {
     if (std::cout.bad()) return report_stdout_failure("ember " + cmd->get_name());
     std::fflush(stdout);  // what was printed before the error comes first
     std::cerr << "ember " << cmd->get_name() << ": error: " << ex.what() << "\n";
+    // The other ranks would wait for this one until their collectives time out: end them now.
+    if (dist::world_size() > 1) {
+      std::cerr << "ember " << cmd->get_name() << ": rank " << dist::rank() << " of "
+                << dist::world_size() << " failed; ending every rank\n";
+      dist::abort(1);
+    }
     return 1;
   }
 }

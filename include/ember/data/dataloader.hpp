@@ -59,8 +59,9 @@ struct DataLoaderConfig {
   bool shuffle_ = false;
   uint64_t seed_ = 0;
   bool drop_last_ = false;
-  size_t workers_ = 0;   // 0: batches are made on the consuming thread, when asked for
-  size_t prefetch_ = 0;  // batches made ahead of the consumer; 0: 2 per worker
+  size_t shard_ = 0, shards_ = 1;  // this process's share of each epoch (shard())
+  size_t workers_ = 0;             // 0: batches are made on the consuming thread, when asked for
+  size_t prefetch_ = 0;            // batches made ahead of the consumer; 0: 2 per worker
   Device device_ = default_device();
 
   DataLoaderConfig& batch_size(size_t n) {
@@ -71,6 +72,16 @@ struct DataLoaderConfig {
   DataLoaderConfig& shuffle(uint64_t seed) {
     shuffle_ = true;
     seed_ = seed;
+    return *this;
+  }
+  /// Data-parallel training (PyTorch's DistributedSampler): each epoch's order (shuffled or
+  /// not) is split across `count` processes, process `index` taking positions index, index +
+  /// count, ...; the order is first padded with its own start to a multiple of `count`, so every
+  /// process gets ceil(size / count) items and as many batches. `shard(dist::rank(),
+  /// dist::world_size())` under mpirun; the seed must be the same on every process.
+  DataLoaderConfig& shard(size_t index, size_t count) {
+    shard_ = index;
+    shards_ = count;
     return *this;
   }
   DataLoaderConfig& drop_last(bool on = true) {
@@ -117,6 +128,10 @@ class Prefetcher {
 
 /// The number of batches of `items` items (validates the config).
 size_t num_batches(size_t items, const DataLoaderConfig& config);
+/// Items per process under config.shard() (validates it): ceil(size / count).
+size_t shard_items(size_t size, const DataLoaderConfig& config);
+/// This process's positions of an epoch's order (DataLoaderConfig::shard).
+std::vector<size_t> take_shard(const std::vector<size_t>& order, const DataLoaderConfig& config);
 /// Raises "[DataLoader] an epoch can be iterated once" on a second begin().
 [[noreturn]] void epoch_reiterated();
 /// Marks "no worker" (the consuming thread) and "no item" (the batcher) for loader_error().
@@ -134,20 +149,26 @@ class DataLoader {
   DataLoader(DatasetPtr<T> dataset, std::shared_ptr<const Batcher<T, B>> batcher,
              DataLoaderConfig config = {})
       : dataset_(std::move(dataset)), batcher_(std::move(batcher)), config_(config) {
-    detail::num_batches(dataset_->size(), config_);
+    num_batches();  // validates the config
   }
 
-  size_t num_batches() const { return detail::num_batches(dataset_->size(), config_); }
+  /// Items of one epoch for this process: the dataset's size, or its share under shard().
+  size_t items() const { return detail::shard_items(dataset_->size(), config_); }
+  size_t num_batches() const { return detail::num_batches(items(), config_); }
   const DataLoaderConfig& config() const { return config_; }
   const DatasetPtr<T>& dataset() const { return dataset_; }
 
   /// Dataset indices of epoch `e` in the order they are batched (the identity without shuffle).
   std::vector<size_t> order(uint64_t e) const {
     const size_t n = dataset_->size();
-    if (config_.shuffle_) return permutation(n, config_.seed_, e);
-    std::vector<size_t> idx(n);
-    for (size_t i = 0; i < n; ++i) idx[i] = i;
-    return idx;
+    std::vector<size_t> idx;
+    if (config_.shuffle_) {
+      idx = permutation(n, config_.seed_, e);
+    } else {
+      idx.resize(n);
+      for (size_t i = 0; i < n; ++i) idx[i] = i;
+    }
+    return config_.shards_ > 1 ? detail::take_shard(idx, config_) : idx;
   }
 
   class Epoch;

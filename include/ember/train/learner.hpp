@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ember/data/dataloader.hpp"
+#include "ember/dist/ddp.hpp"
 #include "ember/nn/losses.hpp"
 #include "ember/nn/module.hpp"
 #include "ember/optim/optimizer.hpp"
@@ -75,6 +76,7 @@ struct LearnerConfig {
   std::string title_ = "training";           // of the curves
   DType precision_ = DType::f32;             // bf16/f16: steps run under autocast
   bool graph_ = false;                       // replay captured training steps (DeviceGraph)
+  std::optional<dist::DdpConfig> ddp_;       // data-parallel over dist::world_size() processes
 
   LearnerConfig& epochs(int64_t n) { return set(epochs_, n); }
   LearnerConfig& out_dir(std::string dir) { return set(out_dir_, std::move(dir)); }
@@ -116,6 +118,15 @@ struct LearnerConfig {
   /// fit goes on eagerly with a note. On backends that cannot record, a replay runs the step
   /// again: the same results, no speed-up.
   LearnerConfig& graph(bool on = true) { return set(graph_, on); }
+  /// Data-parallel training when dist::init() joined several processes (mpirun -np N): the
+  /// model is wrapped in a dist::DistributedDataParallel (rank 0's parameters everywhere,
+  /// gradients averaged in buckets during backward); epoch metrics are summed over the ranks, so
+  /// every rank makes the same early-stopping, best-epoch and schedule decisions; only rank 0
+  /// prints and writes files; a Ctrl-C on any rank stops all after the same batch. Give each
+  /// rank its share of the data with DataLoaderConfig::shard(dist::rank(), dist::world_size()).
+  /// A checkpoint records the world size and resumes only with the same. In one process this
+  /// changes nothing.
+  LearnerConfig& data_parallel(dist::DdpConfig ddp = {}) { return set(ddp_, std::optional(ddp)); }
 
  private:
   template <class F, class V>
@@ -231,6 +242,8 @@ class LearnerCore {
   EpochMetrics evaluate_impl(const EpochSource& source);
   /// Autocast for one step, as config().precision() asks (off for f32).
   AutocastGuard step_precision() const;
+  /// config().data_parallel() with several processes.
+  bool data_parallel() const;
 
  private:
   struct State;
