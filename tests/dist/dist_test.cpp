@@ -11,6 +11,10 @@
 
 #include <ember/ember.hpp>
 
+#include <filesystem>
+
+#include "train_test_util.hpp"  // tests/train: TinyNet, quadrant images
+
 namespace ember {
 namespace {
 
@@ -223,6 +227,80 @@ TEST(Ddp, StepsKeepTheReplicasEqual) {
   }
   const DynTensor w = reshape(net.fc1.weight.dyn(), Shape{-1});
   const DynTensor all = dist::all_gather(reshape(w, Shape{1, w.numel()}));
+  for (int r = 1; r < world(); ++r) expect_close(narrow(all, 0, r, 1), narrow(all, 0, 0, 1), 0);
+}
+
+// ---- The Learner over the ranks ----
+
+using train::testing::TinyNet;
+
+// One out_dir for every rank: rank 0 makes it and sends its name.
+std::string shared_dir(const std::string& name) {
+  std::string dir = rank() == 0 ? train::testing::fresh_dir(name) : std::string(255, ' ');
+  dir.resize(255, ' ');
+  std::vector<uint8_t> bytes(dir.begin(), dir.end());
+  const DynTensor got =
+      dist::broadcast(from_data(TensorData::from(bytes, Shape{255}), Device::cpu()), 0);
+  const std::vector<uint8_t> back = got.to_vector<uint8_t>();
+  std::string out(back.begin(), back.end());
+  return out.substr(0, out.find_last_not_of(' ') + 1);
+}
+
+struct DpRun {
+  TinyNet model;
+  train::Learner<TinyNet> learner;
+  explicit DpRun(train::LearnerConfig config)
+      : model((manual_seed(3), TinyNet())),
+        learner(model, optim::AdamConfig().lr(1e-2).init(),
+                std::move(config.progress(train::Progress::none).data_parallel())) {}
+};
+
+data::DataLoader<data::ImageItem, data::ImageBatch> shard_loader(size_t items, uint64_t seed) {
+  return data::DataLoader<data::ImageItem, data::ImageBatch>(
+      train::testing::quadrant_images(items, seed), std::make_shared<data::ImageBatcher>(),
+      data::DataLoaderConfig().batch_size(8).shuffle(7).shard(static_cast<size_t>(rank()),
+                                                              static_cast<size_t>(world())));
+}
+
+// A Ctrl-C seen by rank 0 alone (request_stop) stops every rank after the same batch, with one
+// checkpoint written (by rank 0); resuming it on every rank ends where an uninterrupted run ends,
+// bit for bit, and the replicas are equal.
+TEST(DdpLearner, AStopOnOneRankStopsAllAtOneBatchAndTheResumeIsExact) {
+  const auto train_set = shard_loader(96, 1), valid_set = shard_loader(32, 2);
+  DpRun whole(train::LearnerConfig().epochs(2));
+  const train::FitResult full = whole.learner.fit(train_set, valid_set);
+  ASSERT_EQ(full.epochs_done, 2);
+
+  const std::string dir = shared_dir("dp_resume");
+  {
+    DpRun first(train::LearnerConfig().epochs(2).out_dir(dir));
+    int batches = 0;
+    const train::FitResult stopped =
+        first.learner.fit(train_set, valid_set, [&](TinyNet& m, const data::ImageBatch& b) {
+          if (rank() == 0 && ++batches == 3) train::request_stop();
+          return train::ClassificationStep{}(m, b);
+        });
+    EXPECT_TRUE(stopped.interrupted);
+    EXPECT_EQ(stopped.epochs_done, 0);
+    EXPECT_NE(stopped.checkpoint.find("epoch-0001-batch-000003"), std::string::npos)
+        << stopped.checkpoint;
+  }
+  dist::barrier();
+  if (rank() == 0) {
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir + "/checkpoints"),
+                            std::filesystem::directory_iterator()),
+              1);
+  }
+  DpRun second(train::LearnerConfig().epochs(2).out_dir(dir).resume());
+  const train::FitResult resumed = second.learner.fit(train_set, valid_set);
+  ASSERT_EQ(resumed.epochs_done, 2);
+  EXPECT_EQ(train::testing::weights(second.model), train::testing::weights(whole.model));
+  ASSERT_EQ(resumed.history.size(), 2u);
+  EXPECT_EQ(resumed.history[1].valid_accuracy, full.history[1].valid_accuracy);
+  EXPECT_NEAR(resumed.history[1].train_loss, full.history[1].train_loss,
+              1e-12 * full.history[1].train_loss);
+  const DynTensor w = reshape(second.model.fc1.weight.dyn(), Shape{1, -1});
+  const DynTensor all = dist::all_gather(w);
   for (int r = 1; r < world(); ++r) expect_close(narrow(all, 0, r, 1), narrow(all, 0, 0, 1), 0);
 }
 
