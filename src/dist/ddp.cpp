@@ -1,6 +1,7 @@
 // DistributedDataParallel: buckets of gradients all-reduced while backward runs (ddp.hpp).
 #include "ember/dist/ddp.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -34,19 +35,21 @@ struct DistributedDataParallel::Reducer {
     DType dtype = DType::f32;
     Device device = Device::cpu();
     int64_t numel = 0;
-    // One reduction: the flattened gradients, then one "used here" flag per parameter.
+    // One backward's reduction: the flattened gradients (on the device under NCCL, else a host
+    // copy in the wire dtype) and one "used here" count per parameter (host, f32).
     int waiting = 0;  // gradients not yet complete
     bool launched = false, stale = false;
-    DynTensor host;
-    std::unique_ptr<detail::Work> work;
+    DynTensor values, flags;
+    std::unique_ptr<detail::Work> values_work, flags_work;
   };
   std::vector<nn::TensorSlot*> slots;  // trainable Params, reverse declaration order
   std::vector<Bucket> buckets;
   std::vector<size_t> bucket_of;
   std::vector<int64_t> offset_in_bucket;
   std::string layout;  // what the buckets were made for: rebuilt when it changes
-  // This backward's gradients, by slot.
-  std::vector<DynTensor> grads;
+  // This backward's local gradients by slot (the latest total backward reported), and the
+  // means that finish() computes from them.
+  std::vector<DynTensor> grads, means;
   size_t next_launch = 0;
 
   // Buckets of at most `cap` bytes over the trainable Params (each bucket one dtype and device).
@@ -59,12 +62,9 @@ struct DistributedDataParallel::Reducer {
       sig += std::to_string(t.slot->numel()) + dtype_name(t.slot->dtype()).data() +
              to_string(t.slot->device()) + ";";
     }
-    if (sig == layout && now.size() == slots.size()) {
-      slots.assign(now.rbegin(), now.rend());
-      return;
-    }
-    layout = sig;
     slots.assign(now.rbegin(), now.rend());
+    if (sig == layout) return;
+    layout = sig;
     buckets.clear();
     bucket_of.assign(slots.size(), 0);
     offset_in_bucket.assign(slots.size(), 0);
@@ -91,37 +91,50 @@ struct DistributedDataParallel::Reducer {
 
   void start() {
     grads.assign(slots.size(), DynTensor());
+    means.assign(slots.size(), DynTensor());
     next_launch = 0;
     for (Bucket& b : buckets) {
       b.waiting = static_cast<int>(b.params.size());
       b.launched = b.stale = false;
-      b.host = DynTensor();
-      b.work.reset();
+      b.values_work.reset();  // the collectives end before their buffers go
+      b.flags_work.reset();
+      b.values = b.flags = DynTensor();
     }
   }
 
-  // Starts the all-reduce of bucket k: its gradients (zeros where none) and the used flags.
+  // Starts the all-reduce of bucket k from the local gradients (zeros where none).
   void launch(size_t k) {
     Bucket& b = buckets[k];
-    const DType wire = wire_dtype(b.dtype);
+    b.values_work.reset();
+    b.flags_work.reset();
     std::vector<DynTensor> parts;
     parts.reserve(b.params.size());
-    std::vector<double> used;
+    std::vector<float> used;
     for (size_t i : b.params) {
       const DynTensor& g = grads[i];
-      used.push_back(g.defined() ? 1.0 : 0.0);
+      used.push_back(g.defined() ? 1.0f : 0.0f);
       parts.push_back(g.defined() ? reshape(g, Shape{g.numel()})
                                   : zeros(Shape{slots[i]->numel()}, b.dtype, b.device));
     }
-    DynTensor flat = parts.size() == 1 ? parts[0] : cat(parts, 0);
-    if (flat.dtype() != wire) flat = cast(flat, wire);
-    DynTensor flags =
+    // A copy, never the gradient itself: a stale bucket is reduced again from the local values.
+    DynTensor flat = parts.size() == 1 ? clone(parts[0]) : cat(parts, 0);
+    b.flags =
         from_data(TensorData::from(used, Shape{static_cast<int64_t>(used.size())}), Device::cpu());
-    if (flags.dtype() != wire) flags = cast(flags, wire);
-    b.host = cat({to_device(flat, Device::cpu()), flags}, 0);
-    wait_for_host_copies(b.device);
-    b.work =
-        detail::world_group().all_reduce(b.host.raw().data(), b.host.numel(), wire, ReduceOp::sum);
+    detail::Group& group = detail::world_group();
+    if (detail::on_device_collectives(b.device)) {
+      b.values = flat;  // NCCL's mean, queued on the device's stream
+      detail::device_all_reduce(b.values, ReduceOp::avg);
+    } else {
+      const DType wire = wire_dtype(b.dtype);
+      if (flat.dtype() != wire) flat = cast(flat, wire);
+      b.values = flat.device() == Device::cpu() ? flat : to_device(flat, Device::cpu());
+      wait_for_host_copies(b.device);
+      b.values_work = group.all_reduce(b.values.raw().data(), b.values.numel(), wire, ReduceOp::sum,
+                                       {b.values.raw().storage});
+    }
+    synchronize(Device::cpu());
+    b.flags_work = group.all_reduce(b.flags.raw().data(), b.flags.numel(), DType::f32,
+                                    ReduceOp::sum, {b.flags.raw().storage});
     b.launched = true;
   }
 
@@ -131,53 +144,67 @@ struct DistributedDataParallel::Reducer {
     while (next_launch < buckets.size() && buckets[next_launch].waiting == 0) launch(next_launch++);
   }
 
-  // Backward's report of a finished gradient.
+  // Backward's report of a finished gradient (the leaf's total so far).
   void on_grad(size_t i, const DynTensor& g) {
     Bucket& b = buckets[bucket_of[i]];
     const bool first = !grads[i].defined();
     grads[i] = g;
     if (b.launched) {
-      b.stale = true;  // a leaf reached again after its bucket left: reduced again at the end
+      b.stale = true;  // reported again after its bucket left: reduced again in finish()
     } else if (first) {
       --b.waiting;
       launch_ready();
     }
-    for (Bucket& other : buckets) {
-      if (other.work) other.work->test();  // MPI moves data only inside its calls
+    for (Bucket& other : buckets) {  // MPI moves data only inside its calls
+      if (other.values_work) other.values_work->test();
+      if (other.flags_work) other.flags_work->test();
     }
   }
 
-  // Waits for every bucket and writes the means into `grads` (undefined where no rank had one).
+  // The means of bucket k into `means` (undefined where no rank had a gradient).
+  void collect(size_t k) {
+    Bucket& b = buckets[k];
+    if (b.values_work) b.values_work->wait();
+    b.flags_work->wait();
+    DynTensor values = b.values;
+    if (!detail::on_device_collectives(b.device)) {
+      values = div(values, Scalar(static_cast<double>(world_size())));
+      if (values.dtype() != b.dtype) values = cast(values, b.dtype);
+      if (b.device != Device::cpu()) values = to_device(values, b.device);
+    }
+    const float* flags = b.flags.raw().data_as<float>();
+    for (size_t j = 0; j < b.params.size(); ++j) {
+      const size_t i = b.params[j];
+      const nn::TensorSlot& s = *slots[i];
+      means[i] = flags[j] > 0
+                     ? reshape(narrow(values, 0, offset_in_bucket[i], s.numel()), s.shape())
+                     : DynTensor();
+    }
+  }
+
+  // Waits for every bucket; afterwards `means` holds the mean gradients.
   void finish() {
     while (next_launch < buckets.size()) launch(next_launch++);  // unused parameters: zeros
-    const double world = static_cast<double>(world_size());
-    for (size_t pass = 0; pass < 2; ++pass) {
-      for (size_t k = 0; k < buckets.size(); ++k) {
-        Bucket& b = buckets[k];
-        if (pass == 1) {
-          if (!b.stale) continue;
-          launch(k);
-        }
-        b.work->wait();
-        b.work.reset();
-        const DynTensor mean = div(narrow(b.host, 0, 0, b.numel), Scalar(world));
-        DynTensor values = mean.dtype() == b.dtype ? mean : cast(mean, b.dtype);
-        if (b.device != Device::cpu()) values = to_device(values, b.device);
-        synchronize(Device::cpu());  // the flags are read from the host buffer below
-        const auto flag = [&](size_t j) {
-          const int64_t at = b.numel + static_cast<int64_t>(j);
-          return b.host.dtype() == DType::f64 ? b.host.raw().data_as<double>()[at]
-                                              : double(b.host.raw().data_as<float>()[at]);
-        };
-        for (size_t j = 0; j < b.params.size(); ++j) {
-          const size_t i = b.params[j];
-          const nn::TensorSlot& s = *slots[i];
-          grads[i] = flag(j) > 0
-                         ? reshape(narrow(values, 0, offset_in_bucket[i], s.numel()), s.shape())
-                         : DynTensor();
-        }
+    // A bucket reported again after it left (a leaf used inside and outside a checkpoint()
+    // segment) is reduced again from the final local gradients, where any rank saw that: the
+    // ranks agree on the set first, so that each issues the same collectives.
+    std::vector<float> stale;
+    for (const Bucket& b : buckets) stale.push_back(b.stale ? 1.0f : 0.0f);
+    DynTensor agreed = from_data(TensorData::from(stale, Shape{static_cast<int64_t>(stale.size())}),
+                                 Device::cpu());
+    if (!stale.empty()) {
+      detail::world_group()
+          .all_reduce(agreed.raw().data(), agreed.numel(), DType::f32, ReduceOp::max,
+                      {agreed.raw().storage})
+          ->wait();
+    }
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      if (agreed.raw().data_as<float>()[k] > 0) {
+        collect(k);  // the early reduction, discarded
+        launch(k);
       }
     }
+    for (size_t k = 0; k < buckets.size(); ++k) collect(k);
   }
 };
 
@@ -215,18 +242,13 @@ Gradients DistributedDataParallel::backward(const DynTensor& loss, const Backwar
   }
   r.finish();
   for (size_t i = 0; i < r.slots.size(); ++i) {
-    const DynTensor& v = r.slots[i]->dyn();
-    if (r.grads[i].defined()) grads.set(v, r.grads[i]);
+    if (r.means[i].defined()) grads.set(r.slots[i]->dyn(), r.means[i]);
   }
   r.grads.clear();
-  if (config_.broadcast_buffers_) {
-    // Rank 0's running statistics everywhere, as PyTorch broadcasts them before each forward.
-    std::vector<nn::TensorSlot*> buffers;
-    for (const nn::NamedTensor& t : nn::named_tensors(tree)) {
-      if (t.slot->kind() == nn::TensorSlot::Kind::Buffer) buffers.push_back(t.slot);
-    }
-    if (!buffers.empty()) broadcast_state(0);
-  }
+  r.means.clear();
+  // Rank 0's running statistics everywhere, as PyTorch broadcasts them before each forward.
+  // Buffers only: a Param set anew would be a new leaf, which `grads` does not know.
+  if (config_.broadcast_buffers_) broadcast_slots(tree, 0, false);
   return grads;
 }
 
@@ -238,48 +260,64 @@ void DistributedDataParallel::all_reduce(optim::ParamGrads& grads) {
   for (size_t i = 0; i < r.slots.size(); ++i) r.grads[i] = grads.find(r.slots[i]->id());
   r.finish();
   for (size_t i = 0; i < r.slots.size(); ++i) {
-    if (r.grads[i].defined()) {
-      grads.set(r.slots[i]->id(), r.grads[i]);
+    if (r.means[i].defined()) {
+      grads.set(r.slots[i]->id(), r.means[i]);
     } else {
       grads.remove(r.slots[i]->id());
     }
   }
   r.grads.clear();
+  r.means.clear();
 }
 
 void DistributedDataParallel::broadcast_state(int root) {
   if (world_size() == 1) return;
   EMBER_CHECK(root >= 0 && root < world_size(), "[DistributedDataParallel] ", detail::rank_name(),
               ": root ", root, " is not a rank");
-  // One broadcast per dtype: every tensor of it flattened into one host buffer.
-  const nn::ModuleTree tree = tree_();
+  broadcast_slots(tree_(), root, true);
+}
+
+namespace {
+
+// Root's values of the module's buffers (and Params, with `params`) on every rank: one host
+// buffer per dtype, sent in pieces of at most 1 GiB (MPI counts are ints).
+void broadcast_slots_impl(const nn::ModuleTree& tree, int root, bool params) {
   std::map<DType, std::vector<nn::TensorSlot*>> by_dtype;
-  for (const nn::NamedTensor& t : nn::named_tensors(tree))
-    by_dtype[t.slot->dtype()].push_back(t.slot);
-  for (auto& [dtype, slots] : by_dtype) {
-    std::vector<DynTensor> parts;
-    std::vector<Device> devices;
-    for (nn::TensorSlot* s : slots) {
-      parts.push_back(to_device(reshape(detach(s->dyn()), Shape{s->numel()}), Device::cpu()));
-      devices.push_back(s->device());
-    }
-    DynTensor host = cat(parts, 0);
-    for (Device d : devices) {
-      if (d != Device::cpu()) synchronize(d);
-    }
-    synchronize(Device::cpu());
-    detail::world_group()
-        .broadcast(host.raw().data(), static_cast<int64_t>(host.raw().nbytes()), root)
-        ->wait();
-    int64_t at = 0;
-    for (size_t j = 0; j < slots.size(); ++j) {
-      nn::TensorSlot& s = *slots[j];
-      DynTensor v = clone(reshape(narrow(host, 0, at, s.numel()), s.shape()));
-      at += s.numel();
-      if (devices[j] != Device::cpu()) v = to_device(v, devices[j]);
-      s.assign(v);  // a trainable Param becomes a fresh leaf with the same id
+  for (const nn::NamedTensor& t : nn::named_tensors(tree)) {
+    if (params || t.slot->kind() == nn::TensorSlot::Kind::Buffer) {
+      by_dtype[t.slot->dtype()].push_back(t.slot);
     }
   }
+  for (auto& [dtype, slots] : by_dtype) {
+    std::vector<DynTensor> parts;
+    for (nn::TensorSlot* s : slots) {
+      parts.push_back(to_device(reshape(detach(s->dyn()), Shape{s->numel()}), Device::cpu()));
+      wait_for_host_copies(s->device());
+    }
+    const DynTensor host = parts.size() == 1 ? clone(parts[0]) : cat(parts, 0);
+    synchronize(Device::cpu());
+    constexpr int64_t kPiece = int64_t{1} << 30;
+    char* bytes = static_cast<char*>(host.raw().data());
+    const auto total = static_cast<int64_t>(host.raw().nbytes());
+    for (int64_t at = 0; at < total; at += kPiece) {
+      detail::world_group()
+          .broadcast(bytes + at, std::min(kPiece, total - at), root, {host.raw().storage})
+          ->wait();
+    }
+    int64_t at = 0;
+    for (nn::TensorSlot* s : slots) {
+      DynTensor v = clone(reshape(narrow(host, 0, at, s->numel()), s->shape()));
+      at += s->numel();
+      if (s->device() != Device::cpu()) v = to_device(v, s->device());
+      s->assign(v);  // a buffer in place; a trainable Param a fresh leaf with the same id
+    }
+  }
+}
+
+}  // namespace
+
+void DistributedDataParallel::broadcast_slots(const nn::ModuleTree& tree, int root, bool params) {
+  if (world_size() > 1) broadcast_slots_impl(tree, root, params);
 }
 
 }  // namespace ember::dist

@@ -14,7 +14,11 @@
 #include "ember/tensor/ops/elementwise.hpp"
 #include "ember/tensor/ops/movement.hpp"
 #include "ember/tensor/sync.hpp"
+#include "ember/tensor/tensor_data.hpp"
 #include "group.hpp"
+#ifdef EMBER_HAVE_NCCL
+#include "ember/backends/cuda/nccl.hpp"
+#endif
 
 namespace ember::dist {
 namespace detail {
@@ -30,14 +34,16 @@ class LocalGroup final : public Group {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  std::unique_ptr<Work> all_reduce(void*, int64_t, DType, ReduceOp) override { return done(); }
-  std::unique_ptr<Work> broadcast(void*, int64_t, int) override { return done(); }
-  std::unique_ptr<Work> all_gather(const void* in, void* out, int64_t bytes) override {
+  std::unique_ptr<Work> all_reduce(void*, int64_t, DType, ReduceOp, Keep) override {
+    return done();
+  }
+  std::unique_ptr<Work> broadcast(void*, int64_t, int, Keep) override { return done(); }
+  std::unique_ptr<Work> all_gather(const void* in, void* out, int64_t bytes, Keep) override {
     if (bytes > 0 && in != out) std::memcpy(out, in, static_cast<size_t>(bytes));
     return done();
   }
   std::unique_ptr<Work> reduce_scatter(const void* in, void* out, int64_t count, DType dtype,
-                                       ReduceOp) override {
+                                       ReduceOp, Keep) override {
     const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
     if (bytes > 0 && in != out) std::memcpy(out, in, bytes);
     return done();
@@ -55,6 +61,9 @@ struct State {
   bool initialized = false, finalized = false;
   std::chrono::milliseconds timeout = InitOptions{}.timeout;
   Environment env;
+#ifdef EMBER_HAVE_NCCL
+  std::unique_ptr<cuda::nccl::Communicator> nccl;  // made by the first collective on cuda:N
+#endif
 };
 State& state() {
   static State s;
@@ -84,6 +93,46 @@ Group& world_group() {
 
 std::string rank_name() {
   return "rank " + std::to_string(dist::rank()) + " of " + std::to_string(dist::world_size());
+}
+
+#ifdef EMBER_HAVE_NCCL
+// The NCCL communicator of this rank's GPU: made by the first collective on a Cuda tensor, which
+// every rank reaches together (collectives come in one order on every rank); rank 0's unique id
+// travels over MPI.
+cuda::nccl::Communicator& nccl_of(Device device) {
+  State& s = state();
+  if (s.nccl) {
+    EMBER_CHECK(s.nccl->device() == device.index, "[dist] ", rank_name(),
+                ": a collective on cuda:", device.index, " after one on cuda:", s.nccl->device(),
+                " (each rank uses one GPU: cuda:<local rank>)");
+    return *s.nccl;
+  }
+  cuda::nccl::UniqueId id{};
+  if (dist::rank() == 0) id = cuda::nccl::unique_id();
+  world_group().broadcast(id.data(), static_cast<int64_t>(id.size()), 0, {})->wait();
+  s.nccl = std::make_unique<cuda::nccl::Communicator>(device.index, dist::rank(),
+                                                      dist::world_size(), id, s.timeout);
+  return *s.nccl;
+}
+cuda::nccl::Op nccl_op(ReduceOp op) { return static_cast<cuda::nccl::Op>(op); }
+#endif
+
+bool on_device_collectives(Device device) {
+#ifdef EMBER_HAVE_NCCL
+  return device.type == DeviceType::Cuda;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+void device_all_reduce(const DynTensor& t, ReduceOp op) {
+#ifdef EMBER_HAVE_NCCL
+  nccl_of(t.device()).all_reduce(t.raw(), nccl_op(op));
+#else
+  (void)op;
+  EMBER_FAIL("[all_reduce] ", rank_name(), ": no collectives on ", t.device(), " in this build");
+#endif
 }
 
 }  // namespace detail
@@ -169,6 +218,9 @@ bool is_initialized() { return state().initialized; }
 void finalize() {
   detail::State& s = state();
   if (!s.initialized) return;
+#ifdef EMBER_HAVE_NCCL
+  s.nccl.reset();  // before MPI goes
+#endif
   detail::world_group().finalize();
   s.initialized = false;
   s.finalized = true;
@@ -204,18 +256,38 @@ DynTensor restore(const DynTensor& h, const DynTensor& x) {
   return out.device() == x.device() ? out : to_device(out, x.device());
 }
 
-void check_floating_avg(const DynTensor& x, ReduceOp op, const char* what) {
+// The reductions a dtype takes: avg on floating tensors only, bool with max (any) and min (all).
+void check_reduction(const DynTensor& x, ReduceOp op, const char* what) {
+  EMBER_CHECK(x.defined(), "[", what, "] ", detail::rank_name(), ": the tensor is undefined");
   EMBER_CHECK(op != ReduceOp::avg || is_floating(x.dtype()), "[", what, "] ", detail::rank_name(),
               ": avg needs a floating tensor, got ", x.dtype());
+  EMBER_CHECK(x.dtype() != DType::boolean || op == ReduceOp::max || op == ReduceOp::min, "[", what,
+              "] ", detail::rank_name(), ": bool tensors reduce with max (any) or min (all) only");
+}
+
+// dims with dim 0 multiplied (all_gather) or divided (reduce_scatter) by the world size.
+Shape scaled_dim0(Shape dims, int times, int parts) {
+  dims[0] = dims[0] * times / parts;
+  return dims;
 }
 
 }  // namespace
 
+// Each collective runs on the device where it can (NCCL on cuda:N), and otherwise over MPI on a
+// host copy, whose result goes back to x's device and dtype.
+
 DynTensor all_reduce(const DynTensor& x, ReduceOp op) {
-  check_floating_avg(x, op, "all_reduce");
+  check_reduction(x, op, "all_reduce");
   if (world_size() == 1) return detach(x);
+  if (detail::on_device_collectives(x.device())) {
+    const DynTensor out = clone(detach(x));
+    detail::device_all_reduce(out, op);
+    return out;
+  }
   DynTensor h = host_buffer(x, true);
-  detail::world_group().all_reduce(h.raw().data(), h.numel(), h.dtype(), op)->wait();
+  detail::world_group()
+      .all_reduce(h.raw().data(), h.numel(), h.dtype(), op, {h.raw().storage})
+      ->wait();
   if (op == ReduceOp::avg) h = div(h, Scalar(static_cast<double>(world_size())));
   return restore(h, x);
 }
@@ -223,10 +295,18 @@ DynTensor all_reduce(const DynTensor& x, ReduceOp op) {
 DynTensor broadcast(const DynTensor& x, int root) {
   EMBER_CHECK(root >= 0 && root < world_size(), "[broadcast] ", detail::rank_name(), ": root ",
               root, " is not a rank");
+  EMBER_CHECK(x.defined(), "[broadcast] ", detail::rank_name(), ": the tensor is undefined");
   if (world_size() == 1) return detach(x);
+#ifdef EMBER_HAVE_NCCL
+  if (detail::on_device_collectives(x.device())) {
+    const DynTensor out = clone(detach(x));
+    detail::nccl_of(x.device()).broadcast(out.raw(), root);
+    return out;
+  }
+#endif
   DynTensor h = host_buffer(x, false);
   detail::world_group()
-      .broadcast(h.raw().data(), static_cast<int64_t>(h.raw().nbytes()), root)
+      .broadcast(h.raw().data(), static_cast<int64_t>(h.raw().nbytes()), root, {h.raw().storage})
       ->wait();
   return restore(h, x);
 }
@@ -235,32 +315,60 @@ DynTensor all_gather(const DynTensor& x) {
   EMBER_CHECK(x.defined() && x.rank() >= 1, "[all_gather] ", detail::rank_name(),
               ": needs a tensor of rank 1 or more (gathered along dim 0)");
   if (world_size() == 1) return detach(x);
+#ifdef EMBER_HAVE_NCCL
+  if (detail::on_device_collectives(x.device())) {
+    const DynTensor in = clone(detach(x));
+    const DynTensor out = empty(scaled_dim0(in.shape(), world_size(), 1), in.dtype(), in.device());
+    detail::nccl_of(x.device()).all_gather(in.raw(), out.raw());
+    return out;
+  }
+#endif
   const DynTensor h = host_buffer(x, false);
-  Shape dims = h.shape();
-  dims[0] *= world_size();
-  DynTensor out = empty(dims, h.dtype(), Device::cpu());
+  DynTensor out = empty(scaled_dim0(h.shape(), world_size(), 1), h.dtype(), Device::cpu());
   detail::world_group()
-      .all_gather(h.raw().data(), out.raw().data(), static_cast<int64_t>(h.raw().nbytes()))
+      .all_gather(h.raw().data(), out.raw().data(), static_cast<int64_t>(h.raw().nbytes()),
+                  {h.raw().storage, out.raw().storage})
       ->wait();
   return restore(out, x);
 }
 
 DynTensor reduce_scatter(const DynTensor& x, ReduceOp op) {
-  check_floating_avg(x, op, "reduce_scatter");
+  check_reduction(x, op, "reduce_scatter");
   const int n = world_size();
-  EMBER_CHECK(x.defined() && x.rank() >= 1 && x.size(0) % n == 0, "[reduce_scatter] ",
-              detail::rank_name(), ": dim 0 of ", x.defined() ? x.shape() : Shape{},
-              " does not split into ", n, " equal parts");
+  EMBER_CHECK(x.rank() >= 1 && x.size(0) % n == 0, "[reduce_scatter] ", detail::rank_name(),
+              ": dim 0 of ", x.shape(), " does not split into ", n, " equal parts");
   if (n == 1) return detach(x);
+#ifdef EMBER_HAVE_NCCL
+  if (detail::on_device_collectives(x.device())) {
+    const DynTensor in = clone(detach(x));
+    const DynTensor out = empty(scaled_dim0(in.shape(), 1, n), in.dtype(), in.device());
+    detail::nccl_of(x.device()).reduce_scatter(in.raw(), out.raw(), detail::nccl_op(op));
+    return out;
+  }
+#endif
   const DynTensor h = host_buffer(x, true);
-  Shape dims = h.shape();
-  dims[0] /= n;
-  DynTensor out = empty(dims, h.dtype(), Device::cpu());
+  DynTensor out = empty(scaled_dim0(h.shape(), 1, n), h.dtype(), Device::cpu());
   detail::world_group()
-      .reduce_scatter(h.raw().data(), out.raw().data(), out.numel(), h.dtype(), op)
+      .reduce_scatter(h.raw().data(), out.raw().data(), out.numel(), h.dtype(), op,
+                      {h.raw().storage, out.raw().storage})
       ->wait();
   if (op == ReduceOp::avg) out = div(out, Scalar(static_cast<double>(n)));
   return restore(out, x);
+}
+
+std::string broadcast(const std::string& text, int root) {
+  if (world_size() == 1) return text;
+  const int64_t mine = static_cast<int64_t>(text.size());
+  const DynTensor length = broadcast(
+      from_data(TensorData::from(std::vector<int64_t>{mine}, Shape{1}), Device::cpu()), root);
+  const int64_t n = length.to_vector<int64_t>()[0];
+  std::vector<uint8_t> bytes(static_cast<size_t>(n), 0);
+  if (rank() == root) bytes.assign(text.begin(), text.end());
+  if (n == 0) return {};
+  const DynTensor got =
+      broadcast(from_data(TensorData::from(bytes, Shape{n}), Device::cpu()), root);
+  const std::vector<uint8_t> back = got.to_vector<uint8_t>();
+  return std::string(back.begin(), back.end());
 }
 
 void barrier() {

@@ -3,10 +3,13 @@
 // that never arrives is an ember::Error here rather than a hang.
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "ember/core/error.hpp"
 #include "group.hpp"
@@ -67,10 +70,29 @@ void check(int rc, const char* what) {
               ": MPI failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
+// Set once a collective timed out: the ranks' collectives no longer pair up, so every later one
+// is refused at once rather than matched with the wrong partner.
+std::atomic<bool> g_broken{false};
+
+// The buffers of collectives that timed out: a late rank may still write into them, so they are
+// never freed (reachable from here, so not a leak to the sanitizers either).
+std::mutex g_abandoned_mutex;
+std::vector<Keep>& abandoned() {
+  static auto* list = new std::vector<Keep>();
+  return *list;
+}
+
+void check_usable(const char* what) {
+  if (!g_broken.load()) return;
+  raise_error(std::string("[") + what + "] " + rank_name() +
+              ": an earlier collective timed out, so the ranks' collectives no longer pair up; "
+              "end the process (dist::abort) and start the job again");
+}
+
 class MpiWork final : public Work {
  public:
-  MpiWork(MPI_Request request, const char* what, std::chrono::milliseconds timeout)
-      : request_(request), what_(what), timeout_(timeout) {}
+  MpiWork(MPI_Request request, const char* what, std::chrono::milliseconds timeout, Keep keep)
+      : request_(request), what_(what), timeout_(timeout), keep_(std::move(keep)) {}
   ~MpiWork() override {
     // Destroyed unwaited (an exception between start and wait): the buffers are going away, so
     // the request must end first; a rank that never arrives makes this the timeout's error path.
@@ -92,8 +114,14 @@ class MpiWork final : public Work {
     for (int spins = 0; !test(); ++spins) {
       const auto waited = std::chrono::steady_clock::now() - start;
       if (waited > timeout_) {
-        // The request cannot be cancelled (collectives are not): leave it to MPI_Abort.
+        // The request cannot be cancelled (collectives are not): its buffers stay alive for
+        // good, and the group is marked broken.
         request_ = MPI_REQUEST_NULL;
+        g_broken = true;
+        {
+          std::lock_guard<std::mutex> lock(g_abandoned_mutex);
+          abandoned().push_back(std::move(keep_));
+        }
         char seconds[32];
         std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout_.count()) / 1000);
         raise_error(std::string("[") + what_ + "] " + rank_name() + ": timed out after " + seconds +
@@ -111,13 +139,24 @@ class MpiWork final : public Work {
   MPI_Request request_;
   const char* what_;
   std::chrono::milliseconds timeout_;
+  Keep keep_;
 };
 
 class MpiGroup final : public Group {
  public:
   explicit MpiGroup(std::chrono::milliseconds timeout) : timeout_(timeout) {
-    int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "dist::init");
+    int started = 0, provided = 0;
+    MPI_Initialized(&started);
+    if (started) {  // the program started MPI itself: it finalizes it too
+      owns_mpi_ = false;
+      MPI_Query_thread(&provided);
+    } else {
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "dist::init");
+    }
+    // Collectives come from one thread at a time (the training loop), not always the first.
+    EMBER_CHECK(provided >= MPI_THREAD_SERIALIZED, "[dist::init] this MPI gives thread level ",
+                provided, "; Ember needs MPI_THREAD_SERIALIZED (",
+                static_cast<int>(MPI_THREAD_SERIALIZED), ")");
     // Errors come back as codes (then ember::Errors), not MPI's default abort.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -126,40 +165,46 @@ class MpiGroup final : public Group {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  std::unique_ptr<Work> all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
+  std::unique_ptr<Work> all_reduce(void* data, int64_t count, DType dtype, ReduceOp op,
+                                   Keep keep) override {
     const char* what = "all_reduce";
+    check_usable(what);
     MPI_Request r;
     check(MPI_Iallreduce(MPI_IN_PLACE, data, to_int(count, what), mpi_type(dtype, what),
                          mpi_op(op, dtype, what), MPI_COMM_WORLD, &r),
           what);
-    return std::make_unique<MpiWork>(r, what, timeout_);
+    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
-  std::unique_ptr<Work> broadcast(void* data, int64_t bytes, int root) override {
+  std::unique_ptr<Work> broadcast(void* data, int64_t bytes, int root, Keep keep) override {
     const char* what = "broadcast";
+    check_usable(what);
     MPI_Request r;
     check(MPI_Ibcast(data, to_int(bytes, what), MPI_BYTE, root, MPI_COMM_WORLD, &r), what);
-    return std::make_unique<MpiWork>(r, what, timeout_);
+    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
-  std::unique_ptr<Work> all_gather(const void* in, void* out, int64_t bytes) override {
+  std::unique_ptr<Work> all_gather(const void* in, void* out, int64_t bytes, Keep keep) override {
     const char* what = "all_gather";
+    check_usable(what);
     MPI_Request r;
     const int n = to_int(bytes, what);
     check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
-    return std::make_unique<MpiWork>(r, what, timeout_);
+    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
   std::unique_ptr<Work> reduce_scatter(const void* in, void* out, int64_t count, DType dtype,
-                                       ReduceOp op) override {
+                                       ReduceOp op, Keep keep) override {
     const char* what = "reduce_scatter";
+    check_usable(what);
     MPI_Request r;
     check(MPI_Ireduce_scatter_block(in, out, to_int(count, what), mpi_type(dtype, what),
                                     mpi_op(op, dtype, what), MPI_COMM_WORLD, &r),
           what);
-    return std::make_unique<MpiWork>(r, what, timeout_);
+    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
   std::unique_ptr<Work> barrier() override {
+    check_usable("barrier");
     MPI_Request r;
     check(MPI_Ibarrier(MPI_COMM_WORLD, &r), "barrier");
-    return std::make_unique<MpiWork>(r, "barrier", timeout_);
+    return std::make_unique<MpiWork>(r, "barrier", timeout_, Keep{});
   }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -168,18 +213,21 @@ class MpiGroup final : public Group {
   void finalize() override {
     int done = 0;
     MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
+    if (!done && owns_mpi_) MPI_Finalize();
   }
 
  private:
   // MPI counts are ints: a larger buffer is an error naming the collective (DDP's buckets are
   // far below it).
   int to_int(int64_t count, const char* what) const {
-    EMBER_CHECK(count >= 0 && count <= INT32_MAX, "[", what, "] ", rank_name(), ": ", count,
-                " elements in one collective; MPI takes at most 2^31 - 1");
+    EMBER_CHECK(count >= 0 && count <= INT32_MAX, "[", what, "] ", rank_name(), ": a count of ",
+                count,
+                " (elements, or bytes for broadcast and all_gather) in one collective; "
+                "MPI takes at most 2^31 - 1");
     return static_cast<int>(count);
   }
   int rank_ = 0, size_ = 1;
+  bool owns_mpi_ = true;
   std::chrono::milliseconds timeout_;
 };
 

@@ -28,36 +28,41 @@ namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 
-void on_sigint(int) {
+void on_sigint(int sig) {
   if (g_stop) {  // a second Ctrl-C: the default action (the process ends)
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
     return;
   }
   g_stop = 1;
 }
 
-// Installs the SIGINT handler for the duration of fit() and restores the previous one.
+// Installs the SIGINT handler for the duration of fit() and restores the previous one. In a
+// data-parallel run SIGTERM too: mpirun turns a Ctrl-C into SIGTERM for every rank (and SIGKILL
+// after its odls_base_sigkill_timeout).
 class SigintScope {
  public:
-  explicit SigintScope(bool on) : on_(on) {
+  SigintScope(bool on, bool sigterm_too) : on_(on), sigterm_(on && sigterm_too) {
     g_stop = 0;
     if (!on_) return;
     struct sigaction sa {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &previous_);
+    if (sigterm_) sigaction(SIGTERM, &sa, &previous_term_);
   }
   ~SigintScope() {
     if (on_) sigaction(SIGINT, &previous_, nullptr);
+    if (sigterm_) sigaction(SIGTERM, &previous_term_, nullptr);
     g_stop = 0;
   }
   SigintScope(const SigintScope&) = delete;
   SigintScope& operator=(const SigintScope&) = delete;
 
  private:
-  bool on_;
-  struct sigaction previous_ {};
+  bool on_, sigterm_;
+  struct sigaction previous_ {
+  }, previous_term_{};
 };
 
 // Where the model lives (its first tensor's device; the Cpu for a model without any): the
@@ -433,6 +438,10 @@ void LearnerCore::load_checkpoint(const std::string& path) {
 
 namespace {
 
+double from_rank0(double v) {
+  return dist::broadcast(full(Shape{}, Scalar(v), DType::f64, Device::cpu())).item<double>();
+}
+
 // The sums of every rank (a data-parallel run's epoch metrics, the same on each rank).
 Running every_rank(const Running& run) {
   const DynTensor mine =
@@ -507,36 +516,58 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     }
   }
   if (files && !s.resumed) {
-    // A folder that cannot be read fails here (list_checkpoints), rather than starting over.
-    std::vector<std::string> ignored;
-    const auto found = list_checkpoints(ckpt_dir, &ignored);
-    if (config_.resume_) {
-      for (const std::string& why : lead ? ignored : std::vector<std::string>{}) {
-        std::cerr << "[Learner] warning: ignoring " << why << " (not a checkpoint Ember wrote)\n";
-      }
-      if (!found.empty()) {
-        load_checkpoint(found.back().path);
-        progress.note("resumed from " + found.back().path);
-      } else if (!s.fitted && lead) {
-        std::cerr << "[Learner] note: no checkpoint to resume from in '" << ckpt_dir
-                  << "': starting from epoch 1\n";
-      }
-    } else if (!found.empty() && !s.fitted && s.next_epoch == 0 && s.skip == 0) {
-      // A fresh run: another run's checkpoints would be pruned as this run's, and a later
-      // resume could take the newest of them (HF Trainer's overwrite_output_dir rule).
-      EMBER_CHECK(config_.overwrite_, "[Learner] '", ckpt_dir, "' holds ", found.size(),
-                  " checkpoint(s) of an earlier run (", checkpoint_list(found),
-                  "): continue it with resume() (ember train --resume), or delete them and "
-                  "start over with overwrite() (--overwrite), or use another out_dir");
-      for (const CheckpointInfo& c : lead ? found : std::vector<CheckpointInfo>{}) {
-        std::error_code ec;
-        fs::remove(c.path, ec);
-        EMBER_CHECK(!ec, "[Learner] cannot delete '", c.path,
-                    "' of an earlier run: ", ec.message());
-      }
-      if (lead)
+    // Rank 0 decides (resume from which checkpoint, or refuse) and every rank follows, so that
+    // all load the same file or raise the same error.
+    // What the checkpoints in out_dir say: the one to resume from, "" to start afresh (after
+    // deleting an earlier run's with overwrite()), or an error.
+    auto checkpoint_to_resume = [&]() -> std::string {
+      // A folder that cannot be read fails here (list_checkpoints), rather than starting over.
+      std::vector<std::string> ignored;
+      const auto found = list_checkpoints(ckpt_dir, &ignored);
+      if (config_.resume_) {
+        for (const std::string& why : ignored) {
+          std::cerr << "[Learner] warning: ignoring " << why << " (not a checkpoint Ember wrote)\n";
+        }
+        if (!found.empty()) return found.back().path;
+        if (!s.fitted) {
+          std::cerr << "[Learner] note: no checkpoint to resume from in '" << ckpt_dir
+                    << "': starting from epoch 1\n";
+        }
+      } else if (!found.empty() && !s.fitted && s.next_epoch == 0 && s.skip == 0) {
+        // A fresh run: another run's checkpoints would be pruned as this run's, and a later
+        // resume could take the newest of them (HF Trainer's overwrite_output_dir rule).
+        EMBER_CHECK(config_.overwrite_, "[Learner] '", ckpt_dir, "' holds ", found.size(),
+                    " checkpoint(s) of an earlier run (", checkpoint_list(found),
+                    "): continue it with resume() (ember train --resume), or delete them and "
+                    "start over with overwrite() (--overwrite), or use another out_dir");
+        for (const CheckpointInfo& c : found) {
+          std::error_code ec;
+          fs::remove(c.path, ec);
+          EMBER_CHECK(!ec, "[Learner] cannot delete '", c.path,
+                      "' of an earlier run: ", ec.message());
+        }
         std::cerr << "[Learner] note: deleted " << found.size() << " checkpoint(s) of an earlier "
                   << "run from '" << ckpt_dir << "' (overwrite)\n";
+      }
+      return {};
+    };
+    std::string resume_from, refused;
+    if (lead) {
+      try {
+        resume_from = checkpoint_to_resume();
+      } catch (const Error& e) {
+        if (!parallel) throw;
+        refused = e.what();
+      }
+    }
+    if (parallel) {
+      refused = dist::broadcast(refused);
+      resume_from = dist::broadcast(resume_from);
+      if (!refused.empty()) raise_error(refused);
+    }
+    if (!resume_from.empty()) {
+      load_checkpoint(resume_from);
+      progress.note("resumed from " + resume_from);
     }
   }
   s.fitted = true;
@@ -560,7 +591,7 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   std::string monitor = config_.monitor_;
   if (!valid && monitor.starts_with("valid_")) monitor = "train_" + monitor.substr(6);
 
-  SigintScope sigint(config_.catch_sigint_);
+  SigintScope sigint(config_.catch_sigint_, parallel);
   FitResult result;
   const nn::ModuleTree tree = tree_();
   const Device device = model_device(tree);
@@ -636,6 +667,10 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     if (stop && done < train.batches) {  // Ctrl-C mid-epoch: save where we are
       s.skip = done;
       s.partial = run;
+      if (parallel && !lead) {  // the sums are every rank's: rank 0 carries them on
+        s.partial = {};
+        s.partial.seconds = run.seconds;
+      }
       if (files) {
         const std::string path =
             (fs::path(ckpt_dir) / checkpoint_name(epoch, static_cast<int64_t>(done))).string();
@@ -666,7 +701,9 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     m.lr = optimizer_.lr(0);
     m.peak_memory_mb = static_cast<double>(memory_stats(device).peak) / 1e6;
 
-    const double value = m.get(monitor);
+    // Rank 0's value: some metrics are each rank's own (items_per_s, seconds, peak memory), and
+    // every rank must make the same early-stopping and schedule decisions.
+    const double value = parallel ? from_rank0(m.get(monitor)) : m.get(monitor);
     if (s.scheduler && s.every == ScheduleEvery::epoch) s.scheduler->step();
     if (s.scheduler && s.every == ScheduleEvery::epoch_on_metric) s.scheduler->step(value);
     const bool better =

@@ -217,6 +217,54 @@ TEST(Ddp, NoSyncThenAllReduceOfTheSumsEqualsTheWholeBatch) {
   expect_close(g.find(net.fc2.weight), want.get(ref.fc2.weight.dyn()), 1e-5);
 }
 
+// A model with buffers: every parameter still has its gradient where the optimizer looks for it
+// (the buffers' broadcast after backward leaves the parameters' leaves alone), and the running
+// statistics are rank 0's everywhere.
+struct NormNet {
+  nn::Linear fc;
+  nn::BatchNorm1d norm;
+  EMBER_MODULE(NormNet, fc, norm)
+  Tensor<2> forward(const Tensor<2>& x) const { return norm(fc(x)); }
+};
+
+TEST(Ddp, BuffersAreRankZerosAndParametersKeepTheirGradients) {
+  const Batch mine = my_rows(whole_batch());
+  manual_seed(8);
+  NormNet net{nn::Linear(6, 4, dev()), nn::BatchNorm1d(4, dev())};
+  dist::DistributedDataParallel ddp(net);
+  const Gradients g = ddp.backward(nn::cross_entropy(net.forward(mine.x), mine.y));
+  EXPECT_EQ(optim::ParamGrads::from(net, g).size(), 4u);  // fc and norm: weight and bias each
+  const DynTensor mean = reshape(net.norm.running_mean->dyn(), Shape{1, 4});
+  const DynTensor all = dist::all_gather(mean);
+  for (int r = 1; r < world(); ++r) expect_close(narrow(all, 0, r, 1), narrow(all, 0, 0, 1), 0);
+  optim::Optimizer opt = optim::SgdConfig().lr(0.1).init();
+  const std::vector<float> before = net.fc.weight.to_vector<float>();
+  opt.step(net, g);
+  EXPECT_NE(net.fc.weight.to_vector<float>(), before);
+}
+
+// A parameter used inside a checkpoint() segment and outside it is reported twice by backward:
+// the bucket that left after the first report is reduced again from the whole gradient.
+TEST(Ddp, AParameterReportedAgainAfterItsBucketLeftIsReducedWhole) {
+  const Batch all = whole_batch(), mine = my_rows(all);
+  auto loss_of = [](const Net& n, const Tensor<2>& x) {
+    const DynTensor inner =
+        checkpoint([&n](const std::vector<DynTensor>& in) { return tanh(n.fc1.forward(in[0])); },
+                   {require_grad(x.dyn())});
+    return add(mean(inner), mean(n.fc1.forward(mul(x.dyn(), Scalar(0.5)))));
+  };
+  for (double bucket_mb : {25.0, 1e-6}) {
+    SCOPED_TRACE(bucket_mb);
+    Net net = make_net(9);
+    dist::DistributedDataParallel ddp(net, dist::DdpConfig().bucket_mb(bucket_mb));
+    const Gradients g = ddp.backward(loss_of(net, mine.x));
+    Net ref = make_net(9);
+    const Gradients want = backward(loss_of(ref, all.x));
+    expect_close(g.get(net.fc1.weight.dyn()), want.get(ref.fc1.weight.dyn()), 1e-5);
+    expect_close(g.get(net.fc1.bias->dyn()), want.get(ref.fc1.bias->dyn()), 1e-5);
+  }
+}
+
 TEST(Ddp, StepsKeepTheReplicasEqual) {
   const Batch mine = my_rows(whole_batch());
   Net net = make_net(6 + rank());
@@ -304,9 +352,10 @@ TEST(DdpLearner, AStopOnOneRankStopsAllAtOneBatchAndTheResumeIsExact) {
   for (int r = 1; r < world(); ++r) expect_close(narrow(all, 0, r, 1), narrow(all, 0, 0, 1), 0);
 }
 
-// Last: a rank that does not arrive makes the other's collective raise once the timeout has
-// passed; it arrives afterwards, so the group still ends cleanly.
-TEST(Dist, ARankThatDoesNotArriveIsATimeoutErrorNamingTheCollective) {
+// Last (its own suite, defined last, so it runs last): a rank that does not arrive makes the
+// other's collective raise once the timeout has passed, and the group then refuses every further
+// collective (they would pair up wrongly); the late rank's arrival lets the group end cleanly.
+TEST(DistTimeout, ARankThatDoesNotArriveIsATimeoutErrorNamingTheCollective) {
   if (world() == 1) GTEST_SKIP() << "needs two ranks (ctest's dist.mpi2)";
   const auto limit = dist::timeout();
   if (rank() == 1) {
@@ -320,7 +369,13 @@ TEST(Dist, ARankThatDoesNotArriveIsATimeoutErrorNamingTheCollective) {
     ADD_FAILURE() << "the barrier passed without rank 1";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("[barrier] rank 0 of 2: timed out after"), std::string::npos) << what;
+    EXPECT_NE(what.find("[barrier] rank 0 of 2: timed out after 3 s"), std::string::npos) << what;
+  }
+  try {
+    dist::all_reduce(input_of(0, {2}));
+    ADD_FAILURE() << "a collective after a timeout was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("an earlier collective timed out"), std::string::npos);
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, limit + std::chrono::milliseconds(1000));
 }

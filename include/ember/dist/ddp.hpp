@@ -90,6 +90,7 @@ class DistributedDataParallel {
 
  private:
   struct Reducer;
+  void broadcast_slots(const nn::ModuleTree& tree, int root, bool params);
   std::function<nn::ModuleTree()> tree_;
   DdpConfig config_;
   bool no_sync_ = false;

@@ -74,6 +74,8 @@ DynTensor all_gather(const DynTensor& x);
 DynTensor reduce_scatter(const DynTensor& x, ReduceOp op = ReduceOp::sum);
 /// Waits until every rank has reached it.
 void barrier();
+/// Root's string on every rank (a path, a decision: what every rank must agree on).
+std::string broadcast(const std::string& text, int root = 0);
 
 // Typed forms: the same rank and kind back.
 template <int D, class K>
