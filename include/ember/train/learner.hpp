@@ -123,8 +123,8 @@ struct LearnerConfig {
   /// gradients averaged in buckets during backward); epoch metrics are summed over the ranks, so
   /// every rank makes the same early-stopping, best-epoch and schedule decisions; only rank 0
   /// prints and writes files; a Ctrl-C (or mpirun's SIGTERM) on any rank stops all after the
-  /// same batch. Give each
-  /// rank its share of the data with DataLoaderConfig::shard(dist::rank(), dist::world_size()).
+  /// same batch. Give each rank its share of the data with
+  /// DataLoaderConfig::shard(dist::rank(), dist::world_size()).
   /// A checkpoint records the world size and resumes only with the same. In one process this
   /// changes nothing.
   LearnerConfig& data_parallel(dist::DdpConfig ddp = {}) { return set(ddp_, std::optional(ddp)); }
