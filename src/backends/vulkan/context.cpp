@@ -151,7 +151,8 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
 
 // What float16 matmul on tensor cores (matmul_coop.comp) needs: VK_NV_cooperative_matrix with
 // 16x16x16 float16 fragments summed in float32 for subgroups of 32, and what the shader's SPIR-V
-// declares besides: 16-bit storage buffers, float16 arithmetic and the Vulkan memory model.
+// declares besides: 16-bit storage buffers, float16 arithmetic and the Vulkan memory model (with
+// its device scope, which the other shaders' atomics use once the model is on).
 // EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant).
 struct CooperativeFeatures {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix{};
@@ -198,7 +199,7 @@ struct CooperativeFeatures {
     features.pNext = &matrix;
     vkGetPhysicalDeviceFeatures2(physical, &features);
     if (!matrix.cooperativeMatrix || !memory_model.vulkanMemoryModel || !float16.shaderFloat16 ||
-        !storage16.storageBuffer16BitAccess) {
+        !storage16.storageBuffer16BitAccess || !memory_model.vulkanMemoryModelDeviceScope) {
       return false;
     }
     auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(
@@ -234,6 +235,8 @@ struct CooperativeFeatures {
     chain();
     matrix.cooperativeMatrix = VK_TRUE;
     memory_model.vulkanMemoryModel = VK_TRUE;
+    // With the memory model on, the other shaders' atomics (Device scope) need its device scope.
+    memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
     float16.shaderFloat16 = VK_TRUE;
     storage16.storageBuffer16BitAccess = VK_TRUE;
     extensions.insert(extensions.end(), std::begin(kExtensions), std::end(kExtensions));
