@@ -51,6 +51,7 @@ struct DistributedDataParallel::Reducer {
   // means that finish() computes from them.
   std::vector<DynTensor> grads, means;
   size_t next_launch = 0;
+  int reduced_again = 0;  // buckets of the last reduction reduced a second time
 
   // Buckets of at most `cap` bytes over the trainable Params (each bucket one dtype and device).
   void plan(const nn::ModuleTree& tree, double bucket_mb) {
@@ -198,8 +199,10 @@ struct DistributedDataParallel::Reducer {
                       {agreed.raw().storage})
           ->wait();
     }
+    reduced_again = 0;
     for (size_t k = 0; k < buckets.size(); ++k) {
       if (agreed.raw().data_as<float>()[k] > 0) {
+        ++reduced_again;
         collect(k);  // the early reduction, discarded
         launch(k);
       }
@@ -221,6 +224,8 @@ DistributedDataParallel::~DistributedDataParallel() = default;
 int DistributedDataParallel::num_buckets() const {
   return static_cast<int>(reducer_->buckets.size());
 }
+
+int DistributedDataParallel::buckets_reduced_again() const { return reducer_->reduced_again; }
 
 Gradients DistributedDataParallel::backward(const DynTensor& loss, const BackwardOptions& options) {
   if (no_sync_ || world_size() == 1) return ember::backward(loss, options);
@@ -279,37 +284,27 @@ void DistributedDataParallel::broadcast_state(int root) {
 
 namespace {
 
-// Root's values of the module's buffers (and Params, with `params`) on every rank: one host
-// buffer per dtype, sent in pieces of at most 1 GiB (MPI counts are ints).
+// Root's values of the module's buffers (and Params, with `params`) on every rank: one
+// broadcast per dtype and device, of every such tensor flattened into one (NCCL on cuda:N, a host
+// copy over MPI elsewhere).
 void broadcast_slots_impl(const nn::ModuleTree& tree, int root, bool params) {
-  std::map<DType, std::vector<nn::TensorSlot*>> by_dtype;
+  std::map<std::pair<DType, std::string>, std::vector<nn::TensorSlot*>> groups;
   for (const nn::NamedTensor& t : nn::named_tensors(tree)) {
     if (params || t.slot->kind() == nn::TensorSlot::Kind::Buffer) {
-      by_dtype[t.slot->dtype()].push_back(t.slot);
+      groups[{t.slot->dtype(), to_string(t.slot->device())}].push_back(t.slot);
     }
   }
-  for (auto& [dtype, slots] : by_dtype) {
+  for (auto& [key, slots] : groups) {
     std::vector<DynTensor> parts;
-    for (nn::TensorSlot* s : slots) {
-      parts.push_back(to_device(reshape(detach(s->dyn()), Shape{s->numel()}), Device::cpu()));
-      wait_for_host_copies(s->device());
-    }
-    const DynTensor host = parts.size() == 1 ? clone(parts[0]) : cat(parts, 0);
-    synchronize(Device::cpu());
-    constexpr int64_t kPiece = int64_t{1} << 30;
-    char* bytes = static_cast<char*>(host.raw().data());
-    const auto total = static_cast<int64_t>(host.raw().nbytes());
-    for (int64_t at = 0; at < total; at += kPiece) {
-      detail::world_group()
-          .broadcast(bytes + at, std::min(kPiece, total - at), root, {host.raw().storage})
-          ->wait();
-    }
+    for (nn::TensorSlot* s : slots) parts.push_back(reshape(detach(s->dyn()), Shape{s->numel()}));
+    const DynTensor all =
+        dist::broadcast(parts.size() == 1 ? clone(parts[0]) : cat(parts, 0), root);
     int64_t at = 0;
     for (nn::TensorSlot* s : slots) {
-      DynTensor v = clone(reshape(narrow(host, 0, at, s->numel()), s->shape()));
+      const DynTensor v = reshape(narrow(all, 0, at, s->numel()), s->shape());
+      // A buffer is written in place; a Param becomes a fresh leaf with storage of its own.
+      s->assign(s->kind() == nn::TensorSlot::Kind::Param ? clone(v) : v);
       at += s->numel();
-      if (s->device() != Device::cpu()) v = to_device(v, s->device());
-      s->assign(v);  // a buffer in place; a trainable Param a fresh leaf with the same id
     }
   }
 }

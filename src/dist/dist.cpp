@@ -2,6 +2,7 @@
 // any device (staged through a contiguous host copy: MPI reads host memory).
 #include "ember/dist/dist.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -109,7 +110,12 @@ cuda::nccl::Communicator& nccl_of(Device device) {
   }
   cuda::nccl::UniqueId id{};
   if (dist::rank() == 0) id = cuda::nccl::unique_id();
-  world_group().broadcast(id.data(), static_cast<int64_t>(id.size()), 0, {})->wait();
+  const std::vector<uint8_t> mine(id.begin(), id.end());
+  const DynTensor sent = dist::broadcast(
+      from_data(TensorData::from(mine, Shape{static_cast<int64_t>(mine.size())}), Device::cpu()),
+      0);
+  const std::vector<uint8_t> got = sent.to_vector<uint8_t>();
+  std::copy(got.begin(), got.end(), id.begin());
   s.nccl = std::make_unique<cuda::nccl::Communicator>(device.index, dist::rank(),
                                                       dist::world_size(), id, s.timeout);
   return *s.nccl;
@@ -305,9 +311,15 @@ DynTensor broadcast(const DynTensor& x, int root) {
   }
 #endif
   DynTensor h = host_buffer(x, false);
-  detail::world_group()
-      .broadcast(h.raw().data(), static_cast<int64_t>(h.raw().nbytes()), root, {h.raw().storage})
-      ->wait();
+  // In pieces of at most 1 GiB: MPI counts are ints.
+  constexpr int64_t kPiece = int64_t{1} << 30;
+  char* bytes = static_cast<char*>(h.raw().data());
+  const auto total = static_cast<int64_t>(h.raw().nbytes());
+  for (int64_t at = 0; at < total; at += kPiece) {
+    detail::world_group()
+        .broadcast(bytes + at, std::min(kPiece, total - at), root, {h.raw().storage})
+        ->wait();
+  }
   return restore(h, x);
 }
 

@@ -103,6 +103,13 @@ class MpiWork final : public Work {
       }
     }
   }
+  // Gives the request up: its buffers are kept for good (a late rank may still write into them).
+  void abandon() {
+    request_ = MPI_REQUEST_NULL;
+    g_broken = true;
+    std::lock_guard<std::mutex> lock(g_abandoned_mutex);
+    abandoned().push_back(std::move(keep_));
+  }
   bool test() override {
     if (request_ == MPI_REQUEST_NULL) return true;
     int done = 0;
@@ -112,16 +119,18 @@ class MpiWork final : public Work {
   void wait() override {
     const auto start = std::chrono::steady_clock::now();
     for (int spins = 0; !test(); ++spins) {
+      // Another collective timed out: this one's partners may never come either, and the error
+      // that ends the step is raised already (or about to be): give up at once.
+      if (g_broken.load()) {
+        abandon();
+        raise_error(std::string("[") + what_ + "] " + rank_name() +
+                    ": given up after an earlier collective timed out");
+      }
       const auto waited = std::chrono::steady_clock::now() - start;
       if (waited > timeout_) {
         // The request cannot be cancelled (collectives are not): its buffers stay alive for
         // good, and the group is marked broken.
-        request_ = MPI_REQUEST_NULL;
-        g_broken = true;
-        {
-          std::lock_guard<std::mutex> lock(g_abandoned_mutex);
-          abandoned().push_back(std::move(keep_));
-        }
+        abandon();
         char seconds[32];
         std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout_.count()) / 1000);
         raise_error(std::string("[") + what_ + "] " + rank_name() + ": timed out after " + seconds +
@@ -158,9 +167,12 @@ class MpiGroup final : public Group {
                 provided, "; Ember needs MPI_THREAD_SERIALIZED (",
                 static_cast<int>(MPI_THREAD_SERIALIZED), ")");
     // Errors come back as codes (then ember::Errors), not MPI's default abort.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // A communicator of Ember's own: a program's own collectives on MPI_COMM_WORLD never pair up
+    // with Ember's, and its error handler stays the program's.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "dist::init");
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -171,7 +183,7 @@ class MpiGroup final : public Group {
     check_usable(what);
     MPI_Request r;
     check(MPI_Iallreduce(MPI_IN_PLACE, data, to_int(count, what), mpi_type(dtype, what),
-                         mpi_op(op, dtype, what), MPI_COMM_WORLD, &r),
+                         mpi_op(op, dtype, what), comm_, &r),
           what);
     return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
@@ -179,7 +191,7 @@ class MpiGroup final : public Group {
     const char* what = "broadcast";
     check_usable(what);
     MPI_Request r;
-    check(MPI_Ibcast(data, to_int(bytes, what), MPI_BYTE, root, MPI_COMM_WORLD, &r), what);
+    check(MPI_Ibcast(data, to_int(bytes, what), MPI_BYTE, root, comm_, &r), what);
     return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
   std::unique_ptr<Work> all_gather(const void* in, void* out, int64_t bytes, Keep keep) override {
@@ -187,7 +199,7 @@ class MpiGroup final : public Group {
     check_usable(what);
     MPI_Request r;
     const int n = to_int(bytes, what);
-    check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
+    check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, &r), what);
     return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
   std::unique_ptr<Work> reduce_scatter(const void* in, void* out, int64_t count, DType dtype,
@@ -196,14 +208,14 @@ class MpiGroup final : public Group {
     check_usable(what);
     MPI_Request r;
     check(MPI_Ireduce_scatter_block(in, out, to_int(count, what), mpi_type(dtype, what),
-                                    mpi_op(op, dtype, what), MPI_COMM_WORLD, &r),
+                                    mpi_op(op, dtype, what), comm_, &r),
           what);
     return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
   }
   std::unique_ptr<Work> barrier() override {
     check_usable("barrier");
     MPI_Request r;
-    check(MPI_Ibarrier(MPI_COMM_WORLD, &r), "barrier");
+    check(MPI_Ibarrier(comm_, &r), "barrier");
     return std::make_unique<MpiWork>(r, "barrier", timeout_, Keep{});
   }
   [[noreturn]] void abort(int code) override {
@@ -213,7 +225,20 @@ class MpiGroup final : public Group {
   void finalize() override {
     int done = 0;
     MPI_Finalized(&done);
-    if (!done && owns_mpi_) MPI_Finalize();
+    if (done || !owns_mpi_) return;  // a program's own MPI is the program's to finalize
+    // MPI_Finalize waits for every rank, for ever: the ranks first meet here, for at most the
+    // timeout, and where one does not come (it stopped, or still waits in a collective) this
+    // rank leaves without MPI_Finalize (mpirun then ends the job).
+    MPI_Request r;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &r) != MPI_SUCCESS) return;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    int met = 0;
+    while (MPI_Test(&r, &met, MPI_STATUS_IGNORE) == MPI_SUCCESS && !met) {
+      if (std::chrono::steady_clock::now() > deadline) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (!g_broken.load()) MPI_Comm_free(&comm_);  // not with abandoned requests on it
+    MPI_Finalize();
   }
 
  private:
@@ -228,6 +253,7 @@ class MpiGroup final : public Group {
   }
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = true;
+  MPI_Comm comm_ = MPI_COMM_NULL;
   std::chrono::milliseconds timeout_;
 };
 

@@ -501,7 +501,8 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
   EMBER_CHECK(!(parallel && config_.graph_),
               "[Learner] graph replay with data_parallel() is not "
               "supported: the gradients' all-reduce runs outside the captured step");
-  if (files && lead) {
+  // out_dir checked and cleared of a killed run's temp files.
+  auto prepare_out_dir = [&] {
     std::error_code ec;
     const fs::file_type type = fs::status(config_.out_dir_, ec).type();
     EMBER_CHECK(type == fs::file_type::not_found || type == fs::file_type::directory,
@@ -514,10 +515,10 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
       progress.note("removed " + std::to_string(removed) +
                     " temp file(s) left by a run killed while writing to " + config_.out_dir_);
     }
-  }
-  if (files && !s.resumed) {
-    // Rank 0 decides (resume from which checkpoint, or refuse) and every rank follows, so that
-    // all load the same file or raise the same error.
+  };
+  if (files) {
+    // Rank 0 prepares out_dir and decides (resume from which checkpoint, or refuse) and every
+    // rank follows, so that all load the same file or raise the same error.
     // What the checkpoints in out_dir say: the one to resume from, "" to start afresh (after
     // deleting an earlier run's with overwrite()), or an error.
     auto checkpoint_to_resume = [&]() -> std::string {
@@ -554,7 +555,12 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
     std::string resume_from, refused;
     if (lead) {
       try {
-        resume_from = checkpoint_to_resume();
+        prepare_out_dir();
+        if (!s.resumed) resume_from = checkpoint_to_resume();
+        std::error_code ec;
+        fs::create_directories(ckpt_dir, ec);
+        EMBER_CHECK(!ec, "[Learner] cannot create the checkpoint directory '", ckpt_dir,
+                    "': ", ec.message());
       } catch (const Error& e) {
         if (!parallel) throw;
         refused = e.what();
@@ -582,12 +588,6 @@ FitResult LearnerCore::fit_impl(const EpochSource& train, const EpochSource* val
               "' stopped after ", s.skip, " batches of epoch ", s.next_epoch + 1,
               ", but an epoch here has ", train.batches,
               " batches (another batch size or data set?)");
-  if (files && lead) {
-    std::error_code ec;
-    fs::create_directories(ckpt_dir, ec);
-    EMBER_CHECK(!ec, "[Learner] cannot create the checkpoint directory '", ckpt_dir,
-                "': ", ec.message());
-  }
   std::string monitor = config_.monitor_;
   if (!valid && monitor.starts_with("valid_")) monitor = "train_" + monitor.substr(6);
 

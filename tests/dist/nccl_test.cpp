@@ -32,10 +32,11 @@ TEST(Nccl, CollectivesOfAJobOfOneRankOnTheGpu) {
     const DynTensor b = clone(x);
     comm.broadcast(b.raw(), 0);
     EXPECT_EQ(cast(b, DType::f64).to_vector<double>(), want);
-    const DynTensor gathered = empty({3, 4}, dtype, gpu);
+    // Outputs start as a sentinel: a collective that wrote nothing fails.
+    const DynTensor gathered = full({3, 4}, Scalar(-7), dtype, gpu);
     comm.all_gather(x.raw(), gathered.raw());
     EXPECT_EQ(cast(gathered, DType::f64).to_vector<double>(), want);
-    const DynTensor scattered = empty({3, 4}, dtype, gpu);
+    const DynTensor scattered = full({3, 4}, Scalar(-7), dtype, gpu);
     comm.reduce_scatter(x.raw(), scattered.raw(), nccl::Op::sum);
     EXPECT_EQ(cast(scattered, DType::f64).to_vector<double>(), want);
   }

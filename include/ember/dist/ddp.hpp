@@ -86,6 +86,9 @@ class DistributedDataParallel {
   void broadcast_state(int root = 0);
   /// Buckets of the last backward() or all_reduce() (0 before one): for tests and logs.
   int num_buckets() const;
+  /// Buckets of the last backward() reduced a second time: a gradient reported again after its
+  /// bucket left (a parameter used inside and outside a checkpoint() segment).
+  int buckets_reduced_again() const;
   const DdpConfig& config() const { return config_; }
 
  private:

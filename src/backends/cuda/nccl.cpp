@@ -22,26 +22,39 @@ namespace {
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return ncclFloat32;
-    case DType::f64: return ncclFloat64;
-    case DType::f16: return ncclFloat16;
-    case DType::bf16: return ncclBfloat16;
-    case DType::i64: return ncclInt64;
-    case DType::i32: return ncclInt32;
-    case DType::i8: return ncclInt8;
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::i64:
+      return ncclInt64;
+    case DType::i32:
+      return ncclInt32;
+    case DType::i8:
+      return ncclInt8;
     case DType::u8:
-    case DType::boolean: return ncclUint8;  // bool: max is any, min is all
+    case DType::boolean:
+      return ncclUint8;  // bool: max is any, min is all
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(Op op) {
   switch (op) {
-    case Op::sum: return ncclSum;
-    case Op::avg: return ncclAvg;
-    case Op::max: return ncclMax;
-    case Op::min: return ncclMin;
-    case Op::product: return ncclProd;
+    case Op::sum:
+      return ncclSum;
+    case Op::avg:
+      return ncclAvg;
+    case Op::max:
+      return ncclMax;
+    case Op::min:
+      return ncclMin;
+    case Op::product:
+      return ncclProd;
   }
   return ncclSum;
 }
@@ -53,8 +66,8 @@ using Clock = std::chrono::steady_clock;
 UniqueId unique_id() {
   ncclUniqueId id;
   const ncclResult_t r = ncclGetUniqueId(&id);
-  EMBER_CHECK(r == ncclSuccess, "[dist::init] NCCL could not make a unique id: ",
-              ncclGetErrorString(r));
+  EMBER_CHECK(r == ncclSuccess,
+              "[dist::init] NCCL could not make a unique id: ", ncclGetErrorString(r));
   static_assert(sizeof(id) == sizeof(UniqueId));
   UniqueId out;
   std::memcpy(out.data(), &id, sizeof id);
@@ -78,11 +91,12 @@ struct Communicator::Impl {
   std::deque<Pending> pending;
   std::vector<cudaEvent_t> spare;
   bool stopping = false;
+  std::string broken;  // why the communicator was aborted ("" while it works)
   std::thread watchdog;
 
   std::string who() const {
-    return "rank " + std::to_string(rank) + " of " + std::to_string(world) + " on cuda:" +
-           std::to_string(device);
+    return "rank " + std::to_string(rank) + " of " + std::to_string(world) +
+           " on cuda:" + std::to_string(device);
   }
 
   // A call on a non-blocking communicator: ncclInProgress until NCCL has done its part, which a
@@ -91,17 +105,40 @@ struct Communicator::Impl {
     const auto deadline = Clock::now() + timeout;
     while (r == ncclInProgress) {
       if (Clock::now() > deadline) {
-        ncclCommAbort(comm);
-        comm = nullptr;
-        EMBER_FAIL("[", what, "] ", who(), ": NCCL timed out after ",
-                   static_cast<double>(timeout.count()) / 1000,
-                   " s waiting for the other ranks (one stopped, failed or is stuck)");
+        fail(what, "NCCL timed out after " + std::to_string(timeout.count() / 1000) +
+                       " s waiting for the other ranks (one stopped, failed or is stuck)");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
       ncclCommGetAsyncError(comm, &r);
     }
-    EMBER_CHECK(r == ncclSuccess, "[", what, "] ", who(), ": NCCL failed: ", ncclGetErrorString(r),
-                " (", ncclGetLastError(comm), ")");
+    if (r != ncclSuccess) {
+      fail(what, std::string("NCCL failed: ") + ncclGetErrorString(r) + " (" +
+                     ncclGetLastError(comm) + ")");
+    }
+  }
+
+  // An NCCL error or timeout: the communicator is aborted (NCCL's rule after an error), and
+  // every later call raises the same message.
+  [[noreturn]] void fail(const char* what, const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (comm != nullptr) ncclCommAbort(comm);
+      comm = nullptr;
+      broken = std::string("[") + what + "] " + who() + ": " + why;
+    }
+    raise_error(broken);
+  }
+
+  // Before each call: the communicator's device current (through the backend's own cache of
+  // it), and a communicator that failed refused.
+  void begin(const char* what) {
+    state->check_not_capturing(what, "NCCL collectives are not captured");
+    device_state(device);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!broken.empty()) {
+      raise_error(std::string("[") + what + "] " + who() +
+                  ": the communicator failed earlier: " + broken);
+    }
   }
 
   // Called after queueing a collective: the watchdog expects its event within the timeout.
@@ -146,7 +183,7 @@ struct Communicator::Impl {
                      "stopped, failed or is stuck); ending this process\n",
                      p.what, who().c_str(), static_cast<double>(timeout.count()) / 1000);
         std::fflush(stderr);
-        ncclCommAbort(comm);
+        if (comm != nullptr) ncclCommAbort(comm);  // under the mutex, as fail() aborts
         std::_Exit(1);
       }
       wake.wait_for(lock, std::chrono::milliseconds(20));
@@ -173,17 +210,25 @@ Communicator::Communicator(int device, int rank, int world, const UniqueId& id,
 
 Communicator::~Communicator() {
   Impl& m = *impl_;
+  // Queued collectives finish before the communicator goes; the watchdog, still running, ends
+  // the process if one never does (a peer that left), rather than this waiting for ever.
+  if (m.comm != nullptr) {
+    device_state(m.device);
+    while (cudaStreamQuery(m.state->stream) == cudaErrorNotReady) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    try {
+      m.settle(ncclCommFinalize(m.comm), "dist::finalize");
+      ncclCommDestroy(m.comm);
+    } catch (const Error&) {  // aborted by settle(); nothing more to free
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     m.stopping = true;
   }
   m.wake.notify_one();
   if (m.watchdog.joinable()) m.watchdog.join();
-  if (m.comm != nullptr) {
-    cudaSetDevice(m.device);
-    cudaStreamSynchronize(m.state->stream);  // queued collectives finish before the comm goes
-    ncclCommDestroy(m.comm);
-  }
   for (const Impl::Pending& p : m.pending) cudaEventDestroy(p.done);
   for (cudaEvent_t e : m.spare) cudaEventDestroy(e);
 }
@@ -192,8 +237,7 @@ int Communicator::device() const { return impl_->device; }
 
 void Communicator::all_reduce(const RawTensor& t, Op op) {
   Impl& m = *impl_;
-  m.state->check_not_capturing("all_reduce", "NCCL collectives are not captured");
-  cudaSetDevice(m.device);
+  m.begin("all_reduce");
   m.settle(ncclAllReduce(t.data(), t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype),
                          nccl_op(op), m.comm, m.state->stream),
            "all_reduce");
@@ -202,8 +246,7 @@ void Communicator::all_reduce(const RawTensor& t, Op op) {
 
 void Communicator::broadcast(const RawTensor& t, int root) {
   Impl& m = *impl_;
-  m.state->check_not_capturing("broadcast", "NCCL collectives are not captured");
-  cudaSetDevice(m.device);
+  m.begin("broadcast");
   m.settle(ncclBroadcast(t.data(), t.data(), t.nbytes(), ncclUint8, root, m.comm, m.state->stream),
            "broadcast");
   m.watch("broadcast");
@@ -211,8 +254,7 @@ void Communicator::broadcast(const RawTensor& t, int root) {
 
 void Communicator::all_gather(const RawTensor& in, const RawTensor& out) {
   Impl& m = *impl_;
-  m.state->check_not_capturing("all_gather", "NCCL collectives are not captured");
-  cudaSetDevice(m.device);
+  m.begin("all_gather");
   m.settle(ncclAllGather(in.data(), out.data(), in.nbytes(), ncclUint8, m.comm, m.state->stream),
            "all_gather");
   m.watch("all_gather");
@@ -220,8 +262,7 @@ void Communicator::all_gather(const RawTensor& in, const RawTensor& out) {
 
 void Communicator::reduce_scatter(const RawTensor& in, const RawTensor& out, Op op) {
   Impl& m = *impl_;
-  m.state->check_not_capturing("reduce_scatter", "NCCL collectives are not captured");
-  cudaSetDevice(m.device);
+  m.begin("reduce_scatter");
   m.settle(ncclReduceScatter(in.data(), out.data(), static_cast<size_t>(out.numel()),
                              nccl_type(out.dtype), nccl_op(op), m.comm, m.state->stream),
            "reduce_scatter");
