@@ -93,10 +93,18 @@ TEST(Vulkan, Float32ArithmeticMatchesTheCpu) {
   const std::vector<std::pair<const char*, DynTensor (*)(const DynTensor&, const DynTensor&)>> ops =
       {{"add", add}, {"sub", sub},         {"mul", mul},
        {"div", div}, {"maximum", maximum}, {"minimum", minimum}};
+  // Without float64 a float32 division is the driver's, which Vulkan allows 2.5 ulps (NVIDIA's
+  // uses them); with it, division goes through double and rounds as the Cpu's.
+  const bool driver_div = std::getenv("EMBER_VULKAN_NO_FLOAT64") != nullptr;
   for (const auto& [name, f] : ops) {
     const DynTensor want = f(a, b);  // [4, 5, 33]: both operands broadcast
     const DynTensor got = f(av, bv);
     EXPECT_EQ(got.device(), vk());
+    if (driver_div && std::string(name) == "div") {
+      const DynTensor rel = abs(to_device(got, Device::cpu()) - want) / abs(want);
+      EXPECT_LE(amax(rel, {}).item<double>(), 2.5 * std::ldexp(1.0, -23)) << name;
+      continue;
+    }
     EXPECT_EQ(max_abs_diff(to_device(got, Device::cpu()), want), 0.0) << name;
   }
   // Transposed and flipped operands, a scalar operand, and a chain that reuses freed ranges.

@@ -39,11 +39,28 @@ bool t_float(uint t) { return t == T_F32 || t == T_F16 || t == T_BF16 || t == T_
   }
 
 // A float element's value (t_float(t)).
+// float32 bits as a double, exactly: subnormals from their bits, since a device that flushes
+// float32 subnormals (NVIDIA's) reads them as zero through a float conversion.
+double f32_value(uint b) {
+  if ((b & 0x7f800000u) != 0u) return double(uintBitsToFloat(b));  // normal, inf or NaN
+  const double m = ldexp(double(b & 0x007fffffu), -149);             // exact
+  return (b & 0x80000000u) != 0u ? -m : m;
+}
+
+// A double as float32 bits, rounded to nearest even; subnormal results by integer rounding,
+// for the same reason.
+uint f32_bits(double v) {
+  const double a = abs(v);
+  if (!(a < 1.1754943508222875e-38LF)) return floatBitsToUint(float(v));  // normal, inf, NaN
+  const uint m = uint(roundEven(ldexp(a, 149)));  // 2^23 (the smallest normal) at the top
+  return (v < 0.0LF || (v == 0.0LF && doubleBitsToUint64(v) != 0UL) ? 0x80000000u : 0u) | m;
+}
+
 double float_value(uint t, uint64_t bits) {
   if (t == T_F64) return uint64BitsToDouble(bits);
-  if (t == T_F32) return double(uintBitsToFloat(uint(bits)));
+  if (t == T_F32) return f32_value(uint(bits));
   if (t == T_F16) return double(half_to_float(uint(bits)));
-  return double(uintBitsToFloat(uint(bits) << 16u));  // BF16
+  return f32_value(uint(bits) << 16u);  // BF16
 }
 
 // An integer or Bool element's value.
@@ -66,8 +83,8 @@ bool truthy(uint t, uint64_t bits) {
 // A float value as element bits of float type t (the 16-bit floats through float32, as the Cpu).
 uint64_t float_bits(uint t, double v) {
   if (t == T_F64) return doubleBitsToUint64(v);
+  if (t == T_F32) return uint64_t(f32_bits(v));
   const float f = float(v);
-  if (t == T_F32) return uint64_t(floatBitsToUint(f));
   if (t == T_F16) return uint64_t(to_f16(f));
   return uint64_t(to_bf16(f));  // BF16
 }

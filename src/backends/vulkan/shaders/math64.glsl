@@ -397,7 +397,8 @@ double m64_polygamma(int n, double x) {
 // erfinv: Giles' approximation refined by two Newton steps on erf.
 double m64_erfinv(double y) {
   if (!(abs(y) <= 1.0)) return m64_nan();
-  if (abs(y) == 1.0) return y * m64_inf();
+  if (y == 1.0) return m64_inf();  // explicitly: NVIDIA's y * inf gave a subnormal here
+  if (y == -1.0) return -m64_inf();
   double w = -m64_log((1.0 - y) * (1.0 + y)), p;
   if (w < 5.0) {
     w -= 2.5;
