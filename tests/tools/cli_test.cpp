@@ -12,9 +12,12 @@
 #include <ember/ember.hpp>
 #include <ember/io/safetensors.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "cli_util.hpp"
 #include "train_test_util.hpp"  // tests/train: doctor()
@@ -391,6 +394,57 @@ TEST(Cli, MpirunTrainsAsOneProcessOnTheDoubledBatch) {
   auto more = args(two, 3, 16);
   more.push_back("--resume");
   EXPECT_FAILS_WITH(ember(more), 1, "was written by a run of 2 process(es), this one has 1");
+}
+
+// The pids of the ember processes whose command line holds `marker` (an mpirun job's ranks).
+std::vector<pid_t> ranks_with(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = read_text(entry.path().string() + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.rfind(EMBER_CLI_PATH, 0) == 0 && has(cmd, marker)) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// A rank killed mid-run ends the whole run at once, with a message naming it (mpirun's), and a
+// status that is not 0: no rank waits for the dead one.
+TEST(Cli, ARankKilledMidRunEndsEveryRankAtOnce) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+  const std::string data = fresh_dir("kill_data"), out = fresh_dir("kill_run"),
+                    logs = fresh_dir("kill_logs");
+  write_fashion(data, 2000, 20);
+  const pid_t job = start_ember({"train", "fashion-mnist", "--data", data, "--out", out, "--epochs",
+                                 "1000", "--batch-size", "8", "--workers", "0", "--show", "0"},
+                                logs, {EMBER_MPIEXEC, "-n", "2"});
+  // Both ranks started and the first epoch's checkpoint exists: they are mid-run.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<pid_t> ranks;
+  while (std::chrono::steady_clock::now() < deadline &&
+         (ranks.size() < 2 || !fs::exists(out + "/checkpoints/epoch-0001.safetensors"))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ranks = ranks_with(out);
+  }
+  ASSERT_EQ(ranks.size(), 2u) << read_text(logs + "/stderr");
+  kill(ranks.back(), SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  int raw = 0;
+  while (waitpid(job, &raw, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() - killed > std::chrono::seconds(30)) {
+      kill(job, SIGKILL);
+      waitpid(job, &raw, 0);
+      FAIL() << "the run outlived a killed rank by 30 s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0);
+  EXPECT_TRUE(has(read_text(logs + "/stderr") + read_text(logs + "/stdout"), "exited on signal 9"))
+      << read_text(logs + "/stderr");
+  EXPECT_TRUE(ranks_with(out).empty()) << "a rank outlived the run";
 }
 #endif
 

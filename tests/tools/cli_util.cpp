@@ -87,10 +87,11 @@ Result ember(const std::vector<std::string>& args, Stdout mode, double timeout_s
   return r;
 }
 
-pid_t start_ember(const std::vector<std::string>& args, const std::string& log_dir) {
+pid_t start_ember(const std::vector<std::string>& args, const std::string& log_dir,
+                  const std::vector<std::string>& launcher) {
   const std::string out_path = log_dir + "/stdout", err_path = log_dir + "/stderr";
   std::vector<std::string> keep;
-  std::vector<char*> argv = argv_of(args, keep);
+  std::vector<char*> argv = argv_of(args, keep, launcher);
   const pid_t pid = fork();
   if (pid == 0) {
     const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -25,7 +25,8 @@ Result ember(const std::vector<std::string>& args, Stdout mode = Stdout::capture
              double timeout_s = 60, const std::vector<std::string>& launcher = {});
 
 /// Starts `ember args...` in the background with stdout and stderr to files in `log_dir`.
-pid_t start_ember(const std::vector<std::string>& args, const std::string& log_dir);
+pid_t start_ember(const std::vector<std::string>& args, const std::string& log_dir,
+                  const std::vector<std::string>& launcher = {});
 /// Waits for a started process: its exit status, or 128 + N when killed by signal N.
 int wait_for(pid_t pid);
 
