@@ -20,12 +20,12 @@
 
 #ifndef EMBER_BARE_METAL
 #include "ember/data/data.hpp"
+#include "ember/dist/ddp.hpp"
+#include "ember/dist/dist.hpp"
 #include "ember/import/onnx.hpp"
 #include "ember/io/pytorch.hpp"
 #include "ember/io/safetensors.hpp"
 #include "ember/nn/nn.hpp"
 #include "ember/optim/optim.hpp"
-#include "ember/dist/ddp.hpp"
-#include "ember/dist/dist.hpp"
 #include "ember/train/train.hpp"
 #endif

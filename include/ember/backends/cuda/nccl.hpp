@@ -34,9 +34,9 @@ class Communicator {
   int device() const;
   // Tensors are contiguous, on this communicator's device; the calls queue the collective on
   // the device's stream and return.
-  void all_reduce(const RawTensor& t, Op op);  // in place
-  void broadcast(const RawTensor& t, int root);  // in place
-  void all_gather(const RawTensor& in, const RawTensor& out);  // out: world * in
+  void all_reduce(const RawTensor& t, Op op);                             // in place
+  void broadcast(const RawTensor& t, int root);                           // in place
+  void all_gather(const RawTensor& in, const RawTensor& out);             // out: world * in
   void reduce_scatter(const RawTensor& in, const RawTensor& out, Op op);  // in: world * out
 
  private:
