@@ -179,44 +179,32 @@ class MpiGroup final : public Group {
 
   std::unique_ptr<Work> all_reduce(void* data, int64_t count, DType dtype, ReduceOp op,
                                    Keep keep) override {
-    const char* what = "all_reduce";
-    check_usable(what);
-    MPI_Request r;
-    check(MPI_Iallreduce(MPI_IN_PLACE, data, to_int(count, what), mpi_type(dtype, what),
-                         mpi_op(op, dtype, what), comm_, &r),
-          what);
-    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
+    return start("all_reduce", std::move(keep), [&](const char* what, MPI_Request* r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, data, to_int(count, what), mpi_type(dtype, what),
+                            mpi_op(op, dtype, what), comm_, r);
+    });
   }
   std::unique_ptr<Work> broadcast(void* data, int64_t bytes, int root, Keep keep) override {
-    const char* what = "broadcast";
-    check_usable(what);
-    MPI_Request r;
-    check(MPI_Ibcast(data, to_int(bytes, what), MPI_BYTE, root, comm_, &r), what);
-    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
+    return start("broadcast", std::move(keep), [&](const char* what, MPI_Request* r) {
+      return MPI_Ibcast(data, to_int(bytes, what), MPI_BYTE, root, comm_, r);
+    });
   }
   std::unique_ptr<Work> all_gather(const void* in, void* out, int64_t bytes, Keep keep) override {
-    const char* what = "all_gather";
-    check_usable(what);
-    MPI_Request r;
-    const int n = to_int(bytes, what);
-    check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, &r), what);
-    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
+    return start("all_gather", std::move(keep), [&](const char* what, MPI_Request* r) {
+      const int n = to_int(bytes, what);
+      return MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, comm_, r);
+    });
   }
   std::unique_ptr<Work> reduce_scatter(const void* in, void* out, int64_t count, DType dtype,
                                        ReduceOp op, Keep keep) override {
-    const char* what = "reduce_scatter";
-    check_usable(what);
-    MPI_Request r;
-    check(MPI_Ireduce_scatter_block(in, out, to_int(count, what), mpi_type(dtype, what),
-                                    mpi_op(op, dtype, what), comm_, &r),
-          what);
-    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
+    return start("reduce_scatter", std::move(keep), [&](const char* what, MPI_Request* r) {
+      return MPI_Ireduce_scatter_block(in, out, to_int(count, what), mpi_type(dtype, what),
+                                       mpi_op(op, dtype, what), comm_, r);
+    });
   }
   std::unique_ptr<Work> barrier() override {
-    check_usable("barrier");
-    MPI_Request r;
-    check(MPI_Ibarrier(comm_, &r), "barrier");
-    return std::make_unique<MpiWork>(r, "barrier", timeout_, Keep{});
+    return start("barrier", Keep{},
+                 [&](const char*, MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
   }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -244,6 +232,14 @@ class MpiGroup final : public Group {
  private:
   // MPI counts are ints: a larger buffer is an error naming the collective (DDP's buckets are
   // far below it).
+  // Starts one non-blocking collective: `call(what, &request)` is the MPI call.
+  template <class Call>
+  std::unique_ptr<Work> start(const char* what, Keep keep, Call&& call) {
+    check_usable(what);
+    MPI_Request r;
+    check(call(what, &r), what);
+    return std::make_unique<MpiWork>(r, what, timeout_, std::move(keep));
+  }
   int to_int(int64_t count, const char* what) const {
     EMBER_CHECK(count >= 0 && count <= INT32_MAX, "[", what, "] ", rank_name(), ": a count of ",
                 count,

@@ -141,6 +141,14 @@ struct Communicator::Impl {
     }
   }
 
+  // Queues one collective on the device's stream: `call(comm, stream)` is the NCCL call.
+  template <class Call>
+  void run(const char* what, Call&& call) {
+    begin(what);
+    settle(call(comm, state->stream), what);
+    watch(what);
+  }
+
   // Called after queueing a collective: the watchdog expects its event within the timeout.
   void watch(const char* what) {
     cudaEvent_t e = nullptr;
@@ -236,37 +244,29 @@ Communicator::~Communicator() {
 int Communicator::device() const { return impl_->device; }
 
 void Communicator::all_reduce(const RawTensor& t, Op op) {
-  Impl& m = *impl_;
-  m.begin("all_reduce");
-  m.settle(ncclAllReduce(t.data(), t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype),
-                         nccl_op(op), m.comm, m.state->stream),
-           "all_reduce");
-  m.watch("all_reduce");
+  impl_->run("all_reduce", [&](ncclComm_t c, cudaStream_t s) {
+    return ncclAllReduce(t.data(), t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype),
+                         nccl_op(op), c, s);
+  });
 }
 
 void Communicator::broadcast(const RawTensor& t, int root) {
-  Impl& m = *impl_;
-  m.begin("broadcast");
-  m.settle(ncclBroadcast(t.data(), t.data(), t.nbytes(), ncclUint8, root, m.comm, m.state->stream),
-           "broadcast");
-  m.watch("broadcast");
+  impl_->run("broadcast", [&](ncclComm_t c, cudaStream_t s) {
+    return ncclBroadcast(t.data(), t.data(), t.nbytes(), ncclUint8, root, c, s);
+  });
 }
 
 void Communicator::all_gather(const RawTensor& in, const RawTensor& out) {
-  Impl& m = *impl_;
-  m.begin("all_gather");
-  m.settle(ncclAllGather(in.data(), out.data(), in.nbytes(), ncclUint8, m.comm, m.state->stream),
-           "all_gather");
-  m.watch("all_gather");
+  impl_->run("all_gather", [&](ncclComm_t c, cudaStream_t s) {
+    return ncclAllGather(in.data(), out.data(), in.nbytes(), ncclUint8, c, s);
+  });
 }
 
 void Communicator::reduce_scatter(const RawTensor& in, const RawTensor& out, Op op) {
-  Impl& m = *impl_;
-  m.begin("reduce_scatter");
-  m.settle(ncclReduceScatter(in.data(), out.data(), static_cast<size_t>(out.numel()),
-                             nccl_type(out.dtype), nccl_op(op), m.comm, m.state->stream),
-           "reduce_scatter");
-  m.watch("reduce_scatter");
+  impl_->run("reduce_scatter", [&](ncclComm_t c, cudaStream_t s) {
+    return ncclReduceScatter(in.data(), out.data(), static_cast<size_t>(out.numel()),
+                             nccl_type(out.dtype), nccl_op(op), c, s);
+  });
 }
 
 }  // namespace ember::cuda::nccl
