@@ -54,6 +54,36 @@ TEST(Dist, EnvironmentMatchesTheGroup) {
   }
 }
 
+// The launcher's variables as environment() reads them (alone only: under mpiexec OpenMPI's
+// own variables come first), and the errors of inconsistent ones.
+TEST(Dist, EnvironmentReadsTorchrunStyleVariablesAndRefusesInconsistentOnes) {
+  if (world() > 1) GTEST_SKIP() << "OpenMPI's variables take precedence under mpiexec";
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("LOCAL_WORLD_SIZE", "2", 1);
+  const dist::Environment env = dist::environment();
+  EXPECT_EQ(env.launcher, "torchrun");
+  EXPECT_EQ(env.rank, 1);
+  EXPECT_EQ(env.world_size, 4);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.local_world_size, 2);
+  auto error = [] {
+    try {
+      dist::environment();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  setenv("RANK", "4", 1);
+  EXPECT_EQ(error(), "[dist::environment] RANK=4 is outside WORLD_SIZE=4");
+  setenv("RANK", "one", 1);
+  EXPECT_EQ(error(), "[dist::environment] RANK='one' is not a rank or a count");
+  for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}) unsetenv(v);
+  EXPECT_EQ(dist::environment().launcher, "none");
+}
+
 TEST(Dist, AllReduceSumsAverageMaxMinAndProductOverRanks) {
   const Shape shape{3, 5};
   for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
@@ -154,6 +184,16 @@ Batch whole_batch() {
 Batch my_rows(const Batch& b) {
   return {Tensor<2>(narrow(b.x.dyn(), 0, 4 * rank(), 4)),
           Tensor<1, Int>(narrow(b.y.dyn(), 0, 4 * rank(), 4))};
+}
+
+TEST(Ddp, ABucketSizeThatIsNotPositiveIsAnError) {
+  Net net = make_net(1);
+  try {
+    dist::DistributedDataParallel ddp(net, dist::DdpConfig().bucket_mb(0));
+    ADD_FAILURE() << "bucket_mb 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "[DistributedDataParallel] bucket_mb must be positive, got 0");
+  }
 }
 
 TEST(Ddp, ParametersStartAsRankZeros) {
