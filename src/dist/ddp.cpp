@@ -36,11 +36,11 @@ struct DistributedDataParallel::Reducer {
     Device device = Device::cpu();
     int64_t numel = 0;
     // One backward's reduction: the flattened gradients (on the device under NCCL, else a host
-    // copy in the wire dtype) and one "used here" count per parameter (host, f32).
+    // copy in the wire dtype).
     int waiting = 0;  // gradients not yet complete
     bool launched = false, stale = false;
-    DynTensor values, flags;
-    std::unique_ptr<detail::Work> values_work, flags_work;
+    DynTensor values;
+    std::unique_ptr<detail::Work> values_work;
   };
   std::vector<nn::TensorSlot*> slots;  // trainable Params, reverse declaration order
   std::vector<Bucket> buckets;
@@ -97,9 +97,8 @@ struct DistributedDataParallel::Reducer {
     for (Bucket& b : buckets) {
       b.waiting = static_cast<int>(b.params.size());
       b.launched = b.stale = false;
-      b.values_work.reset();  // the collectives end before their buffers go
-      b.flags_work.reset();
-      b.values = b.flags = DynTensor();
+      b.values_work.reset();  // the collective ends before its buffer goes
+      b.values = DynTensor();
     }
   }
 
@@ -107,21 +106,15 @@ struct DistributedDataParallel::Reducer {
   void launch(size_t k) {
     Bucket& b = buckets[k];
     b.values_work.reset();
-    b.flags_work.reset();
     std::vector<DynTensor> parts;
     parts.reserve(b.params.size());
-    std::vector<float> used;
     for (size_t i : b.params) {
       const DynTensor& g = grads[i];
-      used.push_back(g.defined() ? 1.0f : 0.0f);
       parts.push_back(g.defined() ? reshape(g, Shape{g.numel()})
                                   : zeros(Shape{slots[i]->numel()}, b.dtype, b.device));
     }
     // A copy, never the gradient itself: a stale bucket is reduced again from the local values.
     DynTensor flat = parts.size() == 1 ? clone(parts[0]) : cat(parts, 0);
-    b.flags =
-        from_data(TensorData::from(used, Shape{static_cast<int64_t>(used.size())}), Device::cpu());
-    detail::Group& group = detail::world_group();
     if (detail::on_device_collectives(b.device)) {
       b.values = flat;  // NCCL's mean, queued on the device's stream
       detail::device_all_reduce(b.values, ReduceOp::avg);
@@ -130,12 +123,9 @@ struct DistributedDataParallel::Reducer {
       if (flat.dtype() != wire) flat = cast(flat, wire);
       b.values = flat.device() == Device::cpu() ? flat : to_device(flat, Device::cpu());
       wait_for_host_copies(b.device);
-      b.values_work = group.all_reduce(b.values.raw().data(), b.values.numel(), wire, ReduceOp::sum,
-                                       {b.values.raw().storage});
+      b.values_work = detail::world_group().all_reduce(
+          b.values.raw().data(), b.values.numel(), wire, ReduceOp::sum, {b.values.raw().storage});
     }
-    synchronize(Device::cpu());
-    b.flags_work = group.all_reduce(b.flags.raw().data(), b.flags.numel(), DType::f32,
-                                    ReduceOp::sum, {b.flags.raw().storage});
     b.launched = true;
   }
 
@@ -158,56 +148,58 @@ struct DistributedDataParallel::Reducer {
     }
     for (Bucket& other : buckets) {  // MPI moves data only inside its calls
       if (other.values_work) other.values_work->test();
-      if (other.flags_work) other.flags_work->test();
     }
   }
 
-  // The means of bucket k into `means` (undefined where no rank had a gradient).
-  void collect(size_t k) {
+  // The means of bucket k into `means`; `used` counts, by slot, the ranks that had a gradient
+  // (none: no mean).
+  void collect(size_t k, const float* used) {
     Bucket& b = buckets[k];
     if (b.values_work) b.values_work->wait();
-    b.flags_work->wait();
     DynTensor values = b.values;
     if (!detail::on_device_collectives(b.device)) {
       values = div(values, Scalar(static_cast<double>(world_size())));
       if (values.dtype() != b.dtype) values = cast(values, b.dtype);
       if (b.device != Device::cpu()) values = to_device(values, b.device);
     }
-    const float* flags = b.flags.raw().data_as<float>();
-    for (size_t j = 0; j < b.params.size(); ++j) {
-      const size_t i = b.params[j];
+    for (const size_t i : b.params) {
       const nn::TensorSlot& s = *slots[i];
-      means[i] = flags[j] > 0
-                     ? reshape(narrow(values, 0, offset_in_bucket[i], s.numel()), s.shape())
-                     : DynTensor();
+      means[i] = used[i] > 0 ? reshape(narrow(values, 0, offset_in_bucket[i], s.numel()), s.shape())
+                             : DynTensor();
     }
   }
 
   // Waits for every bucket; afterwards `means` holds the mean gradients.
   void finish() {
     while (next_launch < buckets.size()) launch(next_launch++);  // unused parameters: zeros
-    // A bucket reported again after it left (a leaf used inside and outside a checkpoint()
-    // segment) is reduced again from the final local gradients, where any rank saw that: the
-    // ranks agree on the set first, so that each issues the same collectives.
-    std::vector<float> stale;
-    for (const Bucket& b : buckets) stale.push_back(b.stale ? 1.0f : 0.0f);
-    DynTensor agreed = from_data(TensorData::from(stale, Shape{static_cast<int64_t>(stale.size())}),
-                                 Device::cpu());
-    if (!stale.empty()) {
+    // One small all-reduce for the whole step: per parameter, the ranks that had a gradient (a
+    // parameter no rank used gets none, as PyTorch's None grad); per bucket, whether any rank saw
+    // a gradient reported again after the bucket left (a leaf used inside and outside a
+    // checkpoint() segment). Those buckets are reduced again from the final local gradients, on
+    // every rank alike.
+    std::vector<float> counts;
+    for (const DynTensor& g : grads) counts.push_back(g.defined() ? 1.0f : 0.0f);
+    for (const Bucket& b : buckets) counts.push_back(b.stale ? 1.0f : 0.0f);
+    const DynTensor summed = from_data(
+        TensorData::from(counts, Shape{static_cast<int64_t>(counts.size())}), Device::cpu());
+    if (!counts.empty()) {
+      synchronize(Device::cpu());  // MPI reads the host memory directly
       detail::world_group()
-          .all_reduce(agreed.raw().data(), agreed.numel(), DType::f32, ReduceOp::max,
-                      {agreed.raw().storage})
+          .all_reduce(summed.raw().data(), summed.numel(), DType::f32, ReduceOp::sum,
+                      {summed.raw().storage})
           ->wait();
     }
+    const float* used = summed.raw().data_as<float>();
+    const float* stale = used + slots.size();
     reduced_again = 0;
     for (size_t k = 0; k < buckets.size(); ++k) {
-      if (agreed.raw().data_as<float>()[k] > 0) {
+      if (stale[k] > 0) {
         ++reduced_again;
-        collect(k);  // the early reduction, discarded
+        if (buckets[k].values_work) buckets[k].values_work->wait();  // the early one, discarded
         launch(k);
       }
     }
-    for (size_t k = 0; k < buckets.size(); ++k) collect(k);
+    for (size_t k = 0; k < buckets.size(); ++k) collect(k, used);
   }
 };
 
