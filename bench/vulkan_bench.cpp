@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/backends/vulkan/vulkan.hpp>
 #include <ember/ember.hpp>
 
 #include <ember/models/fashion_cnn.hpp>
@@ -27,10 +28,16 @@ namespace {
 using namespace ember;
 using bench::guarded;
 
+// EMBER_VULKAN_PROFILE=1 times the Vulkan device's shaders (vulkan::profile).
+bool profiling(Device dev) {
+  return dev.type == DeviceType::Vulkan && std::getenv("EMBER_VULKAN_PROFILE") != nullptr;
+}
+
 template <class F>
 void run_batched(benchmark::State& state, Device dev, int64_t per_sync, F&& op) {
   for (int i = 0; i < 2; ++i) op();  // pipelines, plans and the allocator's ranges first
   synchronize(dev);
+  if (profiling(dev)) vulkan::profile(dev.index, true);  // the timed loop's alone
   while (state.KeepRunningBatch(per_sync)) {
     for (int64_t i = 0; i < per_sync; ++i) op();
     synchronize(dev);
@@ -68,6 +75,11 @@ void BM_cnn_train_step(benchmark::State& state, Device dev) {
       const Gradients grads = loss.backward();
       opt.step(model, grads);
     });
+    if (profiling(dev)) {
+      std::fprintf(stderr, "cnn_train_step: %lld steps\n%s",
+                   static_cast<long long>(state.iterations()),
+                   vulkan::profile(dev.index, true).c_str());
+    }
     const float last = loss.item<float>();
     if (!std::isfinite(last)) return state.SkipWithError("the loss is not finite");
     state.counters["last_loss"] = last;

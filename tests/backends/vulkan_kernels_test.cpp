@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -74,14 +75,24 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
     expect_near_cpu(got.input, want.input, 1e-4, what + " grad input");
     expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight");
     expect_near_cpu(got.bias, want.bias, 1e-3, what + " grad bias");
-    // The bias gradient alone, and the transposed convolution (the data gradient as a forward).
+    // The bias gradient alone.
     const ConvGrads bias_only =
         conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {false, false, true});
     expect_near_cpu(bias_only.bias, want.bias, 1e-3, what + " grad bias alone");
-    if (k.groups == 1 && k.stride == 1) {
-      expect_near_cpu(convolution(on_vk(gy), on_vk(w), DynTensor(), p, true),
-                      convolution(gy, w, DynTensor(), p, true), 1e-4, what + " transposed");
+    // The data gradient and the transposed convolution (the data gradient as a forward), both
+    // as the implicit GEMM that GPUs take and as the direct loops of CPU devices.
+    for (const char* how : {"tiled", "direct"}) {
+      setenv("EMBER_VULKAN_CONV_DATA", how, 1);
+      expect_near_cpu(
+          conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, false, false}).input,
+          want.input, 1e-4, what + " grad input " + how);
+      if (k.groups == 1 && k.stride == 1) {
+        expect_near_cpu(convolution(on_vk(gy), on_vk(w), DynTensor(), p, true),
+                        convolution(gy, w, DynTensor(), p, true), 1e-4,
+                        what + " transposed " + how);
+      }
     }
+    unsetenv("EMBER_VULKAN_CONV_DATA");
   }
   // A batch of zero images.
   ConvParams p;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -313,6 +314,15 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
         cooperative_ ? "vkCreateDevice (with VK_KHR_push_descriptor and VK_NV_cooperative_matrix)"
                      : "vkCreateDevice (with VK_KHR_push_descriptor)");
   vkGetDeviceQueue(device_, family_, 0, &queue_);
+  const char* profile = std::getenv("EMBER_VULKAN_PROFILE");
+  if (profile != nullptr && std::string_view(profile) == "1") {
+    if (props[family_].timestampValidBits > 0) {
+      profile_queries_ = static_cast<uint32_t>(kSubmitEvery) + 1;
+    } else {
+      std::fprintf(stderr, "ember: EMBER_VULKAN_PROFILE: vulkan:%d (%s) has no timestamps\n", index,
+                   props_.deviceName);
+    }
+  }
   push_descriptors_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
       vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   EMBER_CHECK(push_descriptors_ != nullptr, "[vulkan] vulkan:", index,
@@ -515,13 +525,24 @@ VkCommandBuffer DeviceContext::recording() {
     auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check(vkBeginCommandBuffer(current_.cb, &bi), "vulkan", "vkBeginCommandBuffer");
+    if (profiling()) {  // timestamp 0 opens the submission; command i ends at i + 1
+      if (current_.queries == VK_NULL_HANDLE) {
+        auto qi = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+        qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qi.queryCount = profile_queries_;
+        check(vkCreateQueryPool(device_, &qi, nullptr, &current_.queries), "vulkan",
+              "vkCreateQueryPool");
+      }
+      vkCmdResetQueryPool(current_.cb, current_.queries, 0, profile_queries_);
+      vkCmdWriteTimestamp(current_.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, current_.queries, 0);
+    }
     current_.serial = next_serial_;
     recorded_ = 0;
   }
   return current_.cb;
 }
 
-void DeviceContext::barrier() {
+void DeviceContext::barrier(const std::string* label) {
   // Every command reads what the ones before it wrote (compute and transfer alike).
   auto m = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   m.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -530,6 +551,11 @@ void DeviceContext::barrier() {
   const VkPipelineStageFlags stages =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vkCmdPipelineBarrier(current_.cb, stages, stages, 0, 1, &m, 0, nullptr, 0, nullptr);
+  if (profiling()) {
+    current_.labels.push_back(label);
+    vkCmdWriteTimestamp(current_.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, current_.queries,
+                        static_cast<uint32_t>(current_.labels.size()));
+  }
   if (++recorded_ >= kSubmitEvery) submit();
 }
 
@@ -551,7 +577,7 @@ void DeviceContext::dispatch(const Pipeline& p, std::span<const Binding> binding
                     static_cast<uint32_t>(writes.size()), writes.data());
   if (push_size) vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
   vkCmdDispatch(cb, std::max(groups, 1u), 1, 1);
-  barrier();
+  barrier(p.name);
 }
 
 void DeviceContext::copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset,
@@ -560,7 +586,8 @@ void DeviceContext::copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, s
   VkCommandBuffer cb = recording();
   const VkBufferCopy region{src_offset, dst_offset, nbytes};
   vkCmdCopyBuffer(cb, src, dst, 1, &region);
-  barrier();
+  static const std::string kCopy = "copy";
+  barrier(&kCopy);
 }
 
 void DeviceContext::submit() {
@@ -586,6 +613,7 @@ void DeviceContext::retire(bool wait) {
       break;
     }
     completed_ = s.serial;
+    if (profiling()) collect(s);
     spare_.push_back(s);
     in_flight_.pop_front();
   }
@@ -599,6 +627,46 @@ void DeviceContext::retire(bool wait) {
 void DeviceContext::finish() {
   submit();
   retire(true);
+}
+
+// --- Profiling -------------------------------------------------------------------------------
+
+void DeviceContext::collect(Submission& s) {
+  const auto n = static_cast<uint32_t>(s.labels.size());
+  if (n == 0) return;
+  std::vector<uint64_t> ticks(n + 1);
+  check(vkGetQueryPoolResults(device_, s.queries, 0, n + 1, ticks.size() * sizeof(uint64_t),
+                              ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT),
+        "profile", "vkGetQueryPoolResults");
+  for (uint32_t i = 0; i < n; ++i) {
+    Timing& t = timings_[s.labels[i] ? *s.labels[i] : std::string("?")];
+    ++t.count;
+    t.ns += static_cast<double>(ticks[i + 1] - ticks[i]) * props_.limits.timestampPeriod;
+  }
+  s.labels.clear();
+}
+
+std::string DeviceContext::profile(bool reset) {
+  finish();
+  std::vector<std::pair<std::string, Timing>> rows(timings_.begin(), timings_.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  double total = 0;
+  for (const auto& r : rows) total += r.second.ns;
+  std::string out;
+  char line[160];
+  const std::string device = "vulkan:" + std::to_string(index_);
+  std::snprintf(line, sizeof line, "%-28s %9s %11s %10s %7s\n", device.c_str(), "commands",
+                "total ms", "mean us", "share");
+  out += line;
+  for (const auto& [name, t] : rows) {
+    std::snprintf(line, sizeof line, "%-28s %9llu %11.3f %10.2f %6.1f%%\n", name.c_str(),
+                  static_cast<unsigned long long>(t.count), t.ns * 1e-6,
+                  t.ns * 1e-3 / static_cast<double>(t.count), total > 0 ? 100 * t.ns / total : 0);
+    out += line;
+  }
+  if (reset) timings_.clear();
+  return out;
 }
 
 // --- Pipelines -------------------------------------------------------------------------------
@@ -652,7 +720,9 @@ const Pipeline& DeviceContext::pipeline(const std::string& name, std::span<const
       vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   check(r, name.c_str(), "vkCreateComputePipelines");
-  return pipelines_.emplace(name, p).first->second;
+  auto& [key, made] = *pipelines_.emplace(name, p).first;
+  made.name = &key;
+  return made;
 }
 
 size_t validation_errors() { return g_validation_errors.load(); }

@@ -46,6 +46,7 @@ struct Block {
 
 /// A compute pipeline and its layout (push descriptors: bindings are pushed per dispatch).
 struct Pipeline {
+  const std::string* name = nullptr;  // its cache key, the profile's label
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -114,11 +115,22 @@ class DeviceContext {
   void reset_peak() { peak_ = in_use_; }
   void empty_cache();
 
+  /// Whether commands are timed (EMBER_VULKAN_PROFILE=1), and the times so far per label as a
+  /// table, longest total first; `reset` starts the count again. Waits for the work queued.
+  bool profiling() const { return profile_queries_ != 0; }
+  std::string profile(bool reset);
+
  private:
   struct Submission {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
     uint64_t serial = 0;
+    VkQueryPool queries = VK_NULL_HANDLE;  // profiling: a timestamp after each command
+    std::vector<const std::string*> labels;
+  };
+  struct Timing {
+    uint64_t count = 0;
+    double ns = 0;
   };
   struct Pending {  // a released range, free once `serial` has completed
     uintptr_t address;
@@ -129,7 +141,8 @@ class DeviceContext {
   VkCommandBuffer recording();
   void submit();
   void retire(bool wait);
-  void barrier();
+  void barrier(const std::string* label);
+  void collect(Submission& s);
   Block& new_block(size_t size, bool staging);
   void give_back(uintptr_t address, size_t nbytes);
   void count_in_use(bool staging, size_t nbytes);
@@ -159,6 +172,9 @@ class DeviceContext {
   uint64_t next_serial_ = 1, completed_ = 0;
 
   std::map<std::string, Pipeline> pipelines_;
+
+  uint32_t profile_queries_ = 0;  // timestamps per submission; 0 when not profiling
+  std::map<std::string, Timing> timings_;
 };
 
 /// The context of vulkan:index (made on first use); fails naming the index when there is none.

@@ -3,6 +3,8 @@
 // so results do not depend on scheduling. The spatial sizes go right-aligned into three slots, as
 // the Cpu's geometry.
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "binding.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
@@ -83,8 +85,8 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
              bs, &q, sizeof q, groups);
 }
 
-// Records conv_tiled.comp (float32, modes 0 and 2) with x (binding 0), w or grad_out (1), bias
-// (2, may be undefined) and out: an implicit GEMM of an m x n output per group, its k in
+// Records conv_tiled.comp (float32) with x (binding 0; grad_out in mode 1), w or grad_out (1),
+// bias (2, may be undefined) and out: an implicit GEMM of an m x n output per group, its k in
 // `splits` parts written apart (out [splits, ...]).
 void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                          const RawTensor& out, int64_t m, int64_t n, const Tiles& t,
@@ -108,6 +110,33 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   constexpr int64_t kMaxGroups = 65535;
   c.dispatch(gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t), bs, &q, sizeof q,
              static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
+}
+
+// grad_w = parts [splits, grad_w.numel()] summed over the parts in order, in one dispatch (a
+// chain of additions took a command per part, 255 of them for conv1 of the Fashion-MNIST CNN;
+// a reduction over the parts' dim a workgroup per weight, 260 ms of conv2's on lavapipe).
+void sum_parts(const RawTensor& parts, int64_t splits, const RawTensor& grad_w) {
+  DeviceContext& c = ctx_of(grad_w);
+  std::lock_guard lock(c.mu);
+  const Bound bp = bind_bytes(c, parts), bo = bind_bytes(c, grad_w);
+  const struct {
+    uint32_t count, splits, parts_base, out_base;
+  } q{static_cast<uint32_t>(grad_w.numel()), static_cast<uint32_t>(splits), bp.base, bo.base};
+  const Binding bs[] = {bp.binding, bo.binding};
+  c.dispatch(c.pipeline("sum_parts", shaders::sum_parts, 2, sizeof q), bs, &q, sizeof q,
+             groups_for(grad_w.numel()));
+}
+
+// Whether the data gradient takes the implicit GEMM (mode 1) rather than conv.comp's direct
+// loops: on GPUs, where the tiles' register blocking wins; not on a CPU device, where the
+// gather's integer divisions cost more than the tiles save (lavapipe: 2.9 s against 0.83 s for
+// conv2 of the Fashion-MNIST CNN at batch 256). EMBER_VULKAN_CONV_DATA=tiled or =direct
+// overrides the choice, so that CI's lavapipe tests both.
+bool tiled_data_gradient(const DeviceContext& c) {
+  const char* env = std::getenv("EMBER_VULKAN_CONV_DATA");
+  if (env != nullptr && std::string_view(env) == "tiled") return true;
+  if (env != nullptr && std::string_view(env) == "direct") return false;
+  return c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
 }  // namespace
@@ -147,6 +176,17 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
   if (grad_out.numel() == 0 || w.numel() == 0) return fill(grad_in, Scalar(0.0));
   ConvPush q = conv_push(grad_in.shape, w.shape, grad_out.shape, p);
   q.mode = 1;
+  if (grad_in.dtype == DType::f32 && tiled_data_gradient(ctx_of(grad_in))) {
+    // Per group: [C/g, O/g * taps] x [O/g * taps, N * input positions]. On llvmpipe a k too
+    // long for one pass takes the direct loops below, whose sums are shorter.
+    const int64_t m = grad_in.shape[1] / p.groups, n = grad_in.numel() / grad_in.shape[1];
+    const int64_t k = w.numel() / (w.shape[1] * p.groups);  // O/g * taps
+    const VkPhysicalDeviceProperties& props = ctx_of(grad_in).properties();
+    const Tiles t = gemm_tiles(props, m, n);
+    if (k_parts(props, k, t) == 1) {
+      return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, t, 1);
+    }
+  }
   q.count = static_cast<uint32_t>(grad_in.numel());
   dispatch_conv(q, grad_out, w, RawTensor(), grad_in, groups_for(grad_in.numel()));
 }
@@ -187,20 +227,7 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
       const RawTensor parts{allocate(static_cast<size_t>(splits * e) * sizeof(float), x.device()),
                             Shape{splits, e}, Strides{e, 1}, 0, DType::f32};
       dispatch_conv_tiled(q, x, grad_out, RawTensor(), parts, m, n, t, splits);
-      // Added part by part, in order (a reduction over the parts' dim took a workgroup per
-      // weight, 260 ms of conv2's gradient on lavapipe).
-      RawTensor flat = grad_w;
-      flat.shape = Shape{e};
-      flat.strides = Strides{1};
-      auto part = [&](int64_t i) {
-        RawTensor r = parts;
-        r.shape = Shape{e};
-        r.strides = Strides{1};
-        r.offset = i * e;
-        return r;
-      };
-      binary(BinaryOp::Add, part(0), part(1), flat);
-      for (int64_t i = 2; i < splits; ++i) binary(BinaryOp::Add, flat, part(i), flat);
+      sum_parts(parts, splits, grad_w);
     }
     if (grad_bias.defined() && grad_bias.numel() > 0) {
       uint32_t mask = 0;

@@ -36,6 +36,7 @@
 #include "shaders/scan_any.spv.h"
 #include "shaders/scan_f32.spv.h"
 #include "shaders/sort.spv.h"
+#include "shaders/sum_parts.spv.h"
 #include "shaders/svd.spv.h"
 #include "shaders/unary_any.spv.h"
 #include "shaders/unary_f32.spv.h"
@@ -76,6 +77,7 @@ inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
 inline constexpr std::span<const uint32_t> sort{sort_spv};
+inline constexpr std::span<const uint32_t> sum_parts{sum_parts_spv};
 inline constexpr std::span<const uint32_t> svd{svd_spv};
 inline constexpr std::span<const uint32_t> unary_any{unary_any_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};

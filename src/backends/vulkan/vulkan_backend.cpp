@@ -791,4 +791,12 @@ Backend& backend() {
 std::string device_name(int index) { return context(index).properties().deviceName; }
 bool cooperative_matrix(int index) { return context(index).cooperative(); }
 
+std::string profile(int index, bool reset) {
+  DeviceContext& c = context(index);
+  std::lock_guard lock(c.mu);
+  EMBER_CHECK(c.profiling(), "[profile] vulkan:", index,
+              " is not timing its commands: set EMBER_VULKAN_PROFILE=1 before its first use");
+  return c.profile(reset);
+}
+
 }  // namespace ember::vulkan

@@ -24,6 +24,13 @@ std::string device_name(int index);
 /// 16x16x16 float16 fragments; EMBER_VULKAN_COOPERATIVE=0 turns it off).
 bool cooperative_matrix(int index);
 
+/// The device's time per shader (and "copy") since the last reset, as a table, longest first:
+/// commands, total and mean milliseconds, share. The device times its commands when the
+/// environment has EMBER_VULKAN_PROFILE=1 at its first use (an error otherwise). Waits for the
+/// work queued; `reset` starts the count again. Each command's time runs from the previous
+/// command's end to its own (a barrier separates every two), so gaps are counted too.
+std::string profile(int index, bool reset = false);
+
 /// Error messages from Khronos's validation layer so far, and the first one's text. The layer
 /// runs when the environment has EMBER_VULKAN_VALIDATION=1 (CI sets it for the Vulkan tests).
 size_t validation_errors();

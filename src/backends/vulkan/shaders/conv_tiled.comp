@@ -3,8 +3,12 @@
 // padded, dilated). The columns of the unfolded input (every input value a kernel tap reads for
 // one output position) are gathered as the tiles load them, never stored:
 //   mode 0, forward:         y [n, oc, s] = w [oc, ci*tap] x unfold(x) [ci*tap, (n, s)] (+ bias)
+//   mode 1, backward data:   gx [n, ci, r] = w^T [ci, oc*tap] x spread(grad_out) [oc*tap, (n, r)]
 //   mode 2, backward weight: gw [oc, ci*tap] = grad_out [oc, (n, s)] x unfold(x)^T [(n, s), ci*tap]
-// with s an output position, tap a kernel position, and oc and ci the group's channels. Mode 2's
+// with s an output position, r an input position, tap a kernel position, and oc and ci the
+// group's channels; spread(grad_out) holds, for input position r and tap, the output position
+// that read r through that tap (zero where none did: strides skip it, or it is past an edge).
+// Mode 1 binds grad_out as x (binding 0) and writes grad_in. Mode 2's
 // k (every sample's every position) is long and its output small: it is split into `splits`
 // parts written apart, out [splits, O, C/g * taps], which the caller sums.
 #version 450
@@ -50,22 +54,58 @@ float unfolded(uint g, uint ck, uint ns) {
            (uint(id) * p.in_[1] + uint(ih)) * p.in_[2] + uint(iw)];
 }
 
-uint gemm_m() { return og(); }
-uint gemm_n() { return p.mode == 0u ? p.n * out_size() : cg() * k_size(); }
-uint gemm_k() { return p.mode == 0u ? cg() * k_size() : p.n * out_size(); }
+// spread(grad_out) of group g (mode 1, binding 0 holding grad_out): row ok = (output channel,
+// tap), column nr = (sample, input position).
+float spread(uint g, uint ok, uint nr) {
+  const uint oc = ok / k_size(), tap = ok % k_size();
+  const uint n = nr / in_size(), at = nr % in_size();
+  const uint kw = tap % p.k[2], kh = (tap / p.k[2]) % p.k[1], kd = tap / (p.k[2] * p.k[1]);
+  const uint iw = at % p.in_[2], ih = (at / p.in_[2]) % p.in_[1];
+  const uint id = at / (p.in_[2] * p.in_[1]);
+  // The output position o with o * s + tap * d - pad == i, where there is one.
+  const int td = int(id) + p.pad[0] - int(kd * p.d[0]);
+  const int th = int(ih) + p.pad[1] - int(kh * p.d[1]);
+  const int tw = int(iw) + p.pad[2] - int(kw * p.d[2]);
+  if (td < 0 || th < 0 || tw < 0) return 0.0;
+  const uint od = uint(td) / p.s[0], oh = uint(th) / p.s[1], ow = uint(tw) / p.s[2];
+  if (od * p.s[0] != uint(td) || oh * p.s[1] != uint(th) || ow * p.s[2] != uint(tw) ||
+      od >= p.out_[0] || oh >= p.out_[1] || ow >= p.out_[2]) {
+    return 0.0;
+  }
+  return x[p.a_base + (n * p.oc + g * og() + oc) * out_size() + (od * p.out_[1] + oh) * p.out_[2] +
+           ow];
+}
+
+uint gemm_m() { return p.mode == 1u ? cg() : og(); }
+uint gemm_n() {
+  return p.mode == 0u ? p.n * out_size() : p.mode == 1u ? p.n * in_size() : cg() * k_size();
+}
+uint gemm_k() {
+  return p.mode == 0u ? cg() * k_size() : p.mode == 1u ? og() * k_size() : p.n * out_size();
+}
 uint gemm_splits() { return p.splits; }
 uint gemm_tiles() { return p.tiles; }
-bool a_along_k() { return true; }  // w's rows and grad_out's planes are contiguous
-bool b_along_n() { return p.mode == 0u; }  // along output positions
+bool a_along_k() { return true; }  // w's rows (taps, mode 1) and grad_out's planes are contiguous
+bool b_along_n() { return p.mode != 2u; }  // along output (input, mode 1) positions
 float load_a(uint g, uint row, uint k) {
   if (p.mode == 0u) return w[p.w_base + (g * og() + row) * cg() * k_size() + k];
+  if (p.mode == 1u) {  // w^T: row an input channel, k = (output channel, tap)
+    const uint oc = k / k_size(), tap = k % k_size();
+    return w[p.w_base + ((g * og() + oc) * cg() + row) * k_size() + tap];
+  }
   const uint n = k / out_size(), at = k % out_size();
   return w[p.w_base + (n * p.oc + g * og() + row) * out_size() + at];
 }
 float load_b(uint g, uint k, uint col) {
+  if (p.mode == 1u) return spread(g, k, col);
   return p.mode == 0u ? unfolded(g, k, col) : unfolded(g, col, k);
 }
 void store(uint g, uint split, uint row, uint col, float v) {
+  if (p.mode == 1u) {
+    const uint n = col / in_size(), at = col % in_size();
+    o[p.out_base + (n * p.c + g * cg() + row) * in_size() + at] = v;
+    return;
+  }
   const uint oc = g * og() + row;
   if (p.mode == 0u) {
     const uint n = col / out_size(), at = col % out_size();
