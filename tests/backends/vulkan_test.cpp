@@ -727,5 +727,48 @@ TEST(Vulkan, MemoryIsReusedAndReturned) {
   EXPECT_EQ(memory_stats(d).in_use, before);
 }
 
+// EMBER_VULKAN_PROFILE=1 (ctest runs this test a second time so, as `profiled.`): the device
+// times every command, and vulkan::profile lists each shader's count; without it, profile() says
+// how to turn it on.
+TEST(Vulkan, ProfileTimesEveryShader) {
+  EMBER_REQUIRE_VULKAN();
+  const char* env = std::getenv("EMBER_VULKAN_PROFILE");
+  if (env == nullptr || std::string(env) != "1") {
+    EXPECT_THROW(
+        {
+          try {
+            (void)vulkan::profile(0);
+          } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_PROFILE=1"), std::string::npos)
+                << e.what();
+            throw;
+          }
+        },
+        Error);
+    return;
+  }
+  const Device d = vk();
+  const DynTensor a = full(Shape{64, 64}, 0.5f, DType::f32, d);
+  synchronize(d);
+  (void)vulkan::profile(0, true);
+  const DynTensor b = matmul(a, a);
+  const DynTensor c = add(add(b, b), b);
+  EXPECT_EQ(to_device(c, Device::cpu()).to_vector<float>()[0], 48.0f);
+  const std::string table = vulkan::profile(0, true);
+  // A row per label: its name, then its count.
+  auto count = [&](const std::string& prefix) -> long {
+    const size_t at = table.find("\n" + prefix);
+    if (at == std::string::npos) return -1;
+    const size_t name_end = table.find(' ', at + 1);
+    return std::strtol(table.c_str() + name_end, nullptr, 10);
+  };
+  EXPECT_EQ(count("matmul_tiled"), 1) << table;
+  EXPECT_EQ(count("binary32_"), 2) << table;
+  EXPECT_EQ(count("copy"), 1) << table;  // the read-back
+  // Reset: nothing since.
+  EXPECT_EQ(vulkan::profile(0).find("matmul_tiled"), std::string::npos);
+  expect_no_validation_errors();
+}
+
 }  // namespace
 }  // namespace ember
