@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <ember/tensor/ops/optim.hpp>
+
 #include "vulkan_test_util.hpp"
 
 namespace ember {
@@ -100,6 +102,43 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
   EXPECT_EQ(convolution(empty_x, on_vk(signed_input(Shape{2, 3, 3, 3}, 1)), DynTensor(), p, false)
                 .shape(),
             (Shape{0, 2, 3, 3}));
+  expect_no_validation_errors();
+}
+
+// The fused Adam step (adam.comp) against the Cpu's, plain, AdamW and amsgrad with L2 decay, in
+// place (the optimizer's path) and as new tensors, to float32 rounding: compilers fuse
+// multiply-adds differently (the Cpu's build with FMA differed by one ulp here), and a driver's
+// division and sqrt may be 2.5 ulps off. Values are within 1 in magnitude.
+TEST(Vulkan, Float32AdamStepIsTheCpus) {
+  EMBER_REQUIRE_VULKAN();
+  const double tol = 5e-7;
+  const Shape shape{37, 29};  // past one workgroup, not a multiple of it
+  uint64_t seed = 700;
+  for (int variant = 0; variant < 3; ++variant) {
+    AdamParams p;
+    p.lr = 0.01;
+    p.bias_correction1 = 1 - std::pow(0.9, 3);
+    p.bias_correction2_sqrt = std::sqrt(1 - std::pow(0.999, 3));
+    p.decoupled = variant == 1;
+    p.weight_decay = variant == 0 ? 0.0 : variant == 1 ? 0.1 : 0.05;
+    p.amsgrad = variant == 2;
+    const std::string what = "variant " + std::to_string(variant);
+    AdamTensors cpu{signed_input(shape, seed++), mul(signed_input(shape, seed++), 0.1),
+                    mul(input(shape, seed++), 0.01),
+                    p.amsgrad ? mul(input(shape, seed++), 0.01) : DynTensor()};
+    const DynTensor grad = signed_input(shape, seed++);
+    const AdamTensors want = adam_step(cpu, grad, p);
+    AdamTensors gpu{on_vk(cpu.param), on_vk(cpu.exp_avg), on_vk(cpu.exp_avg_sq),
+                    p.amsgrad ? on_vk(cpu.max_exp_avg_sq) : DynTensor()};
+    const AdamTensors got = adam_step(gpu, on_vk(grad), p);
+    expect_near_cpu(got.param, want.param, tol, what + " param");
+    expect_near_cpu(got.exp_avg, want.exp_avg, tol, what + " exp_avg");
+    expect_near_cpu(got.exp_avg_sq, want.exp_avg_sq, tol, what + " exp_avg_sq");
+    if (p.amsgrad) expect_near_cpu(got.max_exp_avg_sq, want.max_exp_avg_sq, tol, what + " max");
+    adam_step_in_place({gpu}, {on_vk(grad)}, {p});
+    expect_near_cpu(gpu.param, want.param, tol, what + " param in place");
+    expect_near_cpu(gpu.exp_avg_sq, want.exp_avg_sq, tol, what + " exp_avg_sq in place");
+  }
   expect_no_validation_errors();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "shaders/adam.spv.h"
 #include "shaders/argreduce_any.spv.h"
 #include "shaders/argreduce_f32.spv.h"
 #include "shaders/binary32.spv.h"
@@ -46,6 +47,7 @@
 
 namespace ember::vulkan::shaders {
 
+inline constexpr std::span<const uint32_t> adam{adam_spv};
 inline constexpr std::span<const uint32_t> argreduce_any{argreduce_any_spv};
 inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
 inline constexpr std::span<const uint32_t> binary32{binary32_spv};

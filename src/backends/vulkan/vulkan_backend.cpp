@@ -220,6 +220,8 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
     case OpFamily::TopK:
     case OpFamily::Matmul:  // float32, the others in double or int64
       return convert_code(dtype) >= 0;
+    case OpFamily::Optim:  // Adam in float32 (adam.comp)
+      return dtype == DType::f32;
     case OpFamily::Conv:  // direct loops (conv.comp, pool.comp), float32 or in double
     case OpFamily::Pool:
       return is_floating(dtype);

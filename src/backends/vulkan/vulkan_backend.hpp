@@ -60,6 +60,11 @@ class VulkanBackend final : public Backend {
   void avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) override;
   void avg_pool_backward(const RawTensor& grad_out, const PoolParams& p,
                          const RawTensor& grad_in) override;
+  void adam_step(const RawTensor& param, const RawTensor& grad, const RawTensor& exp_avg,
+                 const RawTensor& exp_avg_sq, const RawTensor& max_exp_avg_sq, const AdamParams& p,
+                 const RawTensor& param_out, const RawTensor& exp_avg_out,
+                 const RawTensor& exp_avg_sq_out, const RawTensor& max_exp_avg_sq_out) override;
+  void adam_step_multi(const std::vector<AdamStepItem>& items) override;
   RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
   RangeError synchronize(Device device) override;
 };
