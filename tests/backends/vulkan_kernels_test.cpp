@@ -63,14 +63,27 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
     const std::string what = to_string(k.x) + " * " + to_string(k.w);
     const DynTensor y = convolution(x, w, b, p, false);
     expect_near_cpu(convolution(on_vk(x), on_vk(w), on_vk(b), p, false), y, 1e-4, what);
-    // No bias, and relu(conv) (the composite: Vulkan does not fuse it).
+    // No bias, and relu(conv) fused (the tiled kernel's epilogue; after the direct loops in
+    // float64).
     expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false),
                     convolution(x, w, DynTensor(), p, false), 1e-4, what + " without bias");
     ConvParams with_relu = p;
     with_relu.relu = true;
-    expect_near_cpu(convolution(on_vk(x), on_vk(w), on_vk(b), with_relu, false),
-                    convolution(x, w, b, with_relu, false), 1e-4, what + " relu");
+    const DynTensor y_relu = convolution(x, w, b, with_relu, false);
+    expect_near_cpu(convolution(on_vk(x), on_vk(w), on_vk(b), with_relu, false), y_relu, 1e-4,
+                    what + " relu");
+    const auto f64 = [](const DynTensor& t) { return cast(t, DType::f64); };
+    expect_near_cpu(convolution(on_vk(f64(x)), on_vk(f64(w)), on_vk(f64(b)), with_relu, false),
+                    convolution(f64(x), f64(w), f64(b), with_relu, false), 1e-12,
+                    what + " relu float64");
     const DynTensor gy = signed_input(y.shape(), seed++);
+    // The fused relu's backward: grad_out masked by its output, for every gradient.
+    const ConvGrads want_relu = conv_backward(x, w, y_relu, gy, with_relu, {true, true, true});
+    const ConvGrads got_relu = conv_backward(on_vk(x), on_vk(w), on_vk(y_relu), on_vk(gy),
+                                             with_relu, {true, true, true});
+    expect_near_cpu(got_relu.input, want_relu.input, 1e-4, what + " relu grad input");
+    expect_near_cpu(got_relu.weight, want_relu.weight, 1e-3, what + " relu grad weight");
+    expect_near_cpu(got_relu.bias, want_relu.bias, 1e-3, what + " relu grad bias");
     const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, true});
     const ConvGrads got =
         conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, true});

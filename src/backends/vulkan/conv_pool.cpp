@@ -103,7 +103,7 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   q.w_base = bw.base;
   q.b_base = bb.base;
   q.out_base = bo.base;
-  q.flags = bias.defined() ? 1u : 0u;
+  q.flags |= bias.defined() ? 1u : 0u;
   q.count = static_cast<uint32_t>(tiles);
   q.type = static_cast<uint32_t>(splits);  // conv_tiled.comp's `splits`
   const Binding bs[] = {bx.binding, bw.binding, bb.binding, bo.binding};
@@ -145,13 +145,13 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
                          const ConvParams& p, const RawTensor& out) {
   const char* op = "conv";
   check_conv(op, {&x, &w, &bias, &out});
-  EMBER_CHECK(!p.relu, "[conv] the Vulkan backend does not fuse relu (supports(ConvRelu))");
   if (out.numel() == 0) return;
   if (x.numel() == 0 || w.numel() == 0) {  // empty sums: the bias alone
     if (!bias.defined()) return fill(out, Scalar(0.0));
   }
   ConvPush q = conv_push(x.shape, w.shape, out.shape, p);
   q.mode = 0;
+  q.flags = p.relu ? 2u : 0u;  // the tiled kernel's epilogue; the direct loops' output after
   if (out.dtype == DType::f32 && x.numel() > 0 && w.numel() > 0) {
     // Per group: [O/g, C/g * taps] x [C/g * taps, N * positions].
     const int64_t m = w.shape[0] / p.groups, n = out.numel() / out.shape[1];
@@ -163,9 +163,11 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
                 " sums in one pass (its loops stop after 65,535 steps)");
     return dispatch_conv_tiled(q, x, w, bias, out, m, n, t, 1);
   }
+  q.flags = 0;
   q.count = static_cast<uint32_t>(out.numel());
   dispatch_conv(q, x.numel() == 0 ? out : x, w.numel() == 0 ? out : w, bias, out,
                 groups_for(out.numel()));
+  if (p.relu) unary(UnaryOp::Relu, UnaryParams{}, out, out);
 }
 
 void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTensor& w,
@@ -252,15 +254,23 @@ void VulkanBackend::conv_backward(const RawTensor& x, const RawTensor& w, const 
                                   const RawTensor& grad_out, const ConvParams& p,
                                   const RawTensor& grad_in, const RawTensor& grad_w,
                                   const RawTensor& grad_bias) {
-  EMBER_CHECK(!y.defined(), "[conv_backward] the Vulkan backend does not fuse relu");
-  if (grad_in.defined()) conv_backward_data(grad_out, w, p, grad_in);
+  // A fused relu's mask (y is conv's output): grad_out zeroed where y <= 0, once for every
+  // gradient.
+  RawTensor g = grad_out;
+  if (y.defined() && grad_out.numel() > 0) {
+    g = RawTensor{allocate(static_cast<size_t>(grad_out.numel()) * dtype_size(grad_out.dtype),
+                           grad_out.device()),
+                  grad_out.shape, contiguous_strides(grad_out.shape), 0, grad_out.dtype};
+    binary(BinaryOp::ReluBackward, grad_out, y, g);
+  }
+  if (grad_in.defined()) conv_backward_data(g, w, p, grad_in);
   if (grad_w.defined()) {
-    conv_backward_weight(x, grad_out, p, grad_w, grad_bias);
+    conv_backward_weight(x, g, p, grad_w, grad_bias);
   } else if (grad_bias.defined()) {
     // The bias gradient alone: grad_out summed over every dim but 1.
     uint32_t mask = 0;
-    for (int d = 0; d < grad_out.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
-    reduce(ReduceOp::Sum, grad_out, mask, grad_bias);
+    for (int d = 0; d < g.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
+    reduce(ReduceOp::Sum, g, mask, grad_bias);
   }
 }
 

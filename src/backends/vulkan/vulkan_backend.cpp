@@ -222,7 +222,8 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return convert_code(dtype) >= 0;
     case OpFamily::Optim:  // Adam in float32 (adam.comp)
       return dtype == DType::f32;
-    case OpFamily::Conv:  // direct loops (conv.comp, pool.comp), float32 or in double
+    case OpFamily::Conv:  // float32 tiled (conv_tiled.comp), the others' direct loops in double
+    case OpFamily::ConvRelu:  // in the tiled kernel's epilogue, or after the direct loops
     case OpFamily::Pool:
       return is_floating(dtype);
     default:

@@ -19,7 +19,7 @@ layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { float o[]; };
 layout(push_constant) uniform Params {
   uint n, c, oc, groups;
-  uint mode, flags, a_base, w_base;  // flags & 1: add the bias (mode 0)
+  uint mode, flags, a_base, w_base;  // flags (mode 0): 1 add the bias, 2 then relu
   uint b_base, out_base, tiles, splits;
   uint in_[3];
   uint out_[3];
@@ -110,6 +110,7 @@ void store(uint g, uint split, uint row, uint col, float v) {
   if (p.mode == 0u) {
     const uint n = col / out_size(), at = col % out_size();
     if ((p.flags & 1u) != 0u) v += bias[p.b_base + oc];
+    if ((p.flags & 2u) != 0u && v < 0.0) v = 0.0;  // the fused relu (NaN stays, as relu())
     o[p.out_base + (n * p.oc + oc) * out_size() + at] = v;
   } else {
     o[p.out_base + (split * p.oc + oc) * cg() * k_size() + col] = v;
