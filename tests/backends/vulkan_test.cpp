@@ -403,8 +403,12 @@ TEST(Vulkan, Float16MatmulMatchesTheCpu) {
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }
+  const char* coop = std::getenv("EMBER_VULKAN_COOPERATIVE");
   std::printf("[ember] %s: float16 matmul %s\n", vulkan::device_name(0).c_str(),
-              vulkan::cooperative_matrix(0) ? "on cooperative matrices" : "in double");
+              vulkan::cooperative_matrix(0) ? "on cooperative matrices"
+              : coop != nullptr && std::string(coop) == "emulate"
+                  ? "on emulated cooperative matrices"
+                  : "in double");
   auto check = [](const DynTensor& a32, const DynTensor& b32, const char* what) {
     const DynTensor a = cast(a32, DType::f16), b = cast(b32, DType::f16);
     const DynTensor want = cast(matmul(cast(a, DType::f64), cast(b, DType::f64)), DType::f32);
@@ -418,6 +422,9 @@ TEST(Vulkan, Float16MatmulMatchesTheCpu) {
   check(transpose(input(Shape{33, 70}, 82), 0, 1), input(Shape{33, 17}, 83), "transposed a");
   check(input(Shape{3, 20, 30}, 84), transpose(input(Shape{25, 30}, 85), 0, 1), "batch broadcast");
   check(input(Shape{64, 1000}, 86), input(Shape{1000, 64}, 87), "k = 1000");
+  // Rows 8-aligned (read 128 bits at a time), ending inside a tile and a slice.
+  check(input(Shape{200, 136}, 88), input(Shape{136, 264}, 89), "200x136 @ 136x264");
+  check(input(Shape{3, 40, 48}, 90), input(Shape{3, 48, 24}, 91), "batched, aligned");
   expect_no_validation_errors();
 }
 

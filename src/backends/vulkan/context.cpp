@@ -154,7 +154,8 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
 // 16x16x16 float16 fragments summed in float32 for subgroups of 32, and what the shader's SPIR-V
 // declares besides: 16-bit storage buffers, float16 arithmetic and the Vulkan memory model (with
 // its device scope, which the other shaders' atomics use once the model is on).
-// EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant).
+// EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant);
+// =emulate, on a device without them, runs the shader's EMULATE variant (for CI).
 struct CooperativeFeatures {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix{};
   VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model{};
@@ -307,6 +308,9 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   cooperative_ = coop.find(physical, props_);
   if (cooperative_) {
     info.pNext = coop.enable(extensions);
+  } else {
+    const char* env = std::getenv("EMBER_VULKAN_COOPERATIVE");
+    emulated_cooperative_ = env != nullptr && std::string_view(env) == "emulate";
   }
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();

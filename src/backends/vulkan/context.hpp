@@ -109,6 +109,9 @@ class DeviceContext {
   bool wide() const { return wide_; }
   /// Whether float16 matmul runs on tensor cores (VK_NV_cooperative_matrix, matmul_coop.comp).
   bool cooperative() const { return cooperative_; }
+  /// Whether float16 matmul runs matmul_coop.comp's EMULATE variant instead, without tensor
+  /// cores (EMBER_VULKAN_COOPERATIVE=emulate on a device without them: CI's test of its tiling).
+  bool emulated_cooperative() const { return emulated_cooperative_; }
   size_t in_use() const { return in_use_; }
   size_t peak() const { return peak_; }
   size_t reserved() const { return reserved_; }
@@ -158,6 +161,7 @@ class DeviceContext {
   bool device_is_host_visible_ = false;
   bool wide_ = false;
   bool cooperative_ = false;
+  bool emulated_cooperative_ = false;
 
   std::vector<std::unique_ptr<Block>> blocks_;
   std::map<uintptr_t, Block*> by_base_;

@@ -29,9 +29,10 @@ Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) 
     Tiles e{};
     EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
                     e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
-                    e.bm % e.tm == 0 && e.bn % e.tn == 0,
+                    e.bm % e.tm == 0 && e.bn % e.tn == 0 && e.bm % 4 == 0 && e.bn % 4 == 0,
                 "[matmul] EMBER_VULKAN_MATMUL_TILES=\"", env,
-                "\" is not BM,BN,BK,TM,TN with TM dividing BM and TN dividing BN");
+                "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and BM and BN "
+                "multiples of 4 (the shared slices are vec4s)");
     t = e;
   }
   // An output of one small tile (a batch of tiny products) takes 16x16 tiles of an output an
@@ -40,8 +41,9 @@ Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) 
   // A tile no taller or wider than the output than it must be (a few output channels, a vector),
   // keeping 64 invocations: with fewer, llvmpipe gave wrong sums on long ks (32x6760x16 with 4).
   auto threads = [&](uint32_t bm, uint32_t bn) { return (bm / t.tm) * (bn / t.tn); };
-  while (t.bm / 2 >= m && (t.bm / 2) % t.tm == 0 && threads(t.bm / 2, t.bn) >= 64) t.bm /= 2;
-  while (t.bn / 2 >= n && (t.bn / 2) % t.tn == 0 && threads(t.bm, t.bn / 2) >= 64) t.bn /= 2;
+  auto halves = [](uint32_t b, uint32_t per) { return (b / 2) % per == 0 && (b / 2) % 4 == 0; };
+  while (t.bm / 2 >= m && halves(t.bm, t.tm) && threads(t.bm / 2, t.bn) >= 64) t.bm /= 2;
+  while (t.bn / 2 >= n && halves(t.bn, t.tn) && threads(t.bm, t.bn / 2) >= 64) t.bn /= 2;
   t.threads = (t.bm / t.tm) * (t.bn / t.tn);
   const auto& l = props.limits;
   const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn) * sizeof(float);
@@ -87,10 +89,10 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   const bool f32 = out.dtype == DType::f32;
-  const bool coop = out.dtype == DType::f16 && c.cooperative();
+  const bool coop = out.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
   if (!f32 && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
   constexpr Tiles kAny{256, 16, 16, 16, 1, 1};            // matmul.comp's
-  constexpr Tiles kCooperative{128, 64, 64, 32, 0, 0};    // matmul_coop.comp's
+  constexpr Tiles kCooperative{256, 128, 128, 32, 0, 0};  // matmul_coop.comp's
   const Tiles t = coop ? kCooperative : f32 ? gemm_tiles(c.properties(), m, n) : kAny;
   EMBER_CHECK(!f32 || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k, " is longer than ",
               c.properties().deviceName, " sums in one pass (its loops stop after 65,535 steps)");
@@ -100,7 +102,8 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   struct {
     uint32_t m, n, k, tiles;
     uint32_t a_base, b_base, out_base, type;
-    int32_t a_batch, a_row, a_col, pad1;
+    int32_t a_batch, a_row, a_col;
+    uint32_t flags;  // matmul_coop.comp's: which operands it reads 8 halves at a time
     int32_t b_batch, b_row, b_col, pad2;
   } p{};
   const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);
@@ -121,10 +124,22 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   p.b_batch = b_strides[0];
   p.b_row = b_strides[1];
   p.b_col = b_strides[2];
+  if (coop) {
+    // 128-bit reads and writes where rows are unit-stride and every row starts 8-aligned.
+    auto aligned = [](int64_t v) { return v % 8 == 0; };
+    const bool vec_a =
+        p.a_col == 1 && aligned(k) && aligned(p.a_row) && aligned(p.a_batch) && aligned(p.a_base);
+    const bool vec_b =
+        p.b_col == 1 && aligned(n) && aligned(p.b_row) && aligned(p.b_batch) && aligned(p.b_base);
+    const bool vec_out = aligned(n) && aligned(p.out_base);
+    p.flags = (vec_a ? 1u : 0u) | (vec_b ? 2u : 0u) | (vec_out ? 4u : 0u);
+  }
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
   const Pipeline& pipeline =
-      coop  ? c.pipeline("matmul_coop", shaders::matmul_coop, 3, sizeof p)
+      coop  ? (c.cooperative()
+                   ? c.pipeline("matmul_coop", shaders::matmul_coop, 3, sizeof p)
+                   : c.pipeline("matmul_coop_emulated", shaders::matmul_coop_emulated, 3, sizeof p))
       : f32 ? gemm_pipeline(c, "matmul_tiled", shaders::matmul_tiled, 3, sizeof p, t)
             : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));

@@ -27,6 +27,7 @@
 #include "shaders/index_any.spv.h"
 #include "shaders/matmul_any.spv.h"
 #include "shaders/matmul_coop.spv.h"
+#include "shaders/matmul_coop_emulated.spv.h"
 #include "shaders/matmul_tiled.spv.h"
 #include "shaders/nonzero.spv.h"
 #include "shaders/pool_any.spv.h"
@@ -69,6 +70,7 @@ inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> conv_tiled{conv_tiled_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
+inline constexpr std::span<const uint32_t> matmul_coop_emulated{matmul_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};
