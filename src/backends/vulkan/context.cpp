@@ -4,6 +4,7 @@
 #include "context.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -566,8 +567,12 @@ void DeviceContext::barrier(const std::string* label) {
 void DeviceContext::dispatch(const Pipeline& p, std::span<const Binding> bindings, const void* push,
                              uint32_t push_size, uint32_t groups) {
   VkCommandBuffer cb = recording();
-  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
-  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  // On the stack, not the heap: this runs for every op.
+  constexpr size_t kMaxBindings = 12;
+  EMBER_CHECK(bindings.size() <= kMaxBindings, "[vulkan] ", bindings.size(),
+              " bindings in one dispatch, more than ", kMaxBindings);
+  std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
+  std::array<VkWriteDescriptorSet, kMaxBindings> writes;
   for (size_t i = 0; i < bindings.size(); ++i) {
     infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
     writes[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -578,7 +583,7 @@ void DeviceContext::dispatch(const Pipeline& p, std::span<const Binding> binding
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   push_descriptors_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0,
-                    static_cast<uint32_t>(writes.size()), writes.data());
+                    static_cast<uint32_t>(bindings.size()), writes.data());
   if (push_size) vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
   vkCmdDispatch(cb, std::max(groups, 1u), 1, 1);
   barrier(p.name);
