@@ -1,0 +1,199 @@
+// The float16 tile loop on tensor cores (VK_NV_cooperative_matrix) of matmul_coop.comp and
+// conv_coop.comp: out [B, M, N] = A [B, M, K] x B [B, K, N] in float16, summed in float32, where
+// the including shader says what A, B and out are:
+//   uint gemm_m(), gemm_n(), gemm_k()                         the sizes
+//   uint gemm_splits()                                        parts of k summed apart, >= 1
+//   uint gemm_tiles()                                         B * splits * tiles_m * tiles_n
+//   uvec4 fetch_a(uint batch, uint row, uint kk, uint k_end)  A's row from column kk, 8 halves
+//   uvec4 fetch_b(uint batch, uint kk, uint col, uint k_end)  B's row kk from column col
+//       (float16 bits, two a word; zeros past m, n or k_end)
+//   void store8(uint batch, uint split, uint row, uint col, float v[8])
+//       out's row from column col, 8 float32 sums (row < m; the columns past n to be skipped)
+// A workgroup of eight 32-wide subgroups computes a 128x128 tile of out, each subgroup a 64x32
+// part of it as 4x2 fragments of 16x16. BK-deep slices of A and B are staged in shared memory,
+// twice: the next slice is read from memory into registers while the fragments work on the
+// current one, then stored to the other half, so one barrier a slice suffices. Rows of shared
+// memory are padded by 8 halves so that the fragments' loads do not fall on one bank. The sums
+// leave through a float32 scratch per subgroup, 8 of them per invocation, so that the includer
+// rounds once, after any bias. Taken only where the device lists 16x16x16 float16 x float16 +
+// float32 for subgroups of 32 (context.cpp).
+//
+// EMULATE compiles the same tiling without cooperative matrices, for CI's lavapipe: a "subgroup"
+// is 32 consecutive invocations, a fragment load remembers where its rows are in shared memory,
+// the product reads them there, and invocation l holds row l / 2, columns 8 (l % 2) to 8 (l % 2)
+// + 7 of an accumulator. Everything else (loads, staging, edges, the scratch, the stores) is the
+// code the GPU runs. Its slices are 16 deep, to fit lavapipe's 32 KiB of shared memory.
+// The includer enables the extensions (before its first declaration): GL_EXT_control_flow_
+// attributes, and without EMULATE GL_NV_cooperative_matrix, GL_EXT_shader_explicit_arithmetic_
+// types_float16, GL_KHR_memory_scope_semantics and GL_KHR_shader_subgroup_basic; and it includes
+// half.glsl. pack8 is defined here.
+layout(local_size_x = 256) in;
+
+const uint THREADS = 256u, BM = 128u, BN = 128u, F = 16u;
+#ifdef EMULATE
+const uint BK = 16u;
+#else
+const uint BK = 32u;
+#endif
+const uint SA = (BK + 8u) / 8u;               // a row of A's slice, in vectors of 8 halves
+const uint SB = (BN + 8u) / 8u;               // a row of B's slice
+const uint A_VECS = BM * SA;                  // A's slice
+const uint B_VECS = BK * SB;                  // B's slice
+const uint A_LOADS = BM * BK / 8u / THREADS;  // vectors an invocation reads a slice
+const uint B_LOADS = BK * BN / 8u / THREADS;
+const uint SCRATCH = F * 5u;  // a 16x16 fragment of float32 bits: rows of 4 vectors + 1 of padding
+
+shared uvec4 sa[2u * A_VECS];
+shared uvec4 sb[2u * B_VECS];
+shared uvec4 scratch[8u * SCRATCH];
+
+uint tid, sg, lane;
+
+// Eight halves, two a word.
+uvec4 pack8(uint h[8]) {
+  return uvec4(h[0] | (h[1] << 16u), h[2] | (h[3] << 16u), h[4] | (h[5] << 16u),
+               h[6] | (h[7] << 16u));
+}
+
+uvec4 ra[A_LOADS], rb[B_LOADS];  // the next slice, on its way to shared memory
+
+void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end) {
+  [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
+    const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
+    ra[i] = fetch_a(batch, row0 + row, k0 + kv * 8u, k_end);
+  }
+  [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
+    const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
+    rb[i] = fetch_b(batch, k0 + kk, col0 + cv * 8u, k_end);
+  }
+}
+
+void put(uint stage) {
+  [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
+    const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
+    sa[stage * A_VECS + row * SA + kv] = ra[i];
+  }
+  [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
+    const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
+    sb[stage * B_VECS + kk * SB + cv] = rb[i];
+  }
+}
+
+#ifdef EMULATE
+// A fragment: where its 16 rows start in shared memory, in vectors, and their stride.
+struct Frag {
+  uint at, stride;
+};
+#define FRAG_A Frag
+#define FRAG_B Frag
+#define ACC float[8]
+
+float shared_half(bool of_a, uint vec, uint i) {  // half i from vector `vec` of sa or sb
+  const uvec4 v = of_a ? sa[vec + i / 8u] : sb[vec + i / 8u];
+  const uint word = v[(i % 8u) / 2u];
+  return half_to_float((i & 1u) != 0u ? word >> 16u : word & 0xffffu);
+}
+
+void load_a(out Frag f, uint at, uint stride) { f = Frag(at, stride); }
+void load_b(out Frag f, uint at, uint stride) { f = Frag(at, stride); }
+
+// acc += fa x fb for this invocation's row and 8 columns.
+void mul_add(Frag fa, Frag fb, inout float acc[8]) {
+  const uint row = lane / 2u, col = (lane % 2u) * 8u;
+  [[unroll]] for (uint kk = 0u; kk < F; ++kk) {
+    const float x = shared_half(true, fa.at + row * fa.stride, kk);
+    [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+      acc[j] = fma(x, shared_half(false, fb.at + kk * fb.stride, col + j), acc[j]);
+    }
+  }
+}
+
+void zero(out float acc[8]) {
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) acc[j] = 0.0;
+}
+
+// The fragment into this subgroup's scratch (its own row and columns).
+void to_scratch(float acc[8]) {
+  const uint at = sg * SCRATCH + (lane / 2u) * 5u + (lane % 2u) * 2u;
+  scratch[at] = floatBitsToUint(vec4(acc[0], acc[1], acc[2], acc[3]));
+  scratch[at + 1u] = floatBitsToUint(vec4(acc[4], acc[5], acc[6], acc[7]));
+}
+#else
+#define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+// Offsets and strides count the arrays' elements: vectors of 8 halves, or of 4 floats' bits
+// (glslang 12 stores a float32 matrix to integer arrays only).
+void load_a(out FRAG_A f, uint at, uint stride) { coopMatLoadNV(f, sa, at, stride, false); }
+void load_b(out FRAG_B f, uint at, uint stride) { coopMatLoadNV(f, sb, at, stride, false); }
+void mul_add(FRAG_A fa, FRAG_B fb, inout ACC acc) { acc = coopMatMulAddNV(fa, fb, acc); }
+void zero(out ACC acc) { acc = ACC(0.0); }
+void to_scratch(ACC acc) {
+  coopMatStoreNV(acc, scratch, sg * SCRATCH, 5u, false);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+}
+#endif
+
+void main() {
+  tid = gl_LocalInvocationID.x;
+  sg = tid / 32u;  // gl_SubgroupID where subgroups are 32 wide, as context.cpp checks
+  lane = tid % 32u;
+  const uint wm = sg / 4u, wn = sg % 4u;  // this subgroup's 64x32 of the tile
+  const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
+  const uint tiles_m = (m + BM - 1u) / BM, tiles_n = (n + BN - 1u) / BN;
+  for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
+    const uint part = t / (tiles_m * tiles_n);
+    const uint r = t - part * tiles_m * tiles_n;
+    // Split-K: part `split` of k, whole slices long, summed apart (the caller adds the parts).
+    const uint batch = part / gemm_splits(), split = part % gemm_splits();
+    const uint chunk = ((k + gemm_splits() - 1u) / gemm_splits() + BK - 1u) / BK * BK;
+    const uint k_begin = min(k, split * chunk), k_end = min(k, k_begin + chunk);
+    const uint row0 = (r / tiles_n) * BM, col0 = (r % tiles_n) * BN;
+    ACC acc[4][2];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      [[unroll]] for (uint j = 0u; j < 2u; ++j) zero(acc[i][j]);
+    }
+    fetch(batch, row0, col0, k_begin, k_end);
+    put(0u);
+    barrier();
+    uint stage = 0u;
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+      const bool more = k0 + BK < k_end;
+      if (more) fetch(batch, row0, col0, k0 + BK, k_end);  // in flight while the fragments work
+      [[unroll]] for (uint kk = 0u; kk < BK; kk += F) {
+        FRAG_A fa[4];
+        FRAG_B fb[2];
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+          load_a(fa[i], stage * A_VECS + (wm * 64u + i * F) * SA + kk / 8u, SA);
+        }
+        [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+          load_b(fb[j], stage * B_VECS + kk * SB + (wn * 32u + j * F) / 8u, SB);
+        }
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+          [[unroll]] for (uint j = 0u; j < 2u; ++j) mul_add(fa[i], fb[j], acc[i][j]);
+        }
+      }
+      // The other half was last read before the previous barrier: free to fill.
+      if (more) put(stage ^ 1u);
+      barrier();
+      stage ^= 1u;
+    }
+    // Out, a fragment at a time: invocation `lane` stores row lane / 2, 8 of its columns.
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+        to_scratch(acc[i][j]);
+        const uint at = sg * SCRATCH + (lane / 2u) * 5u + (lane % 2u) * 2u;
+        const vec4 lo = uintBitsToFloat(scratch[at]), hi = uintBitsToFloat(scratch[at + 1u]);
+        const float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+        const uint row = row0 + wm * 64u + i * F + lane / 2u;
+        const uint col = col0 + wn * 32u + j * F + (lane % 2u) * 8u;
+        if (row < m && col < n) store8(batch, split, row, col, v);
+#ifndef EMULATE
+        subgroupBarrier();  // the scratch is read before the next fragment overwrites it
+#endif
+      }
+    }
+  }
+}
