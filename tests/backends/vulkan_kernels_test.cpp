@@ -36,10 +36,8 @@ struct ConvCase {
   int64_t stride, padding, dilation, groups;
 };
 
-// Every gradient of a convolution and its transposed form against the Cpu's.
-TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
-  EMBER_REQUIRE_VULKAN();
-  const std::vector<ConvCase> cases = {
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
       {{2, 3, 9, 8}, {4, 3, 3, 3}, 2, 1, 1, 1, 1},        // the usual 3x3, padded
       {{3, 4, 11, 10}, {6, 2, 3, 2}, 2, 2, 1, 2, 2},      // grouped, strided, dilated
       {{2, 1, 28, 28}, {8, 1, 3, 3}, 2, 1, 0, 1, 1},      // the Fashion-MNIST stem
@@ -48,16 +46,27 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
       {{2, 6, 7, 7}, {6, 1, 3, 3}, 2, 1, 1, 1, 6},        // depthwise
       {{2, 40, 6, 6}, {64, 40, 1, 1}, 2, 1, 0, 1, 1},     // 1x1, many weights (one per thread)
   };
+  return cases;
+}
+
+ConvParams conv_params(const ConvCase& k) {
+  ConvParams p;
+  p.spatial = k.spatial;
+  for (int i = 0; i < k.spatial; ++i) {
+    p.stride[i] = k.stride;
+    p.padding[i] = k.padding;
+    p.dilation[i] = k.dilation;
+  }
+  p.groups = k.groups;
+  return p;
+}
+
+// Every gradient of a convolution and its transposed form against the Cpu's.
+TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
   uint64_t seed = 100;
-  for (const ConvCase& k : cases) {
-    ConvParams p;
-    p.spatial = k.spatial;
-    for (int i = 0; i < k.spatial; ++i) {
-      p.stride[i] = k.stride;
-      p.padding[i] = k.padding;
-      p.dilation[i] = k.dilation;
-    }
-    p.groups = k.groups;
+  for (const ConvCase& k : conv_cases()) {
+    const ConvParams p = conv_params(k);
     const DynTensor x = signed_input(k.x, seed++), w = signed_input(k.w, seed++);
     const DynTensor b = signed_input(Shape{k.w[0]}, seed++);
     const std::string what = to_string(k.x) + " * " + to_string(k.w);
@@ -79,8 +88,8 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
     const DynTensor gy = signed_input(y.shape(), seed++);
     // The fused relu's backward: grad_out masked by its output, for every gradient.
     const ConvGrads want_relu = conv_backward(x, w, y_relu, gy, with_relu, {true, true, true});
-    const ConvGrads got_relu = conv_backward(on_vk(x), on_vk(w), on_vk(y_relu), on_vk(gy),
-                                             with_relu, {true, true, true});
+    const ConvGrads got_relu =
+        conv_backward(on_vk(x), on_vk(w), on_vk(y_relu), on_vk(gy), with_relu, {true, true, true});
     expect_near_cpu(got_relu.input, want_relu.input, 1e-4, what + " relu grad input");
     expect_near_cpu(got_relu.weight, want_relu.weight, 1e-3, what + " relu grad weight");
     expect_near_cpu(got_relu.bias, want_relu.bias, 1e-3, what + " relu grad bias");
@@ -151,6 +160,42 @@ TEST(Vulkan, Float32AdamStepIsTheCpus) {
     adam_step_in_place({gpu}, {on_vk(grad)}, {p});
     expect_near_cpu(gpu.param, want.param, tol, what + " param in place");
     expect_near_cpu(gpu.exp_avg_sq, want.exp_avg_sq, tol, what + " exp_avg_sq in place");
+  }
+  expect_no_validation_errors();
+}
+
+// Float16 convolution (cooperative matrices where the device has them, or their emulation under
+// EMBER_VULKAN_COOPERATIVE=emulate, ctest's coop_emulated.; else in double) against float64 on
+// the same float16 inputs: forward with bias and relu, and every gradient.
+TEST(VulkanKernels, Float16ConvolutionMatchesFloat64) {
+  EMBER_REQUIRE_VULKAN();
+  const auto f16 = [](const DynTensor& t) { return cast(t, DType::f16); };
+  const auto f64 = [](const DynTensor& t) { return cast(t, DType::f64); };
+  // A float16 rounding of the result (2^-11 relative) and float32 sums.
+  const auto check = [&](const DynTensor& got, const DynTensor& want, const std::string& what) {
+    ASSERT_TRUE(got.defined()) << what;
+    EXPECT_EQ(got.dtype(), DType::f16) << what;
+    const DynTensor g = cast(on_cpu(got), DType::f64);
+    EXPECT_LE(amax(div(abs(sub(g, want)), add(abs(want), 1e-2)), {}).item<double>(), 2e-3) << what;
+  };
+  uint64_t seed = 500;
+  for (const ConvCase& k : conv_cases()) {
+    ConvParams p = conv_params(k);
+    const std::string what = to_string(k.x) + " * " + to_string(k.w);
+    const DynTensor x = f16(signed_input(k.x, seed++)), w = f16(signed_input(k.w, seed++));
+    const DynTensor b = f16(signed_input(Shape{k.w[0]}, seed++));
+    p.relu = true;
+    const DynTensor y = convolution(f64(x), f64(w), f64(b), p, false);
+    check(convolution(on_vk(x), on_vk(w), on_vk(b), p, false), y, what + " relu");
+    p.relu = false;
+    const DynTensor gy = f16(signed_input(y.shape(), seed++));
+    const ConvGrads want =
+        conv_backward(f64(x), f64(w), DynTensor(), f64(gy), p, {true, true, true});
+    const ConvGrads got =
+        conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, true});
+    check(got.input, want.input, what + " grad input");
+    check(got.weight, want.weight, what + " grad weight");
+    check(got.bias, want.bias, what + " grad bias");
   }
   expect_no_validation_errors();
 }

@@ -85,9 +85,9 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
              bs, &q, sizeof q, groups);
 }
 
-// Records conv_tiled.comp (float32) with x (binding 0; grad_out in mode 1), w or grad_out (1),
-// bias (2, may be undefined) and out: an implicit GEMM of an m x n output per group, its k in
-// `splits` parts written apart (out [splits, ...]).
+// Records conv_tiled.comp (float32), or conv_coop.comp (float16), with x (binding 0; grad_out
+// in mode 1), w or grad_out (1), bias (2, may be undefined) and out: an implicit GEMM of an m x n
+// output per group, its k in `splits` parts written apart (out [splits, ...]).
 void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                          const RawTensor& out, int64_t m, int64_t n, const Tiles& t,
                          int64_t splits) {
@@ -108,13 +108,26 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   q.type = static_cast<uint32_t>(splits);  // conv_tiled.comp's `splits`
   const Binding bs[] = {bx.binding, bw.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;
-  c.dispatch(gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t), bs, &q, sizeof q,
-             static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
+  const Pipeline& pipeline =
+      x.dtype != DType::f16 ? gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t)
+      : c.cooperative()
+          ? c.pipeline("conv_coop", shaders::conv_coop, 4, sizeof q)
+          : c.pipeline("conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q);
+  c.dispatch(pipeline, bs, &q, sizeof q, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
+
+// Whether a float16 convolution runs on cooperative matrices (conv_coop.comp, the same implicit
+// GEMMs as conv_tiled.comp's on gemm_coop.glsl), or on their emulation.
+bool coop_conv(const RawTensor& t) {
+  const DeviceContext& c = ctx_of(t);
+  return t.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
+}
+constexpr Tiles kCoopTiles{256, 128, 128, 32, 0, 0};  // gemm_coop.glsl's
 
 // grad_w = parts [splits, grad_w.numel()] summed over the parts in order, in one dispatch (a
 // chain of additions took a command per part, 255 of them for conv1 of the Fashion-MNIST CNN;
 // a reduction over the parts' dim a workgroup per weight, 260 ms of conv2's on lavapipe).
+// float32 parts; grad_w float32, or float16 rounded once.
 void sum_parts(const RawTensor& parts, int64_t splits, const RawTensor& grad_w) {
   DeviceContext& c = ctx_of(grad_w);
   std::lock_guard lock(c.mu);
@@ -123,8 +136,10 @@ void sum_parts(const RawTensor& parts, int64_t splits, const RawTensor& grad_w) 
     uint32_t count, splits, parts_base, out_base;
   } q{static_cast<uint32_t>(grad_w.numel()), static_cast<uint32_t>(splits), bp.base, bo.base};
   const Binding bs[] = {bp.binding, bo.binding};
-  c.dispatch(c.pipeline("sum_parts", shaders::sum_parts, 2, sizeof q), bs, &q, sizeof q,
-             groups_for(grad_w.numel()));
+  c.dispatch(grad_w.dtype == DType::f16
+                 ? c.pipeline("sum_parts_f16", shaders::sum_parts_f16, 2, sizeof q)
+                 : c.pipeline("sum_parts", shaders::sum_parts, 2, sizeof q),
+             bs, &q, sizeof q, groups_for(grad_w.numel()));
 }
 
 // Whether the data gradient takes the implicit GEMM (mode 1) rather than conv.comp's direct
@@ -151,14 +166,15 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
   }
   ConvPush q = conv_push(x.shape, w.shape, out.shape, p);
   q.mode = 0;
-  q.flags = p.relu ? 2u : 0u;  // the tiled kernel's epilogue; the direct loops' output after
-  if (out.dtype == DType::f32 && x.numel() > 0 && w.numel() > 0) {
+  q.flags = p.relu ? 2u : 0u;  // the tiled kernels' epilogue; the direct loops' output after
+  const bool coop = coop_conv(out);
+  if ((out.dtype == DType::f32 || coop) && x.numel() > 0 && w.numel() > 0) {
     // Per group: [O/g, C/g * taps] x [C/g * taps, N * positions].
     const int64_t m = w.shape[0] / p.groups, n = out.numel() / out.shape[1];
     const VkPhysicalDeviceProperties& props = ctx_of(out).properties();
-    const Tiles t = gemm_tiles(props, m, n);
+    const Tiles t = coop ? kCoopTiles : gemm_tiles(props, m, n);
     const int64_t k = w.numel() / w.shape[0];
-    EMBER_CHECK(k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
+    EMBER_CHECK(coop || k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
                 " products, more than ", props.deviceName,
                 " sums in one pass (its loops stop after 65,535 steps)");
     return dispatch_conv_tiled(q, x, w, bias, out, m, n, t, 1);
@@ -178,14 +194,15 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
   if (grad_out.numel() == 0 || w.numel() == 0) return fill(grad_in, Scalar(0.0));
   ConvPush q = conv_push(grad_in.shape, w.shape, grad_out.shape, p);
   q.mode = 1;
-  if (grad_in.dtype == DType::f32 && tiled_data_gradient(ctx_of(grad_in))) {
+  const bool coop = coop_conv(grad_in);
+  if ((grad_in.dtype == DType::f32 && tiled_data_gradient(ctx_of(grad_in))) || coop) {
     // Per group: [C/g, O/g * taps] x [O/g * taps, N * input positions]. On llvmpipe a k too
     // long for one pass takes the direct loops below, whose sums are shorter.
     const int64_t m = grad_in.shape[1] / p.groups, n = grad_in.numel() / grad_in.shape[1];
     const int64_t k = w.numel() / (w.shape[1] * p.groups);  // O/g * taps
     const VkPhysicalDeviceProperties& props = ctx_of(grad_in).properties();
-    const Tiles t = gemm_tiles(props, m, n);
-    if (k_parts(props, k, t) == 1) {
+    const Tiles t = coop ? kCoopTiles : gemm_tiles(props, m, n);
+    if (coop || k_parts(props, k, t) == 1) {
       return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, t, 1);
     }
   }
@@ -207,22 +224,25 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
   }
   ConvPush q = conv_push(x.shape, grad_w.shape, grad_out.shape, p);
   q.mode = 2;
-  if (grad_w.dtype == DType::f32 && grad_w.numel() > 0 && x.numel() > 0) {
+  const bool coop = coop_conv(grad_w);
+  if ((grad_w.dtype == DType::f32 || coop) && grad_w.numel() > 0 && x.numel() > 0) {
     // Per group: [O/g, N * positions] x [N * positions, C/g * taps]; the bias gradient is
     // grad_out summed over every dim but 1. That k (every sample's positions) is long and the
     // output small: parts of k summed apart keep the device busy, each part at least 512 long,
     // enough of them for 256 workgroups on a GPU and 8 on a CPU device (lavapipe, whose
     // threads are few: conv1 of the Fashion-MNIST CNN at batch 64 took 490 ms in one
-    // workgroup, 340 in 64); the parts are then added in order.
+    // workgroup, 340 in 64); the parts are then added in order. Float16 always goes through
+    // float32 parts, rounded once as they are added.
     const int64_t m = grad_w.shape[0] / p.groups, n = grad_w.numel() / grad_w.shape[0];
     const int64_t k = grad_out.numel() / grad_out.shape[1];
-    const Tiles t = gemm_tiles(ctx_of(grad_w).properties(), m, n);
+    const Tiles t = coop ? kCoopTiles : gemm_tiles(ctx_of(grad_w).properties(), m, n);
     const int64_t tiles = p.groups * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
     const int64_t want =
         ctx_of(grad_w).properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 256;
-    const int64_t splits = std::max({int64_t{1}, std::min(k / 512, (want + tiles - 1) / tiles),
-                                     k_parts(ctx_of(grad_w).properties(), k, t)});
-    if (splits == 1) {
+    const int64_t splits =
+        std::max({int64_t{1}, std::min(k / 512, (want + tiles - 1) / tiles),
+                  coop ? int64_t{1} : k_parts(ctx_of(grad_w).properties(), k, t)});
+    if (splits == 1 && !coop) {
       dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, m, n, t, 1);
     } else {
       const int64_t e = grad_w.numel();

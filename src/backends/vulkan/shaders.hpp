@@ -16,6 +16,8 @@
 #include "shaders/compare_any.spv.h"
 #include "shaders/conv_any.spv.h"
 #include "shaders/conv_f32.spv.h"
+#include "shaders/conv_coop.spv.h"
+#include "shaders/conv_coop_emulated.spv.h"
 #include "shaders/conv_tiled.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
@@ -39,6 +41,7 @@
 #include "shaders/scan_f32.spv.h"
 #include "shaders/sort.spv.h"
 #include "shaders/sum_parts.spv.h"
+#include "shaders/sum_parts_f16.spv.h"
 #include "shaders/svd.spv.h"
 #include "shaders/unary_any.spv.h"
 #include "shaders/unary_f32.spv.h"
@@ -67,6 +70,8 @@ inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
+inline constexpr std::span<const uint32_t> conv_coop{conv_coop_spv};
+inline constexpr std::span<const uint32_t> conv_coop_emulated{conv_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> conv_tiled{conv_tiled_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
@@ -82,6 +87,7 @@ inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
 inline constexpr std::span<const uint32_t> sort{sort_spv};
 inline constexpr std::span<const uint32_t> sum_parts{sum_parts_spv};
+inline constexpr std::span<const uint32_t> sum_parts_f16{sum_parts_f16_spv};
 inline constexpr std::span<const uint32_t> svd{svd_spv};
 inline constexpr std::span<const uint32_t> unary_any{unary_any_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
