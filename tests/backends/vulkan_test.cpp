@@ -734,6 +734,43 @@ TEST(Vulkan, MemoryIsReusedAndReturned) {
   EXPECT_EQ(memory_stats(d).in_use, before);
 }
 
+// Few outputs of long reductions, which the backend folds in parts and then folds the parts
+// (reduce.comp's second pass): against the Cpu in every kind of fold, with ranges that do not
+// divide evenly, a strided operand, and a mean (not cut) beside.
+TEST(Vulkan, LongReductionsOfFewOutputsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const auto on_vk = [](const DynTensor& t) { return to_device(t, vk()); };
+  const auto check = [&](const DynTensor& got, const DynTensor& want, double tol,
+                         const char* what) {
+    EXPECT_EQ(got.dtype(), want.dtype()) << what;
+    const double scale = std::max(1.0, amax(abs(cast(want, DType::f64)), {}).item<double>());
+    EXPECT_LE(max_abs_diff(cast(to_device(got, Device::cpu()), DType::f64), cast(want, DType::f64)),
+              tol * scale)
+        << what;
+  };
+  // A bias gradient's shape: 8 sums of 51,200 values each, in 3 parts.
+  const DynTensor g = sub(input(Shape{128, 8, 20, 20}, 20), 1.0);
+  check(sum(on_vk(g), {0, 2, 3}), sum(g, {0, 2, 3}), 1e-6, "bias-like sum");
+  check(sum(on_vk(transpose(g, 0, 1)), {1, 2, 3}), sum(transpose(g, 0, 1), {1, 2, 3}), 1e-6,
+        "strided sum");
+  const DynTensor x = sub(input(Shape{300001}, 21), 1.0);
+  check(sum(on_vk(x)), sum(x), 1e-6, "one sum of 300,001 in 18 parts");
+  check(mean(on_vk(x)), mean(x), 1e-6, "mean");
+  const DynTensor near_one = cast(add(mul(input(Shape{70000}, 22), 1e-5), 1.0), DType::f64);
+  check(prod(on_vk(near_one)), prod(near_one), 1e-12, "float64 product");
+  const DynTensor h = cast(sub(input(Shape{2, 50000}, 23), 1.0), DType::f16);
+  check(amax(on_vk(h), {1}), amax(h, {1}), 0.0, "float16 amax");
+  check(amin(on_vk(h), {1}), amin(h, {1}), 0.0, "float16 amin");
+  const DynTensor i = cast(mul(input(Shape{100000}, 24), 1000.0), DType::i32);
+  check(sum(on_vk(i)), sum(i), 0.0, "int32 sum");
+  DynTensor flags = gt(input(Shape{40000}, 25), 0.0);  // all true
+  check(all(on_vk(flags)), all(flags), 0.0, "all true");
+  flags = lt(input(Shape{40000}, 25), 1.4999);  // a few false among them
+  check(all(on_vk(flags)), all(flags), 0.0, "all, some false");
+  check(any(on_vk(logical_not(flags))), any(logical_not(flags)), 0.0, "any");
+  expect_no_validation_errors();
+}
+
 // EMBER_VULKAN_PROFILE=1 (ctest runs this test a second time so, as `profiled.`): the device
 // times every command, and vulkan::profile lists each shader's count; without it, profile() says
 // how to turn it on.

@@ -222,7 +222,7 @@ bool VulkanBackend::supports(OpFamily family, DType dtype) const {
       return convert_code(dtype) >= 0;
     case OpFamily::Optim:  // Adam in float32 (adam.comp)
       return dtype == DType::f32;
-    case OpFamily::Conv:  // float32 tiled (conv_tiled.comp), the others' direct loops in double
+    case OpFamily::Conv:      // float32 tiled (conv_tiled.comp), the others' direct loops in double
     case OpFamily::ConvRelu:  // in the tiled kernel's epilogue, or after the direct loops
     case OpFamily::Pool:
       return is_floating(dtype);
@@ -730,6 +730,36 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                    (op == ReduceOp::Amax || op == ReduceOp::Amin ||
                     (!c.wide() && static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin)));
   if (!f32) check_wide(c, op_name(op).data(), x.dtype);
+  int64_t red_count = 1;
+  for (int d = 0; d < x.rank(); ++d) red_count *= (dims_mask >> d) & 1u ? x.shape[d] : 1;
+  // A few outputs of long reductions (a bias gradient: 32 sums of 173,056 values for conv1 of
+  // the Fashion-MNIST CNN at batch 256) would leave a GPU mostly idle at a workgroup an output:
+  // their reduced elements are cut into parts of at least 16,384, folded apart in double or
+  // int64 into [outputs, parts], then the parts folded in order (a mean divides by the whole
+  // count, so it is not cut).
+  const int64_t outs = out.numel();
+  const int64_t parts = f32 || op == ReduceOp::Mean || outs > 64
+                            ? 1
+                            : std::clamp<int64_t>(std::min(red_count / 16384, 256 / outs), 1, 256);
+  if (parts > 1) {
+    const bool floating_fold = is_floating(x.dtype) && op != ReduceOp::All && op != ReduceOp::Any;
+    const DType part_dtype = floating_fold ? DType::f64 : DType::i64;
+    const RawTensor partial{allocate(static_cast<size_t>(outs * parts) * 8, out.device()),
+                            Shape{outs, parts}, Strides{parts, 1}, 0, part_dtype};
+    reduce_pass(op, x, dims_mask, partial, outs, parts);
+    return reduce(op, partial, 2u, out);  // the parts, in order
+  }
+  reduce_pass(op, x, dims_mask, out, outs, 1);
+}
+
+void VulkanBackend::reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
+                                const RawTensor& out, int64_t outs, int64_t parts) {
+  DeviceContext& c = ctx_of(out);
+  std::lock_guard lock(c.mu);
+  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
+                   (op == ReduceOp::Amax || op == ReduceOp::Amin ||
+                    (!c.wide() && static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin)));
+  const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   struct {
     uint32_t out_count, red_count, op, x_base;
     uint32_t out_base, kept_rank, red_rank, types;
@@ -771,9 +801,10 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   }
   for (int d = 0; d < red_shape.rank(); ++d) p.red_stride[d] = static_cast<int32_t>(red_strides[d]);
   const Bound bx = bind_bytes(c, x), bo = bind_bytes(c, out);
-  p.out_count = static_cast<uint32_t>(out.numel());
+  p.out_count = static_cast<uint32_t>(outs);
   p.red_count = static_cast<uint32_t>(red_count);
-  p.op = static_cast<uint32_t>(op);
+  // reduce_f32.comp reads op alone: it is never cut.
+  p.op = static_cast<uint32_t>(op) | (parts > 1 ? static_cast<uint32_t>(parts) << 8 : 0u);
   p.x_base = x.numel() == 0 ? 0 : bx.base;
   p.out_base = bo.base;
   p.types = static_cast<uint32_t>(xt) | static_cast<uint32_t>(ot) << 8;
@@ -781,7 +812,7 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   const Binding bs[] = {x.numel() == 0 ? bo.binding : bx.binding, bo.binding};
   c.dispatch(f32 ? c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p)
                  : c.pipeline("reduce", shaders::reduce, 2, sizeof p),
-             bs, &p, sizeof p, static_cast<uint32_t>(std::clamp<int64_t>(out.numel(), 1, 65535)));
+             bs, &p, sizeof p, static_cast<uint32_t>(std::clamp<int64_t>(outs * parts, 1, 65535)));
 }
 
 int device_count() { return count_devices(); }

@@ -67,6 +67,12 @@ class VulkanBackend final : public Backend {
   void adam_step_multi(const std::vector<AdamStepItem>& items) override;
   RangeError check_range(const RawTensor& x, const RangeCheck& check) override;
   RangeError synchronize(Device device) override;
+
+ private:
+  // One reduce.comp (or reduce_f32.comp) dispatch: `outs` outputs, each folded whole (parts 1)
+  // or in `parts` ranges written apart to out [outs, parts].
+  void reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out,
+                   int64_t outs, int64_t parts);
 };
 
 }  // namespace ember::vulkan

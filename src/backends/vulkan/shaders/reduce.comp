@@ -3,8 +3,10 @@
 // wrap, as the Cpu's), and the result is written in the output's dtype (sums of integers are
 // int64, all and any Bool). One workgroup per output element, each invocation folding every
 // 256th reduced element, then a tree in shared memory in a fixed order. Max and min propagate
-// NaN. The float32-only reduce_f32.comp is the fast path; this one needs shaderInt64 and
-// shaderFloat64.
+// NaN. With `parts` (op >> 8) above 1, each output's reduced elements are cut into that many
+// consecutive ranges folded apart into out [outputs, parts] (double or int64), which a second
+// pass folds: few outputs of long reductions (a bias gradient) then fill a GPU. The
+// float32-only reduce_f32.comp is the fast path; this one needs shaderInt64 and shaderFloat64.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "elements.glsl"
@@ -12,7 +14,7 @@ layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 1) buffer Out { uint o[]; };
 layout(push_constant) uniform Params {
-  uint out_count, red_count, op, x_base;
+  uint out_count, red_count, op, x_base;  // op: the ReduceOp | parts << 8
   uint out_base, kept_rank, red_rank, types;  // types: x's | out's << 8
   uint kept_shape[6];
   int kept_stride[6];
@@ -24,9 +26,10 @@ shared double fpart[256];
 shared int64_t ipart[256];
 
 const uint SUM = 0u, MEAN = 1u, PROD = 2u, AMAX = 3u, AMIN = 4u, ALL = 5u, ANY = 6u;
+uint op;
 
 double fold_f(double a, double v) {
-  switch (p.op) {
+  switch (op) {
     case PROD: return a * v;
     case AMAX: return isnan(a) || isnan(v) ? (isnan(a) ? a : v) : max(a, v);
     case AMIN: return isnan(a) || isnan(v) ? (isnan(a) ? a : v) : min(a, v);
@@ -35,7 +38,7 @@ double fold_f(double a, double v) {
 }
 
 int64_t fold_i(int64_t a, int64_t v) {
-  switch (p.op) {
+  switch (op) {
     case PROD: return a * v;
     case AMAX: return max(a, v);
     case AMIN: return min(a, v);
@@ -58,19 +61,24 @@ int offset_of(uint i, uint rank, uint shape[6], int stride[6]) {
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint xt = p.types & 255u, ot = p.types >> 8;
+  op = p.op & 255u;
+  const uint parts = max(p.op >> 8, 1u), chunk = (p.red_count + parts - 1u) / parts;
   // all and any fold truth values; the others fold values, in double for float operands
-  const bool logical = p.op == ALL || p.op == ANY, f = t_float(xt) && !logical;
+  const bool logical = op == ALL || op == ANY, f = t_float(xt) && !logical;
   const double inf = uint64BitsToDouble(0x7ff0000000000000UL);
-  const double f0 = p.op == PROD ? 1.0 : (p.op == AMAX ? -inf : (p.op == AMIN ? inf : 0.0));
-  const int64_t i0 = p.op == PROD || p.op == ALL ? 1L
-                     : p.op == AMAX              ? int64_t(0x8000000000000000UL)
-                     : p.op == AMIN              ? int64_t(0x7fffffffffffffffUL)
-                                                 : 0L;
-  for (uint out_i = gl_WorkGroupID.x; out_i < p.out_count; out_i += gl_NumWorkGroups.x) {
+  const double f0 = op == PROD ? 1.0 : (op == AMAX ? -inf : (op == AMIN ? inf : 0.0));
+  const int64_t i0 = op == PROD || op == ALL ? 1L
+                     : op == AMAX              ? int64_t(0x8000000000000000UL)
+                     : op == AMIN              ? int64_t(0x7fffffffffffffffUL)
+                                               : 0L;
+  // Output v is part v % parts of output v / parts (parts 1: output v itself).
+  for (uint v = gl_WorkGroupID.x; v < p.out_count * parts; v += gl_NumWorkGroups.x) {
+    const uint out_i = v / parts, begin = (v % parts) * chunk;
+    const uint end = min(p.red_count, begin + chunk);
     const int base = int(p.x_base) + offset_of(out_i, p.kept_rank, p.kept_shape, p.kept_stride);
     double fa = f0;
     int64_t ia = i0;
-    for (uint r = t; r < p.red_count; r += 256u) {
+    for (uint r = begin + t; r < end; r += 256u) {
       const uint at = uint(base + offset_of(r, p.red_rank, p.red_shape, p.red_stride));
       const uint64_t bits = LOAD_BITS(x, xt, at);
       if (f) {
@@ -90,11 +98,11 @@ void main() {
       barrier();
     }
     if (t == 0u) {
-      const double fr = p.op == MEAN ? fpart[0] / double(p.red_count) : fpart[0];
+      const double fr = op == MEAN ? fpart[0] / double(p.red_count) : fpart[0];
       const uint64_t bits = f ? float_bits(ot, fr)
                               : (t_float(ot) ? float_bits(ot, double(ipart[0]))
                                              : int_bits(ot, ipart[0]));
-      STORE_BITS(o, ot, p.out_base + out_i, bits);
+      STORE_BITS(o, ot, p.out_base + v, bits);
     }
     barrier();  // the parts are reused by the next output
   }
