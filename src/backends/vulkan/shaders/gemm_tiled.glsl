@@ -39,14 +39,62 @@ uint tile_col(uint tcol, uint j) {
 shared vec4 sa[BK * BM / 4u];
 shared vec4 sb[BK * BN / 4u];
 
+// The next slice, read from memory into registers while the current one is multiplied, then
+// stored to shared memory: memory latency hides behind the arithmetic.
+const uint A_PER = (BM * BK + THREADS - 1u) / THREADS, B_PER = (BK * BN + THREADS - 1u) / THREADS;
+float pa[A_PER], pb[B_PER];
+bool along_k, along_n;  // consecutive invocations load along an operand's contiguous dimension
+
+// Element e of a slice of A (of B): its row (column) in the tile and its k in the slice.
+uvec2 a_element(uint e) { return along_k ? uvec2(e / BK, e % BK) : uvec2(e % BM, e / BM); }
+uvec2 b_element(uint e) { return along_n ? uvec2(e % BN, e / BN) : uvec2(e / BK, e % BK); }
+
+// Loops of a fixed count, which the compiler unrolls: llvmpipe caps the iterations of a loop in
+// an invocation, and a loop from tid to the slice's end ran past it on long ks.
+void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end, uint m, uint n) {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    if (e >= BM * BK) break;
+    const uvec2 at = a_element(e);
+    const uint row = row0 + at.x, kk = k0 + at.y;
+    pa[i] = (row < m && kk < k_end) ? load_a(batch, row, kk) : 0.0;
+  }
+  [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    if (e >= BK * BN) break;
+    const uvec2 at = b_element(e);
+    const uint col = col0 + at.x, kk = k0 + at.y;
+    pb[i] = (col < n && kk < k_end) ? load_b(batch, kk, col) : 0.0;
+  }
+}
+
+void stash() {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    if (e >= BM * BK) break;
+    const uvec2 at = a_element(e);
+    const uint s = at.y * BM + at.x;
+    sa[s / 4u][s % 4u] = pa[i];
+  }
+  [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
+    const uint e = tid + i * THREADS;
+    if (e >= BK * BN) break;
+    const uvec2 at = b_element(e);
+    const uint s = at.y * BN + at.x;
+    sb[s / 4u][s % 4u] = pb[i];
+  }
+}
+
 void main() {
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
   const uint tid = gl_LocalInvocationID.x;
   const uint col_step = BN / TN;  // invocations along a row of the tile
   const uint trow = tid / col_step, tcol = tid % col_step;
   const uint tiles_m = (m + BM - 1u) / BM, tiles_n = (n + BN - 1u) / BN;
-  // Consecutive invocations load along an operand's contiguous dimension.
-  const bool along_k = a_along_k(), along_n = b_along_n();
+  along_k = a_along_k();
+  along_n = b_along_n();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
     const uint part = t / (tiles_m * tiles_n);
     const uint r = t - part * tiles_m * tiles_n;
@@ -59,26 +107,11 @@ void main() {
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
       [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
     }
+    fetch(batch, row0, col0, k_begin, k_end, m, n);
     for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-      // Loops of a fixed count, which the compiler unrolls: llvmpipe caps the iterations of a
-      // loop in an invocation, and a loop from tid to the slice's end ran past it on long ks.
-      [[unroll]] for (uint i = 0u; i < (BM * BK + THREADS - 1u) / THREADS; ++i) {
-        const uint e = tid + i * THREADS;
-        if (e >= BM * BK) break;
-        const uint mi = along_k ? e / BK : e % BM, ki = along_k ? e % BK : e / BM;
-        const uint row = row0 + mi, kk = k0 + ki;
-        const uint at = ki * BM + mi;
-        sa[at / 4u][at % 4u] = (row < m && kk < k_end) ? load_a(batch, row, kk) : 0.0;
-      }
-      [[unroll]] for (uint i = 0u; i < (BK * BN + THREADS - 1u) / THREADS; ++i) {
-        const uint e = tid + i * THREADS;
-        if (e >= BK * BN) break;
-        const uint ni = along_n ? e % BN : e / BK, ki = along_n ? e / BN : e % BK;
-        const uint col = col0 + ni, kk = k0 + ki;
-        const uint at = ki * BN + ni;
-        sb[at / 4u][at % 4u] = (col < n && kk < k_end) ? load_b(batch, kk, col) : 0.0;
-      }
+      stash();
       barrier();
+      if (k0 + BK < k_end) fetch(batch, row0, col0, k0 + BK, k_end, m, n);
       [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
         float ra[TM], rb[TN];
         if (VEC) {  // TM / 4 and TN / 4 vec4 reads (folded away when the constants say so)
