@@ -30,7 +30,7 @@ using bench::guarded;
 
 // EMBER_VULKAN_PROFILE=1 times the Vulkan device's shaders (vulkan::profile).
 bool profiling(Device dev) {
-  return dev.type == DeviceType::Vulkan && std::getenv("EMBER_VULKAN_PROFILE") != nullptr;
+  return dev.type == DeviceType::Vulkan && vulkan::profiling(dev.index);
 }
 
 template <class F>

@@ -105,6 +105,8 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
     expect_near_cpu(bias_only.bias, want.bias, 1e-3, what + " grad bias alone");
     // The data gradient and the transposed convolution (the data gradient as a forward), both
     // as the implicit GEMM that GPUs take and as the direct loops of CPU devices.
+    const char* before = std::getenv("EMBER_VULKAN_CONV_DATA");
+    const std::string kept = before != nullptr ? before : "";
     for (const char* how : {"tiled", "direct"}) {
       setenv("EMBER_VULKAN_CONV_DATA", how, 1);
       expect_near_cpu(
@@ -116,7 +118,11 @@ TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
                         what + " transposed " + how);
       }
     }
-    unsetenv("EMBER_VULKAN_CONV_DATA");
+    if (before != nullptr) {
+      setenv("EMBER_VULKAN_CONV_DATA", kept.c_str(), 1);
+    } else {
+      unsetenv("EMBER_VULKAN_CONV_DATA");
+    }
   }
   // A batch of zero images.
   ConvParams p;
@@ -159,7 +165,11 @@ TEST(Vulkan, Float32AdamStepIsTheCpus) {
     if (p.amsgrad) expect_near_cpu(got.max_exp_avg_sq, want.max_exp_avg_sq, tol, what + " max");
     adam_step_in_place({gpu}, {on_vk(grad)}, {p});
     expect_near_cpu(gpu.param, want.param, tol, what + " param in place");
+    expect_near_cpu(gpu.exp_avg, want.exp_avg, tol, what + " exp_avg in place");
     expect_near_cpu(gpu.exp_avg_sq, want.exp_avg_sq, tol, what + " exp_avg_sq in place");
+    if (p.amsgrad) {
+      expect_near_cpu(gpu.max_exp_avg_sq, want.max_exp_avg_sq, tol, what + " max in place");
+    }
   }
   expect_no_validation_errors();
 }
@@ -196,6 +206,20 @@ TEST(VulkanKernels, Float16ConvolutionMatchesFloat64) {
     check(got.input, want.input, what + " grad input");
     check(got.weight, want.weight, what + " grad weight");
     check(got.bias, want.bias, what + " grad bias");
+    // The fused relu's backward: grad_out masked by the output (the same float16 values).
+    p.relu = true;
+    const DynTensor y16 = f16(y);
+    const ConvGrads want_relu =
+        conv_backward(f64(x), f64(w), f64(y16), f64(gy), p, {true, true, true});
+    const ConvGrads got_relu =
+        conv_backward(on_vk(x), on_vk(w), on_vk(y16), on_vk(gy), p, {true, true, true});
+    check(got_relu.input, want_relu.input, what + " relu grad input");
+    check(got_relu.weight, want_relu.weight, what + " relu grad weight");
+    check(got_relu.bias, want_relu.bias, what + " relu grad bias");
+  }
+  const char* coop = std::getenv("EMBER_VULKAN_COOPERATIVE");
+  if (coop != nullptr && std::string(coop) == "emulate") {  // ctest's coop_emulated. run
+    EXPECT_TRUE(vulkan::cooperative_matrix(0) || vulkan::cooperative_matrix_emulated(0));
   }
   expect_no_validation_errors();
 }

@@ -183,6 +183,11 @@ struct Tiles {
 /// The tiles for an m x n output on this device: its default or EMBER_VULKAN_MATMUL_TILES,
 /// narrowed where the output is smaller.
 Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n);
+/// gemm_coop.glsl's tiles (matmul_coop.comp, conv_coop.comp): 128x128 of 256 invocations,
+/// 32-deep slices, 16 in the emulation.
+inline Tiles coop_tiles(const DeviceContext& c) {
+  return Tiles{256, 128, 128, c.cooperative() ? 32u : 16u, 0, 0};
+}
 /// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
 /// invocation's loop iterations).
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t);

@@ -157,6 +157,11 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
 // its device scope, which the other shaders' atomics use once the model is on).
 // EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant);
 // =emulate, on a device without them, runs the shader's EMULATE variant (for CI).
+// gemm_coop.glsl's shared memory: two slices of A and of B and a float32 scratch per subgroup
+// (BK 32; 16 in the EMULATE variant).
+constexpr uint32_t kCoopSharedBytes = 16 * (2 * 128 * 5 + 2 * 32 * 17 + 8 * 80);
+constexpr uint32_t kEmulatedCoopSharedBytes = 16 * (2 * 128 * 3 + 2 * 16 * 17 + 8 * 80);
+
 struct CooperativeFeatures {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix{};
   VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model{};
@@ -215,6 +220,7 @@ struct CooperativeFeatures {
     vkGetPhysicalDeviceProperties2(physical, &props2);
     if ((stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) == 0) return false;
     if (subgroup.subgroupSize != 32) return false;
+    if (props.limits.maxComputeSharedMemorySize < kCoopSharedBytes) return false;
     auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
         vkGetInstanceProcAddr(instance().instance,
                               "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
@@ -311,7 +317,8 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
     info.pNext = coop.enable(extensions);
   } else {
     const char* env = std::getenv("EMBER_VULKAN_COOPERATIVE");
-    emulated_cooperative_ = env != nullptr && std::string_view(env) == "emulate";
+    emulated_cooperative_ = env != nullptr && std::string_view(env) == "emulate" &&
+                            props_.limits.maxComputeSharedMemorySize >= kEmulatedCoopSharedBytes;
   }
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
@@ -323,6 +330,8 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   if (profile != nullptr && std::string_view(profile) == "1") {
     if (props[family_].timestampValidBits > 0) {
       profile_queries_ = static_cast<uint32_t>(kSubmitEvery) + 1;
+      const uint32_t bits = props[family_].timestampValidBits;
+      timestamp_mask_ = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     } else {
       std::fprintf(stderr, "ember: EMBER_VULKAN_PROFILE: vulkan:%d (%s) has no timestamps\n", index,
                    props_.deviceName);
@@ -650,7 +659,9 @@ void DeviceContext::collect(Submission& s) {
   for (uint32_t i = 0; i < n; ++i) {
     Timing& t = timings_[s.labels[i] ? *s.labels[i] : std::string("?")];
     ++t.count;
-    t.ns += static_cast<double>(ticks[i + 1] - ticks[i]) * props_.limits.timestampPeriod;
+    // Differences modulo the valid bits: a counter narrower than 64 bits may wrap.
+    const uint64_t elapsed = (ticks[i + 1] - ticks[i]) & timestamp_mask_;
+    t.ns += static_cast<double>(elapsed) * props_.limits.timestampPeriod;
   }
   s.labels.clear();
 }

@@ -107,10 +107,11 @@ class DeviceContext {
 
   /// Whether shaders may use 64-bit integers and floats (shaderInt64 and shaderFloat64).
   bool wide() const { return wide_; }
-  /// Whether float16 matmul runs on tensor cores (VK_NV_cooperative_matrix, matmul_coop.comp).
+  /// Whether float16 matmul and convolution run on tensor cores (VK_NV_cooperative_matrix,
+  /// gemm_coop.glsl).
   bool cooperative() const { return cooperative_; }
-  /// Whether float16 matmul runs matmul_coop.comp's EMULATE variant instead, without tensor
-  /// cores (EMBER_VULKAN_COOPERATIVE=emulate on a device without them: CI's test of its tiling).
+  /// Whether they run gemm_coop.glsl's EMULATE variant instead, without tensor cores
+  /// (EMBER_VULKAN_COOPERATIVE=emulate on a device without them: CI's test of the tiling).
   bool emulated_cooperative() const { return emulated_cooperative_; }
   size_t in_use() const { return in_use_; }
   size_t peak() const { return peak_; }
@@ -178,6 +179,7 @@ class DeviceContext {
   std::map<std::string, Pipeline> pipelines_;
 
   uint32_t profile_queries_ = 0;  // timestamps per submission; 0 when not profiling
+  uint64_t timestamp_mask_ = 0;   // the queue's valid timestamp bits
   std::map<std::string, Timing> timings_;
 };
 

@@ -122,7 +122,6 @@ bool coop_conv(const RawTensor& t) {
   const DeviceContext& c = ctx_of(t);
   return t.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
 }
-constexpr Tiles kCoopTiles{256, 128, 128, 32, 0, 0};  // gemm_coop.glsl's
 
 // grad_w = parts [splits, grad_w.numel()] summed over the parts in order, in one dispatch (a
 // chain of additions took a command per part, 255 of them for conv1 of the Fashion-MNIST CNN;
@@ -172,9 +171,9 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
     // Per group: [O/g, C/g * taps] x [C/g * taps, N * positions].
     const int64_t m = w.shape[0] / p.groups, n = out.numel() / out.shape[1];
     const VkPhysicalDeviceProperties& props = ctx_of(out).properties();
-    const Tiles t = coop ? kCoopTiles : gemm_tiles(props, m, n);
+    const Tiles t = coop ? coop_tiles(ctx_of(out)) : gemm_tiles(props, m, n);
     const int64_t k = w.numel() / w.shape[0];
-    EMBER_CHECK(coop || k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
+    EMBER_CHECK(k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
                 " products, more than ", props.deviceName,
                 " sums in one pass (its loops stop after 65,535 steps)");
     return dispatch_conv_tiled(q, x, w, bias, out, m, n, t, 1);
@@ -201,8 +200,8 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
     const int64_t m = grad_in.shape[1] / p.groups, n = grad_in.numel() / grad_in.shape[1];
     const int64_t k = w.numel() / (w.shape[1] * p.groups);  // O/g * taps
     const VkPhysicalDeviceProperties& props = ctx_of(grad_in).properties();
-    const Tiles t = coop ? kCoopTiles : gemm_tiles(props, m, n);
-    if (coop || k_parts(props, k, t) == 1) {
+    const Tiles t = coop ? coop_tiles(ctx_of(grad_in)) : gemm_tiles(props, m, n);
+    if (k_parts(props, k, t) == 1) {
       return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, t, 1);
     }
   }
@@ -235,13 +234,13 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
     // float32 parts, rounded once as they are added.
     const int64_t m = grad_w.shape[0] / p.groups, n = grad_w.numel() / grad_w.shape[0];
     const int64_t k = grad_out.numel() / grad_out.shape[1];
-    const Tiles t = coop ? kCoopTiles : gemm_tiles(ctx_of(grad_w).properties(), m, n);
+    const Tiles t =
+        coop ? coop_tiles(ctx_of(grad_w)) : gemm_tiles(ctx_of(grad_w).properties(), m, n);
     const int64_t tiles = p.groups * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
     const int64_t want =
         ctx_of(grad_w).properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 256;
-    const int64_t splits =
-        std::max({int64_t{1}, std::min(k / 512, (want + tiles - 1) / tiles),
-                  coop ? int64_t{1} : k_parts(ctx_of(grad_w).properties(), k, t)});
+    const int64_t splits = std::max({int64_t{1}, std::min(k / 512, (want + tiles - 1) / tiles),
+                                     k_parts(ctx_of(grad_w).properties(), k, t)});
     if (splits == 1 && !coop) {
       dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, m, n, t, 1);
     } else {

@@ -92,10 +92,10 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   const bool coop = out.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
   if (!f32 && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
   constexpr Tiles kAny{256, 16, 16, 16, 1, 1};            // matmul.comp's
-  constexpr Tiles kCooperative{256, 128, 128, 32, 0, 0};  // matmul_coop.comp's
-  const Tiles t = coop ? kCooperative : f32 ? gemm_tiles(c.properties(), m, n) : kAny;
-  EMBER_CHECK(!f32 || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k, " is longer than ",
-              c.properties().deviceName, " sums in one pass (its loops stop after 65,535 steps)");
+  const Tiles t = coop ? coop_tiles(c) : f32 ? gemm_tiles(c.properties(), m, n) : kAny;
+  EMBER_CHECK((!f32 && !coop) || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k,
+              " is longer than ", c.properties().deviceName,
+              " sums in one pass (its loops stop after 65,535 steps)");
   const int64_t tiles = batch * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
   EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
               " has more tiles than the Vulkan kernel counts");

@@ -84,8 +84,8 @@ void VulkanBackend::adam_step(const RawTensor& param, const RawTensor& grad,
 void VulkanBackend::adam_step_multi(const std::vector<AdamStepItem>& items) {
   for (const AdamStepItem& it : items) {
     const RawTensor x = it.params.amsgrad ? it.max_exp_avg_sq : RawTensor();
-    dispatch_adam(it.param, it.grad, it.exp_avg, it.exp_avg_sq, x, it.params, it.param,
-                  it.exp_avg, it.exp_avg_sq, x);
+    dispatch_adam(it.param, it.grad, it.exp_avg, it.exp_avg_sq, x, it.params, it.param, it.exp_avg,
+                  it.exp_avg_sq, x);
   }
 }
 

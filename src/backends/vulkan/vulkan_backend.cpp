@@ -824,12 +824,16 @@ Backend& backend() {
 
 std::string device_name(int index) { return context(index).properties().deviceName; }
 bool cooperative_matrix(int index) { return context(index).cooperative(); }
+bool cooperative_matrix_emulated(int index) { return context(index).emulated_cooperative(); }
+
+bool profiling(int index) { return context(index).profiling(); }
 
 std::string profile(int index, bool reset) {
   DeviceContext& c = context(index);
   std::lock_guard lock(c.mu);
   EMBER_CHECK(c.profiling(), "[profile] vulkan:", index,
-              " is not timing its commands: set EMBER_VULKAN_PROFILE=1 before its first use");
+              " is not timing its commands: set EMBER_VULKAN_PROFILE=1 before its first use (a "
+              "queue without timestamps cannot time them; the device said so on stderr then)");
   return c.profile(reset);
 }
 

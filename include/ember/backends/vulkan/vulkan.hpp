@@ -20,9 +20,17 @@ Backend& backend();
 /// The device's name as its driver reports it ("llvmpipe (LLVM 15.0.6, 256 bits)").
 std::string device_name(int index);
 
-/// Whether float16 matmul runs on the device's tensor cores (VK_NV_cooperative_matrix with
-/// 16x16x16 float16 fragments; EMBER_VULKAN_COOPERATIVE=0 turns it off).
+/// Whether float16 matmul and convolution run on the device's tensor cores
+/// (VK_NV_cooperative_matrix with 16x16x16 float16 fragments; EMBER_VULKAN_COOPERATIVE=0 turns
+/// it off).
 bool cooperative_matrix(int index);
+/// Whether they run on an emulation of cooperative matrices instead, with the same tiling
+/// (EMBER_VULKAN_COOPERATIVE=emulate on a device without them; for testing).
+bool cooperative_matrix_emulated(int index);
+
+/// Whether the device times its commands: EMBER_VULKAN_PROFILE=1 at its first use, and a queue
+/// with timestamps.
+bool profiling(int index);
 
 /// The device's time per shader (and "copy") since the last reset, as a table, longest first:
 /// commands, total and mean milliseconds, share. The device times its commands when the

@@ -138,8 +138,13 @@ void to_scratch(ACC acc) {
 
 void main() {
   tid = gl_LocalInvocationID.x;
-  sg = tid / 32u;  // gl_SubgroupID where subgroups are 32 wide, as context.cpp checks
+#ifdef EMULATE
+  sg = tid / 32u;
   lane = tid % 32u;
+#else
+  sg = gl_SubgroupID;  // of 8: subgroups are 32 wide (context.cpp checks)
+  lane = gl_SubgroupInvocationID;
+#endif
   const uint wm = sg / 4u, wn = sg % 4u;  // this subgroup's 64x32 of the tile
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
   const uint tiles_m = (m + BM - 1u) / BM, tiles_n = (n + BN - 1u) / BN;
