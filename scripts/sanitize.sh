@@ -26,7 +26,7 @@ for run in "${runs[@]}"; do
       cmake --build "$dir" -j2
       # Not the tables' vulkan.* runs: their kernels are shaders, which the sanitizers do not
       # see; the Vulkan backend's host code runs here in vulkan_test.
-      ctest --test-dir "$dir" --output-on-failure -j2 --timeout 900 -E '^vulkan\.'
+      ctest --test-dir "$dir" --output-on-failure -j2 --timeout 900 -E '^(coop_emulated\.)?vulkan\.'
       ;;
     tsan)
       # Archer makes OpenMP's barriers and locks visible to ThreadSanitizer (without it every
