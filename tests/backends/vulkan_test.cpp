@@ -389,6 +389,14 @@ TEST(Vulkan, Float32MatmulMatchesTheCpu) {
   // More tiles than one dispatch has workgroups (65,535): the loop over tiles.
   check(input(Shape{66000, 1, 2}, 64), input(Shape{66000, 2, 1}, 65), "66,000 tiles");
   check(input(Shape{70, 45}, 66), transpose(input(Shape{130, 45}, 67), 0, 1), "transposed b");
+  // Views made on the device (to_device packs a Cpu view): the tiles' loads along k or m.
+  const DynTensor at = input(Shape{64, 150}, 68), bt = input(Shape{131, 64}, 69);
+  const DynTensor got =
+      to_device(matmul(transpose(to_device(at, vk()), 0, 1), transpose(to_device(bt, vk()), 0, 1)),
+                Device::cpu());
+  const DynTensor want = matmul(transpose(at, 0, 1), transpose(bt, 0, 1));
+  EXPECT_LE(max_abs_diff(got, want), 2e-6 * 65 * std::max(1.0, amax(abs(want), {}).item<double>()))
+      << "both transposed on the device";
   expect_no_validation_errors();
 }
 
