@@ -29,6 +29,8 @@
 // half.glsl. pack8 is defined here.
 layout(local_size_x = 256) in;
 
+#include "gemm_tile.glsl"
+
 const uint THREADS = 256u, BM = 128u, BN = 128u, F = 16u;
 #ifdef EMULATE
 const uint BK = 16u;
@@ -147,15 +149,10 @@ void main() {
 #endif
   const uint wm = sg / 4u, wn = sg % 4u;  // this subgroup's 64x32 of the tile
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
-  const uint tiles_m = (m + BM - 1u) / BM, tiles_n = (n + BN - 1u) / BN;
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
-    const uint part = t / (tiles_m * tiles_n);
-    const uint r = t - part * tiles_m * tiles_n;
-    // Split-K: part `split` of k, whole slices long, summed apart (the caller adds the parts).
-    const uint batch = part / gemm_splits(), split = part % gemm_splits();
-    const uint chunk = ((k + gemm_splits() - 1u) / gemm_splits() + BK - 1u) / BK * BK;
-    const uint k_begin = min(k, split * chunk), k_end = min(k, k_begin + chunk);
-    const uint row0 = (r / tiles_n) * BM, col0 = (r % tiles_n) * BN;
+    const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK);
+    const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
+    const uint row0 = g.row0, col0 = g.col0;
     ACC acc[4][2];
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       [[unroll]] for (uint j = 0u; j < 2u; ++j) zero(acc[i][j]);

@@ -36,6 +36,8 @@ uint tile_col(uint tcol, uint j) {
 
 // Staged slices, as vec4s for the grouped reads: sa holds element k * BM + row, sb k * BN + col
 // (BM and BN are multiples of 4, matmul.cpp).
+#include "gemm_tile.glsl"
+
 shared vec4 sa[BK * BM / 4u];
 shared vec4 sb[BK * BN / 4u];
 
@@ -92,17 +94,12 @@ void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint col_step = BN / TN;  // invocations along a row of the tile
   const uint trow = tid / col_step, tcol = tid % col_step;
-  const uint tiles_m = (m + BM - 1u) / BM, tiles_n = (n + BN - 1u) / BN;
   along_k = a_along_k();
   along_n = b_along_n();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
-    const uint part = t / (tiles_m * tiles_n);
-    const uint r = t - part * tiles_m * tiles_n;
-    // Split-K: part `split` of k, whole slices long, summed apart (the caller adds the parts).
-    const uint batch = part / gemm_splits(), split = part % gemm_splits();
-    const uint chunk = ((k + gemm_splits() - 1u) / gemm_splits() + BK - 1u) / BK * BK;
-    const uint k_begin = min(k, split * chunk), k_end = min(k, k_begin + chunk);
-    const uint row0 = (r / tiles_n) * BM, col0 = (r % tiles_n) * BN;
+    const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK);
+    const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
+    const uint row0 = g.row0, col0 = g.col0;
     float acc[TM][TN];
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
       [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
