@@ -1,9 +1,9 @@
-// The Vulkan backend beside its peers in one run (issue 18): f32 and f16 matmul and the
-// Fashion-MNIST CNN's training step (batch 256, Adam) on vulkan:0, the Cpu backend and, in a
-// Cuda build on a GPU machine, cuda:0. Rows are named op/device. On lavapipe (CI's Vulkan on the
-// CPU) the numbers are reported against the Cpu backend with no goal; on an NVIDIA GPU the goals
-// are f16 matmul >= 60% of cuBLAS, f32 >= 70% of cuBLAS without TF32, and the training step
-// within 2x of Cuda.
+// The Vulkan backend beside its peers in one run (issue 18): f32 and f16 matmul, the
+// Fashion-MNIST CNN's training step (batch 256, Adam), and a ResNet-style 3x3 convolution in f32
+// and f16, on vulkan:0, the Cpu backend and, in a Cuda build on a GPU machine, cuda:0. Rows are
+// named op/device. On lavapipe (CI's Vulkan on the CPU) the numbers are reported against the Cpu
+// backend with no goal; on an NVIDIA GPU the goals are f16 matmul >= 60% of cuBLAS, f32 >= 70% of
+// cuBLAS without TF32, and the training step within 2x of Cuda.
 //
 // Work on a device is queued: each timed batch runs the op `per_sync` times and then waits for
 // the device (ember::synchronize), so the time counts the queued work.
@@ -54,6 +54,22 @@ void BM_matmul(benchmark::State& state, Device dev, DType dtype) {
     run_batched(state, dev, 2, [&] { c = matmul(a, b); });
     state.counters["TFLOPS"] = benchmark::Counter(2e-12 * double(n) * double(n) * double(n),
                                                   benchmark::Counter::kIsIterationInvariantRate);
+  });
+}
+
+// A ResNet-style 3x3 convolution, forward: [batch, 256, 14, 14] * [256, 256, 3, 3], padded,
+// in float32 (tiled) or float16 (cooperative matrices where the device has them).
+void BM_conv(benchmark::State& state, Device dev, DType dtype) {
+  guarded(state, [&] {
+    const int64_t batch = state.range(0), c = 256, hw = 14;
+    Generator gen(1);
+    const DynTensor x = cast(randn(Shape{batch, c, hw, hw}, DType::f32, dev, &gen), dtype);
+    const DynTensor w = cast(mul(randn(Shape{c, c, 3, 3}, DType::f32, dev, &gen), 0.02), dtype);
+    DynTensor y;
+    run_batched(state, dev, 2, [&] { y = conv2d(x, w, {}, {1}, {1}); });
+    state.counters["TFLOPS"] =
+        benchmark::Counter(2e-12 * double(batch * c * hw * hw) * double(c * 9),
+                           benchmark::Counter::kIsIterationInvariantRate);
   });
 }
 
@@ -111,10 +127,16 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(("matmul_f16/" + name).c_str(), BM_matmul, dev, DType::f16);
     auto* step =
         benchmark::RegisterBenchmark(("cnn_train_step/" + name).c_str(), BM_cnn_train_step, dev);
+    auto* conv32 =
+        benchmark::RegisterBenchmark(("conv_f32/" + name).c_str(), BM_conv, dev, DType::f32);
+    auto* conv16 =
+        benchmark::RegisterBenchmark(("conv_f16/" + name).c_str(), BM_conv, dev, DType::f16);
     f32->ArgName("n")->Arg(gpu ? 4096 : 512);
     f16->ArgName("n")->Arg(gpu ? 8192 : 512);
     step->ArgName("batch")->Arg(256);
-    for (auto* b : {f32, f16, step}) {
+    conv32->ArgName("batch")->Arg(gpu ? 64 : 2);
+    conv16->ArgName("batch")->Arg(gpu ? 64 : 2);
+    for (auto* b : {f32, f16, step, conv32, conv16}) {
       b->UseRealTime()->MinTime(min_time)->Unit(benchmark::kMillisecond);
     }
   }
