@@ -220,7 +220,10 @@ struct CooperativeFeatures {
     vkGetPhysicalDeviceProperties2(physical, &props2);
     if ((stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) == 0) return false;
     if (subgroup.subgroupSize != 32) return false;
-    if (props.limits.maxComputeSharedMemorySize < kCoopSharedBytes) return false;
+    if (props.limits.maxComputeSharedMemorySize < kCoopSharedBytes ||
+        props.limits.maxComputeWorkGroupInvocations < 256) {
+      return false;  // gemm_coop.glsl's workgroups: 8 subgroups of 32
+    }
     auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
         vkGetInstanceProcAddr(instance().instance,
                               "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
