@@ -462,14 +462,17 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles;
   }
-  setenv("EMBER_VULKAN_MATMUL_TILES", "64,64,16,3,4", 1);
-  try {
-    (void)matmul(to_device(a, vk()), to_device(b, vk()));
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_MATMUL_TILES=\"64,64,16,3,4\""),
-              std::string::npos)
-        << e.what();
+  // TM not dividing BM; BM not a multiple of 4 (the shared slices are vec4s).
+  for (const std::string bad : {"64,64,16,3,4", "18,16,4,1,1"}) {
+    setenv("EMBER_VULKAN_MATMUL_TILES", bad.c_str(), 1);
+    try {
+      (void)matmul(to_device(a, vk()), to_device(b, vk()));
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_MATMUL_TILES=\"" + bad + "\""),
+                std::string::npos)
+          << e.what();
+    }
   }
   unsetenv("EMBER_VULKAN_MATMUL_TILES");
   expect_no_validation_errors();

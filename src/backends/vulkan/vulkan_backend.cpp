@@ -746,19 +746,17 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
     const DType part_dtype = floating_fold ? DType::f64 : DType::i64;
     const RawTensor partial{allocate(static_cast<size_t>(outs * parts) * 8, out.device()),
                             Shape{outs, parts}, Strides{parts, 1}, 0, part_dtype};
-    reduce_pass(op, x, dims_mask, partial, outs, parts);
+    reduce_pass(op, x, dims_mask, partial, parts, false);
     return reduce(op, partial, 2u, out);  // the parts, in order
   }
-  reduce_pass(op, x, dims_mask, out, outs, 1);
+  reduce_pass(op, x, dims_mask, out, 1, f32);
 }
 
 void VulkanBackend::reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
-                                const RawTensor& out, int64_t outs, int64_t parts) {
+                                const RawTensor& out, int64_t parts, bool f32) {
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
-                   (op == ReduceOp::Amax || op == ReduceOp::Amin ||
-                    (!c.wide() && static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin)));
+  const int64_t outs = out.numel() / parts;
   const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   struct {
     uint32_t out_count, red_count, op, x_base;

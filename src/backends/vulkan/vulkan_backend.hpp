@@ -69,10 +69,10 @@ class VulkanBackend final : public Backend {
   RangeError synchronize(Device device) override;
 
  private:
-  // One reduce.comp (or reduce_f32.comp) dispatch: `outs` outputs, each folded whole (parts 1)
-  // or in `parts` ranges written apart to out [outs, parts].
+  // One reduce.comp dispatch (reduce_f32.comp with f32): each output folded whole (parts 1)
+  // or in `parts` ranges written apart to out [outputs, parts].
   void reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out,
-                   int64_t outs, int64_t parts);
+                   int64_t parts, bool f32);
 };
 
 }  // namespace ember::vulkan
