@@ -37,6 +37,7 @@ void Backend::no_kernel(std::string_view op, DType dtype) const {
 
 bool Backend::supports(OpFamily, DType) const { return false; }
 bool Backend::channels_last(OpFamily, DType, int) const { return false; }
+bool Backend::has_dtype(Device, DType) const { return true; }
 
 MemoryStats Backend::memory_stats(Device) const { return {}; }
 void Backend::reset_peak_memory(Device) {}

@@ -107,6 +107,10 @@ int device_count(DeviceType type) {
   }
 }
 
+bool has_dtype(Device device, DType dtype) {
+  return detail::backend_for(device).has_dtype(device, dtype);
+}
+
 namespace detail {
 
 // Devices are checked when they are made (Device::libtorch and the like), so the switch only

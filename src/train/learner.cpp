@@ -85,8 +85,11 @@ void accumulate(Running& run, const StepOutput& out, int64_t top_k) {
   int64_t n = out.items;
   if (n <= 0) n = out.logits ? out.logits->dims()[0] : 1;
   run.items += n;
-  const DynTensor loss = mul(cast(out.loss.dyn(), DType::f64), static_cast<double>(n));
-  DynTensor hits = zeros(Shape{2}, DType::f64, loss.device());
+  // In double where the device has it (float32 counts are exact to 2^24 items a pass).
+  const Device device = out.loss.dyn().device();
+  const DType sum = has_dtype(device, DType::f64) ? DType::f64 : DType::f32;
+  const DynTensor loss = mul(cast(out.loss.dyn(), sum), static_cast<double>(n));
+  DynTensor hits = zeros(Shape{2}, sum, device);
   if (out.logits && out.targets) {
     const Tensor<2>& logits = *out.logits;
     const Tensor<1, Int>& targets = *out.targets;
@@ -95,7 +98,7 @@ void accumulate(Running& run, const StepOutput& out, int64_t top_k) {
     const Tensor<2> target_score = logits.gather(1, targets.unsqueeze(1));
     const auto higher = (logits > target_score).sum(1);
     const auto in_top_k = (higher < top_k).sum();
-    hits = cast(stack({correct.dyn(), in_top_k.dyn()}, 0), DType::f64);
+    hits = cast(stack({correct.dyn(), in_top_k.dyn()}, 0), sum);
     run.scored += logits.dims()[0];
   }
   run.add(cat({reshape(loss, Shape{1}), hits}, 0));

@@ -12,8 +12,8 @@ namespace ember::train::detail {
 
 void Running::add(const DynTensor& batch) {
   if (!sums.defined()) {  // starts from the host values (a resumed epoch's partial sums)
-    sums = from_data(TensorData::from(std::vector<double>{loss_sum, correct, top_k}, {3}),
-                     batch.device());
+    const TensorData start = TensorData::from(std::vector<double>{loss_sum, correct, top_k}, {3});
+    sums = to_device(cast(from_data(start, Device::cpu()), batch.dtype()), batch.device());
   }
   sums = ember::add(sums, batch);
   unread = true;

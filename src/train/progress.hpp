@@ -20,10 +20,10 @@ struct Running {
   int64_t items = 0;    // items seen
   int64_t scored = 0;   // items that came with logits and targets
   double seconds = 0;   // time spent in the pass
-  DynTensor sums;       // [3] f64 on the device: loss_sum, correct, top_k, up to the last batch
+  DynTensor sums;       // [3] on the device (f64, or f32 without it): loss_sum, correct, top_k
   bool unread = false;  // sums holds batches that sync() has not read yet
 
-  /// Adds one batch's [3] f64 (loss * items, correct, top-k hits), in the order the host did.
+  /// Adds one batch's [3] (loss * items, correct, top-k hits), in the order the host did.
   void add(const DynTensor& batch);
   /// Reads the device sums into loss_sum, correct and top_k (one host read; none if up to date).
   void sync();

@@ -699,7 +699,12 @@ TEST(Vulkan, Float32OnlyDevicesRefuseFloat64Clearly) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor x = to_device(cast(input(Shape{5}, 9), DType::f64), vk());
   const char* no_wide = std::getenv("EMBER_VULKAN_NO_FLOAT64");
-  if (no_wide != nullptr && std::string(no_wide) == "1") {
+  const bool float32_only = no_wide != nullptr && std::string(no_wide) == "1";
+  // What a program asks before choosing float64 (the training loop's running sums do).
+  EXPECT_EQ(has_dtype(vk(), DType::f64), !float32_only);
+  EXPECT_TRUE(has_dtype(vk(), DType::i64));
+  EXPECT_TRUE(has_dtype(Device::cpu(), DType::f64));
+  if (float32_only) {
     try {
       (void)to_device(exp(x), Device::cpu());
       FAIL() << "no error";

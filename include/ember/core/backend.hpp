@@ -60,6 +60,8 @@ class Backend {
   /// Whether this backend has a kernel for `family` on `dtype`; the front end checks before use.
   /// Default false: a backend claims only what it overrides.
   virtual bool supports(OpFamily family, DType dtype) const;
+  /// Whether `device` computes in `dtype` at all (ember::has_dtype). Default true.
+  virtual bool has_dtype(Device device, DType dtype) const;
   /// Whether a storage's data() is host memory the CPU may read and write directly (Cpu,
   /// LibTorch): transfers between such backends are one copy, with no staging buffer.
   virtual bool host_memory() const { return false; }

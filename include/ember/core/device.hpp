@@ -6,6 +6,8 @@
 
 namespace ember {
 
+enum class DType : uint8_t;  // core/dtype.hpp
+
 enum class DeviceType : uint8_t { Cpu, Cuda, Vulkan, LibTorch };
 
 struct Device {
@@ -30,6 +32,11 @@ struct Device {
 /// How many devices of a type this build and machine have: 1 for Cpu, 0 for a backend that was
 /// not built.
 int device_count(DeviceType type);
+
+/// Whether tensors of `dtype` can be computed on the device: false for float64 on a GPU without
+/// it (Apple, Intel Arc and Mali GPUs through Vulkan), as PyTorch's MPS device has no float64.
+/// Its ops then fail naming the device; int64 and the other dtypes work everywhere.
+bool has_dtype(Device device, DType dtype);
 
 /// The device that creation functions and layers use when none is given (Cpu unless set), as
 /// torch.set_default_device. Process-wide; set it before creating tensors.

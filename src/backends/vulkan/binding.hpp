@@ -115,6 +115,12 @@ inline void check_wide(const DeviceContext& c, const char* op, DType dtype) {
               ": it lacks shaderInt64 or shaderFloat64");
 }
 
+// Whether int64 takes the PAIR shader variants (two 32-bit words an element): on a device whose
+// WIDE variants cannot run, so that labels, indices and counts work on every device.
+inline bool int64_in_pairs(const DeviceContext& c, DType dtype) {
+  return dtype == DType::i64 && !c.wide();
+}
+
 // Views of tensors of one shape with the same elements in the same order in as few dims as
 // possible: size-1 dims dropped, and neighbouring dims merged where every operand steps through
 // them as through one. A rank-7 `repeat` fits the shaders' 6 dims this way, and fewer dims are

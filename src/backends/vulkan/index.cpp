@@ -36,8 +36,11 @@ void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, con
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   // 4- and 8-byte elements move as words; smaller ones go through the ANY variant.
+  // 8-byte ones on a device without WIDE's features as two words: moved, or combined as int64.
   const bool any = size < 4;
-  if (size != 4) check_wide(c, op, out.dtype);
+  const bool pair =
+      size == 8 && !c.wide() && ((q.mode & 255u) <= 2 || int64_in_pairs(c, out.dtype));
+  if (size != 4 && !pair) check_wide(c, op, out.dtype);
   // An empty a (a dim of size 0: every index is out of range, so it is never read) binds out's
   // range in its place.
   const Bound bo = bind_bytes(c, out), bi = bind(c, index);
@@ -52,6 +55,7 @@ void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, con
   put_strides(a, q.a_stride);
   const Binding bs[] = {ba.binding, bi.binding, bo.binding};
   c.dispatch(any         ? c.pipeline("index_any", shaders::index_any, 3, sizeof q)
+             : pair      ? c.pipeline("index_pair", shaders::index_pair, 3, sizeof q)
              : size == 8 ? c.pipeline("index64", shaders::index64, 3, sizeof q)
                          : c.pipeline("index32", shaders::index32, 3, sizeof q),
              bs, &q, sizeof q, groups_for(out.numel()));

@@ -2,8 +2,10 @@
 // them, as the Cuda backend's: each check's kernel (range.comp) fills a slot with the extremes of
 // the bad values it saw; synchronize reads the used slots back with one copy and returns the
 // first failure in queue order, as the Cpu would have raised it at once.
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -38,17 +40,49 @@ int range_type(DType t) {
   }
 }
 
-double float_of_key(uint64_t key) {
+// A float key's value: a double's, or (range.comp's PAIR variant) a float32's in the high word.
+double float_of_key(uint64_t key, bool float32) {
+  if (float32) {
+    const auto k = static_cast<uint32_t>(key >> 32);
+    const uint32_t u = (k & 0x80000000u) != 0 ? (k & 0x7fffffffu) : ~k;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
   const uint64_t u = (key & kSign) != 0 ? (key & ~kSign) : ~key;
   double v;
   std::memcpy(&v, &u, sizeof v);
   return v;
 }
 
+// range.comp's PAIR variant compares integers as keys and float32 as floats: the bounds so that
+// those comparisons agree with the Cpu's in double, for every value of the operand's type.
+std::pair<uint64_t, uint64_t> pair_bounds(double lo, double hi, bool float32) {
+  if (float32) {
+    float l = static_cast<float>(lo), h = static_cast<float>(hi);
+    // x < lo iff x < lo rounded up, x > hi iff x > hi rounded down, for every float x.
+    if (static_cast<double>(l) < lo) l = std::nextafter(l, std::numeric_limits<float>::infinity());
+    if (static_cast<double>(h) > hi) h = std::nextafter(h, -std::numeric_limits<float>::infinity());
+    uint32_t lb, hb;
+    std::memcpy(&lb, &l, sizeof l);
+    std::memcpy(&hb, &h, sizeof h);
+    return {lb, hb};
+  }
+  constexpr double kTop = 9223372036854775808.0;  // 2^63
+  int64_t l = std::numeric_limits<int64_t>::min(), h = std::numeric_limits<int64_t>::max();
+  if (!(lo < kTop) || !(hi >= -kTop)) {
+    std::swap(l, h);  // no integer inside: lo above hi makes every value outside
+  } else {
+    if (lo > -kTop) l = static_cast<int64_t>(std::ceil(lo));
+    if (hi < kTop) h = static_cast<int64_t>(std::floor(hi));
+  }
+  return {static_cast<uint64_t>(l) ^ kSign, static_cast<uint64_t>(h) ^ kSign};
+}
+
 // The error of a slot whose check failed: NaN when a NaN was seen, else the smallest bad value
 // when it is below lo, else the largest (and, for integer operands, that value as the index).
 RangeError failure(const uint64_t* slot, const RangeCheck& check) {
-  const bool integral = slot[3] != 0;
+  const bool integral = slot[3] == 1, float32 = slot[3] == 2;
   RangeError e;
   e.check = check;
   e.found = true;
@@ -60,8 +94,8 @@ RangeError failure(const uint64_t* slot, const RangeCheck& check) {
         static_cast<double>(smallest) < check.lo ? smallest : static_cast<int64_t>(slot[1] ^ kSign);
     e.value = static_cast<double>(e.index);
   } else {
-    const double smallest = float_of_key(slot[0]);
-    e.value = smallest < check.lo ? smallest : float_of_key(slot[1]);
+    const double smallest = float_of_key(slot[0], float32);
+    e.value = smallest < check.lo ? smallest : float_of_key(slot[1], float32);
   }
   return e;
 }
@@ -100,7 +134,9 @@ RangeError VulkanBackend::check_range(const RawTensor& x, const RangeCheck& chec
   check_indexable(x, check.op);
   DeviceContext& c = ctx_of(x);
   std::lock_guard lock(c.mu);
-  check_wide(c, check.op, x.dtype);  // range.comp compares in double
+  // range.comp compares in double, or in its PAIR variant without float64 (not of float64).
+  const bool pair = !c.wide();
+  if (pair && x.dtype == DType::f64) check_wide(c, check.op, x.dtype);
   if (c.range_slots == 0) {
     c.range_slots = c.allocate(DeviceContext::kRangeSlots * kSlotBytes, false);
     c.keep(DeviceContext::kRangeSlots * kSlotBytes);
@@ -110,7 +146,7 @@ RangeError VulkanBackend::check_range(const RawTensor& x, const RangeCheck& chec
   struct {
     uint32_t count, rank, base, type;
     uint32_t slot_at, pad0;
-    double lo, hi;
+    uint64_t lo, hi;  // doubles' bits, or pair_bounds
     uint32_t shape[kMaxRank];
     int32_t stride[kMaxRank];
   } p{};
@@ -123,14 +159,20 @@ RangeError VulkanBackend::check_range(const RawTensor& x, const RangeCheck& chec
   p.rank = static_cast<uint32_t>(x.rank());
   p.base = bx.base;
   p.type = static_cast<uint32_t>(type);
-  p.lo = check.lo;
-  p.hi = check.hi;
+  if (pair) {
+    std::tie(p.lo, p.hi) = pair_bounds(check.lo, check.hi, x.dtype == DType::f32);
+  } else {
+    std::memcpy(&p.lo, &check.lo, sizeof p.lo);
+    std::memcpy(&p.hi, &check.hi, sizeof p.hi);
+  }
   put_shape(x.shape, p.shape);
   put_strides(x, p.stride);
   // The slots are bound from their own aligned start: slot i is words 4i to 4i + 3.
   const Binding bs[] = {bx.binding, {block->buffer, at, DeviceContext::kRangeSlots * kSlotBytes}};
   p.slot_at = static_cast<uint32_t>(slot * 4);
-  c.dispatch(c.pipeline("range", shaders::range, 2, sizeof p), bs, &p, sizeof p, 1);
+  c.dispatch(pair ? c.pipeline("range_pair", shaders::range_pair, 2, sizeof p)
+                  : c.pipeline("range", shaders::range, 2, sizeof p),
+             bs, &p, sizeof p, 1);
   c.range_checks.push_back(check);
   return {};  // queued: a failure comes from synchronize
 }

@@ -11,9 +11,11 @@
 #include "shaders/binary32.spv.h"
 #include "shaders/binary64.spv.h"
 #include "shaders/binary_any.spv.h"
+#include "shaders/binary_pair.spv.h"
 #include "shaders/compare32.spv.h"
 #include "shaders/compare64.spv.h"
 #include "shaders/compare_any.spv.h"
+#include "shaders/compare_pair.spv.h"
 #include "shaders/conv_any.spv.h"
 #include "shaders/conv_coop.spv.h"
 #include "shaders/conv_coop_emulated.spv.h"
@@ -21,12 +23,15 @@
 #include "shaders/conv_tiled.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
+#include "shaders/convert_pair.spv.h"
 #include "shaders/copy32.spv.h"
 #include "shaders/copy64.spv.h"
+#include "shaders/copy_pair.spv.h"
 #include "shaders/fill.spv.h"
 #include "shaders/index32.spv.h"
 #include "shaders/index64.spv.h"
 #include "shaders/index_any.spv.h"
+#include "shaders/index_pair.spv.h"
 #include "shaders/matmul_any.spv.h"
 #include "shaders/matmul_coop.spv.h"
 #include "shaders/matmul_coop_emulated.spv.h"
@@ -35,8 +40,10 @@
 #include "shaders/pool_any.spv.h"
 #include "shaders/pool_f32.spv.h"
 #include "shaders/range.spv.h"
+#include "shaders/range_pair.spv.h"
 #include "shaders/reduce.spv.h"
 #include "shaders/reduce_f32.spv.h"
+#include "shaders/reduce_pair.spv.h"
 #include "shaders/scan_any.spv.h"
 #include "shaders/scan_f32.spv.h"
 #include "shaders/sort.spv.h"
@@ -48,6 +55,7 @@
 #include "shaders/where32.spv.h"
 #include "shaders/where64.spv.h"
 #include "shaders/where_any.spv.h"
+#include "shaders/where_pair.spv.h"
 
 namespace ember::vulkan::shaders {
 
@@ -56,19 +64,24 @@ inline constexpr std::span<const uint32_t> argreduce_any{argreduce_any_spv};
 inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
 inline constexpr std::span<const uint32_t> binary32{binary32_spv};
 inline constexpr std::span<const uint32_t> binary64{binary64_spv};
+inline constexpr std::span<const uint32_t> binary_pair{binary_pair_spv};
 inline constexpr std::span<const uint32_t> binary_any{binary_any_spv};
 inline constexpr std::span<const uint32_t> compare32{compare32_spv};
 inline constexpr std::span<const uint32_t> compare64{compare64_spv};
+inline constexpr std::span<const uint32_t> compare_pair{compare_pair_spv};
 inline constexpr std::span<const uint32_t> compare_any{compare_any_spv};
 inline constexpr std::span<const uint32_t> conv_any{conv_any_spv};
 inline constexpr std::span<const uint32_t> conv_f32{conv_f32_spv};
 inline constexpr std::span<const uint32_t> convert{convert_spv};
 inline constexpr std::span<const uint32_t> convert64{convert64_spv};
+inline constexpr std::span<const uint32_t> convert_pair{convert_pair_spv};
 inline constexpr std::span<const uint32_t> copy32{copy32_spv};
 inline constexpr std::span<const uint32_t> copy64{copy64_spv};
+inline constexpr std::span<const uint32_t> copy_pair{copy_pair_spv};
 inline constexpr std::span<const uint32_t> fill{fill_spv};
 inline constexpr std::span<const uint32_t> index32{index32_spv};
 inline constexpr std::span<const uint32_t> index64{index64_spv};
+inline constexpr std::span<const uint32_t> index_pair{index_pair_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> conv_coop{conv_coop_spv};
 inline constexpr std::span<const uint32_t> conv_coop_emulated{conv_coop_emulated_spv};
@@ -81,7 +94,9 @@ inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
 inline constexpr std::span<const uint32_t> range{range_spv};
+inline constexpr std::span<const uint32_t> range_pair{range_pair_spv};
 inline constexpr std::span<const uint32_t> reduce{reduce_spv};
+inline constexpr std::span<const uint32_t> reduce_pair{reduce_pair_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
@@ -93,6 +108,7 @@ inline constexpr std::span<const uint32_t> unary_any{unary_any_spv};
 inline constexpr std::span<const uint32_t> unary_f32{unary_f32_spv};
 inline constexpr std::span<const uint32_t> where32{where32_spv};
 inline constexpr std::span<const uint32_t> where64{where64_spv};
+inline constexpr std::span<const uint32_t> where_pair{where_pair_spv};
 inline constexpr std::span<const uint32_t> where_any{where_any_spv};
 
 }  // namespace ember::vulkan::shaders

@@ -180,15 +180,24 @@ void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in,
                             ? dst.numel()  // an element an invocation
                             : (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
   const bool wide = dtype_size(src.dtype) == 8 || size == 8 || iota != nullptr;
-  if (wide) check_wide(c, op, size == 8 ? dst.dtype : src.dtype);
-  // The 32-bit variant's push constants end before iota's doubles (it needs no float64).
-  const uint32_t size_of_p = wide ? sizeof p : offsetof(decltype(p), pad0);
-  c.dispatch(wide ? c.pipeline("convert64", shaders::convert64, 2, size_of_p)
-                  : c.pipeline("convert", shaders::convert, 2, size_of_p),
-             b, &p, size_of_p, groups_for(words));
+  // int64 on a device without the WIDE variant: convert_pair.comp, an element an invocation.
+  const bool pair =
+      wide && !c.wide() && iota == nullptr && src.dtype != DType::f64 && dst.dtype != DType::f64;
+  if (wide && !pair) check_wide(c, op, size == 8 ? dst.dtype : src.dtype);
+  // The 32-bit variants' push constants end before iota's doubles (they need no float64).
+  const uint32_t size_of_p = wide && !pair ? sizeof p : offsetof(decltype(p), pad0);
+  c.dispatch(pair   ? c.pipeline("convert_pair", shaders::convert_pair, 2, size_of_p)
+             : wide ? c.pipeline("convert64", shaders::convert64, 2, size_of_p)
+                    : c.pipeline("convert", shaders::convert, 2, size_of_p),
+             b, &p, size_of_p, groups_for(pair ? dst.numel() : words));
 }
 
 }  // namespace
+
+// float64 needs the WIDE variants; int64 takes the PAIR ones without them.
+bool VulkanBackend::has_dtype(Device device, DType dtype) const {
+  return dtype != DType::f64 || context(device.index).wide();
+}
 
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
   switch (family) {
@@ -312,7 +321,7 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   RawTensor from_view = src, to_view = dst;
   collapse_dims({&from_view, &to_view});
   check_indexable(from_view, op);
-  if (size == 8) check_wide(c, op, dst.dtype);
+  const bool pair = size == 8 && !c.wide();  // bits moved as two words
   struct {
     uint32_t count, rank, src_base, dst_base;
     uint32_t shape[kMaxRank];
@@ -326,8 +335,9 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   put_shape(from_view.shape, p.shape);
   put_strides(from_view, p.stride);
   const Binding b[] = {s.binding, d.binding};
-  c.dispatch(size == 8 ? c.pipeline("copy64", shaders::copy64, 2, sizeof p)
-                       : c.pipeline("copy32", shaders::copy32, 2, sizeof p),
+  c.dispatch(pair        ? c.pipeline("copy_pair", shaders::copy_pair, 2, sizeof p)
+             : size == 8 ? c.pipeline("copy64", shaders::copy64, 2, sizeof p)
+                         : c.pipeline("copy32", shaders::copy32, 2, sizeof p),
              b, &p, sizeof p, groups_for(dst.numel()));
 }
 
@@ -395,7 +405,8 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   EMBER_CHECK(out.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  if (size != 4) check_wide(c, name, a.dtype);
+  const bool pair = !any && int64_in_pairs(c, a.dtype);  // binary(): only ops PAIR has
+  if (size != 4 && !pair) check_wide(c, name, a.dtype);
   struct {
     uint32_t count, rank, op, out_base;  // compare: out_base in words
     uint32_t a_base, b_base, is_int, type;
@@ -421,14 +432,17 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   const uint32_t op_code[] = {p.op};  // binary.comp's specialisation constant
   const Pipeline& pipeline =
-      to_bool ? (size == 8   ? c.pipeline("compare64", shaders::compare64, 3, sizeof p)
+      to_bool ? (pair        ? c.pipeline("compare_pair", shaders::compare_pair, 3, sizeof p)
+                 : size == 8 ? c.pipeline("compare64", shaders::compare64, 3, sizeof p)
                  : size == 4 ? c.pipeline("compare32", shaders::compare32, 3, sizeof p)
                              : c.pipeline("compare_any", shaders::compare_any, 3, sizeof p))
-              : c.pipeline((size == 8   ? "binary64_"
+              : c.pipeline((pair        ? "binary_pair_"
+                            : size == 8 ? "binary64_"
                             : size == 4 ? "binary32_"
                                         : "binary_any_") +
                                std::to_string(code),
-                           size == 8   ? shaders::binary64
+                           pair        ? shaders::binary_pair
+                           : size == 8 ? shaders::binary64
                            : size == 4 ? shaders::binary32
                                        : shaders::binary_any,
                            3, sizeof p, op_code);
@@ -454,7 +468,10 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   // float32 division in double where the device has it: a driver's float division may be off
   // by 2.5 ulps (NVIDIA's is), while the double quotient rounds to the Cpu's float exactly.
   const bool exact_div = code == 3 && a.dtype == DType::f32 && ctx_of(out).wide();
-  const bool any = !to_bool && (is_float ? code > 7 || exact_div : !word_op);
+  // int64 on a device without the WIDE variants: its PAIR ops, the others refused.
+  const bool pair =
+      a.dtype == DType::i64 && !ctx_of(out).wide() && (word_op || (code >= 14 && code <= 16));
+  const bool any = !to_bool && !pair && (is_float ? code > 7 || exact_div : !word_op);
   into_contiguous(*this, out,
                   [&](const RawTensor& o) { dispatch_binary(to_bool, code, a, b, o, name, any); });
 }
@@ -476,7 +493,9 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
   check_operands("where", cond, out);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
-  if (size != 4) check_wide(c, "where", out.dtype);  // 8 bytes: WIDE, 1 and 2: ANY
+  // 8 bytes: WIDE, or PAIR (bits moved as two words) without it; 1 and 2: ANY
+  const bool pair = size == 8 && !c.wide();
+  if (size < 4) check_wide(c, "where", out.dtype);
   struct {
     uint32_t count, rank, out_base, c_base;
     uint32_t a_base, b_base, type, pad1;
@@ -500,7 +519,8 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
   put_strides(a, p.a_stride);
   put_strides(b, p.b_stride);
   const Binding bs[] = {bc.binding, ba.binding, bb.binding, bo.binding};
-  c.dispatch(size == 8   ? c.pipeline("where64", shaders::where64, 4, sizeof p)
+  c.dispatch(pair        ? c.pipeline("where_pair", shaders::where_pair, 4, sizeof p)
+             : size == 8 ? c.pipeline("where64", shaders::where64, 4, sizeof p)
              : size == 4 ? c.pipeline("where32", shaders::where32, 4, sizeof p)
                          : c.pipeline("where_any", shaders::where_any, 4, sizeof p),
              bs, &p, sizeof p, groups_for(out.numel()));
@@ -718,7 +738,8 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   }
   // reduce.comp, in double and int64 for every dtype, or reduce_f32.comp for float32 amax and
   // amin (exact in float32) and, on a device without float64, float32 sums (which then lose the
-  // Cpu's double accumulation); both number the ops as ReduceOp does.
+  // Cpu's double accumulation) and reduce_pair.comp the integer ones; all number the ops as
+  // ReduceOp does.
   const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   if (xt < 0 || ot < 0) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
@@ -729,7 +750,10 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 &&
                    (op == ReduceOp::Amax || op == ReduceOp::Amin ||
                     (!c.wide() && static_cast<int>(op) <= static_cast<int>(ReduceOp::Amin)));
-  if (!f32) check_wide(c, op_name(op).data(), x.dtype);
+  // Integers and Bool on a device without float64: reduce_pair.comp, in int64 as two words.
+  const bool pair =
+      !c.wide() && !is_floating(x.dtype) && !is_floating(out.dtype) && op != ReduceOp::Mean;
+  if (!f32 && !pair) check_wide(c, op_name(op).data(), x.dtype);
   int64_t red_count = 1;
   for (int d = 0; d < x.rank(); ++d) red_count *= (dims_mask >> d) & 1u ? x.shape[d] : 1;
   // A few outputs of long reductions (a bias gradient: 32 sums of 173,056 values for conv1 of
@@ -808,8 +832,9 @@ void VulkanBackend::reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_m
   p.types = static_cast<uint32_t>(xt) | static_cast<uint32_t>(ot) << 8;
   // An empty x is never read (nothing to fold): out's range stands in for its binding.
   const Binding bs[] = {x.numel() == 0 ? bo.binding : bx.binding, bo.binding};
-  c.dispatch(f32 ? c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p)
-                 : c.pipeline("reduce", shaders::reduce, 2, sizeof p),
+  c.dispatch(f32        ? c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p)
+             : c.wide() ? c.pipeline("reduce", shaders::reduce, 2, sizeof p)
+                        : c.pipeline("reduce_pair", shaders::reduce_pair, 2, sizeof p),
              bs, &p, sizeof p, static_cast<uint32_t>(std::clamp<int64_t>(outs * parts, 1, 65535)));
 }
 

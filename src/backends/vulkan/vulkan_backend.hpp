@@ -12,6 +12,7 @@ class VulkanBackend final : public Backend {
  public:
   std::string_view name() const override { return "vulkan"; }
   bool supports(OpFamily family, DType dtype) const override;
+  bool has_dtype(Device device, DType dtype) const override;
 
   MemoryStats memory_stats(Device device) const override;
   void reset_peak_memory(Device device) override;

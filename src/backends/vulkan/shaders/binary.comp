@@ -2,7 +2,9 @@
 // a contiguous output; the op is a specialisation constant (binary_code() in vulkan_backend.cpp),
 // so that each op's pipeline holds its own code alone (as unary.comp's). The
 // default variant does the arithmetic of float32 and int32 (is_int), the WIDE one (word.glsl)
-// that of float64 and int64, and the ANY one (elements.glsl) every op on every dtype. Integer
+// that of float64 and int64, the PAIR one int64's addition, subtraction, multiplication, maximum,
+// minimum and bitwise ops in two 32-bit words (for devices without WIDE's shaderInt64 and
+// shaderFloat64), and the ANY one (elements.glsl) every op on every dtype. Integer
 // arithmetic wraps, as the Cpu's; integers are not divided (the front end divides them in
 // float).
 #version 450
@@ -31,6 +33,21 @@ layout(push_constant) uniform Params {
   int b_stride[6];
 } p;
 
+#ifdef PAIR
+uvec2 apply(uint op, uvec2 x, uvec2 y) {
+  switch (op) {
+    case 0u: return pair_add(x, y);
+    case 1u: return pair_add(x, pair_add(~y, uvec2(1u, 0u)));  // x + (-y)
+    case 2u: return pair_mul(x, y);
+    case 4u: return pair_less(x, y) ? y : x;
+    case 5u: return pair_less(y, x) ? y : x;
+    case 14u: return x & y;
+    case 15u: return x | y;
+    case 16u: return x ^ y;
+  }
+  return uvec2(0u);
+}
+#else
 FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
   switch (op) {
     case 0u: return x + y;
@@ -60,6 +77,7 @@ WORD apply(uint op, WORD xb, WORD yb) {
   }
   return WORD(0);
 }
+#endif
 
 #ifdef ANY
 // C's fmod in double, exactly: |a| less the largest multiples of |b| times powers of two that fit

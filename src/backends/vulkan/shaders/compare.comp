@@ -1,6 +1,7 @@
 // Comparisons (==, !=, <, <=, >, >=) and logical and, or and xor of float32 or int32 (is_int)
 // operands (float64 or int64 in the WIDE variant, word.glsl; the 1- and 2-byte dtypes in the ANY
-// variant, elements.glsl), and isnan, isinf and logical_not
+// variant, elements.glsl; int64 as two 32-bit words in the PAIR variant, for devices without
+// shaderInt64 or float64), and isnan, isinf and logical_not
 // of a float a (b bound to a), over strided (broadcast: stride 0, or negative) operands of rank
 // up to 6, written as Bool: one byte per element, four packed in each 32-bit word of a
 // contiguous output, an invocation a word (no two write one word); a last word the output
@@ -30,6 +31,7 @@ layout(push_constant) uniform Params {
   int b_stride[6];
 } p;
 
+#ifndef PAIR
 bool apply_float(uint op, FLOAT x, FLOAT y) {
   switch (op) {
     case 0u: return x == y;
@@ -67,6 +69,26 @@ bool apply(uint op, WORD xb, WORD yb) {
   }
   return false;
 }
+#else
+// int64 as (low, high) words.
+bool apply_pair(uint op, uvec2 x, uvec2 y) {
+  const bool tx = x != uvec2(0u), ty = y != uvec2(0u);
+  const bool eq = x == y, lt = pair_less(x, y);
+  switch (op) {
+    case 0u: return eq;
+    case 1u: return !eq;
+    case 2u: return lt;
+    case 3u: return lt || eq;
+    case 4u: return !(lt || eq);
+    case 5u: return !lt;
+    case 8u: return !tx;
+    case 9u: return tx && ty;
+    case 10u: return tx || ty;
+    case 11u: return tx != ty;
+  }
+  return false;  // isnan, isinf of an integer
+}
+#endif
 
 #ifdef ANY
 // Values compared exactly in double (the 16-bit floats) or int64; truth from the bits.
@@ -123,6 +145,8 @@ void main() {
 #ifdef ANY
       const bool r = apply_any(p.op, p.type, LOAD_BITS(a, p.type, uint(ia)),
                                LOAD_BITS(b, p.type, uint(ib)));
+#elif defined(PAIR)
+      const bool r = apply_pair(p.op, a[ia], b[ib]);
 #else
       const bool r = apply(p.op, a[ia], b[ib]);
 #endif

@@ -1,5 +1,5 @@
-// Indexing along one dim with int64 indices, over elements of 32 bits (or 64 in the WIDE variant,
-// word.glsl, or any dtype in the ANY variant: those of 1 and 2 bytes, written with atomics on
+// Indexing along one dim with int64 indices, over elements of 32 bits (or 64 in the WIDE and PAIR
+// variants, word.glsl, or any dtype in the ANY variant: those of 1 and 2 bytes, written with atomics on
 // their word), all operands strided up to rank 6 but the contiguous output:
 //   mode 0, gather:       out[c] = a[c with c[dim] = idx[c]]             (shape: out's = idx's)
 //   mode 1, index_select: out[c] = a[c with c[dim] = idx[c[dim]]]        (shape: out's)
@@ -64,6 +64,13 @@ WORD combine(uint r, WORD acc, WORD v) {
                        : r == 2u ? x * y
                        : r == 3u ? (nan ? x + y : max(x, y))
                                  : (nan ? x + y : min(x, y)));
+#elif defined(PAIR)  // int64 (float64 is refused on the host)
+  switch (r) {
+    case 1u: return pair_add(acc, v);
+    case 2u: return pair_mul(acc, v);
+    case 3u: return pair_less(acc, v) ? v : acc;
+  }
+  return pair_less(v, acc) ? v : acc;
 #else
   if ((p.mode & 256u) != 0u) {
     const INT x = INT(acc), y = INT(v);

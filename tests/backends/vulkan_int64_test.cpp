@@ -1,0 +1,231 @@
+// int64 on the Vulkan backend against the Cpu, bit for bit: arithmetic, comparisons, where,
+// copies, casts, reductions and indexing, on values past 32 bits (int64's ends included) and on
+// strided and broadcast operands. ctest runs these twice: on the device as it is (lavapipe's WIDE
+// variants) and as a device without float64 (`no_float64.`: the PAIR variants, int64 in two
+// 32-bit words, which a GPU without shaderInt64 or shaderFloat64 takes).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <ember/backends/vulkan/vulkan.hpp>
+#include <ember/ember.hpp>
+
+#include "vulkan_test_util.hpp"
+
+namespace ember {
+namespace {
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+// Values whose high words differ in sign and size, whose low words carry when added, and
+// int64's ends.
+const std::vector<int64_t>& wide_values() {
+  static const std::vector<int64_t> v = {
+      kMin, kMax, -1, 0, 1, 7, -9,
+      4294967295,  // 2^32 - 1: a carry into the high word
+      4294967296, -4294967296, (int64_t{1} << 40) + 12345, -(int64_t{1} << 35) + 3,
+      2147483648,                           // 2^31: negative as an int32
+      -2147483649, (int64_t{1} << 53) + 1,  // not a float or a double
+      16777217,                             // 2^24 + 1: not a float
+      -33554435,
+      // half a float's last place above 2^40, and 1 more:
+      // rounds up only if the bits past the first 32 count
+      (int64_t{1} << 40) + (1 << 16) + 1, -((int64_t{1} << 40) + (1 << 16) + 1),
+      1234567890123456789};
+  return v;
+}
+
+DynTensor int64s(const std::vector<int64_t>& v, const Shape& shape) {
+  return from_data(TensorData::from(v, shape), Device::cpu());
+}
+
+// The values, shuffled and repeated to n, so that every pairing of high and low words occurs.
+std::vector<int64_t> pick(size_t n, size_t seed) {
+  const std::vector<int64_t>& v = wide_values();
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = v[(i * 7 + seed * 5 + i / v.size()) % v.size()];
+  return out;
+}
+
+std::vector<int64_t> as_int64s(const DynTensor& t) {
+  return to_device(t, Device::cpu()).to_vector<int64_t>();
+}
+
+void expect_same(const DynTensor& got, const DynTensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const DynTensor g = to_device(got, Device::cpu());
+  if (want.dtype() == DType::i64) {
+    EXPECT_EQ(g.to_vector<int64_t>(), want.to_vector<int64_t>()) << what;
+  } else {  // every other dtype holds its values exactly in a double
+    EXPECT_EQ(cast(g, DType::f64).to_vector<double>(), cast(want, DType::f64).to_vector<double>())
+        << what;
+  }
+}
+
+TEST(Vulkan, Int64ArithmeticComparisonsAndWhereMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor a = int64s(pick(4 * 18, 1), Shape{4, 1, 18});
+  const DynTensor b = transpose(int64s(pick(18 * 6, 2), Shape{18, 6}), 0, 1);  // [6, 18], strided
+  const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
+  using Binary = DynTensor (*)(const DynTensor&, const DynTensor&);
+  const std::vector<std::pair<const char*, Binary>> ops = {
+      {"add", add},
+      {"sub", sub},
+      {"mul", mul},
+      {"maximum", maximum},
+      {"minimum", minimum},
+      {"bitwise_and", [](const DynTensor& x, const DynTensor& y) { return x & y; }},
+      {"bitwise_or", [](const DynTensor& x, const DynTensor& y) { return x | y; }},
+      {"bitwise_xor", [](const DynTensor& x, const DynTensor& y) { return x ^ y; }},
+      {"eq", eq},
+      {"ne", ne},
+      {"lt", lt},
+      {"le", le},
+      {"gt", gt},
+      {"ge", ge},
+      {"logical_and", logical_and},
+      {"logical_or", logical_or},
+      {"logical_xor", logical_xor}};
+  for (const auto& [name, f] : ops) expect_same(f(av, bv), f(a, b), name);
+  // A scalar operand (the front end broadcasts it): cross_entropy's ignore_index test.
+  expect_same(ne(av, Scalar(int64_t{-100})), ne(a, Scalar(int64_t{-100})), "ne scalar");
+  const DynTensor cond = lt(a, b);
+  expect_same(where(to_device(cond, vk()), av, bv), where(cond, a, b), "where");
+  // A strided copy: the transposed b made contiguous on the device.
+  expect_same(contiguous(bv), contiguous(b), "contiguous");
+  expect_no_validation_errors();
+}
+
+TEST(Vulkan, Int64CastsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const std::vector<DType> others = {DType::f32,     DType::i32, DType::u8,  DType::i8,
+                                     DType::boolean, DType::f16, DType::bf16};
+  const DynTensor wide = int64s(wide_values(), Shape{static_cast<int64_t>(wide_values().size())});
+  const double inf = std::numeric_limits<double>::infinity();
+  // Floats into int64: truncation, both ends and past them (saturating), NaN, a word's edge.
+  const std::vector<double> floats = {
+      -3.7,         -0.5,          0.0,     2.5,   127.9,
+      200.5,        -120.4,        65504.0, 3e9,   -3e9,
+      4294967296.0, -4294967295.0, 1e15,    -1e18, 9.2e18,
+      -9.3e18,      1e30,          -inf,    inf,   std::numeric_limits<double>::quiet_NaN()};
+  const DynTensor narrow = from_data(
+      TensorData::from(floats, Shape{static_cast<int64_t>(floats.size())}), Device::cpu());
+  for (DType other : others) {
+    const std::string name(dtype_name(other));
+    expect_same(cast(to_device(wide, vk()), other), cast(wide, other), "int64 -> " + name);
+    const DynTensor src = cast(narrow, other);
+    expect_same(cast(to_device(src, vk()), DType::i64), cast(src, DType::i64), name + " -> int64");
+  }
+  // Into a strided int64 destination (a column of a matrix).
+  DynTensor m = to_device(zeros(Shape{20, 3}, DType::i64, Device::cpu()), vk());
+  const DynTensor column = select(m, 1, 1);
+  const DynTensor f = cast(narrow, DType::f32);
+  copy_into(column, to_device(f, vk()));
+  DynTensor want = zeros(Shape{20, 3}, DType::i64, Device::cpu());
+  copy_into(select(want, 1, 1), f);
+  expect_same(m, want, "float32 values into an int64 column");
+  expect_no_validation_errors();
+}
+
+TEST(Vulkan, Int64ReductionsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor x = int64s(pick(5 * 7 * 18, 3), Shape{5, 7, 18});
+  const DynTensor xv = to_device(x, vk());
+  for (const Dims& dims : {Dims{}, Dims{1}, Dims{0, 2}}) {
+    const std::string d = "dims of size " + std::to_string(dims.size());
+    expect_same(sum(xv, dims), sum(x, dims), "sum, " + d);
+    expect_same(prod(xv, dims), prod(x, dims), "prod, " + d);
+    expect_same(amax(xv, dims), amax(x, dims), "amax, " + d);
+    expect_same(amin(xv, dims), amin(x, dims), "amin, " + d);
+    expect_same(all(xv, dims), all(x, dims), "all, " + d);
+    expect_same(any(xv, dims), any(x, dims), "any, " + d);
+  }
+  // Sums of narrower integers and Bool are int64, the counts of a training loop's accuracy;
+  // 40,000 of them a row are cut into parts folded apart.
+  const DynTensor hits = gt(input(Shape{2, 40000}, 4), 1.0);
+  expect_same(sum(to_device(hits, vk()), {1}), sum(hits, {1}), "sum of Bool");
+  const DynTensor bytes = cast(mul(input(Shape{3, 50}, 5), 150.0), DType::u8);
+  expect_same(sum(to_device(bytes, vk()), {1}), sum(bytes, {1}), "sum of uint8");
+  const DynTensor ints = cast(sub(mul(input(Shape{3, 50}, 6), 4e9), 4e9), DType::i32);
+  expect_same(sum(to_device(ints, vk()), {0}), sum(ints, {0}), "sum of int32");
+  expect_no_validation_errors();
+}
+
+TEST(Vulkan, Int64IndexingMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor x = int64s(pick(6 * 18, 4), Shape{6, 18});
+  const DynTensor index = int64s({5, 0, 3, 3, 1, 17, 2, 4, 9, 11, 0, 16}, Shape{2, 6});
+  const DynTensor rows = int64s({4, 0, 4, 2}, Shape{4});
+  const DynTensor xv = to_device(x, vk()), iv = to_device(index, vk());
+  expect_same(gather(xv, 1, iv), gather(x, 1, index), "gather");
+  expect_same(index_select(xv, 0, to_device(rows, vk())), index_select(x, 0, rows), "index_select");
+  const DynTensor src = int64s(pick(12, 5), Shape{2, 6});
+  const DynTensor srcv = to_device(src, vk());
+  expect_same(scatter(xv, 1, iv, srcv), scatter(x, 1, index, src), "scatter");
+  expect_same(scatter_add(xv, 1, iv, srcv), scatter_add(x, 1, index, src), "scatter_add");
+  // An index past the dim is the Cpu's error, raised when the device is next read.
+  const DynTensor bad = to_device(int64s({0, 18}, Shape{1, 2}), vk());
+  try {
+    (void)as_int64s(gather(xv, 1, bad));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("18"), std::string::npos) << e.what();
+  }
+  expect_no_validation_errors();
+}
+
+// The first failed check's reported value, through the backend's queue as the front end uses it.
+RangeError first_failure(const DynTensor& x, double lo, double hi) {
+  RangeCheck check;
+  check.lo = lo;
+  check.hi = hi;
+  check.op = "test";
+  (void)vulkan::backend().check_range(x.raw(), check);
+  return vulkan::backend().synchronize(x.device());
+}
+
+TEST(Vulkan, Int64AndFloat32RangeChecksReportTheCpusValue) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor ints = to_device(int64s({3, int64_t{1} << 40, -5, 12}, Shape{4}), vk());
+  RangeError e = first_failure(ints, 0.0, 8589934592.5);  // the smallest bad value: below lo
+  EXPECT_TRUE(e.found);
+  EXPECT_EQ(e.index, -5);
+  e = first_failure(ints, -10.0, 1e12);  // the largest: above hi
+  EXPECT_EQ(e.index, int64_t{1} << 40);
+  EXPECT_FALSE(first_failure(ints, -5.0, 1099511627776.0).found);  // both ends inside
+  EXPECT_TRUE(first_failure(ints, -4.5, 1e300).found);
+  EXPECT_FALSE(first_failure(ints, -1e300, 1e300).found);
+  EXPECT_TRUE(first_failure(ints, 1e19, 2e19).found);  // above every int64
+  EXPECT_EQ(first_failure(to_device(int64s({kMin, kMax}, Shape{2}), vk()), -1.0, 1.0).index, kMin);
+  const DynTensor bytes = to_device(cast(int64s({200, 3, 255}, Shape{3}), DType::u8), vk());
+  EXPECT_EQ(first_failure(bytes, 0.0, 9.0).index, 255);
+  const DynTensor small = to_device(cast(int64s({-7, 3, 2}, Shape{3}), DType::i32), vk());
+  EXPECT_EQ(first_failure(small, 0.0, 9.0).index, -7);
+  // float32 against bounds that are not floats: 0.1f is above 0.1, the float below it is not.
+  const float tenth = 0.1f, below = std::nextafter(tenth, 0.0f);
+  const float past_one = std::nextafter(1.0f, 2.0f);
+  const auto floats = [](std::vector<float> v) {
+    const auto n = static_cast<int64_t>(v.size());
+    return to_device(from_data(TensorData::from(v, Shape{n}), Device::cpu()), vk());
+  };
+  EXPECT_FALSE(first_failure(floats({tenth, 1.0f, 0.5f}), 0.1, 1.0).found);
+  // Bounds whose nearest float lies on the other side of them: 0.7f is below 0.7, 0.3f above 0.3.
+  EXPECT_TRUE(first_failure(floats({0.8f, 0.7f}), 0.7, 1.0).found);
+  EXPECT_TRUE(first_failure(floats({0.1f, 0.3f}), 0.0, 0.3).found);
+  e = first_failure(floats({0.5f, below, past_one}), 0.1, 1.0);
+  EXPECT_EQ(e.value, static_cast<double>(below));
+  e = first_failure(floats({0.5f, past_one, 0.7f}), 0.1, 1.0);
+  EXPECT_EQ(e.value, static_cast<double>(past_one));
+  e = first_failure(floats({0.5f, std::numeric_limits<float>::quiet_NaN()}), 0.0, 1.0);
+  EXPECT_TRUE(std::isnan(e.value));
+  expect_no_validation_errors();
+}
+
+}  // namespace
+}  // namespace ember
