@@ -736,6 +736,31 @@ TEST(Vulkan, WhatHasNoKernelYetIsAClearError) {
   }
 }
 
+// Views past the shaders' 6 dims that no collapse brings down (every dim of a rank-8 tensor
+// reversed): copies take their leading dim an index a dispatch, elementwise ops pack them first.
+TEST(Vulkan, ViewsPastSixDimsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const Shape shape{2, 2, 2, 2, 2, 2, 2, 2};
+  const std::vector<int64_t> reversed = {7, 6, 5, 4, 3, 2, 1, 0};
+  const DynTensor x = input(shape, 30), y = input(shape, 31);
+  const DynTensor xp = permute(x, reversed), yp = permute(y, {6, 7, 4, 5, 2, 3, 0, 1});
+  const DynTensor xv = permute(to_device(x, vk()), reversed);
+  const DynTensor yv = permute(to_device(y, vk()), {6, 7, 4, 5, 2, 3, 0, 1});
+  const auto same = [](const DynTensor& got, const DynTensor& want, const char* what) {
+    const DynTensor g = to_device(got, Device::cpu());
+    ASSERT_EQ(g.shape(), want.shape()) << what;
+    EXPECT_EQ(cast(g, DType::f64).to_vector<double>(), cast(want, DType::f64).to_vector<double>())
+        << what;
+  };
+  same(contiguous(xv), contiguous(xp), "contiguous");
+  same(cast(xv, DType::f16), cast(xp, DType::f16), "cast to float16");
+  same(add(xv, yv), add(xp, yp), "add");
+  same(neg(xv), neg(xp), "neg");
+  same(lt(xv, yv), lt(xp, yp), "lt");
+  same(where(lt(xv, yv), xv, yv), where(lt(xp, yp), xp, yp), "where");
+  expect_no_validation_errors();
+}
+
 // 8 GiB in one tensor: more than a shader can bind on any device (maxStorageBufferRange), refused
 // before anything is allocated, until tensors are bound in ranges.
 TEST(Vulkan, ATensorPastTheBindingLimitIsAClearError) {

@@ -176,6 +176,22 @@ void through_contiguous(Backend& be, const RawTensor& inout, const F& kernel) {
   be.copy(tmp, inout);
 }
 
+// Operands of an elementwise kernel, collapsed, that still exceed the shaders' 6 dims (views that
+// no collapse brings down: a permuted rank-7 tensor): the strided ones packed into contiguous
+// temporaries (copy() takes any rank), after which all collapse to one dim. Called before the
+// device's lock is taken (copy takes it).
+inline void within_rank(Backend& be, std::initializer_list<RawTensor*> ts) {
+  if ((*ts.begin())->rank() <= kMaxRank) return;
+  for (RawTensor* t : ts) {
+    if (t->is_contiguous()) continue;
+    const RawTensor packed{be.allocate(std::max<size_t>(t->nbytes(), 1), t->device()), t->shape,
+                           contiguous_strides(t->shape), 0, t->dtype};
+    be.copy(*t, packed);
+    *t = packed;
+  }
+  collapse_dims(ts);
+}
+
 // The checks of a kernel that reads x (strided) and writes out (contiguous).
 inline void check_operands(std::string_view op, const RawTensor& x, const RawTensor& out) {
   EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");

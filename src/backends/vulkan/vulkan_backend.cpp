@@ -146,6 +146,20 @@ void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in,
   RawTensor src = src_in;
   RawTensor dst = dst_in;
   collapse_dims({&src, &dst});
+  if (src.rank() > kMaxRank) {
+    // A view that no collapse brings down to the shaders' 6 dims: a dispatch per index of its
+    // leading dim (each a view of one dim less), so that any strided view can be packed.
+    for (int64_t i = 0; i < src.shape[0]; ++i) {
+      RawTensor s = src, d = dst;
+      for (RawTensor* t : {&s, &d}) {
+        t->offset += i * t->strides[0];
+        t->shape.erase(0);
+        t->strides.erase(0);
+      }
+      convert(c, s, d, from, to, op, nullptr);
+    }
+    return;
+  }
   check_indexable(src, op);
   check_indexable(dst, op);
   struct {
@@ -320,6 +334,7 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   const size_t size = dtype_size(dst.dtype);
   RawTensor from_view = src, to_view = dst;
   collapse_dims({&from_view, &to_view});
+  if (from_view.rank() > kMaxRank) return convert(c, src, dst, from, to, op);  // any rank
   check_indexable(from_view, op);
   const bool pair = size == 8 && !c.wide();  // bits moved as two words
   struct {
@@ -397,6 +412,7 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   RawTensor b = b_in;
   RawTensor out = out_in;
   collapse_dims({&a, &b, &out});
+  within_rank(backend(), {&a, &b, &out});
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
   // 4-byte elements as words, 8-byte ones in the WIDE variants, the others in the ANY ones.
   const size_t size = any ? 1 : dtype_size(a.dtype);
@@ -484,6 +500,7 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
   }
   RawTensor cond = cond_in, a = a_in, b = b_in, out = out_in;
   collapse_dims({&cond, &a, &b, &out});
+  within_rank(*this, {&cond, &a, &b, &out});
   const size_t size = dtype_size(out.dtype);
   if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype ||
       cond.dtype != DType::boolean) {
@@ -691,6 +708,7 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
   if (out.numel() == 0) return;
   RawTensor xs = x, os = out;
   collapse_dims({&xs, &os});
+  within_rank(*this, {&xs, &os});
   check_operands(op_name(op), xs, os);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
