@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "context.hpp"
@@ -50,7 +52,8 @@ inline Bound bind(DeviceContext& c, const RawTensor& t) {
   const size_t start = static_cast<size_t>(first) / align * align;
   const size_t end = at + static_cast<size_t>((hi + 1) * size);
   EMBER_CHECK(end - start <= c.max_binding(), "[vulkan] a view spans ", end - start,
-              " bytes, more than the ", c.max_binding(), " a shader binds");
+              " bytes, more than the ", c.max_binding(), " a shader binds on ",
+              c.properties().deviceName, " (maxStorageBufferRange)");
   EMBER_CHECK((at - start) % static_cast<size_t>(size) == 0,
               "[vulkan] a tensor's data is not aligned to its element size");
   return {{block->buffer, start, end - start},
@@ -125,7 +128,8 @@ inline bool int64_in_pairs(const DeviceContext& c, DType dtype) {
 // possible: size-1 dims dropped, and neighbouring dims merged where every operand steps through
 // them as through one. A rank-7 `repeat` fits the shaders' 6 dims this way, and fewer dims are
 // less index arithmetic per element.
-inline void collapse_dims(std::initializer_list<RawTensor*> ts) {
+template <class List>
+void collapse_dims(const List& ts) {
   const Shape shape = (*ts.begin())->shape;
   Shape merged;
   std::vector<Strides> strides(ts.size());
@@ -174,6 +178,62 @@ void through_contiguous(Backend& be, const RawTensor& inout, const F& kernel) {
   be.copy(inout, tmp);
   kernel(tmp);
   be.copy(tmp, inout);
+}
+
+inline void collapse_dims(std::initializer_list<RawTensor*> ts) {
+  collapse_dims<std::initializer_list<RawTensor*>>(ts);
+}
+
+// The bytes a binding of t spans (bind()'s range less the alignment of its start).
+inline size_t span_bytes(const RawTensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t reach = 0;
+  for (int d = 0; d < t.rank(); ++d) reach += (t.shape[d] - 1) * std::abs(t.strides[d]);
+  return static_cast<size_t>(reach + 1) * dtype_size(t.dtype);
+}
+
+// Whether a shader can bind t whole (bind() aligns its start down, by less than the margin).
+inline bool binds(const DeviceContext& c, const RawTensor& t) {
+  return span_bytes(t) <= c.max_binding() - std::max<size_t>(c.binding_alignment(), 8);
+}
+inline bool all_bind(const DeviceContext& c, std::initializer_list<const RawTensor*> ts) {
+  for (const RawTensor* t : ts) {
+    if (!binds(c, *t)) return false;
+  }
+  return true;
+}
+
+// Runs `kernel(pieces)` on the operands (one shape, collapsed) or, where one spans more bytes
+// than a shader binds (a tensor past maxStorageBufferRange: 128 MiB on lavapipe and on some
+// phones), on pieces of their leading dim, halved until each binds: an elementwise kernel's
+// pieces are independent. A piece starts on a multiple of 4 elements, so that a Bool output's
+// starts on a whole word.
+template <class F>
+void within_binding(const DeviceContext& c, const std::vector<RawTensor>& ts, const F& kernel) {
+  bool fits = true;
+  size_t widest = 0;
+  for (const RawTensor& t : ts) {
+    fits = fits && binds(c, t);
+    widest = std::max(widest, span_bytes(t));
+  }
+  if (fits) return kernel(ts);
+  const int64_t n = ts[0].rank() == 0 ? 1 : ts[0].shape[0];
+  // One element whose view still spans too much: a broadcast or strided operand over a range
+  // wider than any binding.
+  EMBER_CHECK(n > 1, "[vulkan] a view spans ", widest, " bytes, more than the ", c.max_binding(),
+              " a shader binds on ", c.properties().deviceName, " (maxStorageBufferRange)");
+  const int64_t half = n >= 8 ? n / 8 * 4 : n / 2;
+  for (const auto& [first, count] : {std::pair{int64_t{0}, half}, std::pair{half, n - half}}) {
+    std::vector<RawTensor> piece = ts;
+    std::vector<RawTensor*> refs;
+    for (RawTensor& t : piece) {
+      t.offset += first * t.strides[0];
+      t.shape[0] = count;
+      refs.push_back(&t);
+    }
+    collapse_dims(refs);
+    within_binding(c, piece, kernel);
+  }
 }
 
 // Operands of an elementwise kernel, collapsed, that still exceed the shaders' 6 dims (views that

@@ -141,6 +141,9 @@ uint64_t fill_bits(const Scalar& value) {
 // words, so sub-word outputs are packed, never shared, and a view's edge words keep their other
 // bytes; into a strided one an invocation writes an element.
 // With `iota` (start, step), src is dst itself, unread: element i gets start + i * step.
+void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
+                     const char* op, const double* iota);
+
 void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in, int from, int to,
              const char* op, const double* iota = nullptr) {
   RawTensor src = src_in;
@@ -160,6 +163,17 @@ void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in,
     }
     return;
   }
+  within_binding(c, {src, dst}, [&](const std::vector<RawTensor>& v) {
+    if (iota == nullptr) return convert_fitting(c, v[0], v[1], from, to, op, nullptr);
+    // a piece of arange's (contiguous) output: its values from its first element's index
+    const double piece[] = {iota[0] + static_cast<double>(v[1].offset - dst.offset) * iota[1],
+                            iota[1]};
+    convert_fitting(c, v[0], v[1], from, to, op, piece);
+  });
+}
+
+void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
+                     const char* op, const double* iota) {
   check_indexable(src, op);
   check_indexable(dst, op);
   struct {
@@ -290,13 +304,18 @@ void VulkanBackend::write_from_host(const void* host, const RawTensor& dst) {
   DeviceContext& c = ctx_of(dst);
   std::lock_guard lock(c.mu);
   // Into an idle staging range, then a queued copy: the caller's buffer is free on return and
-  // work queued before still sees dst's old bytes.
-  const uintptr_t s = c.allocate(n, true);
-  auto [sb, sat] = c.locate(s);
-  std::memcpy(static_cast<char*>(sb->mapped) + sat, host, n);
+  // work queued before still sees dst's old bytes. A tensor wider than a binding (staging
+  // ranges are bound too) goes in pieces.
   auto [db, dat] = c.locate(reinterpret_cast<uintptr_t>(dst.data()));
-  c.copy_buffer(sb->buffer, sat, db->buffer, dat, n);
-  c.release(s, n);
+  for (size_t done = 0; done < n;) {
+    const size_t piece = std::min(n - done, c.max_binding() / 2);
+    const uintptr_t s = c.allocate(piece, true);
+    auto [sb, sat] = c.locate(s);
+    std::memcpy(static_cast<char*>(sb->mapped) + sat, static_cast<const char*>(host) + done, piece);
+    c.copy_buffer(sb->buffer, sat, db->buffer, dat + done, piece);
+    c.release(s, piece);
+    done += piece;
+  }
 }
 
 void VulkanBackend::read_to_host(const RawTensor& src, void* host) {
@@ -304,13 +323,17 @@ void VulkanBackend::read_to_host(const RawTensor& src, void* host) {
   if (n == 0) return;
   DeviceContext& c = ctx_of(src);
   std::lock_guard lock(c.mu);
-  const uintptr_t s = c.allocate(n, true);
-  auto [sb, sat] = c.locate(s);
   auto [b, at] = c.locate(reinterpret_cast<uintptr_t>(src.data()));
-  c.copy_buffer(b->buffer, at, sb->buffer, sat, n);
-  c.finish();
-  std::memcpy(host, static_cast<const char*>(sb->mapped) + sat, n);
-  c.release(s, n);
+  for (size_t done = 0; done < n;) {  // in pieces a binding holds, as write_from_host
+    const size_t piece = std::min(n - done, c.max_binding() / 2);
+    const uintptr_t s = c.allocate(piece, true);
+    auto [sb, sat] = c.locate(s);
+    c.copy_buffer(b->buffer, at + done, sb->buffer, sat, piece);
+    c.finish();
+    std::memcpy(static_cast<char*>(host) + done, static_cast<const char*>(sb->mapped) + sat, piece);
+    c.release(s, piece);
+    done += piece;
+  }
 }
 
 void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
@@ -334,7 +357,10 @@ void VulkanBackend::copy(const RawTensor& src, const RawTensor& dst) {
   const size_t size = dtype_size(dst.dtype);
   RawTensor from_view = src, to_view = dst;
   collapse_dims({&from_view, &to_view});
-  if (from_view.rank() > kMaxRank) return convert(c, src, dst, from, to, op);  // any rank
+  // any rank, and tensors wider than a binding, in pieces
+  if (from_view.rank() > kMaxRank || !all_bind(c, {&from_view, &to_view})) {
+    return convert(c, src, dst, from, to, op);
+  }
   check_indexable(from_view, op);
   const bool pair = size == 8 && !c.wide();  // bits moved as two words
   struct {
@@ -378,6 +404,12 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
     broadcast.strides = Shape::filled(dst.rank(), 0);
     return copy(broadcast, dst);
   }
+  if (!binds(ctx_of(dst), dst)) {  // wider than a binding: in pieces
+    RawTensor flat = dst;
+    collapse_dims({&flat});
+    return within_binding(ctx_of(dst), {flat},
+                          [&](const std::vector<RawTensor>& v) { fill(v[0], value); });
+  }
   check_indexable(dst, "fill");
   // The value's bits in dst's dtype, converted as the Cpu converts it.
   const uint64_t bits =
@@ -413,6 +445,11 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
   RawTensor out = out_in;
   collapse_dims({&a, &b, &out});
   within_rank(backend(), {&a, &b, &out});
+  if (!all_bind(ctx_of(out), {&a, &b, &out})) {
+    return within_binding(ctx_of(out), {a, b, out}, [&](const std::vector<RawTensor>& v) {
+      dispatch_binary(to_bool, code, v[0], v[1], v[2], name, any);
+    });
+  }
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
   // 4-byte elements as words, 8-byte ones in the WIDE variants, the others in the ANY ones.
   const size_t size = any ? 1 : dtype_size(a.dtype);
@@ -501,6 +538,10 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
   RawTensor cond = cond_in, a = a_in, b = b_in, out = out_in;
   collapse_dims({&cond, &a, &b, &out});
   within_rank(*this, {&cond, &a, &b, &out});
+  if (!all_bind(ctx_of(out), {&cond, &a, &b, &out})) {
+    return within_binding(ctx_of(out), {cond, a, b, out},
+                          [&](const std::vector<RawTensor>& v) { where(v[0], v[1], v[2], v[3]); });
+  }
   const size_t size = dtype_size(out.dtype);
   if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype ||
       cond.dtype != DType::boolean) {
@@ -709,6 +750,10 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
   RawTensor xs = x, os = out;
   collapse_dims({&xs, &os});
   within_rank(*this, {&xs, &os});
+  if (!all_bind(ctx_of(out), {&xs, &os})) {
+    return within_binding(ctx_of(out), {xs, os},
+                          [&](const std::vector<RawTensor>& v) { unary(op, params, v[0], v[1]); });
+  }
   check_operands(op_name(op), xs, os);
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
@@ -865,6 +910,7 @@ Backend& backend() {
 
 std::string device_name(int index) { return context(index).properties().deviceName; }
 bool cooperative_matrix(int index) { return context(index).cooperative(); }
+size_t max_binding(int index) { return context(index).max_binding(); }
 bool cooperative_matrix_emulated(int index) { return context(index).emulated_cooperative(); }
 
 bool profiling(int index) { return context(index).profiling(); }

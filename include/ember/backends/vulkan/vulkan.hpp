@@ -20,6 +20,11 @@ Backend& backend();
 /// The device's name as its driver reports it ("llvmpipe (LLVM 15.0.6, 256 bits)").
 std::string device_name(int index);
 
+/// The most bytes a shader binds at once (its maxStorageBufferRange). Larger tensors are
+/// allocated whole; host transfers, fill, copies, casts and the elementwise ops take them in
+/// pieces that bind, and the other kernels refuse them, naming the limit.
+size_t max_binding(int index);
+
 /// Whether float16 matmul and convolution run on the device's tensor cores
 /// (VK_NV_cooperative_matrix with 16x16x16 float16 fragments; EMBER_VULKAN_COOPERATIVE=0 turns
 /// it off).
