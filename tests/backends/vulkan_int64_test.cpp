@@ -133,6 +133,21 @@ TEST(Vulkan, Int64CastsMatchTheCpu) {
   expect_no_validation_errors();
 }
 
+// arange with integral start and step: int64 values past 32 bits, and the same values as int32
+// (wrapped) and float32 (rounded once), as the Cpu's double sums give them.
+TEST(Vulkan, Int64ArangeMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const double start = -3e9, step = 987654321.0;
+  for (DType t : {DType::i64, DType::f32, DType::bf16}) {
+    expect_same(arange(start, start + 40 * step, step, t, vk()),
+                arange(start, start + 40 * step, step, t, Device::cpu()),
+                "arange of " + std::string(dtype_name(t)));
+  }
+  expect_same(arange(5, 300, 3, DType::i32, vk()), arange(5, 300, 3, DType::i32, Device::cpu()),
+              "arange of int32");
+  expect_no_validation_errors();
+}
+
 TEST(Vulkan, Int64ReductionsMatchTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor x = int64s(pick(5 * 7 * 18, 3), Shape{5, 7, 18});

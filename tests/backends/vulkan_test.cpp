@@ -790,6 +790,21 @@ TEST(Vulkan, TensorsPastTheBindingLimitWorkInPieces) {
   same(full(Shape{n}, 2.5, DType::f32, vk()), full(Shape{n}, 2.5, DType::f32, Device::cpu()),
        "full");
   same(arange(0, n, 1, DType::i32, vk()), arange(0, n, 1, DType::i32, Device::cpu()), "arange");
+  // A language model's vocabulary projection: logits = x @ w^T, w [vocabulary, width] past the
+  // limit (blocks of b's columns), and a matmul whose a and out are (blocks of rows).
+  const int64_t width = 64, vocabulary = n / width;
+  const DynTensor w = reshape(slice(x, 0, 0, vocabulary * width), Shape{vocabulary, width});
+  const DynTensor wv = reshape(slice(xv, 0, 0, vocabulary * width), Shape{vocabulary, width});
+  const DynTensor h = input(Shape{3, width}, 42), hv = to_device(h, vk());
+  const DynTensor logits = to_device(matmul(hv, transpose(wv, 0, 1)), Device::cpu());
+  EXPECT_LE(max_abs_diff(logits, matmul(h, transpose(w, 0, 1))), 1e-3);  // sums near 64
+  const DynTensor proj = input(Shape{width, 5}, 43);
+  const DynTensor rows = to_device(matmul(wv, to_device(proj, vk())), Device::cpu());
+  EXPECT_LE(max_abs_diff(rows, matmul(w, proj)), 1e-3);
+  // Its embedding: rows of w from both ends and the middle, looked up in windows of rows.
+  const std::vector<int64_t> ids = {0, vocabulary - 1, vocabulary / 2, 7, vocabulary - 2, 7};
+  const DynTensor idx = from_data(TensorData::from(ids, Shape{6}), Device::cpu());
+  same(index_select(wv, 0, to_device(idx, vk())), index_select(w, 0, idx), "embedding rows");
   try {  // a sum binds its operand whole
     (void)to_device(sum(xv), Device::cpu());
     FAIL() << "no error";

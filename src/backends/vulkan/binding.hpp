@@ -192,6 +192,14 @@ inline size_t span_bytes(const RawTensor& t) {
   return static_cast<size_t>(reach + 1) * dtype_size(t.dtype);
 }
 
+// t with dim narrowed to [first, first + count); a broadcast dim of size 1 stays as it is.
+inline RawTensor narrowed(RawTensor t, int dim, int64_t first, int64_t count) {
+  if (t.shape[dim] == 1 && t.strides[dim] == 0) return t;
+  t.offset += first * t.strides[dim];
+  t.shape[dim] = count;
+  return t;
+}
+
 // Whether a shader can bind t whole (bind() aligns its start down, by less than the margin).
 inline bool binds(const DeviceContext& c, const RawTensor& t) {
   return span_bytes(t) <= c.max_binding() - std::max<size_t>(c.binding_alignment(), 8);

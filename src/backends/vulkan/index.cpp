@@ -77,11 +77,57 @@ void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
   dispatch_index(q, x, index, out, "gather");
 }
 
+// index_select from an x wider than a binding (an embedding table past maxStorageBufferRange):
+// a window of x's rows at a time, the indices shifted into it (index.comp writes 0 for those
+// outside), its rows kept where the index falls inside: 0 <= i - first < count, tested as
+// (i - first) * (first + count - 1 - i) >= 0 with the int64 ops every device has.
+namespace {
+void index_select_in_windows(VulkanBackend& be, const RawTensor& x, int dim, const RawTensor& index,
+                             const RawTensor& out) {
+  const DeviceContext& c = ctx_of(out);
+  const int64_t len = x.shape[dim];
+  int64_t rows = len;
+  while (rows > 1 && !binds(c, narrowed(x, dim, 0, rows))) rows = (rows + 1) / 2;
+  auto temp = [&](const Shape& s, DType t) {
+    return RawTensor{be.allocate(std::max<size_t>(s.numel() * dtype_size(t), 1), out.device()), s,
+                     contiguous_strides(s), 0, t};
+  };
+  auto scalar = [&](int64_t v, const Shape& s) {  // v broadcast to s
+    RawTensor one = temp(Shape{}, DType::i64);
+    be.fill(one, Scalar(v));
+    one.shape = s;
+    one.strides = Shape::filled(s.rank(), 0);
+    return one;
+  };
+  const Shape& n = index.shape;
+  const RawTensor shifted = temp(n, DType::i64), rest = temp(n, DType::i64),
+                  product = temp(n, DType::i64), inside = temp(n, DType::boolean),
+                  piece = temp(out.shape, out.dtype);
+  RawTensor mask = inside;  // inside along dim, broadcast across the others
+  mask.shape = out.shape;
+  mask.strides = Shape::filled(out.rank(), 0);
+  mask.strides[dim] = 1;
+  be.fill(out, Scalar(0.0));
+  for (int64_t first = 0; first < len; first += rows) {
+    const int64_t count = std::min(rows, len - first);
+    be.binary(BinaryOp::Sub, index, scalar(first, n), shifted);
+    be.binary(BinaryOp::Sub, scalar(first + count - 1, n), index, rest);
+    be.binary(BinaryOp::Mul, shifted, rest, product);
+    be.binary(BinaryOp::Ge, product, scalar(0, n), inside);
+    be.index_select(narrowed(x, dim, first, count), dim, shifted, piece);
+    be.where(mask, piece, out, out);
+  }
+}
+}  // namespace
+
 void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& index,
                                  const RawTensor& out) {
   if (out.numel() == 0) return;
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { index_select(x, dim, index, o); });
+  }
+  if (!binds(ctx_of(out), x) && index.dtype == DType::i64 && x.shape[dim] > 1) {
+    return index_select_in_windows(*this, x, dim, index, out);
   }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);

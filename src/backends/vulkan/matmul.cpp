@@ -74,9 +74,37 @@ const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<co
   return c.pipeline(name, spirv, bindings, push_size, constants);
 }
 
+// A matmul whose operand is wider than a binding (the vocabulary projection of a language model
+// past maxStorageBufferRange) in halves that bind: by batch, by rows of a and out, or by columns
+// of b and out (b's columns are contiguous rows of a transposed weight; a block of out's
+// columns goes through a contiguous temporary). Sums stay whole, so the results are unchanged.
+void VulkanBackend::matmul_in_blocks(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
+  const DeviceContext& c = ctx_of(out);
+  int dim = -1;  // of out: 0 batch, 1 rows, 2 columns
+  if (out.shape[0] > 1) {
+    dim = 0;
+  } else if ((!binds(c, a) || !binds(c, out)) && out.shape[1] > 1) {
+    dim = 1;
+  } else if (!binds(c, b) && out.shape[2] > 1) {
+    dim = 2;
+  }
+  EMBER_CHECK(dim >= 0, "[matmul] ", a.shape, " x ", b.shape, " spans more than the ",
+              c.max_binding(), " bytes a shader binds on ", c.properties().deviceName,
+              " (maxStorageBufferRange) in one row or column");
+  const int64_t n = out.shape[dim], half = n / 2;
+  for (const auto& [first, count] : {std::pair{int64_t{0}, half}, std::pair{half, n - half}}) {
+    const RawTensor a_piece = dim == 2 ? a : narrowed(a, dim, first, count);
+    const RawTensor b_piece = dim == 1 ? b : narrowed(b, dim, first, count);
+    matmul(a_piece, b_piece, narrowed(out, dim, first, count));
+  }
+}
+
 void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTensor& out) {
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
+  }
+  if (out.numel() > 0 && !all_bind(ctx_of(out), {&a, &b, &out})) {
+    return matmul_in_blocks(a, b, out);
   }
   if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {
     no_kernel("matmul", a.dtype);

@@ -183,13 +183,34 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
     int32_t stride[kMaxRank];
     int32_t dst_stride[kMaxRank];
     uint32_t pad0, pad1;
-    double start, step;
+    uint64_t start, step;  // arange's: doubles (WIDE), or convert_pair.comp's
   } p{};
   static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
+  const bool wide = dtype_size(src.dtype) == 8 || dtype_size(dst.dtype) == 8 || iota != nullptr;
+  // int64 and arange on a device without the WIDE variant: convert_pair.comp, an element an
+  // invocation.
+  const bool pair = wide && !c.wide() && src.dtype != DType::f64 && dst.dtype != DType::f64;
+  if (wide && !pair) check_wide(c, op, dtype_size(dst.dtype) == 8 ? dst.dtype : src.dtype);
   if (iota != nullptr) {
     p.iota = 1;
-    p.start = iota[0];
-    p.step = iota[1];
+    std::memcpy(&p.start, &iota[0], sizeof p.start);
+    std::memcpy(&p.step, &iota[1], sizeof p.step);
+    // convert_pair.comp: integral start and step as int64 (exact, as the Cpu's double sums
+    // below 2^53), others in float32.
+    constexpr double kExact = 9007199254740992.0;  // 2^53
+    const auto integral = [&](double v) { return std::floor(v) == v && std::abs(v) < kExact; };
+    if (pair && integral(iota[0]) && integral(iota[1])) {
+      p.start = static_cast<uint64_t>(static_cast<int64_t>(iota[0]));
+      p.step = static_cast<uint64_t>(static_cast<int64_t>(iota[1]));
+    } else if (pair) {
+      p.iota = 2;
+      const float start = static_cast<float>(iota[0]), step = static_cast<float>(iota[1]);
+      uint32_t bits[2];
+      std::memcpy(&bits[0], &start, sizeof start);
+      std::memcpy(&bits[1], &step, sizeof step);
+      p.start = bits[0];
+      p.step = bits[1];
+    }
   }
   const Bound s = bind_bytes(c, src), d = bind_bytes(c, dst);
   const uint32_t size = static_cast<uint32_t>(dtype_size(dst.dtype));
@@ -207,13 +228,8 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
   const int64_t words = p.strided != 0u
                             ? dst.numel()  // an element an invocation
                             : (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
-  const bool wide = dtype_size(src.dtype) == 8 || size == 8 || iota != nullptr;
-  // int64 on a device without the WIDE variant: convert_pair.comp, an element an invocation.
-  const bool pair =
-      wide && !c.wide() && iota == nullptr && src.dtype != DType::f64 && dst.dtype != DType::f64;
-  if (wide && !pair) check_wide(c, op, size == 8 ? dst.dtype : src.dtype);
-  // The 32-bit variants' push constants end before iota's doubles (they need no float64).
-  const uint32_t size_of_p = wide && !pair ? sizeof p : offsetof(decltype(p), pad0);
+  // The 32-bit variant's push constants end before arange's values.
+  const uint32_t size_of_p = wide ? sizeof p : offsetof(decltype(p), pad0);
   c.dispatch(pair   ? c.pipeline("convert_pair", shaders::convert_pair, 2, size_of_p)
              : wide ? c.pipeline("convert64", shaders::convert64, 2, size_of_p)
                     : c.pipeline("convert", shaders::convert, 2, size_of_p),

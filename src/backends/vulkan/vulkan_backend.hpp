@@ -74,6 +74,8 @@ class VulkanBackend final : public Backend {
   // or in `parts` ranges written apart to out [outputs, parts].
   void reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_mask, const RawTensor& out,
                    int64_t parts, bool f32);
+  // matmul of operands wider than a binding, in blocks that bind (matmul.cpp).
+  void matmul_in_blocks(const RawTensor& a, const RawTensor& b, const RawTensor& out);
 };
 
 }  // namespace ember::vulkan

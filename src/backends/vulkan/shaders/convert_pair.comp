@@ -4,7 +4,10 @@
 // by wrapping, into Bool as "not zero", into floats rounded once to nearest even (float16 and
 // bfloat16 through float32, as the Cpu), and floats into int64 by truncation, saturating (NaN
 // gives 0). An element an invocation, through dst_stride; elements under 4 bytes written with
-// atomics on their word, whose other bytes other invocations may write.
+// atomics on their word, whose other bytes other invocations may write. arange (iota 1): the
+// values start + i * step as int64 (the host's integral start and step, exact as the Cpu's
+// double sum below 2^53) converted into dst; iota 2: in float32 (a non-integral step), within
+// a rounding of the Cpu's double.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define PAIR
@@ -19,6 +22,8 @@ layout(push_constant) uniform Params {  // convert.comp's, up to its iota values
   uint shape[6];
   int stride[6];
   int dst_stride[6];
+  uint pad0, pad1;
+  uvec2 start, step;  // arange's: int64 pairs (iota 1) or float32 bits in .x (iota 2)
 } p;
 
 const uint F32 = 0u, I32 = 1u, U8 = 2u, I8 = 3u, BOOL = 4u, F16 = 5u, BF16 = 6u, I64 = 7u;
@@ -68,9 +73,9 @@ uvec2 load(uint at, uint size) {
   return uvec2((src[at >> 2u] >> (8u * (at & 3u))) & 0xffu, 0u);
 }
 
-// The destination's bits of a source element's bits.
-uvec2 converted(uvec2 bits) {
-  const uint s = p.src_type, d = p.dst_type;
+// The destination's bits of the bits of a source element of type s.
+uvec2 converted(uint s, uvec2 bits) {
+  const uint d = p.dst_type;
   if (s == d) return bits;
   if (d == I64) {
     if (s == I32) return pair_of(int(bits.x));
@@ -100,7 +105,15 @@ void main() {
       from += int(c) * p.stride[d];
       to += uint(int(c) * p.dst_stride[d]);
     }
-    const uvec2 v = converted(load(uint(from), ssize));
+    uvec2 v;
+    if (p.iota == 1u) {
+      v = converted(I64, pair_add(p.start, pair_mul(uvec2(i, 0u), p.step)));
+    } else if (p.iota == 2u) {
+      const float f = uintBitsToFloat(p.start.x) + float(i) * uintBitsToFloat(p.step.x);
+      v = converted(F32, uvec2(floatBitsToUint(f), 0u));
+    } else {
+      v = converted(p.src_type, load(uint(from), ssize));
+    }
     if (dsize == 8u) {
       dst[2u * to] = v.x;
       dst[2u * to + 1u] = v.y;
