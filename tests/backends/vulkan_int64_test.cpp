@@ -93,6 +93,14 @@ TEST(Vulkan, Int64ArithmeticComparisonsAndWhereMatchTheCpu) {
       {"logical_or", logical_or},
       {"logical_xor", logical_xor}};
   for (const auto& [name, f] : ops) expect_same(f(av, bv), f(a, b), name);
+  using Unary = DynTensor (*)(const DynTensor&);
+  const std::vector<std::pair<const char*, Unary>> unary_ops = {
+      {"neg", neg}, {"abs", abs}, {"sign", sign}, {"square", square}, {"relu", relu}};
+  for (const auto& [name, f] : unary_ops) expect_same(f(bv), f(b), name);
+  expect_same(clamp(bv, Scalar(-5e9), Scalar(int64_t{3} << 33)),
+              clamp(b, Scalar(-5e9), Scalar(int64_t{3} << 33)), "clamp");
+  expect_same(clamp_min(bv, Scalar(-7)), clamp_min(b, Scalar(-7)), "clamp_min");
+  expect_same(clamp_max(bv, Scalar(1e30)), clamp_max(b, Scalar(1e30)), "clamp_max past int64");
   // A scalar operand (the front end broadcasts it): cross_entropy's ignore_index test.
   expect_same(ne(av, Scalar(int64_t{-100})), ne(a, Scalar(int64_t{-100})), "ne scalar");
   const DynTensor cond = lt(a, b);

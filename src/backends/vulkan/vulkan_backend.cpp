@@ -738,12 +738,76 @@ int64_t int_bound(DType t, double v) {
   });
 }
 
+// int64's unary ops on a device without the WIDE variants, from the PAIR variants' binary ops,
+// comparisons, casts and where (unary.comp's integers are in its ANY variant, which needs
+// them): neg, abs, sign, square, relu and clamp, wrapping as the Cpu's.
+bool int64_unary_in_pairs(VulkanBackend& be, UnaryOp op, const UnaryParams& params,
+                          const RawTensor& x, const RawTensor& out) {
+  auto temp = [&](DType t) {
+    return RawTensor{be.allocate(std::max<size_t>(x.numel() * dtype_size(t), 1), x.device()),
+                     x.shape, contiguous_strides(x.shape), 0, t};
+  };
+  auto scalar = [&](int64_t v) {  // v broadcast to x's shape
+    RawTensor one{be.allocate(8, x.device()), Shape{}, Strides{}, 0, DType::i64};
+    be.fill(one, Scalar(v));
+    one.shape = x.shape;
+    one.strides = Shape::filled(x.rank(), 0);
+    return one;
+  };
+  switch (op) {
+    case UnaryOp::Neg:
+      be.binary(BinaryOp::Sub, scalar(0), x, out);
+      return true;
+    case UnaryOp::Square:
+      be.binary(BinaryOp::Mul, x, x, out);
+      return true;
+    case UnaryOp::Relu:
+      be.binary(BinaryOp::Maximum, x, scalar(0), out);
+      return true;
+    case UnaryOp::Abs: {
+      const RawTensor negated = temp(DType::i64), below = temp(DType::boolean);
+      be.binary(BinaryOp::Sub, scalar(0), x, negated);
+      be.binary(BinaryOp::Lt, x, scalar(0), below);
+      be.where(below, negated, x, out);
+      return true;
+    }
+    case UnaryOp::Sign: {  // (x > 0) - (x < 0)
+      const RawTensor above = temp(DType::boolean), below = temp(DType::boolean);
+      const RawTensor up = temp(DType::i64), down = temp(DType::i64);
+      be.binary(BinaryOp::Gt, x, scalar(0), above);
+      be.binary(BinaryOp::Lt, x, scalar(0), below);
+      be.copy(above, up);
+      be.copy(below, down);
+      be.binary(BinaryOp::Sub, up, down, out);
+      return true;
+    }
+    case UnaryOp::Clamp: {
+      RawTensor from = x;
+      if (params.has_a) {
+        const RawTensor lifted = params.has_b ? temp(DType::i64) : out;
+        be.binary(BinaryOp::Maximum, x, scalar(int_bound(DType::i64, params.a)), lifted);
+        from = lifted;
+      }
+      if (params.has_b)
+        be.binary(BinaryOp::Minimum, from, scalar(int_bound(DType::i64, params.b)), out);
+      if (!params.has_a && !params.has_b) be.copy(x, out);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor& x,
                           const RawTensor& out) {
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { unary(op, params, x, o); });
+  }
+  if (x.dtype == DType::i64 && out.dtype == DType::i64 && out.numel() > 0 &&
+      !context(x.device().index).wide() && int64_unary_in_pairs(*this, op, params, x, out)) {
+    return;
   }
   if (returns_bool(op) && (x.dtype == DType::f32 || x.dtype == DType::f64) &&
       out.dtype == DType::boolean) {
