@@ -141,18 +141,24 @@ TEST(Vulkan, Int64CastsMatchTheCpu) {
   expect_no_validation_errors();
 }
 
-// arange with integral start and step: int64 values past 32 bits, and the same values as int32
-// (wrapped) and float32 (rounded once), as the Cpu's double sums give them.
+// arange, as the Cpu's double sums give it: integral start and step into int64 past 32 bits,
+// float32 and bfloat16 (rounded once) and into narrower integers (saturating past their range);
+// a fractional step into every dtype but the float ones, whose values may differ in the last
+// place on a device without float64 (computed in float32 there).
 TEST(Vulkan, Int64ArangeMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const double start = -3e9, step = 987654321.0;
-  for (DType t : {DType::i64, DType::f32, DType::bf16}) {
+  for (DType t : {DType::i64, DType::f32, DType::bf16, DType::i32, DType::u8}) {
     expect_same(arange(start, start + 40 * step, step, t, vk()),
                 arange(start, start + 40 * step, step, t, Device::cpu()),
                 "arange of " + std::string(dtype_name(t)));
   }
-  expect_same(arange(5, 300, 3, DType::i32, vk()), arange(5, 300, 3, DType::i32, Device::cpu()),
-              "arange of int32");
+  for (DType t : {DType::i32, DType::u8, DType::i8, DType::boolean, DType::i64}) {
+    expect_same(arange(-20.0, 300.0, 2.5, t, vk()), arange(-20.0, 300.0, 2.5, t, Device::cpu()),
+                "arange of " + std::string(dtype_name(t)) + " with a fractional step");
+  }
+  const DynTensor halves = arange(-2.0, 3.0, 0.25, DType::f16, vk());
+  expect_same(halves, arange(-2.0, 3.0, 0.25, DType::f16, Device::cpu()), "arange of float16");
   expect_no_validation_errors();
 }
 

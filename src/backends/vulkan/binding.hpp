@@ -214,8 +214,8 @@ inline bool all_bind(const DeviceContext& c, std::initializer_list<const RawTens
 // Runs `kernel(pieces)` on the operands (one shape, collapsed) or, where one spans more bytes
 // than a shader binds (a tensor past maxStorageBufferRange: 128 MiB on lavapipe and on some
 // phones), on pieces of their leading dim, halved until each binds: an elementwise kernel's
-// pieces are independent. A piece starts on a multiple of 4 elements, so that a Bool output's
-// starts on a whole word.
+// pieces are independent. Of 8 or more, a piece starts on a multiple of 4 elements, so that a
+// Bool output's mostly starts on a whole word (compare.comp's others go through a fresh one).
 template <class F>
 void within_binding(const DeviceContext& c, const std::vector<RawTensor>& ts, const F& kernel) {
   bool fits = true;

@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "ember/backends/vulkan/vulkan.hpp"
 #include "ember/core/error.hpp"
+#include "ember/core/text.hpp"
 
 namespace ember::vulkan {
 namespace {
@@ -283,6 +285,19 @@ DeviceContext& context(int index) {
 
 DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(index) {
   vkGetPhysicalDeviceProperties(physical, &props_);
+  auto limits = make<VkPhysicalDeviceMaintenance3Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  props2.pNext = &limits;
+  vkGetPhysicalDeviceProperties2(physical, &props2);
+  max_allocation_ = limits.maxMemoryAllocationSize;
+  max_binding_ = props_.limits.maxStorageBufferRange;
+  if (const char* v = std::getenv("EMBER_VULKAN_MAX_BINDING")) {
+    const std::optional<uint64_t> bytes = detail::parse_number<uint64_t>(v);
+    EMBER_CHECK(bytes && *bytes >= 4096, "[vulkan] EMBER_VULKAN_MAX_BINDING is '", v,
+                "', not a number of bytes of at least 4096");
+    max_binding_ = std::min<size_t>(max_binding_, *bytes);
+  }
   uint32_t families = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
   std::vector<VkQueueFamilyProperties> props(families);
@@ -416,6 +431,9 @@ uintptr_t DeviceContext::allocate(size_t nbytes, bool staging) {
   const size_t want = round_up(std::max<size_t>(nbytes, 1), kAlign);
   // A tensor wider than a binding (maxStorageBufferRange) gets a block of its own; the kernels
   // that take such tensors work on pieces that bind (binding.hpp's within_binding).
+  EMBER_CHECK(want <= max_allocation_, "[vulkan:", index_, " allocator] cannot allocate ", nbytes,
+              " bytes (more than the ", max_allocation_, " one allocation holds on ",
+              props_.deviceName, ", its maxMemoryAllocationSize)");
   EMBER_CHECK(!staging || want <= max_binding(), "[vulkan:", index_,
               " allocator] a staging range of ", nbytes, " bytes exceeds a binding");
   auto take = [&]() -> uintptr_t {

@@ -86,6 +86,9 @@ class DeviceContext {
   void copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset, size_t nbytes);
   /// Submits what was recorded and waits for all of it.
   void finish();
+  /// Submits what was recorded without waiting: the staging ranges released before it are
+  /// reused once it completes (an upload in pieces).
+  void submit();
 
   /// The pipeline of an embedded shader, built on first use; `constants` are its specialisation
   /// constants 0, 1, ... (32-bit each). `name` alone keys the cache, so it must name the
@@ -95,7 +98,9 @@ class DeviceContext {
                            std::span<const uint32_t> constants = {});
 
   const VkPhysicalDeviceProperties& properties() const { return props_; }
-  size_t max_binding() const { return props_.limits.maxStorageBufferRange; }
+  /// maxStorageBufferRange, or less where EMBER_VULKAN_MAX_BINDING says (to test the pieces
+  /// of wider tensors with small ones).
+  size_t max_binding() const { return max_binding_; }
   size_t binding_alignment() const { return props_.limits.minStorageBufferOffsetAlignment; }
   /// Range checks queued (check_range): check i writes slot i of `range_slots` (four 64-bit
   /// words), read back at synchronize; a failure found when the slots filled up waits in
@@ -143,7 +148,6 @@ class DeviceContext {
   };
 
   VkCommandBuffer recording();
-  void submit();
   void retire(bool wait);
   void barrier(const std::string* label);
   void collect(Submission& s);
@@ -161,6 +165,8 @@ class DeviceContext {
   uint32_t device_type_ = 0, host_type_ = 0;  // memory types: tensors, staging
   bool device_is_host_visible_ = false;
   bool wide_ = false;
+  size_t max_allocation_ = 0;  // maxMemoryAllocationSize: the largest tensor
+  size_t max_binding_ = 0;
   bool cooperative_ = false;
   bool emulated_cooperative_ = false;
 

@@ -103,7 +103,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
   }
-  if (out.numel() > 0 && !all_bind(ctx_of(out), {&a, &b, &out})) {
+  if (out.numel() > 0 && a.shape[2] > 0 && !all_bind(ctx_of(out), {&a, &b, &out})) {
     return matmul_in_blocks(a, b, out);
   }
   if (convert_code(out.dtype) < 0 || a.dtype != out.dtype || b.dtype != out.dtype) {

@@ -55,18 +55,32 @@ double float_of_key(uint64_t key, bool float32) {
   return v;
 }
 
-// range.comp's PAIR variant compares integers as keys and float32 as floats: the bounds so that
-// those comparisons agree with the Cpu's in double, for every value of the operand's type.
+// A float32's order-preserving key, -0 as +0 (range.comp's PAIR variant).
+uint32_t float_key(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);
+}
+
+// x < lo, for every float x, iff x < lo rounded up to a float (and x > hi iff x > hi rounded
+// down); past float's range, to its largest finite value or to infinity.
+float rounded_up(double v) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (v > kMax) return kInf;
+  if (v < -kMax) return std::isinf(v) ? -kInf : -kMax;
+  const float f = static_cast<float>(v);
+  return static_cast<double>(f) < v ? std::nextafter(f, kInf) : f;
+}
+
+// range.comp's PAIR variant compares integers and float32 as keys: the bounds' keys, so that
+// those comparisons agree with the Cpu's in double for every value of the operand's type. A NaN
+// bound, as the Cpu's comparison, fails every value.
 std::pair<uint64_t, uint64_t> pair_bounds(double lo, double hi, bool float32) {
   if (float32) {
-    float l = static_cast<float>(lo), h = static_cast<float>(hi);
-    // x < lo iff x < lo rounded up, x > hi iff x > hi rounded down, for every float x.
-    if (static_cast<double>(l) < lo) l = std::nextafter(l, std::numeric_limits<float>::infinity());
-    if (static_cast<double>(h) > hi) h = std::nextafter(h, -std::numeric_limits<float>::infinity());
-    uint32_t lb, hb;
-    std::memcpy(&lb, &l, sizeof l);
-    std::memcpy(&hb, &h, sizeof h);
-    return {lb, hb};
+    if (std::isnan(lo) || std::isnan(hi)) return {0xffffffffu, 0};
+    return {float_key(rounded_up(lo)), float_key(-rounded_up(-hi))};
   }
   constexpr double kTop = 9223372036854775808.0;  // 2^63
   int64_t l = std::numeric_limits<int64_t>::min(), h = std::numeric_limits<int64_t>::max();

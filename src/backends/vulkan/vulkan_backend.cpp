@@ -140,9 +140,10 @@ uint64_t fill_bits(const Scalar& value) {
 // dst = src (strided) converted (convert.comp): into a contiguous dst an invocation writes whole
 // words, so sub-word outputs are packed, never shared, and a view's edge words keep their other
 // bytes; into a strided one an invocation writes an element.
-// With `iota` (start, step), src is dst itself, unread: element i gets start + i * step.
+// With `iota` (start, step), src is dst itself, unread: element i gets start + i * step (i
+// counted from `first` in a piece of a tensor wider than a binding).
 void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
-                     const char* op, const double* iota);
+                     const char* op, const double* iota, int64_t first);
 
 void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in, int from, int to,
              const char* op, const double* iota = nullptr) {
@@ -163,17 +164,14 @@ void convert(DeviceContext& c, const RawTensor& src_in, const RawTensor& dst_in,
     }
     return;
   }
+  // A piece of arange's (contiguous) output counts its elements from its own first one.
   within_binding(c, {src, dst}, [&](const std::vector<RawTensor>& v) {
-    if (iota == nullptr) return convert_fitting(c, v[0], v[1], from, to, op, nullptr);
-    // a piece of arange's (contiguous) output: its values from its first element's index
-    const double piece[] = {iota[0] + static_cast<double>(v[1].offset - dst.offset) * iota[1],
-                            iota[1]};
-    convert_fitting(c, v[0], v[1], from, to, op, piece);
+    convert_fitting(c, v[0], v[1], from, to, op, iota, v[1].offset - dst.offset);
   });
 }
 
 void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& dst, int from, int to,
-                     const char* op, const double* iota) {
+                     const char* op, const double* iota, int64_t first) {
   check_indexable(src, op);
   check_indexable(dst, op);
   struct {
@@ -182,7 +180,7 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
     uint32_t shape[kMaxRank];
     int32_t stride[kMaxRank];
     int32_t dst_stride[kMaxRank];
-    uint32_t pad0, pad1;
+    uint32_t first, pad1;
     uint64_t start, step;  // arange's: doubles (WIDE), or convert_pair.comp's
   } p{};
   static_assert(sizeof p <= 128, "Vulkan guarantees 128 bytes of push constants");
@@ -193,13 +191,16 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
   if (wide && !pair) check_wide(c, op, dtype_size(dst.dtype) == 8 ? dst.dtype : src.dtype);
   if (iota != nullptr) {
     p.iota = 1;
+    p.first = static_cast<uint32_t>(first);
     std::memcpy(&p.start, &iota[0], sizeof p.start);
     std::memcpy(&p.step, &iota[1], sizeof p.step);
-    // convert_pair.comp: integral start and step as int64 (exact, as the Cpu's double sums
-    // below 2^53), others in float32.
+    // convert_pair.comp: integral start and step as int64 where every value is below 2^53 (exact,
+    // as the Cpu's double sums are there), others in float32.
     constexpr double kExact = 9007199254740992.0;  // 2^53
     const auto integral = [&](double v) { return std::floor(v) == v && std::abs(v) < kExact; };
-    if (pair && integral(iota[0]) && integral(iota[1])) {
+    const double last = static_cast<double>(first + dst.numel());
+    if (pair && integral(iota[0]) && integral(iota[1]) &&
+        std::abs(iota[0]) + std::abs(iota[1]) * last < kExact) {
       p.start = static_cast<uint64_t>(static_cast<int64_t>(iota[0]));
       p.step = static_cast<uint64_t>(static_cast<int64_t>(iota[1]));
     } else if (pair) {
@@ -229,7 +230,7 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
                             ? dst.numel()  // an element an invocation
                             : (p.dst_byte + dst.numel() * size + 3) / 4 - p.dst_byte / 4;
   // The 32-bit variant's push constants end before arange's values.
-  const uint32_t size_of_p = wide ? sizeof p : offsetof(decltype(p), pad0);
+  const uint32_t size_of_p = wide ? sizeof p : offsetof(decltype(p), first);
   c.dispatch(pair   ? c.pipeline("convert_pair", shaders::convert_pair, 2, size_of_p)
              : wide ? c.pipeline("convert64", shaders::convert64, 2, size_of_p)
                     : c.pipeline("convert", shaders::convert, 2, size_of_p),
@@ -238,9 +239,11 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
 
 }  // namespace
 
-// float64 needs the WIDE variants; int64 takes the PAIR ones without them.
+// float64 needs the WIDE variants, and so does the 16-bit floats' arithmetic (the ANY variants
+// hold values in double); int64 takes the PAIR variants without them.
 bool VulkanBackend::has_dtype(Device device, DType dtype) const {
-  return dtype != DType::f64 || context(device.index).wide();
+  const bool needs_wide = dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+  return !needs_wide || context(device.index).wide();
 }
 
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
@@ -331,6 +334,7 @@ void VulkanBackend::write_from_host(const void* host, const RawTensor& dst) {
     c.copy_buffer(sb->buffer, sat, db->buffer, dat + done, piece);
     c.release(s, piece);
     done += piece;
+    if (done < n) c.submit();  // so that later pieces reuse this one's staging once it is done
   }
 }
 
@@ -465,6 +469,15 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
     return within_binding(ctx_of(out), {a, b, out}, [&](const std::vector<RawTensor>& v) {
       dispatch_binary(to_bool, code, v[0], v[1], v[2], name, any);
     });
+  }
+  if (to_bool && out.numel() > 0 && reinterpret_cast<uintptr_t>(out.data()) % 4 != 0) {
+    // compare.comp writes whole words from its output's first byte: a piece of a Bool output
+    // that starts inside a word (a tensor wider than a binding, split) goes through a fresh one.
+    Backend& be = backend();
+    const RawTensor fresh{be.allocate(out.nbytes(), out.device()), out.shape,
+                          contiguous_strides(out.shape), 0, out.dtype};
+    dispatch_binary(to_bool, code, a, b, fresh, name, any);
+    return be.copy(fresh, out);
   }
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
   // 4-byte elements as words, 8-byte ones in the WIDE variants, the others in the ANY ones.

@@ -22,8 +22,8 @@ layout(push_constant) uniform Params {
   int stride[6];
   int dst_stride[6];
 #ifdef WIDE
-  uint pad0, pad1;
-  double start, step;  // iota: element i is start + i * step, as a double source
+  uint first, pad1;    // iota: the piece's first element (a tensor wider than a binding)
+  double start, step;  // iota: element i is start + (first + i) * step, as a double source
 #endif
 } p;
 
@@ -108,7 +108,7 @@ WORD store_bits(uint t, bool f_in, FLOAT f, INT i) {
 WORD converted(uint i, uint ssize, bool f_in, bool same) {
 #ifdef WIDE
   if (p.iota != 0u) {
-    const double v = p.start + double(i) * p.step;
+    const double v = p.start + double(p.first + i) * p.step;
     if (p.dst_type == BOOL) return nonzero_bits(F64, FLOAT_BITS(v)) ? WORD(1) : WORD(0);
     return store_bits(p.dst_type, true, v, INT(0));
   }

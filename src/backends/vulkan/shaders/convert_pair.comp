@@ -5,9 +5,9 @@
 // bfloat16 through float32, as the Cpu), and floats into int64 by truncation, saturating (NaN
 // gives 0). An element an invocation, through dst_stride; elements under 4 bytes written with
 // atomics on their word, whose other bytes other invocations may write. arange (iota 1): the
-// values start + i * step as int64 (the host's integral start and step, exact as the Cpu's
-// double sum below 2^53) converted into dst; iota 2: in float32 (a non-integral step), within
-// a rounding of the Cpu's double.
+// values start + (first + i) * step as int64 (the host's integral start and step, exact as the
+// Cpu's double sums are below 2^53), into narrower integers saturating as the Cpu's double
+// does; iota 2: in float32 (a non-integral step), within a rounding of the Cpu's double.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define PAIR
@@ -22,7 +22,7 @@ layout(push_constant) uniform Params {  // convert.comp's, up to its iota values
   uint shape[6];
   int stride[6];
   int dst_stride[6];
-  uint pad0, pad1;
+  uint first, pad1;    // arange: this piece's first element (a tensor wider than a binding)
   uvec2 start, step;  // arange's: int64 pairs (iota 1) or float32 bits in .x (iota 2)
 } p;
 
@@ -73,6 +73,38 @@ uvec2 load(uint at, uint size) {
   return uvec2((src[at >> 2u] >> (8u * (at & 3u))) & 0xffu, 0u);
 }
 
+// A float into an integer type of at most 32 bits as the Cpu's convert(): NaN 0, saturating.
+uint small_int_of(float f, uint t) {
+  if (isnan(f)) return 0u;
+  const float lo = t == I32 ? -2147483648.0 : (t == U8 ? 0.0 : -128.0);
+  const float hi = t == I32 ? 2147483647.0 : (t == U8 ? 255.0 : 127.0);
+  if (f <= lo) return t == I32 ? 0x80000000u : uint(int(lo));
+  if (f >= hi) return t == I32 ? 0x7fffffffu : uint(int(hi));
+  return uint(int(trunc(f)));
+}
+
+// The destination's bits of a float value (arange's float32 path).
+uvec2 from_float(float f) {
+  const uint d = p.dst_type;
+  if (d == I64) return int64_of(f);
+  if (d == F32) return uvec2(floatBitsToUint(f), 0u);
+  if (d == F16) return uvec2(to_f16(f), 0u);
+  if (d == BF16) return uvec2(to_bf16(f), 0u);
+  if (d == BOOL) return uvec2(uint((floatBitsToUint(f) & 0x7fffffffu) != 0u), 0u);
+  return uvec2(small_int_of(f, d), 0u);
+}
+
+// An int64 into a narrower integer type, saturating (arange's integers, which the Cpu computes
+// in double and converts with saturation).
+uvec2 saturated(uvec2 v, uint t) {
+  if (t != I32 && t != U8 && t != I8) return v;
+  const int lo = t == I32 ? int(0x80000000u) : (t == U8 ? 0 : -128);
+  const int hi = t == I32 ? 0x7fffffff : (t == U8 ? 255 : 127);
+  if (pair_less(v, pair_of(lo))) return pair_of(lo);
+  if (pair_less(pair_of(hi), v)) return pair_of(hi);
+  return v;
+}
+
 // The destination's bits of the bits of a source element of type s.
 uvec2 converted(uint s, uvec2 bits) {
   const uint d = p.dst_type;
@@ -107,10 +139,10 @@ void main() {
     }
     uvec2 v;
     if (p.iota == 1u) {
-      v = converted(I64, pair_add(p.start, pair_mul(uvec2(i, 0u), p.step)));
+      const uvec2 value = pair_add(p.start, pair_mul(uvec2(p.first + i, 0u), p.step));
+      v = converted(I64, saturated(value, p.dst_type));
     } else if (p.iota == 2u) {
-      const float f = uintBitsToFloat(p.start.x) + float(i) * uintBitsToFloat(p.step.x);
-      v = converted(F32, uvec2(floatBitsToUint(f), 0u));
+      v = from_float(uintBitsToFloat(p.start.x) + float(p.first + i) * uintBitsToFloat(p.step.x));
     } else {
       v = converted(p.src_type, load(uint(from), ssize));
     }

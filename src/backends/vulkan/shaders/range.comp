@@ -6,7 +6,8 @@
 // NaN and whether any bad value was seen, and what the keys are (1: integers, 0: doubles, 2:
 // float32 bits in the high word). No atomics. Needs shaderInt64 and shaderFloat64, but for the
 // PAIR variant: integers compared as keys in two words (lo and hi the host's integer bounds),
-// float32 as floats (lo and hi the host's float bounds, exact for float32 values); no float64.
+// float32 as 32-bit keys (-0 as +0; lo and hi the keys of the host's float bounds, which decide
+// every float as the Cpu's double comparison, subnormals included); no float64.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "word.glsl"
@@ -22,7 +23,7 @@ layout(push_constant) uniform Params {
   uint count, rank, base, type;  // type: 0 f32, 1 i32, 2 f64, 3 i64, 4 u8, 5 i8 or Bool
   uint slot_at, pad0;            // the slot's first 64-bit word
 #ifdef PAIR
-  uvec2 lo, hi;  // integers: keys of the bounds; float32: bits in .x
+  uvec2 lo, hi;  // keys of the bounds: integers' in two words, float32's in .x
 #else
   double lo, hi;
 #endif
@@ -45,11 +46,11 @@ uint classify(int at, out uvec2 key) {
   uvec2 v = uvec2(0u);
   switch (p.type) {
     case 0u: {
-      const uint u = x[at];
-      const float f = uintBitsToFloat(u);
-      key = uvec2(0u, (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u));
-      if (isnan(f)) return 3u;
-      return f < uintBitsToFloat(p.lo.x) || f > uintBitsToFloat(p.hi.x) ? 1u : 0u;
+      const uint u = x[at] == 0x80000000u ? 0u : x[at];
+      const uint k = (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
+      key = uvec2(0u, k);
+      if ((u & 0x7fffffffu) > 0x7f800000u) return 3u;  // NaN
+      return k < p.lo.x || k > p.hi.x ? 1u : 0u;
     }
     case 1u: v = pair_of(int(x[at])); break;
     case 3u: v = uvec2(x[2 * at], x[2 * at + 1]); break;
