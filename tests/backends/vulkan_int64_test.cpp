@@ -198,6 +198,10 @@ TEST(Vulkan, Int64IndexingMatchesTheCpu) {
   const DynTensor srcv = to_device(src, vk());
   expect_same(scatter(xv, 1, iv, srcv), scatter(x, 1, index, src), "scatter");
   expect_same(scatter_add(xv, 1, iv, srcv), scatter_add(x, 1, index, src), "scatter_add");
+  for (const char* reduce : {"prod", "amax", "amin"}) {
+    expect_same(scatter_reduce(xv, 1, iv, srcv, reduce), scatter_reduce(x, 1, index, src, reduce),
+                std::string("scatter_reduce ") + reduce);
+  }
   // An index past the dim is the Cpu's error, raised when the device is next read.
   const DynTensor bad = to_device(int64s({0, 18}, Shape{1, 2}), vk());
   try {
