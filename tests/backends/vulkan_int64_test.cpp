@@ -213,6 +213,42 @@ TEST(Vulkan, Int64IndexingMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
+// float16 and bfloat16 against the Cpu, which computes them in float: exactly for the rounded
+// arithmetic, comparisons, where, indexing and extremes; within a rounding of the dtype for exp
+// (the driver's float exp on a device without float64), sums and matmul (other orders). ctest
+// runs this as a device without float64 too (`no_float64.`), where each op runs in float32.
+TEST(Vulkan, Float16ThroughFloat32MatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  for (DType t : {DType::f16, DType::bf16}) {
+    const std::string d(dtype_name(t));
+    const DynTensor a = cast(sub(mul(input(Shape{6, 40}, 50), 8.0), 6.0), t);
+    const DynTensor b = cast(input(Shape{6, 40}, 51), t);
+    const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
+    expect_same(add(av, bv), add(a, b), d + " add");
+    expect_same(mul(av, bv), mul(a, b), d + " mul");
+    expect_same(div(av, bv), div(a, b), d + " div");
+    expect_same(neg(av), neg(a), d + " neg");
+    expect_same(sqrt(bv), sqrt(b), d + " sqrt");
+    expect_same(lt(av, bv), lt(a, b), d + " lt");
+    expect_same(where(lt(av, bv), av, bv), where(lt(a, b), a, b), d + " where");
+    expect_same(amax(av, {1}), amax(a, {1}), d + " amax");
+    const DynTensor rows =
+        from_data(TensorData::from(std::vector<int64_t>{5, 0, 2}, Shape{3}), Device::cpu());
+    expect_same(index_select(av, 0, to_device(rows, vk())), index_select(a, 0, rows),
+                d + " index_select");
+    const double tol = t == DType::f16 ? 2e-3 : 1.6e-2;  // a rounding of the dtype, relative
+    const auto near = [&](const DynTensor& got, const DynTensor& want, const std::string& what) {
+      const DynTensor g = cast(to_device(got, Device::cpu()), DType::f64);
+      const DynTensor w = cast(want, DType::f64);
+      EXPECT_LE(amax(div(abs(sub(g, w)), add(abs(w), 1e-2)), {}).item<double>(), tol) << what;
+    };
+    near(exp(av), exp(a), d + " exp");
+    near(sum(av, {1}), sum(a, {1}), d + " sum");
+    near(matmul(av, transpose(bv, 0, 1)), matmul(a, transpose(b, 0, 1)), d + " matmul");
+  }
+  expect_no_validation_errors();
+}
+
 // The first failed check's reported value, through the backend's queue as the front end uses it.
 RangeError first_failure(const DynTensor& x, double lo, double hi) {
   RangeCheck check;

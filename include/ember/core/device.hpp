@@ -34,9 +34,8 @@ struct Device {
 int device_count(DeviceType type);
 
 /// Whether tensors of `dtype` can be computed on the device: false for float64 on a GPU without
-/// it (Apple, Intel Arc and Mali GPUs through Vulkan), as PyTorch's MPS device has no float64,
-/// and there for float16 and bfloat16 too (Ember's Vulkan kernels compute those in double). Their
-/// ops then fail naming the device; float32, int64 and the other dtypes work everywhere.
+/// it (Apple, Intel Arc and Mali GPUs through Vulkan), as PyTorch's MPS device has no float64.
+/// Its ops then fail naming the device; the other dtypes work everywhere.
 bool has_dtype(Device device, DType dtype);
 
 /// The device that creation functions and layers use when none is given (Cpu unless set), as

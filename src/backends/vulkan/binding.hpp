@@ -260,6 +260,22 @@ inline void within_rank(Backend& be, std::initializer_list<RawTensor*> ts) {
   collapse_dims(ts);
 }
 
+// On a device without float64 the 16-bit floats' arithmetic (whose ANY variants compute in
+// double) runs in float32: operands widened exactly, the float32 kernel, the result rounded
+// once to nearest even, as the Cpu computes them in float.
+inline bool half_in_float32(const DeviceContext& c, DType t) {
+  return (t == DType::f16 || t == DType::bf16) && !c.wide();
+}
+inline RawTensor float32_like(Backend& be, const RawTensor& t) {
+  return RawTensor{be.allocate(std::max<size_t>(t.numel() * 4, 1), t.device()), t.shape,
+                   contiguous_strides(t.shape), 0, DType::f32};
+}
+inline RawTensor float32_copy(Backend& be, const RawTensor& t) {
+  const RawTensor wide = float32_like(be, t);
+  be.copy(t, wide);
+  return wide;
+}
+
 // The checks of a kernel that reads x (strided) and writes out (contiguous).
 inline void check_operands(std::string_view op, const RawTensor& x, const RawTensor& out) {
   EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");

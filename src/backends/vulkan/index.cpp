@@ -69,6 +69,11 @@ void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { gather(x, dim, index, o); });
   }
+  if (half_in_float32(ctx_of(out), out.dtype) && x.dtype == out.dtype) {
+    const RawTensor o32 = float32_like(*this, out);
+    gather(float32_copy(*this, x), dim, index, o32);
+    return copy(o32, out);
+  }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
   q.mode = 0;
@@ -125,6 +130,11 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
   if (out.numel() == 0) return;
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { index_select(x, dim, index, o); });
+  }
+  if (half_in_float32(ctx_of(out), out.dtype) && x.dtype == out.dtype) {
+    const RawTensor o32 = float32_like(*this, out);
+    index_select(float32_copy(*this, x), dim, index, o32);
+    return copy(o32, out);
   }
   if (!binds(ctx_of(out), x) && index.dtype == DType::i64 && x.shape[dim] > 1) {
     return index_select_in_windows(*this, x, dim, index, out);

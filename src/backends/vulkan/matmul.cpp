@@ -103,6 +103,13 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
   }
+  const DeviceContext& dc = ctx_of(out);
+  if (half_in_float32(dc, out.dtype) && !dc.cooperative() && !dc.emulated_cooperative() &&
+      out.numel() > 0 && a.dtype == out.dtype && b.dtype == out.dtype) {
+    const RawTensor o32 = float32_like(*this, out);
+    matmul(float32_copy(*this, a), float32_copy(*this, b), o32);
+    return copy(o32, out);
+  }
   if (out.numel() > 0 && a.shape[2] > 0 && !all_bind(ctx_of(out), {&a, &b, &out})) {
     return matmul_in_blocks(a, b, out);
   }

@@ -239,11 +239,10 @@ void convert_fitting(DeviceContext& c, const RawTensor& src, const RawTensor& ds
 
 }  // namespace
 
-// float64 needs the WIDE variants, and so does the 16-bit floats' arithmetic (the ANY variants
-// hold values in double); int64 takes the PAIR variants without them.
+// float64 needs the WIDE variants; int64 takes the PAIR variants without them, and the 16-bit
+// floats float32's.
 bool VulkanBackend::has_dtype(Device device, DType dtype) const {
-  const bool needs_wide = dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
-  return !needs_wide || context(device.index).wide();
+  return dtype != DType::f64 || context(device.index).wide();
 }
 
 bool VulkanBackend::supports(OpFamily family, DType dtype) const {
@@ -537,6 +536,13 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                            const RawTensor& out) {
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
+  if (half_in_float32(ctx_of(out), a.dtype) && b.dtype == a.dtype) {
+    const RawTensor a32 = float32_copy(*this, a), b32 = float32_copy(*this, b);
+    if (to_bool) return binary(op, a32, b32, out);
+    const RawTensor o32 = float32_like(*this, out);
+    binary(op, a32, b32, o32);
+    return copy(o32, out);
+  }
   const int code = to_bool ? compare_code(op) : binary_code(op);
   // Floats: every op; integers: all but division (the front end divides them in float),
   // relu_backward, copysign, atan2 and hypot; Bool: the bitwise ops.
@@ -563,6 +569,12 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
   if (!out_in.is_contiguous()) {
     return into_contiguous(*this, out_in,
                            [&](const RawTensor& o) { where(cond_in, a_in, b_in, o); });
+  }
+  if (half_in_float32(ctx_of(out_in), out_in.dtype) && a_in.dtype == out_in.dtype &&
+      b_in.dtype == out_in.dtype) {
+    const RawTensor o32 = float32_like(*this, out_in);
+    where(cond_in, float32_copy(*this, a_in), float32_copy(*this, b_in), o32);
+    return copy(o32, out_in);
   }
   RawTensor cond = cond_in, a = a_in, b = b_in, out = out_in;
   collapse_dims({&cond, &a, &b, &out});
@@ -818,6 +830,13 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { unary(op, params, x, o); });
   }
+  if (half_in_float32(ctx_of(out), x.dtype) && out.numel() > 0) {
+    const RawTensor x32 = float32_copy(*this, x);
+    if (out.dtype != x.dtype) return unary(op, params, x32, out);  // the Bool-valued tests
+    const RawTensor o32 = float32_like(*this, out);
+    unary(op, params, x32, o32);
+    return copy(o32, out);
+  }
   if (x.dtype == DType::i64 && out.dtype == DType::i64 && out.numel() > 0 &&
       !context(x.device().index).wide() && int64_unary_in_pairs(*this, op, params, x, out)) {
     return;
@@ -891,6 +910,13 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                            const RawTensor& out) {
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { reduce(op, x, dims_mask, o); });
+  }
+  if (half_in_float32(ctx_of(out), x.dtype) && out.numel() > 0) {
+    const RawTensor x32 = float32_copy(*this, x);
+    if (out.dtype != x.dtype) return reduce(op, x32, dims_mask, out);  // all, any
+    const RawTensor o32 = float32_like(*this, out);
+    reduce(op, x32, dims_mask, o32);
+    return copy(o32, out);
   }
   // reduce.comp, in double and int64 for every dtype, or reduce_f32.comp for float32 amax and
   // amin (exact in float32) and, on a device without float64, float32 sums (which then lose the
