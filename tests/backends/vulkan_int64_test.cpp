@@ -217,7 +217,7 @@ TEST(Vulkan, Int64IndexingMatchesTheCpu) {
 // arithmetic, comparisons, where, indexing and extremes; within a rounding of the dtype for exp
 // (the driver's float exp on a device without float64), sums and matmul (other orders). ctest
 // runs this as a device without float64 too (`no_float64.`), where each op runs in float32.
-TEST(Vulkan, Float16ThroughFloat32MatchesTheCpu) {
+TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
   EMBER_REQUIRE_VULKAN();
   for (DType t : {DType::f16, DType::bf16}) {
     const std::string d(dtype_name(t));
@@ -246,6 +246,20 @@ TEST(Vulkan, Float16ThroughFloat32MatchesTheCpu) {
     near(sum(av, {1}), sum(a, {1}), d + " sum");
     near(matmul(av, transpose(bv, 0, 1)), matmul(a, transpose(b, 0, 1)), d + " matmul");
   }
+  // uint8, int8 and Bool there as int32: wrapped back to the byte, or "not zero".
+  const DynTensor u = cast(mul(input(Shape{5, 30}, 52), 150.0), DType::u8);
+  const DynTensor v = cast(mul(input(Shape{5, 30}, 53), 120.0), DType::u8);
+  const DynTensor uv = to_device(u, vk()), vv = to_device(v, vk());
+  expect_same(add(uv, vv), add(u, v), "uint8 add, wrapping");
+  expect_same(mul(uv, vv), mul(u, v), "uint8 mul, wrapping");
+  expect_same(maximum(cast(uv, DType::i8), cast(vv, DType::i8)),
+              maximum(cast(u, DType::i8), cast(v, DType::i8)), "int8 maximum");
+  const DynTensor p = gt(u, 90.0), q = lt(v, 80.0);
+  const DynTensor pv = to_device(p, vk()), qv = to_device(q, vk());
+  expect_same(logical_and(pv, qv), logical_and(p, q), "Bool logical_and");
+  expect_same(where(pv, uv, vv), where(p, u, v), "uint8 where");
+  expect_same(index_select(pv, 1, to_device(int64s({3, 0, 29}, Shape{3}), vk())),
+              index_select(p, 1, int64s({3, 0, 29}, Shape{3})), "Bool index_select");
   expect_no_validation_errors();
 }
 

@@ -260,20 +260,34 @@ inline void within_rank(Backend& be, std::initializer_list<RawTensor*> ts) {
   collapse_dims(ts);
 }
 
-// On a device without float64 the 16-bit floats' arithmetic (whose ANY variants compute in
-// double) runs in float32: operands widened exactly, the float32 kernel, the result rounded
-// once to nearest even, as the Cpu computes them in float.
+// On a device without float64 the 1- and 2-byte dtypes (whose ANY variants compute in double
+// and int64) run as a 4-byte one: the 16-bit floats as float32 (operands widened exactly, the
+// float32 kernel, the result rounded once to nearest even, as the Cpu computes them in float),
+// uint8, int8 and Bool as int32 (the result wrapped to the byte, or "not zero"). Returns t where
+// the device needs no stand-in.
+inline DType stand_in(const DeviceContext& c, DType t) {
+  if (c.wide()) return t;
+  if (t == DType::f16 || t == DType::bf16) return DType::f32;
+  if (t == DType::u8 || t == DType::i8 || t == DType::boolean) return DType::i32;
+  return t;
+}
 inline bool half_in_float32(const DeviceContext& c, DType t) {
-  return (t == DType::f16 || t == DType::bf16) && !c.wide();
+  return stand_in(c, t) == DType::f32 && t != DType::f32;
 }
-inline RawTensor float32_like(Backend& be, const RawTensor& t) {
-  return RawTensor{be.allocate(std::max<size_t>(t.numel() * 4, 1), t.device()), t.shape,
-                   contiguous_strides(t.shape), 0, DType::f32};
+inline RawTensor widened_like(Backend& be, const RawTensor& t, DType to) {
+  return RawTensor{be.allocate(std::max<size_t>(t.numel() * dtype_size(to), 1), t.device()),
+                   t.shape, contiguous_strides(t.shape), 0, to};
 }
-inline RawTensor float32_copy(Backend& be, const RawTensor& t) {
-  const RawTensor wide = float32_like(be, t);
+inline RawTensor widened(Backend& be, const RawTensor& t, DType to) {
+  const RawTensor wide = widened_like(be, t, to);
   be.copy(t, wide);
   return wide;
+}
+inline RawTensor float32_like(Backend& be, const RawTensor& t) {
+  return widened_like(be, t, DType::f32);
+}
+inline RawTensor float32_copy(Backend& be, const RawTensor& t) {
+  return widened(be, t, DType::f32);
 }
 
 // The checks of a kernel that reads x (strided) and writes out (contiguous).

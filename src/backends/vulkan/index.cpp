@@ -69,10 +69,10 @@ void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { gather(x, dim, index, o); });
   }
-  if (half_in_float32(ctx_of(out), out.dtype) && x.dtype == out.dtype) {
-    const RawTensor o32 = float32_like(*this, out);
-    gather(float32_copy(*this, x), dim, index, o32);
-    return copy(o32, out);
+  if (const DType to = stand_in(ctx_of(out), out.dtype); to != out.dtype && x.dtype == out.dtype) {
+    const RawTensor o4 = widened_like(*this, out, to);
+    gather(widened(*this, x, to), dim, index, o4);
+    return copy(o4, out);
   }
   IndexPush q{};
   q.dim = static_cast<uint32_t>(dim);
@@ -131,10 +131,10 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { index_select(x, dim, index, o); });
   }
-  if (half_in_float32(ctx_of(out), out.dtype) && x.dtype == out.dtype) {
-    const RawTensor o32 = float32_like(*this, out);
-    index_select(float32_copy(*this, x), dim, index, o32);
-    return copy(o32, out);
+  if (const DType to = stand_in(ctx_of(out), out.dtype); to != out.dtype && x.dtype == out.dtype) {
+    const RawTensor o4 = widened_like(*this, out, to);
+    index_select(widened(*this, x, to), dim, index, o4);
+    return copy(o4, out);
   }
   if (!binds(ctx_of(out), x) && index.dtype == DType::i64 && x.shape[dim] > 1) {
     return index_select_in_windows(*this, x, dim, index, out);

@@ -536,12 +536,12 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                            const RawTensor& out) {
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
-  if (half_in_float32(ctx_of(out), a.dtype) && b.dtype == a.dtype) {
-    const RawTensor a32 = float32_copy(*this, a), b32 = float32_copy(*this, b);
-    if (to_bool) return binary(op, a32, b32, out);
-    const RawTensor o32 = float32_like(*this, out);
-    binary(op, a32, b32, o32);
-    return copy(o32, out);
+  if (const DType to = stand_in(ctx_of(out), a.dtype); to != a.dtype && b.dtype == a.dtype) {
+    const RawTensor a4 = widened(*this, a, to), b4 = widened(*this, b, to);
+    if (to_bool) return binary(op, a4, b4, out);
+    const RawTensor o4 = widened_like(*this, out, to);
+    binary(op, a4, b4, o4);
+    return copy(o4, out);
   }
   const int code = to_bool ? compare_code(op) : binary_code(op);
   // Floats: every op; integers: all but division (the front end divides them in float),
@@ -570,11 +570,11 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
     return into_contiguous(*this, out_in,
                            [&](const RawTensor& o) { where(cond_in, a_in, b_in, o); });
   }
-  if (half_in_float32(ctx_of(out_in), out_in.dtype) && a_in.dtype == out_in.dtype &&
-      b_in.dtype == out_in.dtype) {
-    const RawTensor o32 = float32_like(*this, out_in);
-    where(cond_in, float32_copy(*this, a_in), float32_copy(*this, b_in), o32);
-    return copy(o32, out_in);
+  if (const DType to = stand_in(ctx_of(out_in), out_in.dtype);
+      to != out_in.dtype && a_in.dtype == out_in.dtype && b_in.dtype == out_in.dtype) {
+    const RawTensor o4 = widened_like(*this, out_in, to);
+    where(cond_in, widened(*this, a_in, to), widened(*this, b_in, to), o4);
+    return copy(o4, out_in);
   }
   RawTensor cond = cond_in, a = a_in, b = b_in, out = out_in;
   collapse_dims({&cond, &a, &b, &out});
