@@ -245,6 +245,17 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
     near(exp(av), exp(a), d + " exp");
     near(sum(av, {1}), sum(a, {1}), d + " sum");
     near(matmul(av, transpose(bv, 0, 1)), matmul(a, transpose(b, 0, 1)), d + " matmul");
+    near(cumsum(bv, 1), cumsum(b, 1), d + " cumsum");
+    expect_same(argmax(av, 1), argmax(a, 1), d + " argmax");
+    // A small CNN's layers: convolution with bias and pooling.
+    const DynTensor img = cast(input(Shape{2, 3, 9, 9}, 54), t),
+                    ker = cast(input(Shape{4, 3, 3, 3}, 55), t);
+    const DynTensor bias = cast(input(Shape{4}, 56), t);
+    const DynTensor imgv = to_device(img, vk()), kerv = to_device(ker, vk()),
+                    biasv = to_device(bias, vk());
+    near(conv2d(imgv, kerv, biasv), conv2d(img, ker, bias), d + " conv2d");
+    expect_same(max_pool2d(imgv, SpatialArg{2}), max_pool2d(img, SpatialArg{2}), d + " max_pool2d");
+    near(avg_pool2d(imgv, SpatialArg{3}), avg_pool2d(img, SpatialArg{3}), d + " avg_pool2d");
   }
   // uint8, int8 and Bool there as int32: wrapped back to the byte, or "not zero".
   const DynTensor u = cast(mul(input(Shape{5, 30}, 52), 150.0), DType::u8);

@@ -160,6 +160,12 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
   const char* op = "conv";
   check_conv(op, {&x, &w, &bias, &out});
   if (out.numel() == 0) return;
+  if (half_in_float32(ctx_of(out), out.dtype) && !coop_conv(out)) {  // binding.hpp's stand_in
+    const RawTensor o32 = float32_like(*this, out);
+    conv(float32_copy(*this, x), float32_copy(*this, w),
+         bias.defined() ? float32_copy(*this, bias) : bias, p, o32);
+    return copy(o32, out);
+  }
   if (x.numel() == 0 || w.numel() == 0) {  // empty sums: the bias alone
     if (!bias.defined()) return fill(out, Scalar(0.0));
   }
@@ -363,11 +369,21 @@ void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, con
 void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
                              const RawTensor& indices) {
   if (out.numel() == 0) return;
+  if (half_in_float32(ctx_of(out), out.dtype)) {  // binding.hpp's stand_in
+    const RawTensor o32 = float32_like(*this, out);
+    max_pool(float32_copy(*this, x), p, o32, indices);
+    return copy(o32, out);
+  }
   dispatch_pool(pool_push(x.shape, out.shape, p, 0), x, indices, out, "max_pool");
 }
 
 void VulkanBackend::avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) {
   if (out.numel() == 0) return;
+  if (half_in_float32(ctx_of(out), out.dtype)) {
+    const RawTensor o32 = float32_like(*this, out);
+    avg_pool(float32_copy(*this, x), p, o32);
+    return copy(o32, out);
+  }
   dispatch_pool(pool_push(x.shape, out.shape, p, 1), x, RawTensor(), out, "avg_pool");
 }
 

@@ -633,6 +633,11 @@ void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, cons
   }
   const bool f32 = x.dtype == DType::f32;  // else argreduce.comp's ANY variant
   if (values.numel() == 0) return;
+  if (half_in_float32(ctx_of(values), x.dtype)) {  // binding.hpp's stand_in
+    const RawTensor v32 = float32_like(*this, values);
+    arg_reduce(op, float32_copy(*this, x), dim, v32, indices);
+    return copy(v32, values);
+  }
   check_operands(name, x, values);
   EMBER_CHECK(indices.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(values);
@@ -670,6 +675,11 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
   // without float64.
   if (convert_code(x.dtype) < 0 || convert_code(out.dtype) < 0) no_kernel(name, x.dtype);
   if (out.numel() == 0) return;
+  if (half_in_float32(ctx_of(out), x.dtype) && out.dtype == x.dtype) {  // binding.hpp's stand_in
+    const RawTensor o32 = float32_like(*this, out);
+    scan(op, float32_copy(*this, x), dim, o32);
+    return copy(o32, out);
+  }
   check_operands(name, x, out);
   const int64_t len = x.shape[dim], rows = x.numel() / len;
   DeviceContext& c = ctx_of(out);
