@@ -62,9 +62,14 @@ void expect_same(const DynTensor& got, const DynTensor& want, const std::string&
   const DynTensor g = to_device(got, Device::cpu());
   if (want.dtype() == DType::i64) {
     EXPECT_EQ(g.to_vector<int64_t>(), want.to_vector<int64_t>()) << what;
-  } else {  // every other dtype holds its values exactly in a double
-    EXPECT_EQ(cast(g, DType::f64).to_vector<double>(), cast(want, DType::f64).to_vector<double>())
-        << what;
+  } else {  // every other dtype holds its values exactly in a double: the same bits, or NaN
+    const std::vector<double> a = cast(g, DType::f64).to_vector<double>();
+    const std::vector<double> b = cast(want, DType::f64).to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i) {
+      const bool same = std::isnan(a[i]) ? std::isnan(b[i])
+                                         : a[i] == b[i] && std::signbit(a[i]) == std::signbit(b[i]);
+      EXPECT_TRUE(same) << what << ": element " << i << " is " << a[i] << ", the Cpu's " << b[i];
+    }
   }
 }
 
@@ -271,6 +276,32 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
   expect_same(where(pv, uv, vv), where(p, u, v), "uint8 where");
   expect_same(index_select(pv, 1, to_device(int64s({3, 0, 29}, Shape{3}), vk())),
               index_select(p, 1, int64s({3, 0, 29}, Shape{3})), "Bool index_select");
+  expect_no_validation_errors();
+}
+
+// sort and topk, stable and NaN-last as the Cpu's, of float32 (ties, -0 and +0, NaN, a
+// subnormal), int64 past 32 bits, float16 and uint8; in two-word keys on a device without
+// float64 (`no_float64.`).
+TEST(Vulkan, Int64AndOtherSortsMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> f = {3.0f, -0.0f, 0.0f, nan, -2.5f, 1e-40f, 3.0f, -1e-40f, -2.5f, 7.0f};
+  const DynTensor floats = from_data(TensorData::from(f, Shape{2, 5}), Device::cpu());
+  const DynTensor wide = int64s(pick(4 * 18, 6), Shape{4, 18});
+  const DynTensor halves = cast(floats, DType::f16);
+  const DynTensor bytes = cast(mul(input(Shape{3, 11}, 57), 100.0), DType::u8);
+  for (const DynTensor& x : {floats, wide, halves, bytes}) {
+    const std::string d(dtype_name(x.dtype()));
+    const DynTensor xv = to_device(x, vk());
+    for (bool descending : {false, true}) {
+      const ValuesIndices got = sort(xv, 1, descending), want = sort(x, 1, descending);
+      expect_same(got.values, want.values, d + " sort values");
+      expect_same(got.indices, want.indices, d + " sort indices");
+    }
+    const ValuesIndices top = topk(xv, 2, 1), top_cpu = topk(x, 2, 1);
+    expect_same(top.values, top_cpu.values, d + " topk values");
+    expect_same(top.indices, top_cpu.indices, d + " topk indices");
+  }
   expect_no_validation_errors();
 }
 

@@ -47,6 +47,7 @@
 #include "shaders/scan_any.spv.h"
 #include "shaders/scan_f32.spv.h"
 #include "shaders/sort.spv.h"
+#include "shaders/sort_pair.spv.h"
 #include "shaders/sum_parts.spv.h"
 #include "shaders/sum_parts_f16.spv.h"
 #include "shaders/svd.spv.h"
@@ -101,6 +102,7 @@ inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
 inline constexpr std::span<const uint32_t> sort{sort_spv};
+inline constexpr std::span<const uint32_t> sort_pair{sort_pair_spv};
 inline constexpr std::span<const uint32_t> sum_parts{sum_parts_spv};
 inline constexpr std::span<const uint32_t> sum_parts_f16{sum_parts_f16_spv};
 inline constexpr std::span<const uint32_t> svd{svd_spv};

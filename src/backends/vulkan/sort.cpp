@@ -57,14 +57,17 @@ void select_sorted(const RawTensor& x, int dim, int64_t kout, bool descending,
                         Shape{rows * padded}, Strides{1}, 0, DType::i32};
   DeviceContext& c = ctx_of(x);
   std::lock_guard lock(c.mu);
-  check_wide(c, op, x.dtype);  // elements.glsl
+  // elements.glsl, or sort.comp's PAIR variant (keys in two 32-bit words) without its features
+  const bool pair = !c.wide() && x.dtype != DType::f64;
+  if (!pair) check_wide(c, op, x.dtype);
   const Bound bx = bind_bytes(c, x), bk = bind(c, keys), bo = bind(c, order),
               bv = bind_bytes(c, values), bi = bind(c, indices);
   p.x_base = bx.base;
   p.v_base = bv.base;
   p.i_word = bi.base * 2;
   const Binding bs[] = {bx.binding, bk.binding, bo.binding, bv.binding, bi.binding};
-  const Pipeline& pipeline = c.pipeline("sort", shaders::sort, 5, sizeof p);
+  const Pipeline& pipeline = pair ? c.pipeline("sort_pair", shaders::sort_pair, 5, sizeof p)
+                                  : c.pipeline("sort", shaders::sort, 5, sizeof p);
   p.mode = 0;
   c.dispatch(pipeline, bs, &p, sizeof p, groups_for(rows * padded));
   p.mode = 1;
