@@ -273,6 +273,13 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
   const DynTensor p = gt(u, 90.0), q = lt(v, 80.0);
   const DynTensor pv = to_device(p, vk()), qv = to_device(q, vk());
   expect_same(logical_and(pv, qv), logical_and(p, q), "Bool logical_and");
+  expect_same(logical_not(pv), logical_not(p), "Bool logical_not");
+  expect_same(neg(uv), neg(u), "uint8 neg, wrapping");
+  expect_same(clamp(uv, Scalar(-5), Scalar(100)), clamp(u, Scalar(-5), Scalar(100)), "uint8 clamp");
+  expect_same(clamp_max(uv, Scalar(-5)), clamp_max(u, Scalar(-5)), "uint8 clamp_max below 0");
+  const DynTensor w = cast(sub(mul(input(Shape{5, 30}, 58), 4e9), 4e9), DType::i32);
+  expect_same(abs(to_device(w, vk())), abs(w), "int32 abs");
+  expect_same(sign(to_device(w, vk())), sign(w), "int32 sign");
   expect_same(where(pv, uv, vv), where(p, u, v), "uint8 where");
   expect_same(index_select(pv, 1, to_device(int64s({3, 0, 29}, Shape{3}), vk())),
               index_select(p, 1, int64s({3, 0, 29}, Shape{3})), "Bool index_select");

@@ -773,22 +773,28 @@ int64_t int_bound(DType t, double v) {
   });
 }
 
-// int64's unary ops on a device without the WIDE variants, from the PAIR variants' binary ops,
-// comparisons, casts and where (unary.comp's integers are in its ANY variant, which needs
-// them): neg, abs, sign, square, relu and clamp, wrapping as the Cpu's.
-bool int64_unary_in_pairs(VulkanBackend& be, UnaryOp op, const UnaryParams& params,
-                          const RawTensor& x, const RawTensor& out) {
+// Integer unary ops on a device without the WIDE variants (unary.comp's integers are in its ANY
+// variant, which needs them), composed from the binary ops, comparisons, casts and where that
+// int32 and int64 (PAIR) have there: neg, abs, sign, square, relu and clamp, wrapping as the
+// Cpu's, and logical_not. x is int32 or int64, out x's dtype (Bool for logical_not); clamp's
+// bounds are converted to `bounds`, the dtype x stands in for.
+bool int_unary_composed(VulkanBackend& be, UnaryOp op, const UnaryParams& params,
+                        const RawTensor& x, const RawTensor& out, DType bounds) {
   auto temp = [&](DType t) {
     return RawTensor{be.allocate(std::max<size_t>(x.numel() * dtype_size(t), 1), x.device()),
                      x.shape, contiguous_strides(x.shape), 0, t};
   };
-  auto scalar = [&](int64_t v) {  // v broadcast to x's shape
-    RawTensor one{be.allocate(8, x.device()), Shape{}, Strides{}, 0, DType::i64};
+  auto scalar = [&](int64_t v) {  // v in x's dtype, broadcast to x's shape
+    RawTensor one{be.allocate(8, x.device()), Shape{}, Strides{}, 0, x.dtype};
     be.fill(one, Scalar(v));
     one.shape = x.shape;
     one.strides = Shape::filled(x.rank(), 0);
     return one;
   };
+  if (op == UnaryOp::LogicalNot) {
+    be.binary(BinaryOp::Eq, x, scalar(0), out);
+    return true;
+  }
   switch (op) {
     case UnaryOp::Neg:
       be.binary(BinaryOp::Sub, scalar(0), x, out);
@@ -800,7 +806,7 @@ bool int64_unary_in_pairs(VulkanBackend& be, UnaryOp op, const UnaryParams& para
       be.binary(BinaryOp::Maximum, x, scalar(0), out);
       return true;
     case UnaryOp::Abs: {
-      const RawTensor negated = temp(DType::i64), below = temp(DType::boolean);
+      const RawTensor negated = temp(x.dtype), below = temp(DType::boolean);
       be.binary(BinaryOp::Sub, scalar(0), x, negated);
       be.binary(BinaryOp::Lt, x, scalar(0), below);
       be.where(below, negated, x, out);
@@ -808,7 +814,7 @@ bool int64_unary_in_pairs(VulkanBackend& be, UnaryOp op, const UnaryParams& para
     }
     case UnaryOp::Sign: {  // (x > 0) - (x < 0)
       const RawTensor above = temp(DType::boolean), below = temp(DType::boolean);
-      const RawTensor up = temp(DType::i64), down = temp(DType::i64);
+      const RawTensor up = temp(x.dtype), down = temp(x.dtype);
       be.binary(BinaryOp::Gt, x, scalar(0), above);
       be.binary(BinaryOp::Lt, x, scalar(0), below);
       be.copy(above, up);
@@ -819,12 +825,12 @@ bool int64_unary_in_pairs(VulkanBackend& be, UnaryOp op, const UnaryParams& para
     case UnaryOp::Clamp: {
       RawTensor from = x;
       if (params.has_a) {
-        const RawTensor lifted = params.has_b ? temp(DType::i64) : out;
-        be.binary(BinaryOp::Maximum, x, scalar(int_bound(DType::i64, params.a)), lifted);
+        const RawTensor lifted = params.has_b ? temp(x.dtype) : out;
+        be.binary(BinaryOp::Maximum, x, scalar(int_bound(bounds, params.a)), lifted);
         from = lifted;
       }
       if (params.has_b)
-        be.binary(BinaryOp::Minimum, from, scalar(int_bound(DType::i64, params.b)), out);
+        be.binary(BinaryOp::Minimum, from, scalar(int_bound(bounds, params.b)), out);
       if (!params.has_a && !params.has_b) be.copy(x, out);
       return true;
     }
@@ -847,9 +853,17 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
     unary(op, params, x32, o32);
     return copy(o32, out);
   }
-  if (x.dtype == DType::i64 && out.dtype == DType::i64 && out.numel() > 0 &&
-      !context(x.device().index).wide() && int64_unary_in_pairs(*this, op, params, x, out)) {
-    return;
+  if (!ctx_of(out).wide() && out.numel() > 0 && !is_floating(x.dtype) &&
+      (out.dtype == x.dtype || (op == UnaryOp::LogicalNot && out.dtype == DType::boolean))) {
+    // Integers and Bool, composed; the 1-byte ones as int32 (binding.hpp's stand_in).
+    const DType to = stand_in(ctx_of(out), x.dtype);
+    const RawTensor x4 = to == x.dtype ? x : widened(*this, x, to);
+    if (op == UnaryOp::LogicalNot || to == x.dtype) {
+      if (int_unary_composed(*this, op, params, x4, out, x.dtype)) return;
+    } else {
+      const RawTensor o4 = widened_like(*this, out, to);
+      if (int_unary_composed(*this, op, params, x4, o4, x.dtype)) return copy(o4, out);
+    }
   }
   if (returns_bool(op) && (x.dtype == DType::f32 || x.dtype == DType::f64) &&
       out.dtype == DType::boolean) {
