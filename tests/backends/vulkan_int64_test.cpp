@@ -230,6 +230,7 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
     const DynTensor b = cast(input(Shape{6, 40}, 51), t);
     const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
     expect_same(add(av, bv), add(a, b), d + " add");
+    expect_same(mul(av, 0.375), mul(a, 0.375), d + " mul by a scalar (broadcast)");
     expect_same(mul(av, bv), mul(a, b), d + " mul");
     expect_same(div(av, bv), div(a, b), d + " div");
     expect_same(neg(av), neg(a), d + " neg");
@@ -274,6 +275,17 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
   const DynTensor pv = to_device(p, vk()), qv = to_device(q, vk());
   expect_same(logical_and(pv, qv), logical_and(p, q), "Bool logical_and");
   expect_same(logical_not(pv), logical_not(p), "Bool logical_not");
+  expect_same(pv & qv, p & q, "Bool bitwise_and");
+  expect_same(pv ^ qv, p ^ q, "Bool bitwise_xor");
+  expect_same(bitwise_not(pv), bitwise_not(p), "Bool bitwise_not");
+  expect_same(uv | vv, u | v, "uint8 bitwise_or");
+  const DynTensor edges = cast(int64s({-128, 127, -1, 0, 5, -7}, Shape{6}), DType::i8);
+  const DynTensor ev = to_device(edges, vk());
+  expect_same(abs(ev), abs(edges), "int8 abs of -128, wrapping");
+  expect_same(neg(ev), neg(edges), "int8 neg");
+  expect_same(bitwise_not(ev), bitwise_not(edges), "int8 bitwise_not");
+  expect_same(clamp(ev, Scalar(-300), Scalar(3)), clamp(edges, Scalar(-300), Scalar(3)),
+              "int8 clamp past its range");
   expect_same(neg(uv), neg(u), "uint8 neg, wrapping");
   expect_same(clamp(uv, Scalar(-5), Scalar(100)), clamp(u, Scalar(-5), Scalar(100)), "uint8 clamp");
   expect_same(clamp_max(uv, Scalar(-5)), clamp_max(u, Scalar(-5)), "uint8 clamp_max below 0");
@@ -297,7 +309,10 @@ TEST(Vulkan, Int64AndOtherSortsMatchTheCpu) {
   const DynTensor wide = int64s(pick(4 * 18, 6), Shape{4, 18});
   const DynTensor halves = cast(floats, DType::f16);
   const DynTensor bytes = cast(mul(input(Shape{3, 11}, 57), 100.0), DType::u8);
-  for (const DynTensor& x : {floats, wide, halves, bytes}) {
+  const DynTensor signed_bytes = cast(sub(mul(input(Shape{3, 11}, 59), 200.0), 200.0), DType::i8);
+  const DynTensor ints = cast(sub(mul(input(Shape{3, 11}, 60), 4e9), 4e9), DType::i32);
+  for (const DynTensor& x :
+       {floats, wide, halves, bytes, signed_bytes, ints, cast(floats, DType::bf16)}) {
     const std::string d(dtype_name(x.dtype()));
     const DynTensor xv = to_device(x, vk());
     for (bool descending : {false, true}) {

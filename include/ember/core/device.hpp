@@ -35,7 +35,8 @@ int device_count(DeviceType type);
 
 /// Whether tensors of `dtype` can be computed on the device: false for float64 on a GPU without
 /// it (Apple, Intel Arc and Mali GPUs through Vulkan), as PyTorch's MPS device has no float64.
-/// Its ops then fail naming the device; the other dtypes work everywhere.
+/// Its ops then fail naming the device. The other dtypes are there everywhere, though on such a
+/// GPU a few of their ops still need float64 (docs/VULKAN.md lists them).
 bool has_dtype(Device device, DType dtype);
 
 /// The device that creation functions and layers use when none is given (Cpu unless set), as

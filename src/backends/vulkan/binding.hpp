@@ -264,7 +264,8 @@ inline void within_rank(Backend& be, std::initializer_list<RawTensor*> ts) {
 // and int64) run as a 4-byte one: the 16-bit floats as float32 (operands widened exactly, the
 // float32 kernel, the result rounded once to nearest even, as the Cpu computes them in float),
 // uint8, int8 and Bool as int32 (the result wrapped to the byte, or "not zero"). Returns t where
-// the device needs no stand-in.
+// the device needs no stand-in. Callers check the op and dtypes first, so that an op the dtype
+// does not have is refused naming it.
 inline DType stand_in(const DeviceContext& c, DType t) {
   if (c.wide()) return t;
   if (t == DType::f16 || t == DType::bf16) return DType::f32;
@@ -278,9 +279,21 @@ inline RawTensor widened_like(Backend& be, const RawTensor& t, DType to) {
   return RawTensor{be.allocate(std::max<size_t>(t.numel() * dtype_size(to), 1), t.device()),
                    t.shape, contiguous_strides(t.shape), 0, to};
 }
+// t in dtype `to`; its broadcast dims (stride 0: a scalar operand, a bias) widened once and
+// broadcast again, not copied out to full size.
 inline RawTensor widened(Backend& be, const RawTensor& t, DType to) {
-  const RawTensor wide = widened_like(be, t, to);
-  be.copy(t, wide);
+  RawTensor compact = t;
+  for (int d = 0; d < t.rank(); ++d) {
+    if (t.strides[d] == 0) compact.shape[d] = 1;
+  }
+  RawTensor wide = widened_like(be, compact, to);
+  be.copy(compact, wide);
+  for (int d = 0; d < t.rank(); ++d) {
+    if (t.strides[d] == 0) {
+      wide.shape[d] = t.shape[d];
+      wide.strides[d] = 0;
+    }
+  }
   return wide;
 }
 inline RawTensor float32_like(Backend& be, const RawTensor& t) {

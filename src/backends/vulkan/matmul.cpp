@@ -104,8 +104,10 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
     return into_contiguous(*this, out, [&](const RawTensor& o) { matmul(a, b, o); });
   }
   const DeviceContext& dc = ctx_of(out);
-  if (half_in_float32(dc, out.dtype) && !dc.cooperative() && !dc.emulated_cooperative() &&
-      out.numel() > 0 && a.dtype == out.dtype && b.dtype == out.dtype) {
+  const bool tensor_cores =
+      out.dtype == DType::f16 && (dc.cooperative() || dc.emulated_cooperative());
+  if (half_in_float32(dc, out.dtype) && !tensor_cores && out.numel() > 0 && a.dtype == out.dtype &&
+      b.dtype == out.dtype) {
     const RawTensor o32 = float32_like(*this, out);
     matmul(float32_copy(*this, a), float32_copy(*this, b), o32);
     return copy(o32, out);

@@ -536,6 +536,19 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
                            const RawTensor& out) {
   const char* name = op_name(op).data();
   const bool to_bool = compare_code(op) >= 0 && out.dtype == DType::boolean;
+  const int code = to_bool ? compare_code(op) : binary_code(op);
+  // Floats: every op; integers: all but division (the front end divides them in float),
+  // relu_backward, copysign, atan2 and hypot; Bool: the bitwise ops.
+  const bool is_float = is_floating(a.dtype);
+  // integer ops of the word variants (the bitwise ones of int32 and int64 too)
+  const bool word_op =
+      code < 3 || code == 4 || code == 5 ||
+      ((a.dtype == DType::i32 || a.dtype == DType::i64) && code >= 14 && code <= 16);
+  const bool int_op = word_op || code == 8 || code >= 11;
+  const bool typed = convert_code(a.dtype) >= 0 &&
+                     (to_bool || is_float || (a.dtype == DType::boolean ? code >= 14 : int_op)) &&
+                     b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
+  if (code < 0 || !typed) no_kernel(name, a.dtype);
   if (const DType to = stand_in(ctx_of(out), a.dtype); to != a.dtype && b.dtype == a.dtype) {
     const RawTensor a4 = widened(*this, a, to), b4 = widened(*this, b, to);
     if (to_bool) return binary(op, a4, b4, out);
@@ -543,16 +556,6 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
     binary(op, a4, b4, o4);
     return copy(o4, out);
   }
-  const int code = to_bool ? compare_code(op) : binary_code(op);
-  // Floats: every op; integers: all but division (the front end divides them in float),
-  // relu_backward, copysign, atan2 and hypot; Bool: the bitwise ops.
-  const bool is_float = is_floating(a.dtype);
-  const bool word_op = code < 3 || code == 4 || code == 5;  // integer ops of the word variants
-  const bool int_op = word_op || code == 8 || code >= 11;
-  const bool typed = convert_code(a.dtype) >= 0 &&
-                     (to_bool || is_float || (a.dtype == DType::boolean ? code >= 14 : int_op)) &&
-                     b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
-  if (code < 0 || !typed) no_kernel(name, a.dtype);
   // float32 division in double where the device has it: a driver's float division may be off
   // by 2.5 ulps (NVIDIA's is), while the double quotient rounds to the Cpu's float exactly.
   const bool exact_div = code == 3 && a.dtype == DType::f32 && ctx_of(out).wide();
@@ -571,7 +574,8 @@ void VulkanBackend::where(const RawTensor& cond_in, const RawTensor& a_in, const
                            [&](const RawTensor& o) { where(cond_in, a_in, b_in, o); });
   }
   if (const DType to = stand_in(ctx_of(out_in), out_in.dtype);
-      to != out_in.dtype && a_in.dtype == out_in.dtype && b_in.dtype == out_in.dtype) {
+      to != out_in.dtype && a_in.dtype == out_in.dtype && b_in.dtype == out_in.dtype &&
+      cond_in.dtype == DType::boolean) {
     const RawTensor o4 = widened_like(*this, out_in, to);
     where(cond_in, widened(*this, a_in, to), widened(*this, b_in, to), o4);
     return copy(o4, out_in);
@@ -795,7 +799,24 @@ bool int_unary_composed(VulkanBackend& be, UnaryOp op, const UnaryParams& params
     be.binary(BinaryOp::Eq, x, scalar(0), out);
     return true;
   }
+  if (op == UnaryOp::IsNan || op == UnaryOp::IsInf) {  // never, for an integer
+    be.fill(out, Scalar(false));
+    return true;
+  }
   switch (op) {
+    case UnaryOp::BitwiseNot:  // ~x = -1 - x; a Bool's is its logical not
+      if (bounds == DType::boolean) {
+        be.binary(BinaryOp::Eq, x, scalar(0), out);
+      } else {
+        be.binary(BinaryOp::Sub, scalar(-1), x, out);
+      }
+      return true;
+    case UnaryOp::Floor:  // an integer rounds to itself
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc:
+      be.copy(x, out);
+      return true;
     case UnaryOp::Neg:
       be.binary(BinaryOp::Sub, scalar(0), x, out);
       return true;
@@ -854,11 +875,13 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
     return copy(o32, out);
   }
   if (!ctx_of(out).wide() && out.numel() > 0 && !is_floating(x.dtype) &&
-      (out.dtype == x.dtype || (op == UnaryOp::LogicalNot && out.dtype == DType::boolean))) {
+      (out.dtype == x.dtype || (returns_bool(op) && out.dtype == DType::boolean))) {
     // Integers and Bool, composed; the 1-byte ones as int32 (binding.hpp's stand_in).
     const DType to = stand_in(ctx_of(out), x.dtype);
     const RawTensor x4 = to == x.dtype ? x : widened(*this, x, to);
-    if (op == UnaryOp::LogicalNot || to == x.dtype) {
+    if (out.dtype == DType::boolean && (returns_bool(op) || op == UnaryOp::BitwiseNot)) {
+      if (int_unary_composed(*this, op, params, x4, out, x.dtype)) return;  // written as Bool
+    } else if (to == x.dtype) {
       if (int_unary_composed(*this, op, params, x4, out, x.dtype)) return;
     } else {
       const RawTensor o4 = widened_like(*this, out, to);

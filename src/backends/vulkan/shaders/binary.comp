@@ -74,6 +74,9 @@ WORD apply(uint op, WORD xb, WORD yb) {
     case 2u: return WORD(x * y);
     case 4u: return WORD(max(x, y));
     case 5u: return WORD(min(x, y));
+    case 14u: return xb & yb;  // bitwise and, or, xor
+    case 15u: return xb | yb;
+    case 16u: return xb ^ yb;
   }
   return WORD(0);
 }
