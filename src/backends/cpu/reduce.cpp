@@ -51,7 +51,12 @@ struct Policy {
   }
   // NaN propagates through max and min, as in PyTorch.
   static Acc step(Acc a, C v) {
-    if constexpr (kOp == ReduceOp::Sum || kOp == ReduceOp::Mean) {
+    // Integer sums and products wrap, computed unsigned (overflowing int64 is undefined).
+    if constexpr ((kOp == ReduceOp::Sum || kOp == ReduceOp::Mean) && std::is_same_v<Acc, int64_t>) {
+      return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(v));
+    } else if constexpr (kOp == ReduceOp::Prod && std::is_same_v<Acc, int64_t>) {
+      return static_cast<Acc>(static_cast<uint64_t>(a) * static_cast<uint64_t>(v));
+    } else if constexpr (kOp == ReduceOp::Sum || kOp == ReduceOp::Mean) {
       return a + static_cast<Acc>(v);
     } else if constexpr (kOp == ReduceOp::Prod) {
       return a * static_cast<Acc>(v);
@@ -68,6 +73,10 @@ struct Policy {
   static Acc merge(Acc a, Acc b) {
     if constexpr (kOp == ReduceOp::Amax || kOp == ReduceOp::Amin) {
       return a != a ? a : step(a, b);
+    } else if constexpr (std::is_same_v<Acc, int64_t> && kOp == ReduceOp::Prod) {  // as step's
+      return static_cast<Acc>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+    } else if constexpr (std::is_same_v<Acc, int64_t>) {
+      return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
     } else if constexpr (kOp == ReduceOp::Prod) {
       return a * b;
     } else if constexpr (kOp == ReduceOp::All) {

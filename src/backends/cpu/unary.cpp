@@ -196,15 +196,20 @@ void unary_bool(UnaryOp op, const RawTensor& x, const RawTensor& out) {
 
 template <class T>
 void unary_int(UnaryOp op, const UnaryParams& prm, const RawTensor& x, const RawTensor& out) {
+  // Negation and squares wrap, computed unsigned (-INT64_MIN is INT64_MIN, as in PyTorch) rather
+  // than overflowing, which is undefined.
+  using U = std::make_unsigned_t<T>;
+  const auto negated = [](T v) { return static_cast<T>(U(0) - static_cast<U>(v)); };
   switch (op) {
     case UnaryOp::Neg:
-      return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(-v); });
+      return map_unary<T, T>(x, out, negated);
     case UnaryOp::Abs:
-      return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(v < 0 ? -v : v); });
+      return map_unary<T, T>(x, out, [&](T v) { return v < 0 ? negated(v) : v; });
     case UnaryOp::Sign:
       return map_unary<T, T>(x, out, [](T v) { return static_cast<T>((v > 0) - (v < 0)); });
     case UnaryOp::Square:
-      return map_unary<T, T>(x, out, [](T v) { return static_cast<T>(v * v); });
+      return map_unary<T, T>(
+          x, out, [](T v) { return static_cast<T>(static_cast<U>(v) * static_cast<U>(v)); });
     case UnaryOp::Relu:
       return map_unary<T, T>(x, out, [](T v) { return v < 0 ? T(0) : v; });
     case UnaryOp::Floor:
