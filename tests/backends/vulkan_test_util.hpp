@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <ember/backends/vulkan/vulkan.hpp>
 #include <ember/ember.hpp>
 
@@ -24,6 +26,17 @@ inline DynTensor input(const Shape& s, uint64_t seed) {
 inline double max_abs_diff(const DynTensor& a, const DynTensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   return amax(abs(sub(cast(a, DType::f64), cast(b, DType::f64))), {}).item<double>();
+}
+
+// Runs f, which must raise an ember::Error whose message contains `part`.
+template <class F>
+void expect_error(const F& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
 }
 
 inline void expect_no_validation_errors() {
