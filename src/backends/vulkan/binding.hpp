@@ -156,14 +156,32 @@ void collapse_dims(const List& ts) {
   }
 }
 
+// A contiguous temporary of that shape and dtype on `device`.
+inline RawTensor fresh(Backend& be, const Shape& shape, DType dtype, Device device) {
+  return RawTensor{be.allocate(std::max<size_t>(shape.numel() * dtype_size(dtype), 1), device),
+                   shape, contiguous_strides(shape), 0, dtype};
+}
+inline RawTensor fresh_like(Backend& be, const RawTensor& t) {
+  return fresh(be, t.shape, t.dtype, t.device());
+}
+
+// `value` in `dtype`, one element broadcast (stride 0) to `shape`: a scalar operand.
+inline RawTensor broadcast_scalar(Backend& be, const Scalar& value, DType dtype, const Shape& shape,
+                                  Device device) {
+  RawTensor one = fresh(be, Shape{}, dtype, device);
+  be.fill(one, value);
+  one.shape = shape;
+  one.strides = Shape::filled(shape.rank(), 0);
+  return one;
+}
+
 // Runs `kernel`, which writes a contiguous output, on `out`, or on a contiguous temporary then
 // copied into `out` when that is a strided view (an in-place op on a slice, a transposed
 // destination): one pass more, for the rare case.
 template <class F>
 void into_contiguous(Backend& be, const RawTensor& out, const F& kernel) {
   if (out.is_contiguous()) return kernel(out);
-  const RawTensor tmp{be.allocate(std::max<size_t>(out.nbytes(), 1), out.device()), out.shape,
-                      contiguous_strides(out.shape), 0, out.dtype};
+  const RawTensor tmp = fresh_like(be, out);
   kernel(tmp);
   be.copy(tmp, out);
 }
@@ -173,8 +191,7 @@ void into_contiguous(Backend& be, const RawTensor& out, const F& kernel) {
 template <class F>
 void through_contiguous(Backend& be, const RawTensor& inout, const F& kernel) {
   if (inout.is_contiguous()) return kernel(inout);
-  const RawTensor tmp{be.allocate(std::max<size_t>(inout.nbytes(), 1), inout.device()), inout.shape,
-                      contiguous_strides(inout.shape), 0, inout.dtype};
+  const RawTensor tmp = fresh_like(be, inout);
   be.copy(inout, tmp);
   kernel(tmp);
   be.copy(tmp, inout);
@@ -252,8 +269,7 @@ inline void within_rank(Backend& be, std::initializer_list<RawTensor*> ts) {
   if ((*ts.begin())->rank() <= kMaxRank) return;
   for (RawTensor* t : ts) {
     if (t->is_contiguous()) continue;
-    const RawTensor packed{be.allocate(std::max<size_t>(t->nbytes(), 1), t->device()), t->shape,
-                           contiguous_strides(t->shape), 0, t->dtype};
+    const RawTensor packed = fresh_like(be, *t);
     be.copy(*t, packed);
     *t = packed;
   }
@@ -276,8 +292,7 @@ inline bool half_in_float32(const DeviceContext& c, DType t) {
   return stand_in(c, t) == DType::f32 && t != DType::f32;
 }
 inline RawTensor widened_like(Backend& be, const RawTensor& t, DType to) {
-  return RawTensor{be.allocate(std::max<size_t>(t.numel() * dtype_size(to), 1), t.device()),
-                   t.shape, contiguous_strides(t.shape), 0, to};
+  return fresh(be, t.shape, to, t.device());
 }
 // t in dtype `to`; its broadcast dims (stride 0: a scalar operand, a bias) widened once and
 // broadcast again, not copied out to full size.

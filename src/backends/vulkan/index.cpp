@@ -93,18 +93,10 @@ void index_select_in_windows(VulkanBackend& be, const RawTensor& x, int dim, con
   const int64_t len = x.shape[dim];
   int64_t rows = len;
   while (rows > 1 && !binds(c, narrowed(x, dim, 0, rows))) rows = (rows + 1) / 2;
-  auto temp = [&](const Shape& s, DType t) {
-    return RawTensor{be.allocate(std::max<size_t>(s.numel() * dtype_size(t), 1), out.device()), s,
-                     contiguous_strides(s), 0, t};
-  };
-  auto scalar = [&](int64_t v, const Shape& s) {  // v broadcast to s
-    RawTensor one = temp(Shape{}, DType::i64);
-    be.fill(one, Scalar(v));
-    one.shape = s;
-    one.strides = Shape::filled(s.rank(), 0);
-    return one;
-  };
+  const Device device = out.device();
+  auto temp = [&](const Shape& s, DType t) { return fresh(be, s, t, device); };
   const Shape& n = index.shape;
+  auto scalar = [&](int64_t v) { return broadcast_scalar(be, Scalar(v), DType::i64, n, device); };
   const RawTensor shifted = temp(n, DType::i64), rest = temp(n, DType::i64),
                   product = temp(n, DType::i64), inside = temp(n, DType::boolean),
                   piece = temp(out.shape, out.dtype);
@@ -115,10 +107,10 @@ void index_select_in_windows(VulkanBackend& be, const RawTensor& x, int dim, con
   be.fill(out, Scalar(0.0));
   for (int64_t first = 0; first < len; first += rows) {
     const int64_t count = std::min(rows, len - first);
-    be.binary(BinaryOp::Sub, index, scalar(first, n), shifted);
-    be.binary(BinaryOp::Sub, scalar(first + count - 1, n), index, rest);
+    be.binary(BinaryOp::Sub, index, scalar(first), shifted);
+    be.binary(BinaryOp::Sub, scalar(first + count - 1), index, rest);
     be.binary(BinaryOp::Mul, shifted, rest, product);
-    be.binary(BinaryOp::Ge, product, scalar(0, n), inside);
+    be.binary(BinaryOp::Ge, product, scalar(0), inside);
     be.index_select(narrowed(x, dim, first, count), dim, shifted, piece);
     be.where(mask, piece, out, out);
   }

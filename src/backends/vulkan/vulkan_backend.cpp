@@ -416,12 +416,7 @@ void VulkanBackend::fill(const RawTensor& dst, const Scalar& value) {
   if (dst.numel() == 0) return;
   if (!dst.is_contiguous()) {
     // A strided view (a slice being assigned): the value in one element, copied with stride 0.
-    RawTensor one{allocate(dtype_size(dst.dtype), dst.device()), Shape{}, Strides{}, 0, dst.dtype};
-    fill(one, value);
-    RawTensor broadcast = one;
-    broadcast.shape = dst.shape;
-    broadcast.strides = Shape::filled(dst.rank(), 0);
-    return copy(broadcast, dst);
+    return copy(broadcast_scalar(*this, value, dst.dtype, dst.shape, dst.device()), dst);
   }
   if (!binds(ctx_of(dst), dst)) {  // wider than a binding: in pieces
     RawTensor flat = dst;
@@ -473,10 +468,9 @@ void dispatch_binary(bool to_bool, int code, const RawTensor& a_in, const RawTen
     // compare.comp writes whole words from its output's first byte: a piece of a Bool output
     // that starts inside a word (a tensor wider than a binding, split) goes through a fresh one.
     Backend& be = backend();
-    const RawTensor fresh{be.allocate(out.nbytes(), out.device()), out.shape,
-                          contiguous_strides(out.shape), 0, out.dtype};
-    dispatch_binary(to_bool, code, a, b, fresh, name, any);
-    return be.copy(fresh, out);
+    const RawTensor whole_words = fresh_like(be, out);
+    dispatch_binary(to_bool, code, a, b, whole_words, name, any);
+    return be.copy(whole_words, out);
   }
   const bool is_int = a.dtype == DType::i32 || a.dtype == DType::i64;
   // 4-byte elements as words, 8-byte ones in the WIDE variants, the others in the ANY ones.
@@ -560,8 +554,7 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   // by 2.5 ulps (NVIDIA's is), while the double quotient rounds to the Cpu's float exactly.
   const bool exact_div = code == 3 && a.dtype == DType::f32 && ctx_of(out).wide();
   // int64 on a device without the WIDE variants: its PAIR ops, the others refused.
-  const bool pair =
-      a.dtype == DType::i64 && !ctx_of(out).wide() && (word_op || (code >= 14 && code <= 16));
+  const bool pair = int64_in_pairs(ctx_of(out), a.dtype) && word_op;
   const bool any = !to_bool && !pair && (is_float ? code > 7 || exact_div : !word_op);
   into_contiguous(*this, out,
                   [&](const RawTensor& o) { dispatch_binary(to_bool, code, a, b, o, name, any); });
@@ -784,16 +777,9 @@ int64_t int_bound(DType t, double v) {
 // bounds are converted to `bounds`, the dtype x stands in for.
 bool int_unary_composed(VulkanBackend& be, UnaryOp op, const UnaryParams& params,
                         const RawTensor& x, const RawTensor& out, DType bounds) {
-  auto temp = [&](DType t) {
-    return RawTensor{be.allocate(std::max<size_t>(x.numel() * dtype_size(t), 1), x.device()),
-                     x.shape, contiguous_strides(x.shape), 0, t};
-  };
-  auto scalar = [&](int64_t v) {  // v in x's dtype, broadcast to x's shape
-    RawTensor one{be.allocate(8, x.device()), Shape{}, Strides{}, 0, x.dtype};
-    be.fill(one, Scalar(v));
-    one.shape = x.shape;
-    one.strides = Shape::filled(x.rank(), 0);
-    return one;
+  auto temp = [&](DType t) { return fresh(be, x.shape, t, x.device()); };
+  auto scalar = [&](int64_t v) {  // in x's dtype
+    return broadcast_scalar(be, Scalar(v), x.dtype, x.shape, x.device());
   };
   if (op == UnaryOp::LogicalNot) {
     be.binary(BinaryOp::Eq, x, scalar(0), out);
