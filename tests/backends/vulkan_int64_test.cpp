@@ -322,6 +322,49 @@ TEST(Vulkan, Int64AndOtherSortsMatchTheCpu) {
   expect_no_validation_errors();
 }
 
+// Scans, argmax/argmin and nonzero of the integers and Bool, and all/any/nonzero of floats: as
+// the Cpu's, bit for bit. On a device without float64 (`no_float64.`) the integers scan and
+// compare as int64 in two words, and the others are tested against zero into a Bool first.
+TEST(Vulkan, Int64ScansExtremesAndNonzeroMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor wide = transpose(int64s(pick(18 * 5, 7), Shape{18, 5}), 0, 1);  // [5, 18]
+  const DynTensor ints = cast(sub(mul(input(Shape{5, 18}, 61), 4e9), 4e9), DType::i32);
+  const DynTensor bytes = cast(mul(input(Shape{5, 18}, 62), 100.0), DType::u8);
+  const DynTensor flags = gt(input(Shape{5, 18}, 63), 1.0);
+  for (const DynTensor& x : {wide, ints, bytes, cast(bytes, DType::i8), flags}) {
+    const std::string d(dtype_name(x.dtype()));
+    const DynTensor xv = to_device(x, vk());
+    expect_same(cumsum(xv, 1), cumsum(x, 1), d + " cumsum");  // wraps past int64's ends
+    expect_same(cumprod(xv, 0), cumprod(x, 0), d + " cumprod");
+    for (int dim : {0, 1}) {  // ties go to the first index
+      expect_same(argmax(xv, dim), argmax(x, dim), d + " argmax");
+      expect_same(argmin(xv, dim), argmin(x, dim), d + " argmin");
+      const ValuesIndices got = max(xv, dim), want = max(x, dim);
+      expect_same(got.values, want.values, d + " max values");
+    }
+    expect_same(nonzero(xv), nonzero(x), d + " nonzero");
+  }
+  // A high word alone set (2^32) is nonzero; NaN is nonzero, -0 is not.
+  const DynTensor high = int64s({0, int64_t{1} << 32, 0, kMin, 3, 0}, Shape{2, 3});
+  expect_same(nonzero(to_device(high, vk())), nonzero(high), "int64 nonzero, high words");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const DynTensor f = from_data(
+      TensorData::from(std::vector<float>{0.0f, -0.0f, nan, 1e-40f, 0.0f, -2.0f, 0.0f, -0.0f},
+                       Shape{2, 4}),
+      Device::cpu());
+  for (const DynTensor& x : {f, cast(f, DType::f16), cast(f, DType::bf16)}) {
+    const std::string d(dtype_name(x.dtype()));
+    const DynTensor xv = to_device(x, vk());
+    expect_same(nonzero(xv), nonzero(x), d + " nonzero");
+    expect_same(nonzero(transpose(xv, 0, 1)), nonzero(transpose(x, 0, 1)), d + " strided nonzero");
+    for (const Dims& dims : {Dims{}, Dims{1}, Dims{0}}) {
+      expect_same(all(xv, dims), all(x, dims), d + " all");
+      expect_same(any(xv, dims), any(x, dims), d + " any");
+    }
+  }
+  expect_no_validation_errors();
+}
+
 // The first failed check's reported value, through the backend's queue as the front end uses it.
 RangeError first_failure(const DynTensor& x, double lo, double hi) {
   RangeCheck check;

@@ -173,6 +173,14 @@ RawTensor VulkanBackend::nonzero(const RawTensor& x) {
                      Shape{rows, rank}, Strides{rank, 1}, 0, DType::i64};
   };
   if (numel == 0) return empty_result(0);
+  DeviceContext& c = ctx_of(x);
+  if (!c.wide() && x.dtype != DType::boolean) {
+    // On a device without float64 nonzero.comp reads Bools alone (its BOOL variant): x != 0
+    // first, as the Cpu tests it (NaN is nonzero, -0 is not).
+    const RawTensor set = fresh(*this, x.shape, DType::boolean, x.device());
+    binary(BinaryOp::Ne, x, broadcast_scalar(*this, Scalar(0), x.dtype, x.shape, x.device()), set);
+    return nonzero(set);
+  }
   constexpr int64_t kBlock = 1024;  // nonzero.comp's: 256 invocations, 4 elements each
   const int64_t blocks = (numel + kBlock - 1) / kBlock;
   RawTensor counts{allocate(static_cast<size_t>(blocks + 1) * 4, x.device()), Shape{blocks + 1},
@@ -189,17 +197,18 @@ RawTensor VulkanBackend::nonzero(const RawTensor& x) {
   p.blocks = static_cast<uint32_t>(blocks);
   put_shape(x.shape, p.shape);
   put_strides(x, p.stride);
-  DeviceContext& c = ctx_of(x);
   const uint32_t groups = static_cast<uint32_t>(std::min<int64_t>(blocks, 65535));
   auto run = [&](uint32_t mode, const RawTensor& out, uint32_t workgroups) {
     std::lock_guard lock(c.mu);
-    check_wide(c, op, x.dtype);  // elements.glsl
+    const bool bytes = !c.wide();  // x is Bool there: the BOOL variant
     const Bound bx = bind_bytes(c, x), bc = bind(c, counts), bo = bind(c, out);
     p.mode = mode;
     p.x_base = bx.base;
     p.out_word = bo.base * 2;
     const Binding bs[] = {bx.binding, bc.binding, bo.binding};
-    c.dispatch(c.pipeline("nonzero", shaders::nonzero, 3, sizeof p), bs, &p, sizeof p, workgroups);
+    c.dispatch(bytes ? c.pipeline("nonzero_bool", shaders::nonzero_bool, 3, sizeof p)
+                     : c.pipeline("nonzero", shaders::nonzero, 3, sizeof p),
+               bs, &p, sizeof p, workgroups);
   };
   run(0, counts, groups);  // the count per block (out unused: counts stands in)
   run(1, counts, 1);       // offsets and the total

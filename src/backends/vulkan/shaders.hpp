@@ -8,6 +8,7 @@
 #include "shaders/adam.spv.h"
 #include "shaders/argreduce_any.spv.h"
 #include "shaders/argreduce_f32.spv.h"
+#include "shaders/argreduce_pair.spv.h"
 #include "shaders/binary32.spv.h"
 #include "shaders/binary64.spv.h"
 #include "shaders/binary_any.spv.h"
@@ -37,6 +38,7 @@
 #include "shaders/matmul_coop_emulated.spv.h"
 #include "shaders/matmul_tiled.spv.h"
 #include "shaders/nonzero.spv.h"
+#include "shaders/nonzero_bool.spv.h"
 #include "shaders/pool_any.spv.h"
 #include "shaders/pool_f32.spv.h"
 #include "shaders/range.spv.h"
@@ -46,6 +48,7 @@
 #include "shaders/reduce_pair.spv.h"
 #include "shaders/scan_any.spv.h"
 #include "shaders/scan_f32.spv.h"
+#include "shaders/scan_pair.spv.h"
 #include "shaders/sort.spv.h"
 #include "shaders/sort_pair.spv.h"
 #include "shaders/sum_parts.spv.h"
@@ -63,6 +66,7 @@ namespace ember::vulkan::shaders {
 inline constexpr std::span<const uint32_t> adam{adam_spv};
 inline constexpr std::span<const uint32_t> argreduce_any{argreduce_any_spv};
 inline constexpr std::span<const uint32_t> argreduce_f32{argreduce_f32_spv};
+inline constexpr std::span<const uint32_t> argreduce_pair{argreduce_pair_spv};
 inline constexpr std::span<const uint32_t> binary32{binary32_spv};
 inline constexpr std::span<const uint32_t> binary64{binary64_spv};
 inline constexpr std::span<const uint32_t> binary_pair{binary_pair_spv};
@@ -92,6 +96,7 @@ inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
 inline constexpr std::span<const uint32_t> matmul_coop_emulated{matmul_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
+inline constexpr std::span<const uint32_t> nonzero_bool{nonzero_bool_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
 inline constexpr std::span<const uint32_t> range{range_spv};
@@ -101,6 +106,7 @@ inline constexpr std::span<const uint32_t> reduce_pair{reduce_pair_spv};
 inline constexpr std::span<const uint32_t> reduce_f32{reduce_f32_spv};
 inline constexpr std::span<const uint32_t> scan_any{scan_any_spv};
 inline constexpr std::span<const uint32_t> scan_f32{scan_f32_spv};
+inline constexpr std::span<const uint32_t> scan_pair{scan_pair_spv};
 inline constexpr std::span<const uint32_t> sort{sort_spv};
 inline constexpr std::span<const uint32_t> sort_pair{sort_pair_spv};
 inline constexpr std::span<const uint32_t> sum_parts{sum_parts_spv};

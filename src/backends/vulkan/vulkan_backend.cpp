@@ -628,18 +628,25 @@ void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, cons
   if (convert_code(x.dtype) < 0 || values.dtype != x.dtype || indices.dtype != DType::i64) {
     no_kernel(name, x.dtype);
   }
-  const bool f32 = x.dtype == DType::f32;  // else argreduce.comp's ANY variant
+  const bool f32 = x.dtype == DType::f32;  // else argreduce.comp's ANY or PAIR variant
   if (values.numel() == 0) return;
   if (half_in_float32(ctx_of(values), x.dtype)) {  // binding.hpp's stand_in
     const RawTensor v32 = float32_like(*this, values);
     arg_reduce(op, float32_copy(*this, x), dim, v32, indices);
     return copy(v32, values);
   }
+  // Integers and Bool on a device without float64: as int64, in the PAIR variant.
+  const bool pair = !ctx_of(values).wide() && !is_floating(x.dtype);
+  if (pair && x.dtype != DType::i64) {
+    const RawTensor v64 = widened_like(*this, values, DType::i64);
+    arg_reduce(op, widened(*this, x, DType::i64), dim, v64, indices);
+    return copy(v64, values);
+  }
   check_operands(name, x, values);
   EMBER_CHECK(indices.is_contiguous(), "[", name, "] the Vulkan backend writes contiguous outputs");
   DeviceContext& c = ctx_of(values);
   std::lock_guard lock(c.mu);
-  if (!f32) check_wide(c, name, x.dtype);
+  if (!f32 && !pair) check_wide(c, name, x.dtype);
   struct {
     uint32_t count, rank, len, op;
     uint32_t x_base, v_base, i_word, type;
@@ -661,15 +668,16 @@ void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, cons
   put_strides(x, p.stride);
   const Binding bs[] = {bx.binding, bv.binding, bi.binding};
   constexpr int64_t kMaxGroups = 65535;  // a workgroup an output, looping past this
-  c.dispatch(f32 ? c.pipeline("argreduce_f32", shaders::argreduce_f32, 3, sizeof p)
-                 : c.pipeline("argreduce_any", shaders::argreduce_any, 3, sizeof p),
+  c.dispatch(f32    ? c.pipeline("argreduce_f32", shaders::argreduce_f32, 3, sizeof p)
+             : pair ? c.pipeline("argreduce_pair", shaders::argreduce_pair, 3, sizeof p)
+                    : c.pipeline("argreduce_any", shaders::argreduce_any, 3, sizeof p),
              bs, &p, sizeof p, static_cast<uint32_t>(std::min(values.numel(), kMaxGroups)));
 }
 
 void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor& out) {
   const char* name = op_name(op).data();
-  // In double or int64 as the Cpu (scan.comp's ANY variant), or float32 in float32 on a device
-  // without float64.
+  // In double or int64 as the Cpu (scan.comp's ANY variant), or on a device without float64
+  // float32 in float32 and the integers and Bool as int64 in two words (the PAIR variant).
   if (convert_code(x.dtype) < 0 || convert_code(out.dtype) < 0) no_kernel(name, x.dtype);
   if (out.numel() == 0) return;
   if (half_in_float32(ctx_of(out), x.dtype) && out.dtype == x.dtype) {  // binding.hpp's stand_in
@@ -677,12 +685,18 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
     scan(op, float32_copy(*this, x), dim, o32);
     return copy(o32, out);
   }
+  const bool pair = !ctx_of(out).wide() && !is_floating(x.dtype) && !is_floating(out.dtype);
+  if (pair && (x.dtype != DType::i64 || out.dtype != DType::i64)) {
+    const RawTensor o64 = widened_like(*this, out, DType::i64);
+    scan(op, widened(*this, x, DType::i64), dim, o64);
+    return copy(o64, out);
+  }
   check_operands(name, x, out);
   const int64_t len = x.shape[dim], rows = x.numel() / len;
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 && !c.wide();
-  if (!f32) check_wide(c, name, x.dtype);
+  if (!f32 && !pair) check_wide(c, name, x.dtype);
   struct {
     uint32_t rows, rank, len, op;
     uint32_t x_base, out_base;
@@ -711,8 +725,9 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
   put_strides(out, p.out_stride);
   const Binding bs[] = {bx.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // a workgroup a row, looping past this
-  c.dispatch(f32 ? c.pipeline("scan_f32", shaders::scan_f32, 2, sizeof p)
-                 : c.pipeline("scan_any", shaders::scan_any, 2, sizeof p),
+  c.dispatch(f32    ? c.pipeline("scan_f32", shaders::scan_f32, 2, sizeof p)
+             : pair ? c.pipeline("scan_pair", shaders::scan_pair, 2, sizeof p)
+                    : c.pipeline("scan_any", shaders::scan_any, 2, sizeof p),
              bs, &p, sizeof p, static_cast<uint32_t>(std::min(rows, kMaxGroups)));
 }
 
@@ -950,6 +965,14 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
     const RawTensor o32 = float32_like(*this, out);
     reduce(op, x32, dims_mask, o32);
     return copy(o32, out);
+  }
+  if (!ctx_of(out).wide() && is_floating(x.dtype) && out.dtype == DType::boolean &&
+      (op == ReduceOp::All || op == ReduceOp::Any) && out.numel() > 0) {
+    // all and any of floats on a device without float64: of x != 0 (NaN is true), a Bool.
+    const RawTensor set = fresh(*this, x.shape, DType::boolean, x.device());
+    binary(BinaryOp::Ne, x, broadcast_scalar(*this, Scalar(0.0), x.dtype, x.shape, x.device()),
+           set);
+    return reduce(op, set, dims_mask, out);
   }
   // reduce.comp, in double and int64 for every dtype, or reduce_f32.comp for float32 amax and
   // amin (exact in float32) and, on a device without float64, float32 sums (which then lose the

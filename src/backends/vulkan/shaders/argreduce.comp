@@ -1,7 +1,9 @@
 // argmax / argmin along one dim of a strided operand (rank up to 6), as the Cpu's: NaN wins (the
 // first NaN), then the larger (smaller) value, ties to the first index. float32 in the default
 // variant; every dtype in the ANY one (elements.glsl), which keeps each element's bits and
-// decodes them to compare (floats in double, integers in int64: exact). The value goes to a
+// decodes them to compare (floats in double, integers in int64: exact); int64 in two 32-bit
+// words in the PAIR one (word.glsl), which takes every integer dtype on a device without
+// float64 (the host widens them to int64 first). The value goes to a
 // contiguous output of x's dtype, the index to a contiguous int64 one (two 32-bit words, the high
 // one zero). A workgroup per output: each invocation scans every 256th element, then a tree in
 // shared memory in a fixed order.
@@ -13,6 +15,11 @@ layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 1) buffer V { uint v[]; };
 #define VALUE uint64_t  // the element's own bits, decoded to compare
+#elif defined(PAIR)  // int64 as (low, high) words
+#include "word.glsl"
+layout(std430, set = 0, binding = 0) readonly buffer X { uvec2 x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer V { uvec2 v[]; };
+#define VALUE uvec2
 #else
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer V { float v[]; };
@@ -53,6 +60,12 @@ bool beats(VALUE a, uint ia, VALUE b, uint ib) {
   return p.op == 0u ? x > y : x < y;
 }
 VALUE load(int at) { return LOAD_BITS(x, p.type, uint(at)); }
+#elif defined(PAIR)
+bool beats(VALUE a, uint ia, VALUE b, uint ib) {
+  if (a == b) return ia < ib;
+  return p.op == 0u ? pair_less(b, a) : pair_less(a, b);
+}
+VALUE load(int at) { return x[at]; }
 #else
 bool beats(VALUE a, uint ia, VALUE b, uint ib) { return beats_float(a, ia, b, ib); }
 VALUE load(int at) { return x[at]; }

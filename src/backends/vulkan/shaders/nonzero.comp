@@ -5,10 +5,14 @@
 //   mode 2: each block writes the coordinates of its nonzero elements, in row-major order, from
 //           its offset: a scan over the invocations' counts in shared memory places each one
 // The host reads the total between modes 1 and 2 to size the output, as PyTorch's nonzero
-// synchronises. Coordinates are int64, two 32-bit words each.
+// synchronises. Coordinates are int64, two 32-bit words each. The BOOL variant reads a Bool
+// operand's bytes alone and needs no 64-bit type: on a device without float64 the host tests
+// other dtypes against zero into a Bool first.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifndef BOOL
 #include "elements.glsl"
+#endif
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 1) buffer Counts { uint counts[]; };
@@ -29,7 +33,11 @@ bool nonzero_at(uint i) {
     at += int(rest % p.shape[d]) * p.stride[d];
     rest /= p.shape[d];
   }
+#ifdef BOOL
+  return ((x[uint(at) >> 2u] >> (8u * (uint(at) & 3u))) & 255u) != 0u;
+#else
   return truthy(p.type, LOAD_BITS(x, p.type, uint(at)));
+#endif
 }
 
 // part[] as an inclusive scan of its values (Hillis-Steele, in a fixed order).

@@ -4,7 +4,9 @@
 // order (the same bits from run to run). The default variant is float32, summing in float32
 // where the Cpu keeps double (they differ in the last bits); the ANY variant (elements.glsl)
 // takes every dtype as the Cpu does: floats in double, integers and Bool in int64 (an int64
-// output), each value held as 64 bits.
+// output), each value held as 64 bits. The PAIR variant (word.glsl) scans int64 in two 32-bit
+// words, wrapping as the Cpu's: the integers on a device without float64 (the host widens
+// them to int64 first).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
@@ -13,6 +15,11 @@ layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 1) buffer Out { uint o[]; };
 #define VALUE uint64_t
+#elif defined(PAIR)
+#include "word.glsl"
+layout(std430, set = 0, binding = 0) readonly buffer X { uvec2 x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { uvec2 o[]; };
+#define VALUE uvec2
 #else
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Out { float o[]; };
@@ -53,6 +60,11 @@ void store(int at, VALUE v) {
   const uint64_t bits = floats() ? float_bits(t, uint64BitsToDouble(v)) : int_bits(t, int64_t(v));
   STORE_BITS(o, t, uint(at), bits);
 }
+#elif defined(PAIR)
+VALUE identity() { return uvec2(p.op == 0u ? 0u : 1u, 0u); }
+VALUE combine(VALUE a, VALUE b) { return p.op == 0u ? pair_add(a, b) : pair_mul(a, b); }
+VALUE load(int at) { return x[at]; }
+void store(int at, VALUE v) { o[at] = v; }
 #else
 VALUE identity() { return p.op == 0u ? 0.0 : 1.0; }
 VALUE combine(VALUE a, VALUE b) { return p.op == 0u ? a + b : a * b; }
