@@ -213,6 +213,14 @@ TEST(Vulkan, Int64IndexingMatchesTheCpu) {
   expect_no_validation_errors();
 }
 
+// Within a rounding of a 16-bit float's dtype, relative (others orders of sums, a driver's exp).
+void expect_near(const DynTensor& got, const DynTensor& want, const std::string& what) {
+  const double tol = want.dtype() == DType::f16 ? 2e-3 : 1.6e-2;
+  const DynTensor g = cast(to_device(got, Device::cpu()), DType::f64);
+  const DynTensor w = cast(want, DType::f64);
+  EXPECT_LE(amax(div(abs(sub(g, w)), add(abs(w), 1e-2)), {}).item<double>(), tol) << what;
+}
+
 // float16 and bfloat16 against the Cpu, which computes them in float: exactly for the rounded
 // arithmetic, comparisons, where, indexing and extremes; within a rounding of the dtype for exp
 // (the driver's float exp on a device without float64), sums and matmul (other orders). ctest
@@ -237,11 +245,8 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
         from_data(TensorData::from(std::vector<int64_t>{5, 0, 2}, Shape{3}), Device::cpu());
     expect_same(index_select(av, 0, to_device(rows, vk())), index_select(a, 0, rows),
                 d + " index_select");
-    const double tol = t == DType::f16 ? 2e-3 : 1.6e-2;  // a rounding of the dtype, relative
     const auto near = [&](const DynTensor& got, const DynTensor& want, const std::string& what) {
-      const DynTensor g = cast(to_device(got, Device::cpu()), DType::f64);
-      const DynTensor w = cast(want, DType::f64);
-      EXPECT_LE(amax(div(abs(sub(g, w)), add(abs(w), 1e-2)), {}).item<double>(), tol) << what;
+      expect_near(got, want, what);
     };
     near(exp(av), exp(a), d + " exp");
     near(sum(av, {1}), sum(a, {1}), d + " sum");
@@ -290,6 +295,68 @@ TEST(Vulkan, NarrowDtypesThroughWiderOnesMatchTheCpu) {
   expect_same(where(pv, uv, vv), where(p, u, v), "uint8 where");
   expect_same(index_select(pv, 1, to_device(int64s({3, 0, 29}, Shape{3}), vk())),
               index_select(p, 1, int64s({3, 0, 29}, Shape{3})), "Bool index_select");
+  expect_no_validation_errors();
+}
+
+// The gradients of a small CNN's layers in float16 and bfloat16 (convolution, pooling), and
+// scatters of the 1- and 2-byte dtypes (gather's and index_select's gradients): on a device
+// without float64 (`no_float64.`) through float32 and int32, the 16-bit floats' scatters
+// rounded at each step as the Cpu's, so that they match it exactly.
+TEST(Vulkan, NarrowDtypesGradientsAndScattersMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  for (DType t : {DType::f16, DType::bf16}) {
+    const std::string d(dtype_name(t));
+    const DynTensor img = cast(input(Shape{2, 3, 9, 9}, 64), t),
+                    ker = cast(input(Shape{4, 3, 3, 3}, 65), t),
+                    bias = cast(input(Shape{4}, 66), t);
+    const auto layer_grads = [](const DynTensor& x, const DynTensor& w, const DynTensor& b) {
+      const DynTensor xg = require_grad(x), wg = require_grad(w), bg = require_grad(b);
+      const DynTensor y = relu(conv2d(xg, wg, bg));
+      const DynTensor pooled = add(max_pool2d(y, SpatialArg{2}), avg_pool2d(y, SpatialArg{2}));
+      const DynTensor seed = to_device(cast(input(pooled.shape(), 67), x.dtype()), x.device());
+      return grad(pooled, {xg, wg, bg}, seed);
+    };
+    const std::vector<DynTensor> got = layer_grads(to_device(img, vk()), to_device(ker, vk()),
+                                                   to_device(bias, vk())),
+                                 want = layer_grads(img, ker, bias);
+    expect_near(got[0], want[0], d + " conv's and pooling's input gradient");
+    expect_near(got[1], want[1], d + " conv's weight gradient");
+    expect_near(got[2], want[2], d + " conv's bias gradient");
+    // Eleven values into each of few places: each step rounded to the dtype.
+    const DynTensor x = cast(input(Shape{3, 5}, 68), t);
+    const DynTensor src = cast(mul(input(Shape{3, 33}, 69), 3.3), t);
+    std::vector<int64_t> idx(3 * 33);
+    for (size_t i = 0; i < idx.size(); ++i)
+      idx[i] = static_cast<int64_t>((i * 7) % 5 == 3 ? 0 : i % 3);
+    const DynTensor index = int64s(idx, Shape{3, 33});
+    const DynTensor xv = to_device(x, vk()), sv = to_device(src, vk()), iv = to_device(index, vk());
+    expect_same(scatter_add(xv, 1, iv, sv), scatter_add(x, 1, index, src), d + " scatter_add");
+    for (const char* reduce : {"prod", "amax", "amin"}) {
+      expect_same(scatter_reduce(xv, 1, iv, sv, reduce), scatter_reduce(x, 1, index, src, reduce),
+                  d + " scatter_reduce " + reduce);
+    }
+    expect_same(scatter(xv, 1, iv, sv), scatter(x, 1, index, src), d + " scatter");
+    const DynTensor rows = int64s({2, 0, 2, 2, 1, 0}, Shape{6});
+    const DynTensor add_src = cast(input(Shape{6, 5}, 70), t);
+    expect_same(index_add(xv, 0, to_device(rows, vk()), to_device(add_src, vk())),
+                index_add(x, 0, rows, add_src), d + " index_add");
+  }
+  const DynTensor bytes = cast(mul(input(Shape{3, 5}, 71), 100.0), DType::u8);
+  const DynTensor more = cast(mul(input(Shape{3, 33}, 72), 100.0), DType::u8);
+  std::vector<int64_t> idx(3 * 33);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i % 4);
+  const DynTensor index = int64s(idx, Shape{3, 33});
+  const DynTensor iv = to_device(index, vk());
+  for (const DynTensor& x : {bytes, cast(bytes, DType::i8), gt(bytes, 60.0)}) {
+    const DynTensor src = x.dtype() == DType::boolean ? gt(more, 40.0) : cast(more, x.dtype());
+    const std::string d(dtype_name(x.dtype()));
+    const DynTensor xv = to_device(x, vk()), sv = to_device(src, vk());
+    expect_same(scatter_add(xv, 1, iv, sv), scatter_add(x, 1, index, src), d + " scatter_add");
+    for (const char* reduce : {"prod", "amax", "amin"}) {
+      expect_same(scatter_reduce(xv, 1, iv, sv, reduce), scatter_reduce(x, 1, index, src, reduce),
+                  d + " scatter_reduce " + reduce);
+    }
+  }
   expect_no_validation_errors();
 }
 

@@ -197,6 +197,11 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
   check_conv(op, {&grad_out, &w, &grad_in});
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0 || w.numel() == 0) return fill(grad_in, Scalar(0.0));
+  if (half_in_float32(ctx_of(grad_in), grad_in.dtype) && !coop_conv(grad_in)) {  // stand_in
+    const RawTensor g32 = float32_like(*this, grad_in);
+    conv_backward_data(float32_copy(*this, grad_out), float32_copy(*this, w), p, g32);
+    return copy(g32, grad_in);
+  }
   ConvPush q = conv_push(grad_in.shape, w.shape, grad_out.shape, p);
   q.mode = 1;
   const bool coop = coop_conv(grad_in);
@@ -225,6 +230,14 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
   if (grad_out.numel() == 0) {  // nothing summed
     if (grad_w.numel() > 0) fill(grad_w, Scalar(0.0));
     if (grad_bias.defined() && grad_bias.numel() > 0) fill(grad_bias, Scalar(0.0));
+    return;
+  }
+  if (half_in_float32(ctx_of(grad_out), grad_out.dtype) && !coop_conv(grad_w)) {  // stand_in
+    const RawTensor w32 = float32_like(*this, grad_w);
+    const RawTensor b32 = grad_bias.defined() ? float32_like(*this, grad_bias) : grad_bias;
+    conv_backward_weight(float32_copy(*this, x), float32_copy(*this, grad_out), p, w32, b32);
+    copy(w32, grad_w);
+    if (grad_bias.defined()) copy(b32, grad_bias);
     return;
   }
   ConvPush q = conv_push(x.shape, grad_w.shape, grad_out.shape, p);
@@ -392,6 +405,11 @@ void VulkanBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
   EMBER_CHECK(indices.defined(), "[max_pool_backward] needs the forward's indices");
+  if (half_in_float32(ctx_of(grad_in), grad_in.dtype)) {  // binding.hpp's stand_in
+    const RawTensor g32 = float32_like(*this, grad_in);
+    max_pool_backward(float32_copy(*this, grad_out), indices, p, g32);
+    return copy(g32, grad_in);
+  }
   dispatch_pool(pool_push(grad_in.shape, grad_out.shape, p, 2), grad_out, indices, grad_in,
                 "max_pool_backward");
 }
@@ -400,6 +418,11 @@ void VulkanBackend::avg_pool_backward(const RawTensor& grad_out, const PoolParam
                                       const RawTensor& grad_in) {
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
+  if (half_in_float32(ctx_of(grad_in), grad_in.dtype)) {
+    const RawTensor g32 = float32_like(*this, grad_in);
+    avg_pool_backward(float32_copy(*this, grad_out), p, g32);
+    return copy(g32, grad_in);
+  }
   dispatch_pool(pool_push(grad_in.shape, grad_out.shape, p, 3), grad_out, RawTensor(), grad_in,
                 "avg_pool_backward");
 }

@@ -61,6 +61,19 @@ void dispatch_index(IndexPush q, const RawTensor& a, const RawTensor& index, con
              bs, &q, sizeof q, groups_for(out.numel()));
 }
 
+// scatter's dispatch: q.mode may hold the rounding bits already.
+void scatter_into(IndexPush q, ScatterReduce reduce, const RawTensor& dst, int dim,
+                  const RawTensor& index, const RawTensor& src) {
+  const char* op = scatter_name(reduce);
+  q.dim = static_cast<uint32_t>(dim);
+  q.mode |= 2 + static_cast<uint32_t>(reduce);
+  q.bound = dst.rank() == 0 ? 1u : static_cast<uint32_t>(dst.shape[dim]);
+  put_strides(index, q.i_stride);
+  put_shape(index.shape, q.i_shape);
+  if (dst.rank() == 0) q.i_shape[0] = static_cast<uint32_t>(index.numel());  // 0-d: 0 or [k]
+  dispatch_index(q, src, index, dst, op);
+}
+
 }  // namespace
 
 void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
@@ -141,20 +154,22 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
 
 void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                             const RawTensor& index, const RawTensor& src) {
-  const char* op = scatter_name(reduce);
   if (dst.numel() == 0 || index.numel() == 0) return;
   if (!dst.is_contiguous()) {
     return through_contiguous(*this, dst,
                               [&](const RawTensor& d) { scatter(reduce, d, dim, index, src); });
   }
   IndexPush q{};
-  q.dim = static_cast<uint32_t>(dim);
-  q.mode = 2 + static_cast<uint32_t>(reduce);
-  q.bound = dst.rank() == 0 ? 1u : static_cast<uint32_t>(dst.shape[dim]);
-  put_strides(index, q.i_stride);
-  put_shape(index.shape, q.i_shape);
-  if (dst.rank() == 0) q.i_shape[0] = static_cast<uint32_t>(index.numel());  // 0-d: 0 or [k]
-  dispatch_index(q, src, index, dst, op);
+  // On a device without float64 the 1- and 2-byte dtypes as 4-byte ones (binding.hpp's
+  // stand_in), the 16-bit floats rounded to their dtype at each step as the Cpu's.
+  const DType to = stand_in(ctx_of(dst), dst.dtype);
+  if (to != dst.dtype && src.dtype == dst.dtype) {
+    q.mode = dst.dtype == DType::f16 ? 512u : dst.dtype == DType::bf16 ? 1024u : 0u;
+    const RawTensor d4 = widened(*this, dst, to);
+    scatter_into(q, reduce, d4, dim, index, widened(*this, src, to));
+    return copy(d4, dst);
+  }
+  scatter_into(q, reduce, dst, dim, index, src);
 }
 
 }  // namespace ember::vulkan

@@ -15,6 +15,9 @@
 #include "elements.glsl"
 #endif
 #include "word.glsl"
+#if !defined(WIDE) && !defined(PAIR)
+#include "half.glsl"
+#endif
 layout(local_size_x = 256) in;
 #ifdef ANY
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
@@ -32,8 +35,9 @@ layout(std430, set = 0, binding = 2) buffer Out { WORD o[]; };
 #endif
 layout(std430, set = 0, binding = 1) readonly buffer Idx { uint idx[]; };
 layout(push_constant) uniform Params {
-  uint count, rank, dim, mode;  // mode: low byte as above, bit 8: integer elements, bits 16-23:
-                                // the dtype (ANY: convert_code in vulkan_backend.cpp)
+  uint count, rank, dim, mode;  // mode: low byte as above, bit 8: integer elements, bit 9 (10):
+                                // float32 rounded to float16 (bfloat16), bits 16-23: the dtype
+                                // (ANY: convert_code in vulkan_backend.cpp)
   uint a_base, i_word, o_base, bound;  // bound: the indexed dim's size
   uint shape[6];                       // out's
   int i_stride[6];                     // idx's (gather, index_select: dim only)
@@ -82,12 +86,15 @@ WORD combine(uint r, WORD acc, WORD v) {
     return WORD(min(x, y));
   }
   const FLOAT x = AS_FLOAT(acc), y = AS_FLOAT(v);
-  switch (r) {
-    case 1u: return FLOAT_BITS(x + y);
-    case 2u: return FLOAT_BITS(x * y);
-    case 3u: return FLOAT_BITS(isnan(x) || isnan(y) ? x + y : max(x, y));  // NaN propagates
-  }
-  return FLOAT_BITS(isnan(x) || isnan(y) ? x + y : min(x, y));
+  const bool nan = isnan(x) || isnan(y);  // NaN propagates
+  const FLOAT f = r == 1u ? x + y : r == 2u ? x * y : nan ? x + y : r == 3u ? max(x, y) : min(x, y);
+#ifndef WIDE
+  // float16 and bfloat16 standing in float32 (a device without float64): rounded each step, as
+  // the Cpu rounds its float compute type.
+  if ((p.mode & 512u) != 0u) return FLOAT_BITS(half_to_float(to_f16(f)));
+  if ((p.mode & 1024u) != 0u) return to_bf16(f) << 16u;
+#endif
+  return FLOAT_BITS(f);
 #endif
 }
 
