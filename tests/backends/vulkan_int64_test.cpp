@@ -432,6 +432,87 @@ TEST(Vulkan, Int64ScansExtremesAndNonzeroMatchTheCpu) {
   expect_no_validation_errors();
 }
 
+// float32's pow, atan2, hypot, remainder, fmod and floor_divide, and the integers' pow, division
+// and shifts: in double and int64 where the device has them, and as a device without float64
+// (`no_float64.`) in float32 (fmod exact; pow, atan2 and hypot by the driver's functions, with
+// C's zeros, infinities and signs) and int32 or two words.
+TEST(Vulkan, Float32BinaryMathAndIntegerDivisionMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  using Binary = DynTensor (*)(const DynTensor&, const DynTensor&);
+  const std::vector<std::pair<const char*, Binary>> exact = {
+      {"remainder", remainder}, {"fmod", fmod}, {"floor_divide", floor_divide}};
+  const std::vector<std::pair<const char*, Binary>> rounded = {
+      {"pow", pow}, {"atan2", atan2}, {"hypot", hypot}};
+  const DynTensor a = sub(mul(input(Shape{6, 40}, 73), 40.0), 40.0);  // both signs, up to 40
+  const DynTensor b = sub(mul(input(Shape{6, 40}, 74), 3.0), 3.0);
+  const DynTensor base = input(Shape{6, 40}, 75), exponent = sub(mul(b, 4.0), 1.0);
+  const DynTensor av = to_device(a, vk()), bv = to_device(b, vk());
+  for (const auto& [name, f] : exact) expect_same(f(av, bv), f(a, b), name);
+  for (const auto& [name, f] : rounded) {
+    const bool is_pow = std::string(name) == "pow";
+    const DynTensor x = is_pow ? base : a, y = is_pow ? exponent : b;
+    const DynTensor want = f(x, y);
+    const DynTensor got = to_device(f(to_device(x, vk()), to_device(y, vk())), Device::cpu());
+    EXPECT_LE(amax(div(abs(sub(got, want)), abs(want)), {}).item<double>(), 4e-6) << name;
+  }
+  // Zeros, infinities, NaN, negative bases and huge quotients: the Cpu's values and signs
+  // (pow, atan2 and hypot within 4e-6 where finite).
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> edges = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f,  -3.0f, 0.5f,
+                                    inf,  -inf,  nan,  7.5f,  -2.5f, 3e38f, 1e-30f};
+  const int64_t n = static_cast<int64_t>(edges.size());
+  const DynTensor ex = from_data(TensorData::from(edges, Shape{n, 1}), Device::cpu());
+  const DynTensor ey = from_data(TensorData::from(edges, Shape{1, n}), Device::cpu());
+  const DynTensor exv = to_device(ex, vk()), eyv = to_device(ey, vk());
+  for (const auto& [name, f] : exact)
+    expect_same(f(exv, eyv), f(ex, ey), std::string(name) + " edges");
+  for (const auto& [name, f] : rounded) {
+    const std::vector<float> want = f(ex, ey).to_vector<float>();
+    const std::vector<float> got = to_device(f(exv, eyv), Device::cpu()).to_vector<float>();
+    for (size_t i = 0; i < want.size(); ++i) {
+      const std::string at = std::string(name) + " of " + std::to_string(edges[i / edges.size()]) +
+                             ", " + std::to_string(edges[i % edges.size()]);
+      if (std::isnan(want[i]) || std::isinf(want[i]) || want[i] == 0.0f) {
+        EXPECT_TRUE(std::isnan(want[i])
+                        ? std::isnan(got[i])
+                        : got[i] == want[i] && std::signbit(got[i]) == std::signbit(want[i]))
+            << at << ": " << got[i] << ", the Cpu's " << want[i];
+      } else {  // a subnormal result may be flushed to zero by a float32 pow or division
+        EXPECT_NEAR(got[i], want[i], 4e-6 * std::max(1.0f, std::abs(want[i]))) << at;
+      }
+    }
+  }
+  // The integers: int64 past 32 bits, int32, and the bytes through int32 without float64.
+  const std::vector<std::pair<const char*, Binary>> ints = {
+      {"pow", pow},
+      {"remainder", remainder},
+      {"fmod", fmod},
+      {"floor_divide", floor_divide},
+      {"bitwise_left_shift", bitwise_left_shift},
+      {"bitwise_right_shift", bitwise_right_shift}};
+  const DynTensor x64 = int64s(pick(4 * 18, 8), Shape{4, 18});
+  std::vector<int64_t> divisors = pick(4 * 18, 9);
+  for (int64_t& d : divisors) d = d == 0 ? 3 : d;  // a zero divisor is the front end's error
+  const DynTensor y64 = int64s(divisors, Shape{4, 18});
+  std::vector<int64_t> small(4 * 18);
+  for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<int64_t>(i % 70) - 3;
+  const DynTensor s64 = int64s(small, Shape{4, 18});  // exponents and shifts, past the widths
+  for (DType t : {DType::i64, DType::i32, DType::i8, DType::u8}) {
+    const std::string d(dtype_name(t));
+    const DynTensor x = cast(x64, t);
+    DynTensor y = cast(y64, t);
+    y = where(eq(y, Scalar(0)), cast(full_like(y, 5.0), t), y);
+    const DynTensor s = cast(s64, t);
+    const DynTensor xv = to_device(x, vk()), yv = to_device(y, vk()), sv = to_device(s, vk());
+    for (const auto& [name, f] : ints) {
+      const bool by_small = std::string(name) == "pow" || std::string(name).find("shift") == 0 ||
+                            std::string(name).find("bitwise") == 0;
+      expect_same(by_small ? f(xv, sv) : f(xv, yv), by_small ? f(x, s) : f(x, y), d + " " + name);
+    }
+  }
+  expect_no_validation_errors();
+}
+
 // The first failed check's reported value, through the backend's queue as the front end uses it.
 RangeError first_failure(const DynTensor& x, double lo, double hi) {
   RangeCheck check;

@@ -534,11 +534,8 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
   // Floats: every op; integers: all but division (the front end divides them in float),
   // relu_backward, copysign, atan2 and hypot; Bool: the bitwise ops.
   const bool is_float = is_floating(a.dtype);
-  // integer ops of the word variants (the bitwise ones of int32 and int64 too)
-  const bool word_op =
-      code < 3 || code == 4 || code == 5 ||
-      ((a.dtype == DType::i32 || a.dtype == DType::i64) && code >= 14 && code <= 16);
-  const bool int_op = word_op || code == 8 || code >= 11;
+  const bool word_int = a.dtype == DType::i32 || a.dtype == DType::i64;
+  const bool int_op = code < 3 || code == 4 || code == 5 || code == 8 || code >= 11;
   const bool typed = convert_code(a.dtype) >= 0 &&
                      (to_bool || is_float || (a.dtype == DType::boolean ? code >= 14 : int_op)) &&
                      b.dtype == a.dtype && out.dtype == (to_bool ? DType::boolean : a.dtype);
@@ -551,11 +548,17 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
     return copy(o4, out);
   }
   // float32 division in double where the device has it: a driver's float division may be off
-  // by 2.5 ulps (NVIDIA's is), while the double quotient rounds to the Cpu's float exactly.
-  const bool exact_div = code == 3 && a.dtype == DType::f32 && ctx_of(out).wide();
-  // int64 on a device without the WIDE variants: its PAIR ops, the others refused.
-  const bool pair = int64_in_pairs(ctx_of(out), a.dtype) && word_op;
-  const bool any = !to_bool && !pair && (is_float ? code > 7 || exact_div : !word_op);
+  // by 2.5 ulps (NVIDIA's is), while the double quotient rounds to the Cpu's float exactly. So
+  // are float32's pow, atan2, hypot, remainder, fmod and floor_divide (binary.comp's ANY
+  // variant); without float64 they take its float32 variant (math32.glsl).
+  const bool wide = ctx_of(out).wide();
+  const bool exact_div = code == 3 && a.dtype == DType::f32 && wide;
+  // int32 and int64 take every op in the word variants (int64 in PAIR on a device without
+  // WIDE's features); the 1-byte integers and Bool in the ANY one.
+  const bool pair = int64_in_pairs(ctx_of(out), a.dtype);
+  const bool any =
+      !to_bool && !pair &&
+      (is_float ? (code > 7 && (wide || a.dtype != DType::f32)) || exact_div : !word_int);
   into_contiguous(*this, out,
                   [&](const RawTensor& o) { dispatch_binary(to_bool, code, a, b, o, name, any); });
 }

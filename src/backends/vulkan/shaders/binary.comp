@@ -14,6 +14,9 @@
 #include "math64.glsl"
 #endif
 #include "word.glsl"
+#if !defined(ANY) && !defined(WIDE) && !defined(PAIR)
+#include "math32.glsl"
+#endif
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0u;
 #ifdef ANY  // every dtype, read and written as elements.glsl's
@@ -41,9 +44,44 @@ uvec2 apply(uint op, uvec2 x, uvec2 y) {
     case 2u: return pair_mul(x, y);
     case 4u: return pair_less(x, y) ? y : x;
     case 5u: return pair_less(y, x) ? y : x;
+    case 8u: {  // int_pow: products wrap, negative exponents give 0 but for bases 1 and -1
+      const uvec2 one = uvec2(1u, 0u);
+      if (pair_negative(y)) {
+        if (x == one) return one;
+        return x == uvec2(0xffffffffu) ? ((y.x & 1u) != 0u ? x : one) : uvec2(0u);
+      }
+      uvec2 r = one, b = x;
+      for (uvec2 e = y; e != uvec2(0u); e = pair_shr(e, 1u)) {
+        if ((e.x & 1u) != 0u) r = pair_mul(r, b);
+        b = pair_mul(b, b);
+      }
+      return r;
+    }
+    case 11u:
+    case 12u: {  // remainder and fmod: 0 for a zero divisor (the front end reports it) and -1
+      if (y == uvec2(0u) || y == uvec2(0xffffffffu)) return uvec2(0u);
+      uvec2 m;
+      pair_div(x, y, m);
+      const bool adjust = op == 11u && m != uvec2(0u) && pair_negative(y) != pair_negative(m);
+      return adjust ? pair_add(m, y) : m;
+    }
+    case 13u: {  // floor_divide
+      if (y == uvec2(0u)) return y;
+      if (y == uvec2(0xffffffffu)) return pair_neg(x);
+      uvec2 m;
+      const uvec2 q = pair_div(x, y, m);
+      const bool adjust = m != uvec2(0u) && pair_negative(y) != pair_negative(m);
+      return adjust ? pair_sub(q, uvec2(1u, 0u)) : q;
+    }
     case 14u: return x & y;
     case 15u: return x | y;
     case 16u: return x ^ y;
+    case 17u: return pair_negative(y) || y.y != 0u || y.x >= 64u ? uvec2(0u) : pair_shl(x, y.x);
+    case 18u:  // arithmetic; past the width the sign fills it
+      if (pair_negative(y) || y.y != 0u || y.x >= 64u) {
+        return pair_negative(x) ? uvec2(0xffffffffu) : uvec2(0u);
+      }
+      return pair_shr(x, y.x);
   }
   return uvec2(0u);
 }
@@ -59,6 +97,26 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
     case 5u: return (isnan(x) || isnan(y)) ? x + y : (x < y ? x : y);
     case 6u: return y <= 0.0 ? 0.0 : x;  // relu_backward(grad, y): a NaN y passes the grad
     case 7u: return AS_FLOAT((FLOAT_BITS(x) & MAGNITUDE_BITS) | (FLOAT_BITS(y) & ~MAGNITUDE_BITS));
+#if !defined(ANY) && !defined(WIDE)
+    // float32 on a device without float64 (math32.glsl; with it, the ANY variant's double)
+    case 8u: return pow_of(x, y);
+    case 9u: return atan2_of(x, y);
+    case 10u: return hypot_of(x, y);
+    case 11u: {  // remainder: the divisor's sign (Python's %), from the exact fmod
+      const float m = fmod_of(x, y);
+      return m != 0.0 && ((y < 0.0) != (m < 0.0)) ? m + y : m;
+    }
+    case 12u: return fmod_of(x, y);
+    case 13u: {  // floor_divide, as special::floor_divide
+      if (y == 0.0) return x / y;
+      const float m = fmod_of(x, y);
+      float q = (x - m) / y;
+      if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
+      if (q == 0.0) return negative_bit(x) != negative_bit(y) ? -0.0 : 0.0;
+      const float f = floor(q);
+      return q - f > 0.5 ? f + 1.0 : f;
+    }
+#endif
   }
   return 0.0;
 }
@@ -74,9 +132,36 @@ WORD apply(uint op, WORD xb, WORD yb) {
     case 2u: return WORD(x * y);
     case 4u: return WORD(max(x, y));
     case 5u: return WORD(min(x, y));
+    case 8u: {  // int_pow: products wrap, negative exponents give 0 but for bases 1 and -1
+      if (y < INT(0)) {
+        return WORD(x == INT(1) ? INT(1)
+                                : (x == INT(-1) ? ((y & INT(1)) != INT(0) ? x : INT(1)) : INT(0)));
+      }
+      INT r = INT(1), b = x;
+      for (INT e = y; e != INT(0); e >>= 1) {
+        if ((e & INT(1)) != INT(0)) r *= b;
+        b *= b;
+      }
+      return WORD(r);
+    }
+    case 11u:
+    case 12u: {  // remainder and fmod: 0 for a zero divisor (the front end reports it) and -1
+      if (y == INT(0) || y == INT(-1)) return WORD(0);
+      const INT m = x - (x / y) * y;  // division toward zero
+      return WORD(op == 11u && m != INT(0) && ((y < INT(0)) != (m < INT(0))) ? m + y : m);
+    }
+    case 13u: {  // floor_divide; by -1 it wraps
+      if (y == INT(0)) return WORD(0);
+      if (y == INT(-1)) return WORD(-x);
+      const INT q = x / y, m = x - q * y;
+      return WORD(m != INT(0) && ((y < INT(0)) != (m < INT(0))) ? q - INT(1) : q);
+    }
     case 14u: return xb & yb;  // bitwise and, or, xor
     case 15u: return xb | yb;
     case 16u: return xb ^ yb;
+    case 17u: return WORD(y < INT(0) || y >= WIDTH ? INT(0) : x << y);
+    case 18u:  // arithmetic; past the width the sign fills it
+      return WORD(y < INT(0) || y >= WIDTH ? (x < INT(0) ? INT(-1) : INT(0)) : x >> y);
   }
   return WORD(0);
 }

@@ -294,7 +294,7 @@ double m64_pow(double x, double y) {
   if (isnan(x) || isnan(y)) return m64_nan();
   if (y == 1.0LF) return x;
   if (y == 2.0LF) return x * x;
-  if (y == 0.5LF && x >= 0.0LF && !isinf(x)) return sqrt(x);
+  if (y == 0.5LF && x > 0.0LF && !isinf(x)) return sqrt(x);  // pow(-0, 0.5) is +0
   const bool integer = y == floor(y);
   const bool odd = integer && abs(y) < 9007199254740992.0LF && mod(y, 2.0LF) != 0.0LF;
   if (x == 0.0LF) {

@@ -12,6 +12,7 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0u;
+#include "math32.glsl"
 #ifdef ANY
 #include "elements.glsl"
 #include "math64.glsl"
@@ -44,32 +45,10 @@ float erf_approx(float v) {
   return sign(v) * (1.0 - poly * exp(-v * v));
 }
 
-// The Cpu's results where GLSL leaves them undefined (x <= 0 for log and sqrt, a negative base
-// for pow): -inf at 0, NaN below.
-float nan_value() { return uintBitsToFloat(0x7fc00000u); }
-float inf_value() { return uintBitsToFloat(0x7f800000u); }
+// The Cpu's results where GLSL leaves them undefined (x <= 0 for log and sqrt): -inf at 0, NaN
+// below.
 float log_of(float v) { return v > 0.0 ? log(v) : (v == 0.0 ? -inf_value() : nan_value()); }
 float log2_of(float v) { return v > 0.0 ? log2(v) : (v == 0.0 ? -inf_value() : nan_value()); }
-
-// x^y as std::pow and the Cpu: y = 2 is x * x and y = 0.5 the square root (as the Cpu computes
-// them), x^0 is 1, 0^y is 0 or inf, and a negative base keeps its sign's parity for an integer
-// exponent and is NaN for any other (GLSL's pow is defined for x > 0 only).
-float pow_of(float v, float y) {
-  if (y == 2.0) return v * v;
-  if (y == 0.5) return v >= 0.0 ? sqrt(v) : nan_value();
-  if (y == 0.0 || v == 1.0) return 1.0;  // even for a NaN exponent, as C's pow
-  if (isnan(v) || isnan(y)) return nan_value();
-  if (v == 0.0) return y > 0.0 ? 0.0 : inf_value();
-  if (v > 0.0) return pow(v, y);
-  const bool odd = y == floor(y) && mod(y, 2.0) == 1.0;
-  if (isinf(v)) {  // -inf: +-inf or +-0 by the exponent's sign and parity, as C's pow
-    const float m = y > 0.0 ? inf_value() : 0.0;
-    return odd ? -m : m;
-  }
-  if (y != floor(y)) return nan_value();
-  const float m = pow(-v, y);
-  return odd ? -m : m;
-}
 
 float apply(uint op, float v) {
   switch (op) {
@@ -103,9 +82,9 @@ float apply(uint op, float v) {
     case 16u: return cos(v);
     case 17u: return tan(v);
     // asin and acos through atan2: drivers' own (lavapipe's) are good to about 1e-4 only.
-    case 18u: return atan(v, sqrt((1.0 - v) * (1.0 + v)));
-    case 19u: return atan(sqrt((1.0 - v) * (1.0 + v)), v);
-    case 20u: return atan(v);
+    case 18u: return abs(v) > 1.0 ? nan_value() : atan2_of(v, sqrt((1.0 - v) * (1.0 + v)));
+    case 19u: return abs(v) > 1.0 ? nan_value() : atan2_of(sqrt((1.0 - v) * (1.0 + v)), v);
+    case 20u: return atan_of(v);
     case 21u: return sinh(v);
     case 22u: return cosh(v);
     case 23u: return tanh(v);
@@ -132,7 +111,8 @@ float apply(uint op, float v) {
       if ((p.flags & 2u) != 0u) r = min(r, p.b);
       return r;
     }
-    case 35u: return pow_of(v, p.a);
+    case 35u:  // as the Cpu's: the exponent 0.5 is the square root (-0 stays -0)
+      return p.a == 0.5 ? (v >= 0.0 ? sqrt(v) : nan_value()) : pow_of(v, p.a);
   }
   return nan_value();  // not reached: the host sends known codes
 }

@@ -19,6 +19,43 @@ uvec2 pair_mul(uvec2 x, uvec2 y) {
 }
 bool pair_less(uvec2 x, uvec2 y) { return int(x.y) < int(y.y) || (x.y == y.y && x.x < y.x); }
 uvec2 pair_of(int v) { return uvec2(uint(v), v < 0 ? 0xffffffffu : 0u); }
+bool pair_negative(uvec2 x) { return int(x.y) < 0; }
+uvec2 pair_neg(uvec2 x) { return pair_add(~x, uvec2(1u, 0u)); }  // wraps at int64's minimum
+uvec2 pair_sub(uvec2 x, uvec2 y) { return pair_add(x, pair_neg(y)); }
+// Shifts by 0 to 63 bits; pair_shr is arithmetic (the sign fills).
+uvec2 pair_shl(uvec2 x, uint n) {
+  if (n == 0u) return x;
+  return n >= 32u ? uvec2(0u, x.x << (n - 32u)) : uvec2(x.x << n, (x.y << n) | (x.x >> (32u - n)));
+}
+uvec2 pair_shr(uvec2 x, uint n) {
+  if (n == 0u) return x;
+  const uint fill = pair_negative(x) ? 0xffffffffu : 0u;
+  return n >= 32u ? uvec2(uint(int(x.y) >> int(n - 32u)), fill)
+                  : uvec2((x.x >> n) | (x.y << (32u - n)), uint(int(x.y) >> int(n)));
+}
+// Unsigned 64-bit division by shift and subtract (d not 0): the quotient, and the remainder
+// into r.
+uvec2 pair_udiv(uvec2 n, uvec2 d, out uvec2 r) {
+  uvec2 q = uvec2(0u);
+  r = uvec2(0u);
+  for (int i = 63; i >= 0; --i) {
+    const uint bit = i >= 32 ? (n.y >> uint(i - 32)) & 1u : (n.x >> uint(i)) & 1u;
+    r = uvec2((r.x << 1u) | bit, (r.y << 1u) | (r.x >> 31u));
+    if (r.y > d.y || (r.y == d.y && r.x >= d.x)) {
+      r = pair_sub(r, d);
+      if (i >= 32) q.y |= 1u << uint(i - 32); else q.x |= 1u << uint(i);
+    }
+  }
+  return q;
+}
+// Signed division toward zero (d not 0 or -1), as C's / and %: the remainder into m.
+uvec2 pair_div(uvec2 x, uvec2 y, out uvec2 m) {
+  const bool xn = pair_negative(x), yn = pair_negative(y);
+  uvec2 r;
+  const uvec2 q = pair_udiv(xn ? pair_neg(x) : x, yn ? pair_neg(y) : y, r);
+  m = xn ? pair_neg(r) : r;
+  return xn != yn ? pair_neg(q) : q;
+}
 #elif defined(WIDE)
 #define WORD uint64_t
 #define FLOAT double
@@ -27,6 +64,7 @@ uvec2 pair_of(int v) { return uvec2(uint(v), v < 0 ? 0xffffffffu : 0u); }
 #define FLOAT_BITS(f) doubleBitsToUint64(f)
 #define MAGNITUDE_BITS 0x7fffffffffffffffUL
 #define ALL_BITS 0xffffffffffffffffUL
+#define WIDTH 64L
 #else
 #define WORD uint
 #define FLOAT float
@@ -35,4 +73,5 @@ uvec2 pair_of(int v) { return uvec2(uint(v), v < 0 ? 0xffffffffu : 0u); }
 #define FLOAT_BITS(f) floatBitsToUint(f)
 #define MAGNITUDE_BITS 0x7fffffffu
 #define ALL_BITS 0xffffffffu
+#define WIDTH 32
 #endif
