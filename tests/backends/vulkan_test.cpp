@@ -203,6 +203,12 @@ TEST(Vulkan, Float32UnaryOpsMatchTheCpu) {
       {"pow 2", [](const DynTensor& x) { return pow(x, 2.0); }, &wide},
       {"pow 3", [](const DynTensor& x) { return pow(x, 3.0); }, &wide},
       {"pow -1", [](const DynTensor& x) { return pow(x, -1.0); }, &wide},
+      {"erfinv", [](const DynTensor& x) { return erfinv(x); }, &sgn},
+      {"lgamma", [](const DynTensor& x) { return lgamma(x); }, &wide},
+      {"lgamma near its roots", [](const DynTensor& x) { return lgamma(add(x, 0.5)); }, &pos},
+      {"digamma", [](const DynTensor& x) { return digamma(x); }, &wide},
+      {"polygamma 1", [](const DynTensor& x) { return polygamma(1, x); }, &pos},
+      {"polygamma 3", [](const DynTensor& x) { return polygamma(3, mul(x, 3.0)); }, &pos},
   };
   for (const auto& [name, f, x] : ops) {
     const DynTensor want = f(*x);
@@ -235,6 +241,10 @@ TEST(Vulkan, Float32UnaryEdgeValuesAreTheCpus) {
       {"pow 3", [](const DynTensor& t) { return pow(t, 3.0); }},
       {"pow -2", [](const DynTensor& t) { return pow(t, -2.0); }},
       {"pow 0", [](const DynTensor& t) { return pow(t, 0.0); }},
+      {"erfinv", [](const DynTensor& t) { return erfinv(t); }},
+      {"lgamma", [](const DynTensor& t) { return lgamma(t); }},
+      {"digamma", [](const DynTensor& t) { return digamma(t); }},
+      {"polygamma 2", [](const DynTensor& t) { return polygamma(2, t); }},
   };
   for (const auto& [name, f] : ops) {
     const std::vector<double> want = f(x).to_vector<double>();

@@ -901,10 +901,11 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
     });
   }
   // unary.comp's ANY variant (floats in double, rounded to their type as the Cpu's results
-  // round), or its float32 variant with the driver's float functions on a device without float64.
-  const bool f32 = x.dtype == DType::f32 && out.dtype == DType::f32 && unary_code(op) >= 0 &&
-                   !context(x.device().index).wide();
-  const int code = f32 ? unary_code(op) : unary_any_code(op, x.dtype);
+  // round), or its float32 variant with the driver's float functions on a device without float64
+  // (the special functions there in float32 by the ANY variant's codes, math32.glsl).
+  const bool f32 =
+      x.dtype == DType::f32 && out.dtype == DType::f32 && !context(x.device().index).wide();
+  const int code = f32 && unary_code(op) >= 0 ? unary_code(op) : unary_any_code(op, x.dtype);
   const DType out_dtype = returns_bool(op) ? DType::boolean : x.dtype;
   if (code < 0 || out.dtype != out_dtype || convert_code(x.dtype) < 0) {
     no_kernel(op_name(op), x.dtype);

@@ -109,3 +109,130 @@ float hypot_of(float x, float y) {
   const float b = ldexp(big, -e), s = ldexp(small, -e);
   return ldexp(sqrt(b * b + s * s), e);
 }
+
+// The special functions in float32, after the Cpu's (src/core/special_math.hpp, which computes
+// them in double): within a few units of 1e-7 of the value's scale. Near digamma's and lgamma's
+// roots their relative error grows, as any float32 evaluation's does.
+
+// erfinv: Giles' single-precision approximation ("Approximating the erfinv function", 2010),
+// which the Cpu refines in double.
+float erfinv_of(float y) {
+  if (!(abs(y) <= 1.0)) return nan_value();
+  if (abs(y) == 1.0) return y * inf_value();
+  float w = -log((1.0 - y) * (1.0 + y)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  return p * y;
+}
+
+// sin(pi x), reduced to |x| <= 1/2 first (exact in float), so that integers give zeros.
+float sin_pi(float x) {
+  const float r = x - 2.0 * roundEven(0.5 * x);  // in [-1, 1]
+  const float f = abs(r) > 0.5 ? sign(r) - r : r;  // sin(pi r) = sin(pi (1 - r))
+  return sin(3.14159265358979324 * f);
+}
+
+// lgamma: log |Gamma(x)|, inf at zero and the negative integers. Below 1/2 by reflection; above,
+// raised past 8 by the recurrence (the product's log subtracted) for Stirling's series.
+float lgamma_of(float x) {
+  if (isnan(x)) return x;
+  if (isinf(x)) return inf_value();
+  float reflected = 0.0;  // lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
+  const bool reflect = x < 0.5;
+  if (reflect) {
+    if (x == floor(x)) return inf_value();
+    reflected = log(3.14159265358979324 / abs(sin_pi(x)));
+    x = 1.0 - x;
+  }
+  float product = 1.0;
+  while (x < 8.0) {
+    product *= x;
+    x += 1.0;
+  }
+  const float z = 1.0 / (x * x);
+  const float series = (1.0 / 12.0 - z * (1.0 / 360.0 - z * (1.0 / 1260.0 - z / 1680.0))) / x;
+  const float lg = (x - 0.5) * log(x) - x + 0.918938533204672742 + series - log(product);
+  return reflect ? reflected - lg : lg;
+}
+
+// digamma, as the Cpu's: -inf at +0, +inf at -0, NaN at the negative integers; reflection below
+// 0, the recurrence up to 10, then the asymptotic series.
+float digamma_of(float x) {
+  if (x == 0.0) return negative_bit(x) ? inf_value() : -inf_value();
+  float result = 0.0;
+  if (x < 0.0) {
+    if (x == trunc(x)) return nan_value();
+    result = -3.14159265358979324 / tan(3.14159265358979324 * (x - trunc(x)));
+    x = 1.0 - x;
+  }
+  while (x < 10.0) {
+    result -= 1.0 / x;
+    x += 1.0;
+  }
+  const float y = 1.0 / (x * x);
+  const float series = y * (1.0 / 12.0 - y * (1.0 / 120.0 - y * (1.0 / 252.0 - y / 240.0)));
+  return result + log(x) - 0.5 / x - series;
+}
+
+// The Hurwitz zeta function zeta(s, q) for s > 1 by Euler-Maclaurin summation, as the Cpu's.
+float hurwitz_zeta_of(float s, float q) {
+  if (s == 1.0) return inf_value();
+  if (s < 1.0) return nan_value();
+  if (q <= 0.0) {
+    if (q == floor(q)) return inf_value();
+    if (s != floor(s)) return nan_value();
+  }
+  float sum = pow_of(q, -s), a = q, term = 0.0;
+  for (int i = 0; i < 9 || a <= 9.0;) {
+    ++i;
+    a += 1.0;
+    term = pow_of(a, -s);
+    sum += term;
+    if (abs(term / sum) < 6e-8) return sum;
+  }
+  const float divisor[6] =
+      float[6](12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9);
+  sum += term * a / (s - 1.0) - 0.5 * term;
+  float rising = 1.0, k = 0.0;
+  for (int j = 0; j < 6; ++j) {
+    rising *= s + k;
+    term /= a;
+    const float t = rising * term / divisor[j];
+    sum += t;
+    if (abs(t / sum) < 6e-8) break;
+    k += 1.0;
+    rising *= s + k;
+    term /= a;
+    k += 1.0;
+  }
+  return sum;
+}
+
+// polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; digamma for n = 0.
+float polygamma_of(int n, float x) {
+  if (n == 0) return digamma_of(x);
+  float factorial = 1.0;
+  for (int i = 2; i <= n; ++i) factorial *= float(i);
+  return ((n & 1) != 0 ? 1.0 : -1.0) * factorial * hurwitz_zeta_of(float(n) + 1.0, x);
+}

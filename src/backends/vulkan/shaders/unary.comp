@@ -113,6 +113,11 @@ float apply(uint op, float v) {
     }
     case 35u:  // as the Cpu's: the exponent 0.5 is the square root (-0 stays -0)
       return p.a == 0.5 ? (v >= 0.0 ? sqrt(v) : nan_value()) : pow_of(v, p.a);
+    // the special functions (the ANY variant's codes)
+    case 40u: return erfinv_of(v);
+    case 41u: return lgamma_of(v);
+    case 42u: return digamma_of(v);
+    case 43u: return polygamma_of(int(p.a), v);  // n in a
   }
   return nan_value();  // not reached: the host sends known codes
 }
