@@ -958,6 +958,73 @@ void VulkanBackend::unary(UnaryOp op, const UnaryParams& params, const RawTensor
              &p, size, groups_for(out.numel()));
 }
 
+namespace {
+
+// A reduction whose operand or output spans more than a shader binds (past
+// maxStorageBufferRange), in halves of the operand's widest dim: halves of a kept dim reduce
+// into their halves of the output; halves of a reduced one into two partial results, then
+// folded, in double (or int64) where the device has it, as reduce.comp's parts are. A mean is a
+// sum so folded, then divided by its count.
+void reduce_in_pieces(VulkanBackend& be, ReduceOp op, const RawTensor& x, uint32_t dims_mask,
+                      const RawTensor& out) {
+  const DeviceContext& c = ctx_of(out);
+  const int rank = x.rank();
+  // out (contiguous, its elements in the kept dims' order) as x's shape with the reduced dims 1
+  Shape kept = x.shape;
+  for (int d = 0; d < rank; ++d) kept[d] = (dims_mask >> d) & 1u ? 1 : x.shape[d];
+  RawTensor o = out;
+  o.shape = kept;
+  o.strides = contiguous_strides(kept);
+  int split = -1;  // x's dim of the widest span, among those an output too wide must split
+  int64_t widest = 0;
+  const bool kept_only = binds(c, x);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t span = (x.shape[d] - 1) * std::abs(x.strides[d]);
+    const bool reduced = (dims_mask >> d) & 1u;
+    if (x.shape[d] > 1 && span >= widest && !(kept_only && reduced)) {
+      widest = span;
+      split = d;
+    }
+  }
+  EMBER_CHECK(split >= 0, "[", op_name(op), "] a view spans ", span_bytes(x),
+              " bytes, more than the ", c.max_binding(), " a shader binds on ",
+              c.properties().deviceName, " (maxStorageBufferRange)");
+  const int64_t n = x.shape[split], half = n / 2;
+  const std::pair<int64_t, int64_t> halves[] = {{0, half}, {half, n - half}};
+  if (!((dims_mask >> split) & 1u)) {
+    for (const auto& [first, count] : halves) {
+      be.reduce(op, narrowed(x, split, first, count), dims_mask, narrowed(o, split, first, count));
+    }
+    return;
+  }
+  const bool floating = is_floating(x.dtype);
+  if (op == ReduceOp::Mean) {
+    const DType t = c.wide() ? DType::f64 : DType::f32;
+    const RawTensor total = fresh(be, kept, t, out.device());
+    reduce_in_pieces(be, ReduceOp::Sum, x, dims_mask, total);
+    int64_t count = 1;
+    for (int d = 0; d < rank; ++d) count *= (dims_mask >> d) & 1u ? x.shape[d] : 1;
+    be.binary(BinaryOp::Div, total,
+              broadcast_scalar(be, Scalar(static_cast<double>(count)), t, kept, out.device()),
+              total);
+    return be.copy(total, o);
+  }
+  // The partials: extremes and all/any exactly in out's dtype, float sums and products in double
+  // where the device has it, integers' in out's (int64).
+  const bool fold = floating && (op == ReduceOp::Sum || op == ReduceOp::Prod);
+  const DType part = fold && c.wide() ? DType::f64 : out.dtype;
+  Shape parts_shape = kept;
+  parts_shape[split] = 2;
+  const RawTensor parts = fresh(be, parts_shape, part, out.device());
+  for (int i = 0; i < 2; ++i) {
+    be.reduce(op, narrowed(x, split, halves[i].first, halves[i].second), dims_mask,
+              narrowed(parts, split, i, 1));
+  }
+  be.reduce(op, parts, 1u << split, o);
+}
+
+}  // namespace
+
 void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
                            const RawTensor& out) {
   if (!out.is_contiguous()) {
@@ -985,6 +1052,7 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   if (xt < 0 || ot < 0) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
+  if (!all_bind(ctx_of(out), {&x, &out})) return reduce_in_pieces(*this, op, x, dims_mask, out);
   EMBER_CHECK(x.numel() < (int64_t{1} << 31), "[", op_name(op), "] ", x.numel(),
               " elements exceed the 2^31 the Vulkan kernels index");
   DeviceContext& c = ctx_of(out);
@@ -1067,8 +1135,11 @@ void VulkanBackend::reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_m
   const Bound bx = bind_bytes(c, x), bo = bind_bytes(c, out);
   p.out_count = static_cast<uint32_t>(outs);
   p.red_count = static_cast<uint32_t>(red_count);
-  // reduce_f32.comp reads op alone: it is never cut.
-  p.op = static_cast<uint32_t>(op) | (parts > 1 ? static_cast<uint32_t>(parts) << 8 : 0u);
+  // Short reductions (each output's or part's 64 elements or fewer) an invocation each, in
+  // order; the others a workgroup each. reduce_f32.comp is never cut into parts.
+  const bool serial = (red_count + parts - 1) / parts <= 64;
+  p.op = static_cast<uint32_t>(op) | (parts > 1 ? static_cast<uint32_t>(parts) << 8 : 0u) |
+         (serial ? 1u << 24 : 0u);
   p.x_base = x.numel() == 0 ? 0 : bx.base;
   p.out_base = bo.base;
   p.types = static_cast<uint32_t>(xt) | static_cast<uint32_t>(ot) << 8;
@@ -1077,7 +1148,9 @@ void VulkanBackend::reduce_pass(ReduceOp op, const RawTensor& x, uint32_t dims_m
   c.dispatch(f32        ? c.pipeline("reduce_f32", shaders::reduce_f32, 2, sizeof p)
              : c.wide() ? c.pipeline("reduce", shaders::reduce, 2, sizeof p)
                         : c.pipeline("reduce_pair", shaders::reduce_pair, 2, sizeof p),
-             bs, &p, sizeof p, static_cast<uint32_t>(std::clamp<int64_t>(outs * parts, 1, 65535)));
+             bs, &p, sizeof p,
+             serial ? groups_for(outs * parts)
+                    : static_cast<uint32_t>(std::clamp<int64_t>(outs * parts, 1, 65535)));
 }
 
 int device_count() { return count_devices(); }

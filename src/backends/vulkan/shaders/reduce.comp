@@ -5,7 +5,9 @@
 // 256th reduced element, then a tree in shared memory in a fixed order. Max and min propagate
 // NaN. With `parts` (op >> 8) above 1, each output's reduced elements are cut into that many
 // consecutive ranges folded apart into out [outputs, parts] (double or int64), which a second
-// pass folds: few outputs of long reductions (a bias gradient) then fill a GPU. The
+// pass folds: few outputs of long reductions (a bias gradient) then fill a GPU. With bit 24 of
+// op set, an invocation folds each output in order instead (short reductions of many outputs,
+// which a workgroup each left mostly idle: lavapipe took 1.8 s for 43,690 sums of 7). The
 // float32-only reduce_f32.comp is the fast path; this one needs shaderInt64 and shaderFloat64.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -58,11 +60,22 @@ int offset_of(uint i, uint rank, uint shape[6], int stride[6]) {
   return off;
 }
 
+// Writes output (or part) v from its fold: floats' in fa, integers' and truth values' in ia.
+void store(uint v, double fa, int64_t ia) {
+  const uint xt = p.types & 255u, ot = p.types >> 8;
+  const bool f = t_float(xt) && op != ALL && op != ANY;
+  const double fr = op == MEAN ? fa / double(p.red_count) : fa;
+  const uint64_t bits =
+      f ? float_bits(ot, fr) : (t_float(ot) ? float_bits(ot, double(ia)) : int_bits(ot, ia));
+  STORE_BITS(o, ot, p.out_base + v, bits);
+}
+
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint xt = p.types & 255u, ot = p.types >> 8;
   op = p.op & 255u;
-  const uint parts = max(p.op >> 8, 1u), chunk = (p.red_count + parts - 1u) / parts;
+  const uint parts = max((p.op >> 8) & 0xffffu, 1u), chunk = (p.red_count + parts - 1u) / parts;
+  const bool serial = (p.op >> 24) != 0u;
   // all and any fold truth values; the others fold values, in double for float operands
   const bool logical = op == ALL || op == ANY, f = t_float(xt) && !logical;
   const double inf = uint64BitsToDouble(0x7ff0000000000000UL);
@@ -72,13 +85,15 @@ void main() {
                      : op == AMIN              ? int64_t(0x7fffffffffffffffUL)
                                                : 0L;
   // Output v is part v % parts of output v / parts (parts 1: output v itself).
-  for (uint v = gl_WorkGroupID.x; v < p.out_count * parts; v += gl_NumWorkGroups.x) {
+  const uint first = serial ? gl_GlobalInvocationID.x : gl_WorkGroupID.x;
+  const uint step = serial ? gl_NumWorkGroups.x * 256u : gl_NumWorkGroups.x;
+  for (uint v = first; v < p.out_count * parts; v += step) {
     const uint out_i = v / parts, begin = (v % parts) * chunk;
     const uint end = min(p.red_count, begin + chunk);
     const int base = int(p.x_base) + offset_of(out_i, p.kept_rank, p.kept_shape, p.kept_stride);
     double fa = f0;
     int64_t ia = i0;
-    for (uint r = begin + t; r < end; r += 256u) {
+    for (uint r = begin + (serial ? 0u : t); r < end; r += serial ? 1u : 256u) {
       const uint at = uint(base + offset_of(r, p.red_rank, p.red_shape, p.red_stride));
       const uint64_t bits = LOAD_BITS(x, xt, at);
       if (f) {
@@ -86,6 +101,10 @@ void main() {
       } else {
         ia = fold_i(ia, logical ? (truthy(xt, bits) ? 1L : 0L) : int_value(xt, bits));
       }
+    }
+    if (serial) {
+      store(v, fa, ia);
+      continue;
     }
     fpart[t] = fa;
     ipart[t] = ia;
@@ -97,13 +116,7 @@ void main() {
       }
       barrier();
     }
-    if (t == 0u) {
-      const double fr = op == MEAN ? fpart[0] / double(p.red_count) : fpart[0];
-      const uint64_t bits = f ? float_bits(ot, fr)
-                              : (t_float(ot) ? float_bits(ot, double(ipart[0]))
-                                             : int_bits(ot, ipart[0]));
-      STORE_BITS(o, ot, p.out_base + v, bits);
-    }
+    if (t == 0u) store(v, fpart[0], ipart[0]);
     barrier();  // the parts are reused by the next output
   }
 }

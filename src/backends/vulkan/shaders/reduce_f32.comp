@@ -46,22 +46,26 @@ int offset_of(uint i, uint rank, uint shape[6], int stride[6]) {
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
-  for (uint out_i = gl_WorkGroupID.x; out_i < p.out_count; out_i += gl_NumWorkGroups.x) {
+  const uint op = p.op & 255u;
+  const bool serial = (p.op >> 24) != 0u;  // an invocation an output, as reduce.comp's
+  const uint first = serial ? gl_GlobalInvocationID.x : gl_WorkGroupID.x;
+  const uint step = serial ? gl_NumWorkGroups.x * 256u : gl_NumWorkGroups.x;
+  for (uint out_i = first; out_i < p.out_count; out_i += step) {
     const int base = int(p.x_base) + offset_of(out_i, p.kept_rank, p.kept_shape, p.kept_stride);
-    float acc = init_value(p.op);
-    for (uint r = t; r < p.red_count; r += 256u) {
-      acc = fold(p.op, acc, x[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)]);
+    float acc = init_value(op);
+    for (uint r = serial ? 0u : t; r < p.red_count; r += serial ? 1u : 256u) {
+      acc = fold(op, acc, x[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)]);
     }
-    part[t] = acc;
-    barrier();
-    for (uint width = 128u; width > 0u; width >>= 1) {
-      if (t < width) part[t] = fold(p.op, part[t], part[t + width]);
+    if (!serial) {
+      part[t] = acc;
       barrier();
+      for (uint width = 128u; width > 0u; width >>= 1) {
+        if (t < width) part[t] = fold(op, part[t], part[t + width]);
+        barrier();
+      }
+      acc = part[0];
     }
-    if (t == 0u) {
-      const float r = part[0];
-      o[p.out_base + out_i] = p.op == 1u ? r / float(p.red_count) : r;
-    }
-    barrier();  // part[] is reused by the next output
+    if (serial || t == 0u) o[p.out_base + out_i] = op == 1u ? acc / float(p.red_count) : acc;
+    if (!serial) barrier();  // part[] is reused by the next output
   }
 }

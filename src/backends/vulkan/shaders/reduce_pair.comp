@@ -74,21 +74,28 @@ void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint xt = p.types & 255u, ot = p.types >> 8;
   op = p.op & 255u;
-  const uint parts = max(p.op >> 8, 1u), chunk = (p.red_count + parts - 1u) / parts;
+  const uint parts = max((p.op >> 8) & 0xffffu, 1u), chunk = (p.red_count + parts - 1u) / parts;
+  const bool serial = (p.op >> 24) != 0u;  // an invocation an output, as reduce.comp's
   const bool logical = op == ALL || op == ANY;
   const uvec2 start = op == PROD || op == ALL ? uvec2(1u, 0u)
                       : op == AMAX            ? uvec2(0u, 0x80000000u)
                       : op == AMIN            ? uvec2(0xffffffffu, 0x7fffffffu)
                                               : uvec2(0u);
   // Output v is part v % parts of output v / parts (parts 1: output v itself).
-  for (uint v = gl_WorkGroupID.x; v < p.out_count * parts; v += gl_NumWorkGroups.x) {
+  const uint first = serial ? gl_GlobalInvocationID.x : gl_WorkGroupID.x;
+  const uint step = serial ? gl_NumWorkGroups.x * 256u : gl_NumWorkGroups.x;
+  for (uint v = first; v < p.out_count * parts; v += step) {
     const uint out_i = v / parts, begin = (v % parts) * chunk;
     const uint end = min(p.red_count, begin + chunk);
     const int base = int(p.x_base) + offset_of(out_i, p.kept_rank, p.kept_shape, p.kept_stride);
     uvec2 acc = start;
-    for (uint r = begin + t; r < end; r += 256u) {
+    for (uint r = begin + (serial ? 0u : t); r < end; r += serial ? 1u : 256u) {
       const uvec2 e = load(xt, uint(base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)));
       acc = fold(acc, logical ? uvec2(uint(e != uvec2(0u)), 0u) : e);
+    }
+    if (serial) {
+      store(ot, p.out_base + v, acc);
+      continue;
     }
     part[t] = acc;
     barrier();
