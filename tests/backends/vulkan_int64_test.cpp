@@ -341,6 +341,18 @@ TEST(Vulkan, NarrowDtypesGradientsAndScattersMatchTheCpu) {
     expect_same(index_add(xv, 0, to_device(rows, vk()), to_device(add_src, vk())),
                 index_add(x, 0, rows, add_src), d + " index_add");
   }
+  // Embedding rows: moved as words where a row packs into them (12 bytes, 8 halves), widened
+  // where it does not (an odd row of halves, a row of 5 bytes starting inside a word).
+  const DynTensor ids = int64s({3, 0, 9, 3}, Shape{4});
+  const DynTensor idv = to_device(ids, vk());
+  for (const DynTensor& table :
+       {cast(mul(input(Shape{10, 12}, 76), 100.0), DType::u8),
+        cast(input(Shape{10, 8}, 77), DType::f16), cast(input(Shape{10, 7}, 78), DType::bf16),
+        slice(cast(mul(input(Shape{10, 6}, 79), 50.0), DType::i8), 1, 1, 6)}) {
+    expect_same(
+        index_select(to_device(table, vk()), 0, idv), index_select(table, 0, ids),
+        std::string(dtype_name(table.dtype())) + " rows " + std::to_string(table.shape()[1]));
+  }
   const DynTensor bytes = cast(mul(input(Shape{3, 5}, 71), 100.0), DType::u8);
   const DynTensor more = cast(mul(input(Shape{3, 33}, 72), 100.0), DType::u8);
   std::vector<int64_t> idx(3 * 33);

@@ -3,6 +3,7 @@
 // so results do not depend on scheduling and bad indices (a failed queued range check) are
 // skipped rather than followed.
 #include <algorithm>
+#include <optional>
 
 #include "binding.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
@@ -74,6 +75,26 @@ void scatter_into(IndexPush q, ScatterReduce reduce, const RawTensor& dst, int d
   dispatch_index(q, src, index, dst, op);
 }
 
+// t (of 1- or 2-byte elements) as int32 words where its last dim is contiguous, not `dim`, and
+// packs into whole words from a word boundary; nullopt where it does not.
+std::optional<RawTensor> as_words(const RawTensor& t, int dim) {
+  const int last = t.rank() - 1;
+  const int64_t k = 4 / static_cast<int64_t>(dtype_size(t.dtype));
+  if (last < 1 || dim == last || t.strides[last] != 1 || t.shape[last] % k != 0 ||
+      t.offset % k != 0) {
+    return std::nullopt;
+  }
+  RawTensor w = t;
+  for (int d = 0; d < last; ++d) {
+    if (t.strides[d] % k != 0) return std::nullopt;
+    w.strides[d] = t.strides[d] / k;
+  }
+  w.shape[last] = t.shape[last] / k;
+  w.offset = t.offset / k;
+  w.dtype = DType::i32;
+  return w;
+}
+
 }  // namespace
 
 void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
@@ -137,6 +158,11 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
     return into_contiguous(*this, out, [&](const RawTensor& o) { index_select(x, dim, index, o); });
   }
   if (const DType to = stand_in(ctx_of(out), out.dtype); to != out.dtype && x.dtype == out.dtype) {
+    // Rows whose last dim packs into whole words (an embedding table of float16) move as int32
+    // words; other operands through the 4-byte dtype, widened whole.
+    if (const auto words = as_words(x, dim), out_words = as_words(out, dim); words && out_words) {
+      return index_select(*words, dim, index, *out_words);
+    }
     const RawTensor o4 = widened_like(*this, out, to);
     index_select(widened(*this, x, to), dim, index, o4);
     return copy(o4, out);
