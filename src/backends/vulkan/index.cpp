@@ -157,12 +157,14 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { index_select(x, dim, index, o); });
   }
-  if (const DType to = stand_in(ctx_of(out), out.dtype); to != out.dtype && x.dtype == out.dtype) {
+  if (dtype_size(out.dtype) < 4 && x.dtype == out.dtype) {
     // Rows whose last dim packs into whole words (an embedding table of float16) move as int32
-    // words; other operands through the 4-byte dtype, widened whole.
+    // words: no atomics on shared words, and no stand-in widening the whole table.
     if (const auto words = as_words(x, dim), out_words = as_words(out, dim); words && out_words) {
       return index_select(*words, dim, index, *out_words);
     }
+  }
+  if (const DType to = stand_in(ctx_of(out), out.dtype); to != out.dtype && x.dtype == out.dtype) {
     const RawTensor o4 = widened_like(*this, out, to);
     index_select(widened(*this, x, to), dim, index, o4);
     return copy(o4, out);
