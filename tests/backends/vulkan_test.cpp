@@ -837,10 +837,35 @@ TEST(Vulkan, TensorsPastTheBindingLimitWorkInPieces) {
   same(sum(cast(mul(xv, 100.0), DType::i32)), sum(cast(mul(x, 100.0), DType::i32)), "int32 sum");
   const DynTensor mv = to_device(m, vk());
   close(sum(mv, {1}), sum(m, {1}), "sums of rows");
+  close(sum(select(mv, 1, 5)), sum(select(m, 1, 5)), "a column's sum (packed)");
   close(sum(mv, {0}, true), sum(m, {0}, true), "sums of columns");
   close(mean(mv, {0}), mean(m, {0}), "means of columns");
   same(amax(mv, {1}), amax(m, {1}), "rows' maxima");
   close(prod(slice(mv, 1, 0, 40), {0}), prod(slice(m, 1, 0, 40), {0}), "products of columns");
+  // argmax, gather and scatter of it in halves of the dims they do not index; a loss over it.
+  for (int dim : {0, 1}) {
+    same(argmax(mv, dim), argmax(m, dim), "argmax");
+    const ValuesIndices got = min(mv, dim, true), want = min(m, dim, true);
+    same(got.values, want.values, "min values");
+    same(got.indices, want.indices, "min indices");
+  }
+  std::vector<int64_t> picks(7 * 3);
+  for (size_t i = 0; i < picks.size(); ++i) picks[i] = static_cast<int64_t>(i * 7919) % cols;
+  const DynTensor pick = from_data(TensorData::from(picks, Shape{7, 3}), Device::cpu());
+  const DynTensor pv = to_device(pick, vk());
+  same(gather(mv, 1, pv), gather(m, 1, pick), "gather");
+
+  const DynTensor src = input(Shape{7, 3}, 45);
+  same(scatter_add(mv, 1, pv, to_device(src, vk())), scatter_add(m, 1, pick, src), "scatter_add");
+  const DynTensor down =
+      from_data(TensorData::from(std::vector<int64_t>{6, 0, 3, 3, 1}, Shape{1, 5}), Device::cpu());
+  same(gather(mv, 0, to_device(down, vk())), gather(m, 0, down), "gather of a row's columns");
+  const DynTensor row = input(Shape{1, 5}, 46);
+  same(scatter(mv, 0, to_device(down, vk()), to_device(row, vk())), scatter(m, 0, down, row),
+       "scatter into columns");
+  const DynTensor target = reshape(slice(pick, 1, 0, 1), Shape{7});
+  close(nn::cross_entropy(mv, to_device(target, vk())), nn::cross_entropy(m, target),
+        "cross_entropy");
   expect_no_validation_errors();
 }
 

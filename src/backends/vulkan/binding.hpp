@@ -261,6 +261,57 @@ void within_binding(const DeviceContext& c, const std::vector<RawTensor>& ts, co
   }
 }
 
+// Whether t's elements, packed, would bind with room to spare.
+inline bool packable(const DeviceContext& c, const RawTensor& t) {
+  return t.nbytes() <= c.max_binding() / 2;
+}
+// t itself where it binds, else its elements packed into a fresh contiguous tensor (a view
+// whose elements fit but whose strides spread them wider: a column of a wide matrix).
+inline RawTensor bound_or_packed(Backend& be, const DeviceContext& c, const RawTensor& t) {
+  if (binds(c, t)) return t;
+  const RawTensor packed = fresh_like(be, t);
+  be.copy(t, packed);
+  return packed;
+}
+
+// Runs `kernel(pieces)` on operands of one rank whose dims other than `skip` line up (an
+// indexing op's index, output and data; an argmax's outputs and operand) or, where one is wider
+// than a shader binds, on halves of the dim (not `skip`) along which they span most, each
+// narrowed to the same range, until each piece binds or its elements would packed (the kernel
+// packs those it reads: bound_or_packed): ts[0] gives the extent to halve (its dims are no
+// larger than the others'). The pieces are independent: nothing crosses the halved dim.
+template <class F>
+void in_halves(const DeviceContext& c, const std::vector<RawTensor>& ts, int skip, const char* op,
+               const F& kernel) {
+  bool fits = true;
+  for (const RawTensor& t : ts) fits = fits && (binds(c, t) || packable(c, t));
+  if (fits) return kernel(ts);
+  int split = -1;
+  int64_t widest = -1;
+  for (int d = 0; d < ts[0].rank(); ++d) {
+    if (d == skip || ts[0].shape[d] < 2) continue;
+    int64_t span = 0;
+    for (const RawTensor& t : ts) {
+      span += (t.shape[d] - 1) * std::abs(t.strides[d]) * static_cast<int64_t>(dtype_size(t.dtype));
+    }
+    if (span > widest) {
+      widest = span;
+      split = d;
+    }
+  }
+  size_t bytes = 0;
+  for (const RawTensor& t : ts) bytes = std::max(bytes, span_bytes(t));
+  EMBER_CHECK(split >= 0, "[", op, "] an operand spans ", bytes, " bytes along dim ", skip,
+              ", more than the ", c.max_binding(), " a shader binds on ", c.properties().deviceName,
+              " (maxStorageBufferRange)");
+  const int64_t n = ts[0].shape[split], half = n / 2;
+  for (const auto& [first, count] : {std::pair{int64_t{0}, half}, std::pair{half, n - half}}) {
+    std::vector<RawTensor> piece;
+    for (const RawTensor& t : ts) piece.push_back(narrowed(t, split, first, count));
+    in_halves(c, piece, skip, op, kernel);
+  }
+}
+
 // Operands of an elementwise kernel, collapsed, that still exceed the shaders' 6 dims (views that
 // no collapse brings down: a permuted rank-7 tensor): the strided ones packed into contiguous
 // temporaries (copy() takes any rank), after which all collapse to one dim. Called before the

@@ -100,6 +100,16 @@ std::optional<RawTensor> as_words(const RawTensor& t, int dim) {
 void VulkanBackend::gather(const RawTensor& x, int dim, const RawTensor& index,
                            const RawTensor& out) {
   if (out.numel() == 0) return;
+  if (x.rank() > 0 && !all_bind(ctx_of(out), {&x, &index, &out})) {  // a wide x: in halves
+    return in_halves(
+        ctx_of(out), {index, out, x}, dim, "gather", [&](const std::vector<RawTensor>& v) {
+          const DeviceContext& c = ctx_of(out);
+          const RawTensor xs = bound_or_packed(*this, c, v[2]),
+                          is = bound_or_packed(*this, c, v[0]);
+          if (binds(c, v[1])) return gather(xs, dim, is, v[1]);
+          into_contiguous(*this, v[1], [&](const RawTensor& o) { gather(xs, dim, is, o); });
+        });
+  }
   if (!out.is_contiguous()) {
     return into_contiguous(*this, out, [&](const RawTensor& o) { gather(x, dim, index, o); });
   }
@@ -183,6 +193,18 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
 void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                             const RawTensor& index, const RawTensor& src) {
   if (dst.numel() == 0 || index.numel() == 0) return;
+  if (dst.rank() > 0 && !all_bind(ctx_of(dst), {&dst, &index, &src})) {  // a wide dst: in halves
+    return in_halves(ctx_of(dst), {index, src, dst}, dim, scatter_name(reduce),
+                     [&](const std::vector<RawTensor>& v) {
+                       const DeviceContext& c = ctx_of(dst);
+                       const RawTensor is = bound_or_packed(*this, c, v[0]),
+                                       ss = bound_or_packed(*this, c, v[1]);
+                       if (binds(c, v[2])) return scatter(reduce, v[2], dim, is, ss);
+                       through_contiguous(*this, v[2], [&](const RawTensor& d) {
+                         scatter(reduce, d, dim, is, ss);
+                       });
+                     });
+  }
   if (!dst.is_contiguous()) {
     return through_contiguous(*this, dst,
                               [&](const RawTensor& d) { scatter(reduce, d, dim, index, src); });

@@ -633,6 +633,19 @@ void VulkanBackend::arg_reduce(ArgReduceOp op, const RawTensor& x, int dim, cons
   }
   const bool f32 = x.dtype == DType::f32;  // else argreduce.comp's ANY or PAIR variant
   if (values.numel() == 0) return;
+  if (!all_bind(ctx_of(values), {&x, &values, &indices})) {  // a wide x: in halves
+    return in_halves(
+        ctx_of(values), {values, indices, x}, dim, name, [&](const std::vector<RawTensor>& v) {
+          const RawTensor xs = bound_or_packed(*this, ctx_of(values), v[2]);
+          if (v[0].is_contiguous() && v[1].is_contiguous()) {
+            return arg_reduce(op, xs, dim, v[0], v[1]);
+          }
+          const RawTensor vals = fresh_like(*this, v[0]), idx = fresh_like(*this, v[1]);
+          arg_reduce(op, xs, dim, vals, idx);
+          copy(vals, v[0]);
+          copy(idx, v[1]);
+        });
+  }
   if (half_in_float32(ctx_of(values), x.dtype)) {  // binding.hpp's stand_in
     const RawTensor v32 = float32_like(*this, values);
     arg_reduce(op, float32_copy(*this, x), dim, v32, indices);
@@ -1052,7 +1065,13 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   const int xt = convert_code(x.dtype), ot = convert_code(out.dtype);
   if (xt < 0 || ot < 0) no_kernel(op_name(op), x.dtype);
   if (out.numel() == 0) return;
-  if (!all_bind(ctx_of(out), {&x, &out})) return reduce_in_pieces(*this, op, x, dims_mask, out);
+  if (const DeviceContext& c = ctx_of(out); !all_bind(c, {&x, &out})) {
+    // a view whose elements fit, spread wider (a column of a wide matrix): packed; else pieces
+    if (binds(c, out) && packable(c, x)) {
+      return reduce(op, bound_or_packed(*this, c, x), dims_mask, out);
+    }
+    return reduce_in_pieces(*this, op, x, dims_mask, out);
+  }
   EMBER_CHECK(x.numel() < (int64_t{1} << 31), "[", op_name(op), "] ", x.numel(),
               " elements exceed the 2^31 the Vulkan kernels index");
   DeviceContext& c = ctx_of(out);
