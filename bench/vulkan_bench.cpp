@@ -1,6 +1,6 @@
 // The Vulkan backend beside its peers in one run (issue 18): f32 and f16 matmul, the
-// Fashion-MNIST CNN's training step (batch 256, Adam), and a ResNet-style 3x3 convolution in f32
-// and f16, on vulkan:0, the Cpu backend and, in a Cuda build on a GPU machine, cuda:0. Rows are
+// Fashion-MNIST CNN's training step (batch 256, Adam), a ResNet-style 3x3 convolution in f32
+// and f16, and an embedding's gradient (index_add), on vulkan:0, the Cpu backend and, in a Cuda build on a GPU machine, cuda:0. Rows are
 // named op/device. On lavapipe (CI's Vulkan on the CPU) the numbers are reported against the Cpu
 // backend with no goal; on an NVIDIA GPU the goals are f16 matmul >= 60% of cuBLAS, f32 >= 70% of
 // cuBLAS without TF32, and the training step within 2x of Cuda.
@@ -44,6 +44,13 @@ void run_batched(benchmark::State& state, Device dev, int64_t per_sync, F&& op) 
   }
 }
 
+// The timed loop's shaders, with EMBER_VULKAN_PROFILE=1.
+void print_profile(const benchmark::State& state, Device dev, const char* what) {
+  if (!profiling(dev)) return;
+  std::fprintf(stderr, "%s: %lld runs\n%s", what, static_cast<long long>(state.iterations()),
+               vulkan::profile(dev.index, true).c_str());
+}
+
 void BM_matmul(benchmark::State& state, Device dev, DType dtype) {
   guarded(state, [&] {
     const int64_t n = state.range(0);
@@ -73,6 +80,24 @@ void BM_conv(benchmark::State& state, Device dev, DType dtype) {
   });
 }
 
+// An embedding's gradient: index_add of `tokens` rows of width 256 into a [vocabulary, 256]
+// table (the Vulkan backend's scatter sorts the token ids, then each table element
+// binary-searches them).
+void BM_embedding_grad(benchmark::State& state, Device dev) {
+  guarded(state, [&] {
+    const int64_t tokens = state.range(0), vocabulary = state.range(1), width = 256;
+    Generator gen(1);
+    const DynTensor ids = randint(0, vocabulary, Shape{tokens}, DType::i64, dev, &gen);
+    const DynTensor rows = randn(Shape{tokens, width}, DType::f32, dev, &gen);
+    const DynTensor table = zeros(Shape{vocabulary, width}, DType::f32, dev);
+    DynTensor grad;
+    run_batched(state, dev, 2, [&] { grad = index_add(table, 0, ids, rows); });
+    print_profile(state, dev, "embedding_grad");
+    state.counters["rows_per_s"] =
+        benchmark::Counter(double(tokens), benchmark::Counter::kIsIterationInvariantRate);
+  });
+}
+
 // Forward FLOPs per image (2 per multiply-add), as bench_cuda's; a training step is about 3x.
 constexpr double kCnnForwardFlops =
     2.0 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 128 * 1600 + 10 * 128);
@@ -91,11 +116,7 @@ void BM_cnn_train_step(benchmark::State& state, Device dev) {
       const Gradients grads = loss.backward();
       opt.step(model, grads);
     });
-    if (profiling(dev)) {
-      std::fprintf(stderr, "cnn_train_step: %lld steps\n%s",
-                   static_cast<long long>(state.iterations()),
-                   vulkan::profile(dev.index, true).c_str());
-    }
+    print_profile(state, dev, "cnn_train_step");
     const float last = loss.item<float>();
     if (!std::isfinite(last)) return state.SkipWithError("the loss is not finite");
     state.counters["last_loss"] = last;
@@ -131,12 +152,15 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(("conv_f32/" + name).c_str(), BM_conv, dev, DType::f32);
     auto* conv16 =
         benchmark::RegisterBenchmark(("conv_f16/" + name).c_str(), BM_conv, dev, DType::f16);
+    auto* embedding = benchmark::RegisterBenchmark(("embedding_grad/" + name).c_str(),
+                                                   BM_embedding_grad, dev);
     f32->ArgName("n")->Arg(gpu ? 4096 : 512);
+    embedding->ArgNames({"tokens", "vocabulary"})->Args({gpu ? 8192 : 1024, gpu ? 32000 : 4096});
     f16->ArgName("n")->Arg(gpu ? 8192 : 512);
     step->ArgName("batch")->Arg(256);
     conv32->ArgName("batch")->Arg(gpu ? 64 : 2);
     conv16->ArgName("batch")->Arg(gpu ? 64 : 2);
-    for (auto* b : {f32, f16, step, conv32, conv16}) {
+    for (auto* b : {f32, f16, step, conv32, conv16, embedding}) {
       b->UseRealTime()->MinTime(min_time)->Unit(benchmark::kMillisecond);
     }
   }

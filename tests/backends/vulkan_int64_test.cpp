@@ -372,6 +372,52 @@ TEST(Vulkan, NarrowDtypesGradientsAndScattersMatchTheCpu) {
   expect_no_validation_errors();
 }
 
+// Scatters whose lines hold many entries (an embedding's gradient through index_add: 300 tokens
+// into 40 rows), which sort each line first and binary-search it: the Cpu's order exactly, so
+// that even float sums are bit for bit; for int64 (in two words without float64), float32,
+// float16 (rounded each step) and a general index of many lines.
+TEST(Vulkan, Int64AndOtherLongScattersMatchTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  std::vector<int64_t> tokens(300);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<int64_t>((i * 37 + i / 7) % 40);
+  const DynTensor ids = int64s(tokens, Shape{300}), idv = to_device(ids, vk());
+  const DynTensor wide = int64s(pick(40 * 3, 10), Shape{40, 3});
+  const DynTensor wide_src = int64s(pick(300 * 3, 11), Shape{300, 3});
+  expect_same(index_add(to_device(wide, vk()), 0, idv, to_device(wide_src, vk())),
+              index_add(wide, 0, ids, wide_src), "int64 index_add");
+  for (DType t : {DType::f32, DType::f16}) {
+    const std::string d(dtype_name(t));
+    const DynTensor table = cast(input(Shape{40, 6}, 80), t);
+    const DynTensor grads = cast(sub(input(Shape{300, 6}, 81), 1.0), t);
+    expect_same(index_add(to_device(table, vk()), 0, idv, to_device(grads, vk())),
+                index_add(table, 0, ids, grads), d + " index_add");
+    // columns: the index along dim 1, a line per row
+    const DynTensor cols = transpose(table, 0, 1), cols_src = transpose(grads, 0, 1);
+    expect_same(index_add(to_device(cols, vk()), 1, idv, to_device(cols_src, vk())),
+                index_add(cols, 1, ids, cols_src), d + " index_add along dim 1");
+  }
+  // A general index: 4 lines of 100 entries with repeats, every fold.
+  std::vector<int64_t> lines(100 * 4);
+  for (size_t i = 0; i < lines.size(); ++i) lines[i] = static_cast<int64_t>((i * 13 + i / 9) % 25);
+  const DynTensor index = int64s(lines, Shape{100, 4}), iv = to_device(index, vk());
+  const DynTensor x = sub(mul(input(Shape{25, 4}, 82), 2.0), 2.0);
+  const DynTensor src = sub(mul(input(Shape{100, 4}, 83), 2.0), 2.0);
+  const DynTensor xv = to_device(x, vk()), sv = to_device(src, vk());
+  expect_same(scatter(xv, 0, iv, sv), scatter(x, 0, index, src), "scatter, the last write wins");
+  expect_same(scatter_add(xv, 0, iv, sv), scatter_add(x, 0, index, src), "scatter_add");
+  for (const char* reduce : {"prod", "amax", "amin"}) {
+    expect_same(scatter_reduce(xv, 0, iv, sv, reduce), scatter_reduce(x, 0, index, src, reduce),
+                std::string("scatter_reduce ") + reduce);
+  }
+  // gather's gradient: scatter_add into zeros
+  const DynTensor xg = require_grad(xv), xc = require_grad(x);
+  const DynTensor seed = input(Shape{100, 4}, 84);
+  expect_same(grad(gather(xg, 0, iv), {xg}, to_device(seed, vk()))[0],
+              grad(gather(xc, 0, index), {xc}, seed)[0], "gather's gradient");
+  expect_no_validation_errors();
+}
+
 // sort and topk, stable and NaN-last as the Cpu's, of float32 (ties, -0 and +0, NaN, a
 // subnormal), int64 past 32 bits, float16 and uint8; in two-word keys on a device without
 // float64 (`no_float64.`).

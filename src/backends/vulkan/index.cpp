@@ -72,7 +72,30 @@ void scatter_into(IndexPush q, ScatterReduce reduce, const RawTensor& dst, int d
   put_strides(index, q.i_stride);
   put_shape(index.shape, q.i_shape);
   if (dst.rank() == 0) q.i_shape[0] = static_cast<uint32_t>(index.numel());  // 0-d: 0 or [k]
-  dispatch_index(q, src, index, dst, op);
+  // Each destination element scans its line of the index along dim: with many entries a line
+  // (an embedding's gradient: every token's row into a vocabulary), the lines are sorted first
+  // (stably, so that equal entries keep their order) and each element binary-searches its own.
+  constexpr int64_t kSortedFrom = 64;
+  if (dst.rank() == 0 || index.shape[dim] < kSortedFrom)
+    return dispatch_index(q, src, index, dst, op);
+  RawTensor lines = index;  // one line where index_add broadcast it along every other dim
+  bool broadcast = true;
+  for (int d = 0; d < index.rank(); ++d)
+    broadcast = broadcast && (d == dim || index.strides[d] == 0);
+  for (int d = 0; d < index.rank() && broadcast; ++d)
+    lines.shape[d] = d == dim ? index.shape[d] : 1;
+  const int64_t m = lines.numel();
+  Backend& be = backend();
+  // the sorted entries, then where each came from along dim, in one buffer (index.comp reads both)
+  const RawTensor sorted{be.allocate(static_cast<size_t>(2 * m) * 8, dst.device()), Shape{2 * m},
+                         Strides{1}, 0, DType::i64};
+  const RawTensor keys = sorted.view(lines.shape, contiguous_strides(lines.shape), 0);
+  be.sort(lines, dim, false, keys, sorted.view(lines.shape, keys.strides, m));
+  for (int d = 0; d < index.rank(); ++d) {
+    q.i_stride[d] = lines.shape[d] == 1 && d != dim ? 0 : static_cast<int32_t>(keys.strides[d]);
+  }
+  q.mode |= 2048u;
+  dispatch_index(q, src, sorted, dst, op);
 }
 
 // t (of 1- or 2-byte elements) as int32 words where its last dim is contiguous, not `dim`, and

@@ -6,7 +6,8 @@
 //   mode 2 + r, scatter:  out[c] (= | += | *= | max= | min=, r = 0..4) a[c'] for every c' of
 //                         idx's shape with idx[c'] = c[dim] and c' = c elsewhere, in the order of
 //                         c'[dim]: an invocation per element of out, which it reads and writes
-//                         (shape: out's), so no atomics and the Cpu's sequential order.
+//                         (shape: out's), so no atomics and the Cpu's sequential order; with
+//                         many entries a line, they are sorted first and binary-searched.
 // An index outside [0, bound) (a queued range check failed) is skipped: gather writes 0.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -50,6 +51,12 @@ layout(push_constant) uniform Params {
 int index_at(int at) {
   const uint lo = idx[p.i_word + 2u * uint(at)], hi = idx[p.i_word + 2u * uint(at) + 1u];
   return hi == 0u && lo < p.bound ? int(lo) : -1;
+}
+
+// Whether the int64 index at element offset `at` of idx is below `target` (in [0, 2^31)).
+bool index_below(int at, uint target) {
+  const uint lo = idx[p.i_word + 2u * uint(at)], hi = idx[p.i_word + 2u * uint(at) + 1u];
+  return int(hi) < 0 || (hi == 0u && lo < target);
 }
 
 WORD combine(uint r, WORD acc, WORD v) {
@@ -130,9 +137,32 @@ void main() {
     }
     if (!inside) continue;
     WORD acc = LOAD_O(p.o_base + i);
-    for (uint k = 0u; k < p.i_shape[p.dim]; ++k) {
-      if (index_at(ii + int(k) * p.i_stride[p.dim]) == int(c[p.dim])) {
-        acc = combine(mode - 2u, acc, LOAD_A(uint(ia + int(k) * p.a_stride[p.dim])));
+    const uint len = p.i_shape[p.dim];
+    const int step = p.i_stride[p.dim];
+    if ((p.mode & 2048u) != 0u) {
+      // Sorted (bit 11): idx holds each line's indices sorted (stably), then where each came
+      // from along dim, in the layout i_stride describes: the entries naming c[dim] are found by
+      // a binary search and folded in their order in the line, as the scan below folds them.
+      uint keys = 1u;  // the sorted layout's element count: the positions come after the keys
+      for (uint d = 0u; d < p.rank; ++d) keys += (p.i_shape[d] - 1u) * uint(p.i_stride[d]);
+      uint lo = 0u, hi = len;
+      while (lo < hi) {
+        const uint mid = (lo + hi) / 2u;
+        if (index_below(ii + int(mid) * step, c[p.dim])) {
+          lo = mid + 1u;
+        } else {
+          hi = mid;
+        }
+      }
+      for (uint k = lo; k < len && index_at(ii + int(k) * step) == int(c[p.dim]); ++k) {
+        const int from = int(idx[p.i_word + 2u * (keys + uint(ii + int(k) * step))]);
+        acc = combine(mode - 2u, acc, LOAD_A(uint(ia + from * p.a_stride[p.dim])));
+      }
+    } else {
+      for (uint k = 0u; k < len; ++k) {
+        if (index_at(ii + int(k) * step) == int(c[p.dim])) {
+          acc = combine(mode - 2u, acc, LOAD_A(uint(ia + int(k) * p.a_stride[p.dim])));
+        }
       }
     }
     STORE_O(p.o_base + i, acc);
