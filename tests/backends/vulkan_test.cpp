@@ -849,6 +849,11 @@ TEST(Vulkan, TensorsPastTheBindingLimitWorkInPieces) {
     same(got.values, want.values, "min values");
     same(got.indices, want.indices, "min indices");
   }
+  close(cumsum(mv, 1), cumsum(m, 1), "cumsum of rows");
+  close(cumsum(mv, 0), cumsum(m, 0), "cumsum of columns");
+  const ValuesIndices top = topk(mv, 3, 0), top_cpu = topk(m, 3, 0);
+  same(top.values, top_cpu.values, "topk of columns");
+  same(top.indices, top_cpu.indices, "topk's indices");
   std::vector<int64_t> picks(7 * 3);
   for (size_t i = 0; i < picks.size(); ++i) picks[i] = static_cast<int64_t>(i * 7919) % cols;
   const DynTensor pick = from_data(TensorData::from(picks, Shape{7, 3}), Device::cpu());

@@ -19,6 +19,20 @@ void select_sorted(const RawTensor& x, int dim, int64_t kout, bool descending,
   if (type < 0 || values.dtype != x.dtype) backend().no_kernel(op, x.dtype);
   EMBER_CHECK(indices.dtype == DType::i64 && values.is_contiguous() && indices.is_contiguous(), "[",
               op, "] the Vulkan backend writes contiguous values and int64 indices");
+  if (const DeviceContext& c = ctx_of(x); x.rank() > 0 && !all_bind(c, {&x, &values, &indices})) {
+    // a wide x: rows in halves of the other dims (a row itself must bind)
+    Backend& be = backend();
+    return in_halves(c, {values, indices, x}, dim, op, [&](const std::vector<RawTensor>& v) {
+      const RawTensor xs = bound_or_packed(be, c, v[2]);
+      if (v[0].is_contiguous() && v[1].is_contiguous()) {
+        return select_sorted(xs, dim, kout, descending, v[0], v[1], op);
+      }
+      const RawTensor vals = fresh_like(be, v[0]), idx = fresh_like(be, v[1]);
+      select_sorted(xs, dim, kout, descending, vals, idx, op);
+      be.copy(vals, v[0]);
+      be.copy(idx, v[1]);
+    });
+  }
   check_indexable(x, op);
   const int64_t len = x.rank() == 0 ? 1 : x.shape[dim];
   const int64_t rows = len == 0 ? 0 : x.numel() / len;

@@ -696,6 +696,15 @@ void VulkanBackend::scan(ScanOp op, const RawTensor& x, int dim, const RawTensor
   // float32 in float32 and the integers and Bool as int64 in two words (the PAIR variant).
   if (convert_code(x.dtype) < 0 || convert_code(out.dtype) < 0) no_kernel(name, x.dtype);
   if (out.numel() == 0) return;
+  if (const DeviceContext& c = ctx_of(out); !all_bind(c, {&x, &out})) {  // a wide x: in halves
+    return in_halves(c, {out, x}, dim, name, [&](const std::vector<RawTensor>& v) {
+      const RawTensor xs = bound_or_packed(*this, c, v[1]);
+      if (v[0].is_contiguous() && binds(c, v[0])) return scan(op, xs, dim, v[0]);
+      const RawTensor o = fresh_like(*this, v[0]);
+      scan(op, xs, dim, o);
+      copy(o, v[0]);
+    });
+  }
   if (half_in_float32(ctx_of(out), x.dtype) && out.dtype == x.dtype) {  // binding.hpp's stand_in
     const RawTensor o32 = float32_like(*this, out);
     scan(op, float32_copy(*this, x), dim, o32);
