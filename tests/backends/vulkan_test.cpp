@@ -854,6 +854,29 @@ TEST(Vulkan, TensorsPastTheBindingLimitWorkInPieces) {
   const ValuesIndices top = topk(mv, 3, 0), top_cpu = topk(m, 3, 0);
   same(top.values, top_cpu.values, "topk of columns");
   same(top.indices, top_cpu.indices, "topk's indices");
+  // A batch of images past the limit: convolution and pooling in halves of the batch, forward
+  // and backward (the weight's gradient the halves' sum).
+  const int64_t side = static_cast<int64_t>(std::sqrt(double(limit) / 4 / 4 / 6)) + 2;
+  const DynTensor img = input(Shape{8, 4, side, side}, 47), ker = input(Shape{5, 4, 3, 3}, 48);
+  const DynTensor bias = input(Shape{5}, 49);
+  const auto layers = [](const DynTensor& x, const DynTensor& w, const DynTensor& b) {
+    const DynTensor xg = require_grad(x), wg = require_grad(w), bg = require_grad(b);
+    const DynTensor y = conv2d(xg, wg, bg, {1}, {1});
+    const DynTensor out = add(max_pool2d(y, SpatialArg{2}), avg_pool2d(y, SpatialArg{2}));
+    std::vector<DynTensor> all = grad(sum(out), {xg, wg, bg});
+    all.push_back(out);
+    return all;
+  };
+  const std::vector<DynTensor> got = layers(to_device(img, vk()), to_device(ker, vk()),
+                                            to_device(bias, vk())),
+                               want = layers(img, ker, bias);
+  const char* names[] = {"conv's input gradient", "conv's weight gradient", "conv's bias gradient",
+                         "conv and pooling"};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const DynTensor g = cast(to_device(got[i], Device::cpu()), DType::f64);
+    const DynTensor w = cast(want[i], DType::f64);
+    EXPECT_LE(amax(div(abs(sub(g, w)), add(abs(w), 1.0)), {}).item<double>(), 1e-5) << names[i];
+  }
   std::vector<int64_t> picks(7 * 3);
   for (size_t i = 0; i < picks.size(); ++i) picks[i] = static_cast<int64_t>(i * 7919) % cols;
   const DynTensor pick = from_data(TensorData::from(picks, Shape{7, 3}), Device::cpu());

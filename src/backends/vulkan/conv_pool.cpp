@@ -155,11 +155,42 @@ bool tiled_data_gradient(const DeviceContext& c) {
 
 }  // namespace
 
+namespace {
+
+// Samples [first, first + count) of a batch-first tensor.
+RawTensor samples(const RawTensor& t, int64_t first, int64_t count) {
+  return narrowed(t, 0, first, count);
+}
+
+// A convolution's bias gradient: grad_out summed over every dim but 1.
+void bias_gradient(Backend& be, const RawTensor& grad_out, const RawTensor& grad_bias) {
+  uint32_t mask = 0;
+  for (int d = 0; d < grad_out.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
+  be.reduce(ReduceOp::Sum, grad_out, mask, grad_bias);
+}
+
+// Whether a convolution's or pooling's batch-first operands are too wide to bind (past
+// maxStorageBufferRange), and there are samples to halve; w (a convolution's weight) must bind.
+bool halve_batch(const RawTensor& a, const RawTensor& b, const RawTensor& w) {
+  const DeviceContext& c = ctx_of(a);
+  EMBER_CHECK(!w.defined() || binds(c, w), "[conv] the weight spans ", span_bytes(w),
+              " bytes, more than the ", c.max_binding(), " a shader binds on ",
+              c.properties().deviceName, " (maxStorageBufferRange)");
+  return a.rank() > 0 && a.shape[0] > 1 && !all_bind(c, {&a, &b});
+}
+
+}  // namespace
+
 void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor& bias,
                          const ConvParams& p, const RawTensor& out) {
   const char* op = "conv";
   check_conv(op, {&x, &w, &bias, &out});
   if (out.numel() == 0) return;
+  if (halve_batch(x, out, w)) {  // samples are independent: halves of the batch
+    const int64_t half = x.shape[0] / 2, n = x.shape[0];
+    conv(samples(x, 0, half), w, bias, p, samples(out, 0, half));
+    return conv(samples(x, half, n - half), w, bias, p, samples(out, half, n - half));
+  }
   if (half_in_float32(ctx_of(out), out.dtype) && !coop_conv(out)) {  // binding.hpp's stand_in
     const RawTensor o32 = float32_like(*this, out);
     conv(float32_copy(*this, x), float32_copy(*this, w),
@@ -197,6 +228,12 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
   check_conv(op, {&grad_out, &w, &grad_in});
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0 || w.numel() == 0) return fill(grad_in, Scalar(0.0));
+  if (halve_batch(grad_out, grad_in, w)) {
+    const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
+    conv_backward_data(samples(grad_out, 0, half), w, p, samples(grad_in, 0, half));
+    return conv_backward_data(samples(grad_out, half, n - half), w, p,
+                              samples(grad_in, half, n - half));
+  }
   if (half_in_float32(ctx_of(grad_in), grad_in.dtype) && !coop_conv(grad_in)) {  // stand_in
     const RawTensor g32 = float32_like(*this, grad_in);
     conv_backward_data(float32_copy(*this, grad_out), float32_copy(*this, w), p, g32);
@@ -230,6 +267,18 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
   if (grad_out.numel() == 0) {  // nothing summed
     if (grad_w.numel() > 0) fill(grad_w, Scalar(0.0));
     if (grad_bias.defined() && grad_bias.numel() > 0) fill(grad_bias, Scalar(0.0));
+    return;
+  }
+  if (grad_w.numel() > 0 && halve_batch(x, grad_out, grad_w)) {
+    // Each half's weight gradient, added; the bias gradient over the whole batch (reductions
+    // of wide tensors go in pieces of their own).
+    const int64_t half = x.shape[0] / 2, n = x.shape[0];
+    const RawTensor rest = fresh_like(*this, grad_w);
+    conv_backward_weight(samples(x, 0, half), samples(grad_out, 0, half), p, grad_w, RawTensor());
+    conv_backward_weight(samples(x, half, n - half), samples(grad_out, half, n - half), p, rest,
+                         RawTensor());
+    binary(BinaryOp::Add, grad_w, rest, grad_w);
+    if (grad_bias.defined() && grad_bias.numel() > 0) bias_gradient(*this, grad_out, grad_bias);
     return;
   }
   if (half_in_float32(ctx_of(grad_out), grad_out.dtype) && !coop_conv(grad_w)) {  // stand_in
@@ -269,11 +318,7 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
       dispatch_conv_tiled(q, x, grad_out, RawTensor(), parts, m, n, t, splits);
       sum_parts(parts, splits, grad_w);
     }
-    if (grad_bias.defined() && grad_bias.numel() > 0) {
-      uint32_t mask = 0;
-      for (int d = 0; d < grad_out.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
-      reduce(ReduceOp::Sum, grad_out, mask, grad_bias);
-    }
+    if (grad_bias.defined() && grad_bias.numel() > 0) bias_gradient(*this, grad_out, grad_bias);
     return;
   }
   q.count = static_cast<uint32_t>(count);
@@ -305,10 +350,7 @@ void VulkanBackend::conv_backward(const RawTensor& x, const RawTensor& w, const 
   if (grad_w.defined()) {
     conv_backward_weight(x, g, p, grad_w, grad_bias);
   } else if (grad_bias.defined()) {
-    // The bias gradient alone: grad_out summed over every dim but 1.
-    uint32_t mask = 0;
-    for (int d = 0; d < g.rank(); ++d) mask |= d == 1 ? 0u : 1u << d;
-    reduce(ReduceOp::Sum, g, mask, grad_bias);
+    bias_gradient(*this, g, grad_bias);  // the bias gradient alone
   }
 }
 
@@ -382,6 +424,15 @@ void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, con
 void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
                              const RawTensor& indices) {
   if (out.numel() == 0) return;
+  if (halve_batch(x, out, RawTensor())) {  // indices are within a plane: halves of the batch
+    const int64_t half = x.shape[0] / 2, n = x.shape[0];
+    const auto part = [&](const RawTensor& t, int64_t first, int64_t count) {
+      return t.defined() ? samples(t, first, count) : t;
+    };
+    max_pool(samples(x, 0, half), p, samples(out, 0, half), part(indices, 0, half));
+    return max_pool(samples(x, half, n - half), p, samples(out, half, n - half),
+                    part(indices, half, n - half));
+  }
   if (half_in_float32(ctx_of(out), out.dtype)) {  // binding.hpp's stand_in
     const RawTensor o32 = float32_like(*this, out);
     max_pool(float32_copy(*this, x), p, o32, indices);
@@ -392,6 +443,11 @@ void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawT
 
 void VulkanBackend::avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) {
   if (out.numel() == 0) return;
+  if (halve_batch(x, out, RawTensor())) {
+    const int64_t half = x.shape[0] / 2, n = x.shape[0];
+    avg_pool(samples(x, 0, half), p, samples(out, 0, half));
+    return avg_pool(samples(x, half, n - half), p, samples(out, half, n - half));
+  }
   if (half_in_float32(ctx_of(out), out.dtype)) {
     const RawTensor o32 = float32_like(*this, out);
     avg_pool(float32_copy(*this, x), p, o32);
@@ -405,6 +461,13 @@ void VulkanBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
   EMBER_CHECK(indices.defined(), "[max_pool_backward] needs the forward's indices");
+  if (halve_batch(grad_out, grad_in, RawTensor())) {
+    const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
+    max_pool_backward(samples(grad_out, 0, half), samples(indices, 0, half), p,
+                      samples(grad_in, 0, half));
+    return max_pool_backward(samples(grad_out, half, n - half), samples(indices, half, n - half), p,
+                             samples(grad_in, half, n - half));
+  }
   if (half_in_float32(ctx_of(grad_in), grad_in.dtype)) {  // binding.hpp's stand_in
     const RawTensor g32 = float32_like(*this, grad_in);
     max_pool_backward(float32_copy(*this, grad_out), indices, p, g32);
@@ -418,6 +481,12 @@ void VulkanBackend::avg_pool_backward(const RawTensor& grad_out, const PoolParam
                                       const RawTensor& grad_in) {
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
+  if (halve_batch(grad_out, grad_in, RawTensor())) {
+    const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
+    avg_pool_backward(samples(grad_out, 0, half), p, samples(grad_in, 0, half));
+    return avg_pool_backward(samples(grad_out, half, n - half), p,
+                             samples(grad_in, half, n - half));
+  }
   if (half_in_float32(ctx_of(grad_in), grad_in.dtype)) {
     const RawTensor g32 = float32_like(*this, grad_in);
     avg_pool_backward(float32_copy(*this, grad_out), p, g32);
