@@ -171,8 +171,10 @@ void bias_gradient(Backend& be, const RawTensor& grad_out, const RawTensor& grad
 
 // Whether a convolution's or pooling's batch-first operands are too wide to bind (past
 // maxStorageBufferRange), and there are samples to halve; w (a convolution's weight) must bind.
-bool halve_batch(const RawTensor& a, const RawTensor& b, const RawTensor& w) {
+bool halve_batch(const RawTensor& a, const RawTensor& b, const RawTensor& w,
+                 const RawTensor& indices = RawTensor()) {
   const DeviceContext& c = ctx_of(a);
+  if (indices.defined() && !binds(c, indices) && a.rank() > 0 && a.shape[0] > 1) return true;
   EMBER_CHECK(!w.defined() || binds(c, w), "[conv] the weight spans ", span_bytes(w),
               " bytes, more than the ", c.max_binding(), " a shader binds on ",
               c.properties().deviceName, " (maxStorageBufferRange)");
@@ -271,7 +273,16 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
   }
   if (grad_w.numel() > 0 && halve_batch(x, grad_out, grad_w)) {
     // Each half's weight gradient, added; the bias gradient over the whole batch (reductions
-    // of wide tensors go in pieces of their own).
+    // of wide tensors go in pieces of their own). The 16-bit floats' halves in float32, so
+    // that the sum is rounded once.
+    if (dtype_size(grad_w.dtype) == 2) {
+      const RawTensor w32 = float32_like(*this, grad_w);
+      conv_backward_weight(float32_copy(*this, x), float32_copy(*this, grad_out), p, w32,
+                           RawTensor());
+      copy(w32, grad_w);
+      if (grad_bias.defined() && grad_bias.numel() > 0) bias_gradient(*this, grad_out, grad_bias);
+      return;
+    }
     const int64_t half = x.shape[0] / 2, n = x.shape[0];
     const RawTensor rest = fresh_like(*this, grad_w);
     conv_backward_weight(samples(x, 0, half), samples(grad_out, 0, half), p, grad_w, RawTensor());
@@ -424,7 +435,7 @@ void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, con
 void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out,
                              const RawTensor& indices) {
   if (out.numel() == 0) return;
-  if (halve_batch(x, out, RawTensor())) {  // indices are within a plane: halves of the batch
+  if (halve_batch(x, out, RawTensor(), indices)) {  // indices are within a plane: halves
     const int64_t half = x.shape[0] / 2, n = x.shape[0];
     const auto part = [&](const RawTensor& t, int64_t first, int64_t count) {
       return t.defined() ? samples(t, first, count) : t;
@@ -461,7 +472,7 @@ void VulkanBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
   EMBER_CHECK(indices.defined(), "[max_pool_backward] needs the forward's indices");
-  if (halve_batch(grad_out, grad_in, RawTensor())) {
+  if (halve_batch(grad_out, grad_in, RawTensor(), indices)) {
     const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
     max_pool_backward(samples(grad_out, 0, half), samples(indices, 0, half), p,
                       samples(grad_in, 0, half));

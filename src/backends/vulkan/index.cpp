@@ -3,6 +3,7 @@
 // so results do not depend on scheduling and bad indices (a failed queued range check) are
 // skipped rather than followed.
 #include <algorithm>
+#include <bit>
 #include <optional>
 
 #include "binding.hpp"
@@ -76,15 +77,25 @@ void scatter_into(IndexPush q, ScatterReduce reduce, const RawTensor& dst, int d
   // (an embedding's gradient: every token's row into a vocabulary), the lines are sorted first
   // (stably, so that equal entries keep their order) and each element binary-searches its own.
   constexpr int64_t kSortedFrom = 64;
-  if (dst.rank() == 0 || index.shape[dim] < kSortedFrom)
+  if (dst.rank() == 0 || index.shape[dim] < kSortedFrom) {
     return dispatch_index(q, src, index, dst, op);
+  }
   RawTensor lines = index;  // one line where index_add broadcast it along every other dim
   bool broadcast = true;
-  for (int d = 0; d < index.rank(); ++d)
+  for (int d = 0; d < index.rank(); ++d) {
     broadcast = broadcast && (d == dim || index.strides[d] == 0);
-  for (int d = 0; d < index.rank() && broadcast; ++d)
+  }
+  for (int d = 0; d < index.rank() && broadcast; ++d) {
     lines.shape[d] = d == dim ? index.shape[d] : 1;
-  const int64_t m = lines.numel();
+  }
+  const int64_t m = lines.numel(), len = index.shape[dim];
+  // The sorted entries and their positions (16 bytes an entry) and the sort's scratch (its lines
+  // padded to a power of two, 8 bytes an entry) must bind: else the scan.
+  const auto padded = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(len)));
+  const size_t room = ctx_of(dst).max_binding() / 2;
+  if (static_cast<size_t>(2 * m) * 8 > room || static_cast<size_t>(m / len * padded) * 8 > room) {
+    return dispatch_index(q, src, index, dst, op);
+  }
   Backend& be = backend();
   // the sorted entries, then where each came from along dim, in one buffer (index.comp reads both)
   const RawTensor sorted{be.allocate(static_cast<size_t>(2 * m) * 8, dst.device()), Shape{2 * m},
@@ -116,6 +127,23 @@ std::optional<RawTensor> as_words(const RawTensor& t, int dim) {
   w.offset = t.offset / k;
   w.dtype = DType::i32;
   return w;
+}
+
+// scatter_into on a contiguous dst, or on halves of the dims other than `dim` where an operand
+// is wider than a binding (those read packed where their elements fit).
+void scatter_in_pieces(Backend& be, const IndexPush& q, ScatterReduce reduce, const RawTensor& dst,
+                       int dim, const RawTensor& index, const RawTensor& src) {
+  const DeviceContext& c = ctx_of(dst);
+  if (dst.rank() > 0 && !all_bind(c, {&dst, &index, &src})) {
+    return in_halves(
+        c, {index, src, dst}, dim, scatter_name(reduce), [&](const std::vector<RawTensor>& v) {
+          const RawTensor is = bound_or_packed(be, c, v[0]), ss = bound_or_packed(be, c, v[1]);
+          through_contiguous(be, v[2],
+                             [&](const RawTensor& d) { scatter_into(q, reduce, d, dim, is, ss); });
+        });
+  }
+  through_contiguous(be, dst,
+                     [&](const RawTensor& d) { scatter_into(q, reduce, d, dim, index, src); });
 }
 
 }  // namespace
@@ -216,22 +244,6 @@ void VulkanBackend::index_select(const RawTensor& x, int dim, const RawTensor& i
 void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
                             const RawTensor& index, const RawTensor& src) {
   if (dst.numel() == 0 || index.numel() == 0) return;
-  if (dst.rank() > 0 && !all_bind(ctx_of(dst), {&dst, &index, &src})) {  // a wide dst: in halves
-    return in_halves(ctx_of(dst), {index, src, dst}, dim, scatter_name(reduce),
-                     [&](const std::vector<RawTensor>& v) {
-                       const DeviceContext& c = ctx_of(dst);
-                       const RawTensor is = bound_or_packed(*this, c, v[0]),
-                                       ss = bound_or_packed(*this, c, v[1]);
-                       if (binds(c, v[2])) return scatter(reduce, v[2], dim, is, ss);
-                       through_contiguous(*this, v[2], [&](const RawTensor& d) {
-                         scatter(reduce, d, dim, is, ss);
-                       });
-                     });
-  }
-  if (!dst.is_contiguous()) {
-    return through_contiguous(*this, dst,
-                              [&](const RawTensor& d) { scatter(reduce, d, dim, index, src); });
-  }
   IndexPush q{};
   // On a device without float64 the 1- and 2-byte dtypes as 4-byte ones (binding.hpp's
   // stand_in), the 16-bit floats rounded to their dtype at each step as the Cpu's.
@@ -239,10 +251,10 @@ void VulkanBackend::scatter(ScatterReduce reduce, const RawTensor& dst, int dim,
   if (to != dst.dtype && src.dtype == dst.dtype) {
     q.mode = dst.dtype == DType::f16 ? 512u : dst.dtype == DType::bf16 ? 1024u : 0u;
     const RawTensor d4 = widened(*this, dst, to);
-    scatter_into(q, reduce, d4, dim, index, widened(*this, src, to));
+    scatter_in_pieces(*this, q, reduce, d4, dim, index, widened(*this, src, to));
     return copy(d4, dst);
   }
-  scatter_into(q, reduce, dst, dim, index, src);
+  scatter_in_pieces(*this, q, reduce, dst, dim, index, src);
 }
 
 }  // namespace ember::vulkan
@@ -263,10 +275,11 @@ RawTensor VulkanBackend::nonzero(const RawTensor& x) {
   if (numel == 0) return empty_result(0);
   DeviceContext& c = ctx_of(x);
   if (!c.wide() && x.dtype != DType::boolean) {
-    // On a device without float64 nonzero.comp reads Bools alone (its BOOL variant): x != 0
-    // first, as the Cpu tests it (NaN is nonzero, -0 is not).
+    // On a device without float64 nonzero.comp reads Bools alone (its BOOL variant): x's truth
+    // first, from its bits as the Cpu tests it (NaN and subnormals are nonzero, -0 is not; a
+    // float comparison with 0 may flush subnormals).
     const RawTensor set = fresh(*this, x.shape, DType::boolean, x.device());
-    binary(BinaryOp::Ne, x, broadcast_scalar(*this, Scalar(0), x.dtype, x.shape, x.device()), set);
+    binary(BinaryOp::LogicalOr, x, x, set);
     return nonzero(set);
   }
   constexpr int64_t kBlock = 1024;  // nonzero.comp's: 256 invocations, 4 elements each

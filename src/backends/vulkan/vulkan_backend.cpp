@@ -999,7 +999,13 @@ void reduce_in_pieces(VulkanBackend& be, ReduceOp op, const RawTensor& x, uint32
   o.strides = contiguous_strides(kept);
   int split = -1;  // x's dim of the widest span, among those an output too wide must split
   int64_t widest = 0;
-  const bool kept_only = binds(c, x);
+  // A reduced dim is halved only where the two partial results would bind (so that their fold
+  // does not come back here), and while x binds only the output needs halving.
+  const bool fold =
+      is_floating(x.dtype) && (op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Mean);
+  const size_t part_size = fold && c.wide() ? 8 : std::max<size_t>(dtype_size(out.dtype), 4);
+  const bool kept_only =
+      binds(c, x) || static_cast<size_t>(2 * out.numel()) * part_size > c.max_binding() / 2;
   for (int d = 0; d < rank; ++d) {
     const int64_t span = (x.shape[d] - 1) * std::abs(x.strides[d]);
     const bool reduced = (dims_mask >> d) & 1u;
@@ -1019,7 +1025,6 @@ void reduce_in_pieces(VulkanBackend& be, ReduceOp op, const RawTensor& x, uint32
     }
     return;
   }
-  const bool floating = is_floating(x.dtype);
   if (op == ReduceOp::Mean) {
     const DType t = c.wide() ? DType::f64 : DType::f32;
     const RawTensor total = fresh(be, kept, t, out.device());
@@ -1033,7 +1038,6 @@ void reduce_in_pieces(VulkanBackend& be, ReduceOp op, const RawTensor& x, uint32
   }
   // The partials: extremes and all/any exactly in out's dtype, float sums and products in double
   // where the device has it, integers' in out's (int64).
-  const bool fold = floating && (op == ReduceOp::Sum || op == ReduceOp::Prod);
   const DType part = fold && c.wide() ? DType::f64 : out.dtype;
   Shape parts_shape = kept;
   parts_shape[split] = 2;
@@ -1061,10 +1065,10 @@ void VulkanBackend::reduce(ReduceOp op, const RawTensor& x, uint32_t dims_mask,
   }
   if (!ctx_of(out).wide() && is_floating(x.dtype) && out.dtype == DType::boolean &&
       (op == ReduceOp::All || op == ReduceOp::Any) && out.numel() > 0) {
-    // all and any of floats on a device without float64: of x != 0 (NaN is true), a Bool.
+    // all and any of floats on a device without float64: of x's truth from its bits (NaN and
+    // subnormals are true, -0 is not), a Bool.
     const RawTensor set = fresh(*this, x.shape, DType::boolean, x.device());
-    binary(BinaryOp::Ne, x, broadcast_scalar(*this, Scalar(0.0), x.dtype, x.shape, x.device()),
-           set);
+    binary(BinaryOp::LogicalOr, x, x, set);
     return reduce(op, set, dims_mask, out);
   }
   // reduce.comp, in double and int64 for every dtype, or reduce_f32.comp for float32 amax and

@@ -108,7 +108,10 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
     }
     case 12u: return fmod_of(x, y);
     case 13u: {  // floor_divide, as special::floor_divide
-      if (y == 0.0) return x / y;
+      if (y == 0.0) {  // x / y, spelled out: Vulkan leaves a division by zero undefined
+        if (x == 0.0 || isnan(x)) return nan_value();
+        return negative_bit(x) != negative_bit(y) ? -inf_value() : inf_value();
+      }
       const float m = fmod_of(x, y);
       float q = (x - m) / y;
       if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
@@ -177,7 +180,7 @@ double fmod_exact(double a, double b) {
   const double d = abs(b);
   int ed, er;
   frexp(d, ed);
-  while (r >= d) {
+  for (int i = 0; i < 2200 && r >= d; ++i) {  // bounded, as math32.glsl's fmod_of
     frexp(r, er);
     double step = ldexp(d, er - ed);
     if (step > r) step *= 0.5;

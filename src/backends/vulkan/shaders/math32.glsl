@@ -47,7 +47,9 @@ float fmod_of(float a, float b) {
   const float d = abs(b);
   int ed, er;
   frexp(d, ed);
-  while (r >= d) {
+  // At most one subtraction a binary place of the quotient (under 280): the bound keeps a
+  // driver that flushes a subnormal step to zero from looping forever.
+  for (int i = 0; i < 300 && r >= d; ++i) {
     frexp(r, er);
     float step = ldexp(d, er - ed);
     if (step > r) step *= 0.5;
@@ -183,7 +185,9 @@ float digamma_of(float x) {
   float result = 0.0;
   if (x < 0.0) {
     if (x == trunc(x)) return nan_value();
-    result = -3.14159265358979324 / tan(3.14159265358979324 * (x - trunc(x)));
+    // pi / tan(pi x) of x less its nearest integer (exact), |pi r| <= pi / 2: near a pole the
+    // argument stays small instead of near a multiple of pi, where float's pi is off by 1e-7.
+    result = -3.14159265358979324 / tan(3.14159265358979324 * (x - roundEven(x)));
     x = 1.0 - x;
   }
   while (x < 10.0) {
