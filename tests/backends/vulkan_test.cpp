@@ -207,6 +207,8 @@ TEST(Vulkan, Float32UnaryOpsMatchTheCpu) {
       {"lgamma", [](const DynTensor& x) { return lgamma(x); }, &wide},
       {"lgamma near its roots", [](const DynTensor& x) { return lgamma(add(x, 0.5)); }, &pos},
       {"digamma", [](const DynTensor& x) { return digamma(x); }, &wide},
+      {"digamma near a pole", [](const DynTensor& x) { return digamma(sub(mul(x, 0.01), 3.0)); },
+       &pos},
       {"polygamma 1", [](const DynTensor& x) { return polygamma(1, x); }, &pos},
       {"polygamma 3", [](const DynTensor& x) { return polygamma(3, mul(x, 3.0)); }, &pos},
   };
