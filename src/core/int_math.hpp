@@ -26,10 +26,13 @@ EMBER_HD C int_pow(C base, C exp) {
     if (negative(base) && base == C(-1)) return (exp & 1) ? base : C(1);
     return C(0);
   }
+  // Products in an unsigned type at least as wide as unsigned int (narrower ones promote to int,
+  // where they too could overflow): wrapping, without the signed overflow UBSan reports.
+  using W = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
   C result = 1;
   while (exp) {
-    if (exp & 1) result = static_cast<C>(result * base);
-    base = static_cast<C>(base * base);
+    if (exp & 1) result = static_cast<C>(W(result) * W(base));
+    base = static_cast<C>(W(base) * W(base));
     exp >>= 1;
   }
   return result;
