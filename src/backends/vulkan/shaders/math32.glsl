@@ -7,6 +7,21 @@ float nan_value() { return uintBitsToFloat(0x7fc00000u); }
 float inf_value() { return uintBitsToFloat(0x7f800000u); }
 bool negative_bit(float v) { return (floatBitsToUint(v) >> 31) != 0u; }
 
+// x * 2^e, exactly where the result is a normal float, through powers of two built from their
+// bits: a driver may compute ldexp as x * exp2(e), whose 2^e overflows (e past 127) or vanishes
+// (e below -126) while the product would not (fmod's shifted divisors, hypot's rescaling).
+float scale2(float x, int e) {
+  for (int i = 0; i < 3 && e > 127; ++i) {
+    x *= uintBitsToFloat(0x7f000000u);  // 2^127
+    e -= 127;
+  }
+  for (int i = 0; i < 3 && e < -126; ++i) {
+    x *= uintBitsToFloat(0x00800000u);  // 2^-126
+    e += 126;
+  }
+  return x * uintBitsToFloat(uint(clamp(e, -126, 127) + 127) << 23u);
+}
+
 // x^y as C's pow: y = 2 is x * x and y = 0.5 the square root (as the Cpu computes them), x^0
 // and 1^y are 1 (even for NaN), a zero base gives a zero or an infinity signed for an odd
 // integer exponent, and a negative base keeps its sign's parity for an integer exponent and is
@@ -51,7 +66,7 @@ float fmod_of(float a, float b) {
   // driver that flushes a subnormal step to zero from looping forever.
   for (int i = 0; i < 300 && r >= d; ++i) {
     frexp(r, er);
-    float step = ldexp(d, er - ed);
+    float step = scale2(d, er - ed);
     if (step > r) step *= 0.5;
     r -= step;
   }
@@ -108,8 +123,8 @@ float hypot_of(float x, float y) {
   if (big == 0.0) return 0.0;
   int e;
   frexp(big, e);
-  const float b = ldexp(big, -e), s = ldexp(small, -e);
-  return ldexp(sqrt(b * b + s * s), e);
+  const float b = scale2(big, -e), s = scale2(small, -e);
+  return scale2(sqrt(b * b + s * s), e);
 }
 
 // The special functions in float32, after the Cpu's (src/core/special_math.hpp, which computes
