@@ -1,9 +1,10 @@
 // The Vulkan backend beside its peers in one run (issue 18): f32 and f16 matmul, the
 // Fashion-MNIST CNN's training step (batch 256, Adam), a ResNet-style 3x3 convolution in f32
-// and f16, and an embedding's gradient (index_add), on vulkan:0, the Cpu backend and, in a Cuda build on a GPU machine, cuda:0. Rows are
-// named op/device. On lavapipe (CI's Vulkan on the CPU) the numbers are reported against the Cpu
-// backend with no goal; on an NVIDIA GPU the goals are f16 matmul >= 60% of cuBLAS, f32 >= 70% of
-// cuBLAS without TF32, and the training step within 2x of Cuda.
+// and f16, and an embedding's gradient (index_add), on vulkan:0, the Cpu backend and, in a Cuda
+// build on a GPU machine, cuda:0. Rows are named op/device. On lavapipe (CI's Vulkan on the CPU)
+// the numbers are reported against the Cpu backend with no goal; on an NVIDIA GPU the goals are f16
+// matmul >= 60% of cuBLAS, f32 >= 70% of cuBLAS without TF32, and the training step within 2x of
+// Cuda.
 //
 // Work on a device is queued: each timed batch runs the op `per_sync` times and then waits for
 // the device (ember::synchronize), so the time counts the queued work.
@@ -152,8 +153,8 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(("conv_f32/" + name).c_str(), BM_conv, dev, DType::f32);
     auto* conv16 =
         benchmark::RegisterBenchmark(("conv_f16/" + name).c_str(), BM_conv, dev, DType::f16);
-    auto* embedding = benchmark::RegisterBenchmark(("embedding_grad/" + name).c_str(),
-                                                   BM_embedding_grad, dev);
+    auto* embedding =
+        benchmark::RegisterBenchmark(("embedding_grad/" + name).c_str(), BM_embedding_grad, dev);
     f32->ArgName("n")->Arg(gpu ? 4096 : 512);
     embedding->ArgNames({"tokens", "vocabulary"})->Args({gpu ? 8192 : 1024, gpu ? 32000 : 4096});
     f16->ArgName("n")->Arg(gpu ? 8192 : 512);
