@@ -914,6 +914,10 @@ TEST(Vulkan, TensorsPastTheBindingLimitWorkInPieces) {
   const DynTensor dst = input(Shape{10, 1000}, 53), many = input(Shape{100, 1000}, 54);
   same(scatter_add(to_device(dst, vk()), 0, to_device(long_index, vk()), to_device(many, vk())),
        scatter_add(dst, 0, long_index, many), "scatter_add of a long index");
+  // A single row wider than a binding cannot be halved: refused, naming the limit.
+  expect_error([&] { (void)to_device(sort(xv, 0).values, Device::cpu()); },
+               "maxStorageBufferRange");
+  expect_error([&] { (void)to_device(argmax(xv, 0), Device::cpu()); }, "maxStorageBufferRange");
   std::vector<int64_t> picks(7 * 3);
   for (size_t i = 0; i < picks.size(); ++i) picks[i] = static_cast<int64_t>(i * 7919) % cols;
   const DynTensor pick = from_data(TensorData::from(picks, Shape{7, 3}), Device::cpu());

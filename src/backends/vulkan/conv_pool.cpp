@@ -157,9 +157,16 @@ bool tiled_data_gradient(const DeviceContext& c) {
 
 namespace {
 
-// Samples [first, first + count) of a batch-first tensor.
+// Samples [first, first + count) of a batch-first tensor (an undefined one stays undefined).
 RawTensor samples(const RawTensor& t, int64_t first, int64_t count) {
-  return narrowed(t, 0, first, count);
+  return t.defined() ? narrowed(t, 0, first, count) : t;
+}
+
+// Runs f(first, count) on the two halves of a batch of n samples.
+template <class F>
+void batch_halves(int64_t n, const F& f) {
+  f(int64_t{0}, n / 2);
+  f(n / 2, n - n / 2);
 }
 
 // A convolution's bias gradient: grad_out summed over every dim but 1.
@@ -189,9 +196,9 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
   check_conv(op, {&x, &w, &bias, &out});
   if (out.numel() == 0) return;
   if (halve_batch(x, out, w)) {  // samples are independent: halves of the batch
-    const int64_t half = x.shape[0] / 2, n = x.shape[0];
-    conv(samples(x, 0, half), w, bias, p, samples(out, 0, half));
-    return conv(samples(x, half, n - half), w, bias, p, samples(out, half, n - half));
+    return batch_halves(x.shape[0], [&](int64_t first, int64_t count) {
+      conv(samples(x, first, count), w, bias, p, samples(out, first, count));
+    });
   }
   if (half_in_float32(ctx_of(out), out.dtype) && !coop_conv(out)) {  // binding.hpp's stand_in
     const RawTensor o32 = float32_like(*this, out);
@@ -231,10 +238,9 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0 || w.numel() == 0) return fill(grad_in, Scalar(0.0));
   if (halve_batch(grad_out, grad_in, w)) {
-    const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
-    conv_backward_data(samples(grad_out, 0, half), w, p, samples(grad_in, 0, half));
-    return conv_backward_data(samples(grad_out, half, n - half), w, p,
-                              samples(grad_in, half, n - half));
+    return batch_halves(grad_out.shape[0], [&](int64_t first, int64_t count) {
+      conv_backward_data(samples(grad_out, first, count), w, p, samples(grad_in, first, count));
+    });
   }
   if (half_in_float32(ctx_of(grad_in), grad_in.dtype) && !coop_conv(grad_in)) {  // stand_in
     const RawTensor g32 = float32_like(*this, grad_in);
@@ -436,13 +442,10 @@ void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawT
                              const RawTensor& indices) {
   if (out.numel() == 0) return;
   if (halve_batch(x, out, RawTensor(), indices)) {  // indices are within a plane: halves
-    const int64_t half = x.shape[0] / 2, n = x.shape[0];
-    const auto part = [&](const RawTensor& t, int64_t first, int64_t count) {
-      return t.defined() ? samples(t, first, count) : t;
-    };
-    max_pool(samples(x, 0, half), p, samples(out, 0, half), part(indices, 0, half));
-    return max_pool(samples(x, half, n - half), p, samples(out, half, n - half),
-                    part(indices, half, n - half));
+    return batch_halves(x.shape[0], [&](int64_t first, int64_t count) {
+      max_pool(samples(x, first, count), p, samples(out, first, count),
+               samples(indices, first, count));
+    });
   }
   if (half_in_float32(ctx_of(out), out.dtype)) {  // binding.hpp's stand_in
     const RawTensor o32 = float32_like(*this, out);
@@ -455,9 +458,9 @@ void VulkanBackend::max_pool(const RawTensor& x, const PoolParams& p, const RawT
 void VulkanBackend::avg_pool(const RawTensor& x, const PoolParams& p, const RawTensor& out) {
   if (out.numel() == 0) return;
   if (halve_batch(x, out, RawTensor())) {
-    const int64_t half = x.shape[0] / 2, n = x.shape[0];
-    avg_pool(samples(x, 0, half), p, samples(out, 0, half));
-    return avg_pool(samples(x, half, n - half), p, samples(out, half, n - half));
+    return batch_halves(x.shape[0], [&](int64_t first, int64_t count) {
+      avg_pool(samples(x, first, count), p, samples(out, first, count));
+    });
   }
   if (half_in_float32(ctx_of(out), out.dtype)) {
     const RawTensor o32 = float32_like(*this, out);
@@ -473,11 +476,10 @@ void VulkanBackend::max_pool_backward(const RawTensor& grad_out, const RawTensor
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
   EMBER_CHECK(indices.defined(), "[max_pool_backward] needs the forward's indices");
   if (halve_batch(grad_out, grad_in, RawTensor(), indices)) {
-    const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
-    max_pool_backward(samples(grad_out, 0, half), samples(indices, 0, half), p,
-                      samples(grad_in, 0, half));
-    return max_pool_backward(samples(grad_out, half, n - half), samples(indices, half, n - half), p,
-                             samples(grad_in, half, n - half));
+    return batch_halves(grad_out.shape[0], [&](int64_t first, int64_t count) {
+      max_pool_backward(samples(grad_out, first, count), samples(indices, first, count), p,
+                        samples(grad_in, first, count));
+    });
   }
   if (half_in_float32(ctx_of(grad_in), grad_in.dtype)) {  // binding.hpp's stand_in
     const RawTensor g32 = float32_like(*this, grad_in);
@@ -493,10 +495,9 @@ void VulkanBackend::avg_pool_backward(const RawTensor& grad_out, const PoolParam
   if (grad_in.numel() == 0) return;
   if (grad_out.numel() == 0) return fill(grad_in, Scalar(0.0));
   if (halve_batch(grad_out, grad_in, RawTensor())) {
-    const int64_t half = grad_out.shape[0] / 2, n = grad_out.shape[0];
-    avg_pool_backward(samples(grad_out, 0, half), p, samples(grad_in, 0, half));
-    return avg_pool_backward(samples(grad_out, half, n - half), p,
-                             samples(grad_in, half, n - half));
+    return batch_halves(grad_out.shape[0], [&](int64_t first, int64_t count) {
+      avg_pool_backward(samples(grad_out, first, count), p, samples(grad_in, first, count));
+    });
   }
   if (half_in_float32(ctx_of(grad_in), grad_in.dtype)) {
     const RawTensor g32 = float32_like(*this, grad_in);
