@@ -277,7 +277,7 @@ inline RawTensor bound_or_packed(Backend& be, const DeviceContext& c, const RawT
 // Runs `kernel(pieces)` on operands of one rank whose dims other than `skip` line up (an
 // indexing op's index, output and data; an argmax's outputs and operand) or, where one is wider
 // than a shader binds, on halves of the dim (not `skip`) along which they span most, each
-// narrowed to the same range, until each piece binds or its elements would packed (the kernel
+// narrowed to the same range, until each piece binds or would bind packed (the kernel
 // packs those it reads: bound_or_packed): ts[0] gives the extent to halve (its dims are no
 // larger than the others'). The pieces are independent: nothing crosses the halved dim.
 template <class F>
