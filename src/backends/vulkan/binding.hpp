@@ -378,15 +378,17 @@ inline void check_operands(std::string_view op, const RawTensor& x, const RawTen
 // gemm_tiled.glsl's specialisation constants, in constant_id order (matmul.cpp).
 struct Tiles {
   uint32_t threads, bm, bn, bk, tm, tn;
+  uint32_t band = 8;  // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
 };
 /// The tiles for an m x n output on this device: its default or EMBER_VULKAN_MATMUL_TILES,
 /// narrowed where the output is smaller.
 Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n);
-/// gemm_coop.glsl's tiles (matmul_coop.comp, conv_coop.comp): 128x128 of 256 invocations,
-/// 32-deep slices, 16 in the emulation.
-inline Tiles coop_tiles(const DeviceContext& c) {
-  return Tiles{256, 128, 128, c.cooperative() ? 32u : 16u, 0, 0};
-}
+/// gemm_coop.glsl's tiles (matmul_coop.comp, conv_coop.comp): bm x bn, each subgroup of 32 a
+/// tm x tn part of it, bk-deep slices; or EMBER_VULKAN_COOP_TILES.
+Tiles coop_tiles(const DeviceContext& c);
+/// The pipeline of a shader built on gemm_coop.glsl with these tiles.
+const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
+                              uint32_t bindings, uint32_t push_size, const Tiles& t);
 /// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
 /// invocation's loop iterations).
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t);

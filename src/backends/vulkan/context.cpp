@@ -159,10 +159,10 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
 // its device scope, which the other shaders' atomics use once the model is on).
 // EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant);
 // =emulate, on a device without them, runs the shader's EMULATE variant (for CI).
-// gemm_coop.glsl's shared memory: two slices of A and of B and a float32 scratch per subgroup
-// (BK 32; 16 in the EMULATE variant).
-constexpr uint32_t kCoopSharedBytes = 16 * (2 * 128 * 5 + 2 * 32 * 17 + 8 * 80);
-constexpr uint32_t kEmulatedCoopSharedBytes = 16 * (2 * 128 * 3 + 2 * 16 * 17 + 8 * 80);
+// gemm_coop.glsl's default tiles' shared memory (coop_tiles: 128x128 of 8 subgroups, 32 deep; 16
+// in the EMULATE variant).
+constexpr uint32_t kCoopSharedBytes = coop_shared_bytes(128, 128, 32, 8);
+constexpr uint32_t kEmulatedCoopSharedBytes = coop_shared_bytes(128, 128, 16, 8);
 
 struct CooperativeFeatures {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix{};

@@ -31,6 +31,14 @@ T make(VkStructureType type) {
 /// "[op] vulkan: <what> failed (VK_ERROR_...)" unless r is VK_SUCCESS.
 void check(VkResult r, const char* op, const char* what);
 
+/// Bytes of shared memory gemm_coop.glsl takes for bm x bn tiles of `subgroups` subgroups, bk
+/// deep: two slices of A and of B (rows padded by 8 halves), or the subgroups' float32 scratch,
+/// which reuses them.
+constexpr uint32_t coop_shared_bytes(uint32_t bm, uint32_t bn, uint32_t bk, uint32_t subgroups) {
+  const uint32_t slices = 2 * (bm * (bk + 8) / 8 + bk * (bn + 8) / 8), scratch = subgroups * 80;
+  return 16 * (slices > scratch ? slices : scratch);
+}
+
 /// One large VkDeviceMemory with one VkBuffer over all of it; tensors are ranges of it. Its
 /// `base` is an address in Ember's private address space: a Storage's data() is base + offset,
 /// so RawTensor's pointer arithmetic works and the backend maps an address back to its block.

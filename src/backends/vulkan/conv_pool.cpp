@@ -111,8 +111,8 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   const Pipeline& pipeline =
       x.dtype != DType::f16 ? gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t)
       : c.cooperative()
-          ? c.pipeline("conv_coop", shaders::conv_coop, 4, sizeof q)
-          : c.pipeline("conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q);
+          ? coop_pipeline(c, "conv_coop", shaders::conv_coop, 4, sizeof q, t)
+          : coop_pipeline(c, "conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q, t);
   c.dispatch(pipeline, bs, &q, sizeof q, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 

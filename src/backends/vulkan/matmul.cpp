@@ -16,6 +16,27 @@
 
 namespace ember::vulkan {
 
+namespace {
+
+// The name keys the pipeline, so it names the tiles (the overrides may change between calls).
+std::string tiled_name(const char* shader, const Tiles& t) {
+  return std::string(shader) + "_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
+         std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "_" +
+         std::to_string(t.band);
+}
+
+// Bands of 8 rows of tiles, or EMBER_VULKAN_TILE_BAND (1: row by row), for tuning.
+uint32_t tile_band() {
+  const char* env = std::getenv("EMBER_VULKAN_TILE_BAND");
+  if (env == nullptr) return 8;
+  unsigned band = 0;
+  EMBER_CHECK(std::sscanf(env, "%u", &band) == 1 && band > 0, "[matmul] EMBER_VULKAN_TILE_BAND=\"",
+              env, "\" is not a positive number of rows of tiles");
+  return band;
+}
+
+}  // namespace
+
 // A discrete GPU gets 128x128 tiles, 8x8 outputs an invocation (the usual shape of a fast
 // SGEMM); a CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
 // (6.2 GFLOPS at 512^3 against 4.9 with 8x8 and 0.95 with matmul.comp's 16x16 tiles); other
@@ -45,8 +66,9 @@ Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) 
   while (t.bm / 2 >= m && halves(t.bm, t.tm) && threads(t.bm / 2, t.bn) >= 64) t.bm /= 2;
   while (t.bn / 2 >= n && halves(t.bn, t.tn) && threads(t.bm, t.bn / 2) >= 64) t.bn /= 2;
   t.threads = (t.bm / t.tm) * (t.bn / t.tn);
+  t.band = tile_band();
   const auto& l = props.limits;
-  const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn) * sizeof(float);
+  const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn + 8) * sizeof(float);  // rows padded by 4
   EMBER_CHECK(t.threads <= l.maxComputeWorkGroupInvocations &&
                   t.threads <= l.maxComputeWorkGroupSize[0] &&
                   shared <= l.maxComputeSharedMemorySize,
@@ -66,12 +88,45 @@ int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles&
 
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
                               uint32_t bindings, uint32_t push_size, const Tiles& t) {
-  const std::array<uint32_t, 6> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn};
-  // The name keys the pipeline, so it names the tiles (the override may change between calls).
-  const std::string name = std::string(shader) + "_" + std::to_string(t.bm) + "x" +
-                           std::to_string(t.bn) + "x" + std::to_string(t.bk) + "_" +
-                           std::to_string(t.tm) + "x" + std::to_string(t.tn);
-  return c.pipeline(name, spirv, bindings, push_size, constants);
+  const std::array<uint32_t, 7> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn, t.band};
+  return c.pipeline(tiled_name(shader, t), spirv, bindings, push_size, constants);
+}
+
+// 128x128 tiles of 8 subgroups of 64x32, 32 deep (16 in the emulation, for lavapipe's 32 KiB of
+// shared memory). EMBER_VULKAN_COOP_TILES="BM,BN,BK,TM,TN" overrides, for tuning on a new device.
+Tiles coop_tiles(const DeviceContext& c) {
+  Tiles t{0, 128, 128, c.cooperative() ? 32u : 16u, 64, 32};
+  if (const char* env = std::getenv("EMBER_VULKAN_COOP_TILES")) {
+    Tiles e{};
+    EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
+                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.tm % 16 == 0 && e.tn % 16 == 0 &&
+                    e.bk % 16 == 0 && e.bm % e.tm == 0 && e.bn % e.tn == 0,
+                "[matmul] EMBER_VULKAN_COOP_TILES=\"", env,
+                "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and TM, TN and BK "
+                "multiples of 16 (the fragments are 16x16x16)");
+    t = e;
+  }
+  t.threads = 32 * (t.bm / t.tm) * (t.bn / t.tn);
+  t.band = tile_band();
+  const auto& props = c.properties();
+  const uint32_t shared = coop_shared_bytes(t.bm, t.bn, t.bk, t.threads / 32);
+  EMBER_CHECK(t.threads <= props.limits.maxComputeWorkGroupInvocations &&
+                  t.threads <= props.limits.maxComputeWorkGroupSize[0] &&
+                  shared <= props.limits.maxComputeSharedMemorySize &&
+                  t.bm * t.bk / 8 % t.threads == 0 && t.bk * t.bn / 8 % t.threads == 0,
+              "[matmul] cooperative tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn,
+              " need ", t.threads, " invocations, each reading whole vectors of a slice, and ",
+              shared, " bytes of shared memory; ", props.deviceName, " has ",
+              props.limits.maxComputeWorkGroupInvocations, " and ",
+              props.limits.maxComputeSharedMemorySize);
+  return t;
+}
+
+const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
+                              uint32_t bindings, uint32_t push_size, const Tiles& t) {
+  const std::array<uint32_t, 7> constants = {t.threads, t.bm / t.tm, t.bn / t.tn, t.tm / 16,
+                                             t.tn / 16,  t.bk,        t.band};
+  return c.pipeline(tiled_name(shader, t), spirv, bindings, push_size, constants);
 }
 
 // A matmul whose operand is wider than a binding (the vocabulary projection of a language model
@@ -175,8 +230,9 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
   const Pipeline& pipeline =
       coop  ? (c.cooperative()
-                   ? c.pipeline("matmul_coop", shaders::matmul_coop, 3, sizeof p)
-                   : c.pipeline("matmul_coop_emulated", shaders::matmul_coop_emulated, 3, sizeof p))
+                   ? coop_pipeline(c, "matmul_coop", shaders::matmul_coop, 3, sizeof p, t)
+                   : coop_pipeline(c, "matmul_coop_emulated", shaders::matmul_coop_emulated, 3,
+                                   sizeof p, t))
       : f32 ? gemm_pipeline(c, "matmul_tiled", shaders::matmul_tiled, 3, sizeof p, t)
             : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));

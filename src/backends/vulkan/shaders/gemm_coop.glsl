@@ -9,14 +9,16 @@
 //       (float16 bits, two a word; zeros past m, n or k_end)
 //   void store8(uint batch, uint split, uint row, uint col, float v[8])
 //       out's row from column col, 8 float32 sums (row < m; the columns past n to be skipped)
-// A workgroup of eight 32-wide subgroups computes a 128x128 tile of out, each subgroup a 64x32
-// part of it as 4x2 fragments of 16x16. BK-deep slices of A and B are staged in shared memory,
-// twice: the next slice is read from memory into registers while the fragments work on the
-// current one, then stored to the other half, so one barrier a slice suffices. Rows of shared
-// memory are padded by 8 halves so that the fragments' loads do not fall on one bank. The sums
-// leave through a float32 scratch per subgroup, 8 of them per invocation, so that the includer
-// rounds once, after any bias. Taken only where the device lists 16x16x16 float16 x float16 +
-// float32 for subgroups of 32 (context.cpp).
+// A workgroup of SGM x SGN subgroups of 32 computes a BM x BN tile of out, each subgroup a
+// (FM * 16) x (FN * 16) part of it as FM x FN fragments of 16x16 (specialisation constants,
+// coop_tiles in matmul.cpp: by default 2 x 4 subgroups of 4 x 2 fragments, 128x128). BK-deep
+// slices of A and B are staged in shared memory, twice: the next slice is read from memory into
+// registers while the fragments work on the current one, then stored to the other half, so one
+// barrier a slice suffices. Rows of shared memory are padded by 8 halves so that the fragments'
+// loads do not fall on one bank. The sums leave through a float32 scratch per subgroup, 8 of them
+// per invocation, so that the includer rounds once, after any bias; the scratch reuses the
+// slices' memory once the last slice is read. Taken only where the device lists 16x16x16 float16
+// x float16 + float32 for subgroups of 32 (context.cpp).
 //
 // EMULATE compiles the same tiling without cooperative matrices, for CI's lavapipe: a "subgroup"
 // is 32 consecutive invocations, a fragment load remembers where its rows are in shared memory,
@@ -27,27 +29,32 @@
 // attributes, and without EMULATE GL_NV_cooperative_matrix, GL_EXT_shader_explicit_arithmetic_
 // types_float16, GL_KHR_memory_scope_semantics and GL_KHR_shader_subgroup_basic; and it includes
 // half.glsl. pack8 is defined here.
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint THREADS = 256;  // 32 * SGM * SGN
+layout(constant_id = 1) const uint SGM = 2;        // subgroups along the tile's rows
+layout(constant_id = 2) const uint SGN = 4;        // and columns
+layout(constant_id = 3) const uint FM = 4;         // a subgroup's fragments along rows
+layout(constant_id = 4) const uint FN = 2;         // and columns
+layout(constant_id = 5) const uint BK = 32;        // a multiple of 16
+layout(constant_id = 6) const uint BAND = 8;       // rows of tiles a band (gemm_tile.glsl)
 
 #include "gemm_tile.glsl"
 
-const uint THREADS = 256u, BM = 128u, BN = 128u, F = 16u;
-#ifdef EMULATE
-const uint BK = 16u;
-#else
-const uint BK = 32u;
-#endif
+const uint F = 16u, BM = SGM * FM * F, BN = SGN * FN * F;
 const uint SA = (BK + 8u) / 8u;               // a row of A's slice, in vectors of 8 halves
 const uint SB = (BN + 8u) / 8u;               // a row of B's slice
 const uint A_VECS = BM * SA;                  // A's slice
 const uint B_VECS = BK * SB;                  // B's slice
-const uint A_LOADS = BM * BK / 8u / THREADS;  // vectors an invocation reads a slice
-const uint B_LOADS = BK * BN / 8u / THREADS;
+const uint A_LOADS = BM * BK / 8u / THREADS;  // vectors an invocation reads a slice (the host
+const uint B_LOADS = BK * BN / 8u / THREADS;  // keeps them whole)
 const uint SCRATCH = F * 5u;  // a 16x16 fragment of float32 bits: rows of 4 vectors + 1 of padding
+const uint SLICES = 2u * (A_VECS + B_VECS), SCRATCHES = SGM * SGN * SCRATCH;
 
-shared uvec4 sa[2u * A_VECS];
-shared uvec4 sb[2u * B_VECS];
-shared uvec4 scratch[8u * SCRATCH];
+// sa: two slices of A from 0, sb: two of B from 2 A_VECS; scratch from 0 after the k loop.
+shared uvec4 pool[SLICES > SCRATCHES ? SLICES : SCRATCHES];
+#define sa(i) pool[i]
+#define sb(i) pool[2u * A_VECS + (i)]
+#define scratch(i) pool[i]
 
 uint tid, sg, lane;
 
@@ -73,11 +80,11 @@ void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end) {
 void put(uint stage) {
   [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
     const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
-    sa[stage * A_VECS + row * SA + kv] = ra[i];
+    sa(stage * A_VECS + row * SA + kv) = ra[i];
   }
   [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
     const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
-    sb[stage * B_VECS + kk * SB + cv] = rb[i];
+    sb(stage * B_VECS + kk * SB + cv) = rb[i];
   }
 }
 
@@ -91,7 +98,7 @@ struct Frag {
 #define ACC float[8]
 
 float shared_half(bool of_a, uint vec, uint i) {  // half i from vector `vec` of sa or sb
-  const uvec4 v = of_a ? sa[vec + i / 8u] : sb[vec + i / 8u];
+  const uvec4 v = of_a ? sa(vec + i / 8u) : sb(vec + i / 8u);
   const uint word = v[(i % 8u) / 2u];
   return half_to_float((i & 1u) != 0u ? word >> 16u : word & 0xffffu);
 }
@@ -117,8 +124,8 @@ void zero(out float acc[8]) {
 // The fragment into this subgroup's scratch (its own row and columns).
 void to_scratch(float acc[8]) {
   const uint at = sg * SCRATCH + (lane / 2u) * 5u + (lane % 2u) * 2u;
-  scratch[at] = floatBitsToUint(vec4(acc[0], acc[1], acc[2], acc[3]));
-  scratch[at + 1u] = floatBitsToUint(vec4(acc[4], acc[5], acc[6], acc[7]));
+  scratch(at) = floatBitsToUint(vec4(acc[0], acc[1], acc[2], acc[3]));
+  scratch(at + 1u) = floatBitsToUint(vec4(acc[4], acc[5], acc[6], acc[7]));
 }
 #else
 #define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
@@ -127,12 +134,14 @@ void to_scratch(float acc[8]) {
 
 // Offsets and strides count the arrays' elements: vectors of 8 halves, or of 4 floats' bits
 // (glslang 12 stores a float32 matrix to integer arrays only).
-void load_a(out FRAG_A f, uint at, uint stride) { coopMatLoadNV(f, sa, at, stride, false); }
-void load_b(out FRAG_B f, uint at, uint stride) { coopMatLoadNV(f, sb, at, stride, false); }
+void load_a(out FRAG_A f, uint at, uint stride) { coopMatLoadNV(f, pool, at, stride, false); }
+void load_b(out FRAG_B f, uint at, uint stride) {
+  coopMatLoadNV(f, pool, 2u * A_VECS + at, stride, false);
+}
 void mul_add(FRAG_A fa, FRAG_B fb, inout ACC acc) { acc = coopMatMulAddNV(fa, fb, acc); }
 void zero(out ACC acc) { acc = ACC(0.0); }
 void to_scratch(ACC acc) {
-  coopMatStoreNV(acc, scratch, sg * SCRATCH, 5u, false);
+  coopMatStoreNV(acc, pool, sg * SCRATCH, 5u, false);
   subgroupMemoryBarrierShared();
   subgroupBarrier();
 }
@@ -144,20 +153,21 @@ void main() {
   sg = tid / 32u;
   lane = tid % 32u;
 #else
-  sg = gl_SubgroupID;  // of 8: subgroups are 32 wide (context.cpp checks)
+  sg = gl_SubgroupID;  // subgroups are 32 wide (context.cpp checks)
   lane = gl_SubgroupInvocationID;
 #endif
-  const uint wm = sg / 4u, wn = sg % 4u;  // this subgroup's 64x32 of the tile
+  const uint wm = sg / SGN, wn = sg % SGN;  // this subgroup's part of the tile
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
-    const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK);
+    const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK, BAND);
     const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
     const uint row0 = g.row0, col0 = g.col0;
-    ACC acc[4][2];
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-      [[unroll]] for (uint j = 0u; j < 2u; ++j) zero(acc[i][j]);
+    ACC acc[FM][FN];
+    [[unroll]] for (uint i = 0u; i < FM; ++i) {
+      [[unroll]] for (uint j = 0u; j < FN; ++j) zero(acc[i][j]);
     }
     fetch(batch, row0, col0, k_begin, k_end);
+    barrier();  // the previous tile's scratch is read
     put(0u);
     barrier();
     uint stage = 0u;
@@ -165,16 +175,16 @@ void main() {
       const bool more = k0 + BK < k_end;
       if (more) fetch(batch, row0, col0, k0 + BK, k_end);  // in flight while the fragments work
       [[unroll]] for (uint kk = 0u; kk < BK; kk += F) {
-        FRAG_A fa[4];
-        FRAG_B fb[2];
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-          load_a(fa[i], stage * A_VECS + (wm * 64u + i * F) * SA + kk / 8u, SA);
+        FRAG_A fa[FM];
+        FRAG_B fb[FN];
+        [[unroll]] for (uint i = 0u; i < FM; ++i) {
+          load_a(fa[i], stage * A_VECS + ((wm * FM + i) * F) * SA + kk / 8u, SA);
         }
-        [[unroll]] for (uint j = 0u; j < 2u; ++j) {
-          load_b(fb[j], stage * B_VECS + kk * SB + (wn * 32u + j * F) / 8u, SB);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) {
+          load_b(fb[j], stage * B_VECS + kk * SB + ((wn * FN + j) * F) / 8u, SB);
         }
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-          [[unroll]] for (uint j = 0u; j < 2u; ++j) mul_add(fa[i], fb[j], acc[i][j]);
+        [[unroll]] for (uint i = 0u; i < FM; ++i) {
+          [[unroll]] for (uint j = 0u; j < FN; ++j) mul_add(fa[i], fb[j], acc[i][j]);
         }
       }
       // The other half was last read before the previous barrier: free to fill.
@@ -183,14 +193,14 @@ void main() {
       stage ^= 1u;
     }
     // Out, a fragment at a time: invocation `lane` stores row lane / 2, 8 of its columns.
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-      [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+    [[unroll]] for (uint i = 0u; i < FM; ++i) {
+      [[unroll]] for (uint j = 0u; j < FN; ++j) {
         to_scratch(acc[i][j]);
         const uint at = sg * SCRATCH + (lane / 2u) * 5u + (lane % 2u) * 2u;
-        const vec4 lo = uintBitsToFloat(scratch[at]), hi = uintBitsToFloat(scratch[at + 1u]);
+        const vec4 lo = uintBitsToFloat(scratch(at)), hi = uintBitsToFloat(scratch(at + 1u));
         const float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
-        const uint row = row0 + wm * 64u + i * F + lane / 2u;
-        const uint col = col0 + wn * 32u + j * F + (lane % 2u) * 8u;
+        const uint row = row0 + (wm * FM + i) * F + lane / 2u;
+        const uint col = col0 + (wn * FN + j) * F + (lane % 2u) * 8u;
         if (row < m && col < n) store8(batch, split, row, col, v);
 #ifndef EMULATE
         subgroupBarrier();  // the scratch is read before the next fragment overwrites it

@@ -24,6 +24,7 @@ layout(constant_id = 2) const uint BN = 64;
 layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
+layout(constant_id = 6) const uint BAND = 8;  // rows of tiles a band (gemm_tile.glsl)
 
 // Row (column) of output i (j) of an invocation within its tile, in either layout.
 const bool VEC = ((TM | TN) & 3u) == 0u;  // not &&: glslang 12 leaves a spec constant's && undefined
@@ -34,12 +35,15 @@ uint tile_col(uint tcol, uint j) {
   return VEC ? (j / 4u) * (4u * BN / TN) + tcol * 4u + j % 4u : tcol + j * (BN / TN);
 }
 
-// Staged slices, as vec4s for the grouped reads: sa holds element k * BM + row, sb k * BN + col
-// (BM and BN are multiples of 4, matmul.cpp).
+// Staged slices, as vec4s for the grouped reads: sa holds element k * BMP + row, sb k * BNP + col
+// (BM and BN are multiples of 4, matmul.cpp). A row of a slice is padded by 4 floats: staging an
+// operand that is contiguous along k puts neighbouring invocations' values a row apart, which
+// without the padding fall on one or two of the 32 banks (16-way conflicts on A's stores).
 #include "gemm_tile.glsl"
 
-shared vec4 sa[BK * BM / 4u];
-shared vec4 sb[BK * BN / 4u];
+const uint BMP = BM + 4u, BNP = BN + 4u;
+shared vec4 sa[BK * BMP / 4u];
+shared vec4 sb[BK * BNP / 4u];
 
 // The next slice, read from memory into registers while the current one is multiplied, then
 // stored to shared memory: memory latency hides behind the arithmetic.
@@ -77,14 +81,14 @@ void stash() {
     const uint e = tid + i * THREADS;
     if (e >= BM * BK) break;
     const uvec2 at = a_element(e);
-    const uint s = at.y * BM + at.x;
+    const uint s = at.y * BMP + at.x;
     sa[s / 4u][s % 4u] = pa[i];
   }
   [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
     const uint e = tid + i * THREADS;
     if (e >= BK * BN) break;
     const uvec2 at = b_element(e);
-    const uint s = at.y * BN + at.x;
+    const uint s = at.y * BNP + at.x;
     sb[s / 4u][s % 4u] = pb[i];
   }
 }
@@ -97,7 +101,7 @@ void main() {
   along_k = a_along_k();
   along_n = b_along_n();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
-    const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK);
+    const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK, BAND);
     const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
     const uint row0 = g.row0, col0 = g.col0;
     float acc[TM][TN];
@@ -113,20 +117,20 @@ void main() {
         float ra[TM], rb[TN];
         if (VEC) {  // TM / 4 and TN / 4 vec4 reads (folded away when the constants say so)
           [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) {
-            const vec4 v = sa[(kk * BM + tile_row(trow, g * 4u)) / 4u];
+            const vec4 v = sa[(kk * BMP + tile_row(trow, g * 4u)) / 4u];
             [[unroll]] for (uint i = 0u; i < 4u; ++i) ra[g * 4u + i] = v[i];
           }
           [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) {
-            const vec4 v = sb[(kk * BN + tile_col(tcol, g * 4u)) / 4u];
+            const vec4 v = sb[(kk * BNP + tile_col(tcol, g * 4u)) / 4u];
             [[unroll]] for (uint j = 0u; j < 4u; ++j) rb[g * 4u + j] = v[j];
           }
         } else {
           [[unroll]] for (uint i = 0u; i < TM; ++i) {
-            const uint at = kk * BM + tile_row(trow, i);
+            const uint at = kk * BMP + tile_row(trow, i);
             ra[i] = sa[at / 4u][at % 4u];
           }
           [[unroll]] for (uint j = 0u; j < TN; ++j) {
-            const uint at = kk * BN + tile_col(tcol, j);
+            const uint at = kk * BNP + tile_col(tcol, j);
             rb[j] = sb[at / 4u][at % 4u];
           }
         }

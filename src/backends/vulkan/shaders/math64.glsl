@@ -23,6 +23,19 @@ const double M64_INV_SQRTPI = 0.56418958354775628694807945LF;
 double m64_inf() { return uint64BitsToDouble(0x7ff0000000000000UL); }
 double m64_nan() { return uint64BitsToDouble(0x7ff8000000000000UL); }
 
+// Half to even and toward zero through floor, keeping a zero's sign: lavapipe's roundEven and
+// trunc of doubles round ties toward zero and drop -0's sign on CPUs without AVX-512 (1.5 -> 1,
+// trunc(-0.5) -> +0), while its floor is right.
+double m64_with_sign_of(double r, double v) {
+  return (doubleBitsToUint64(v) >> 63) != 0UL ? -r : r;
+}
+double m64_round_even(double v) {
+  const double a = abs(v), f = floor(a), d = a - f;  // exact; 0 for |v| >= 2^52
+  const bool odd = f - 2.0LF * floor(0.5LF * f) != 0.0LF;
+  return m64_with_sign_of(d > 0.5LF || (d == 0.5LF && odd) ? f + 1.0LF : f, v);
+}
+double m64_trunc(double v) { return m64_with_sign_of(floor(abs(v)), v); }
+
 // v * 2^k for any k a double can reach, in two steps so that a subnormal result is not flushed
 // by an out-of-range intermediate.
 double m64_scale(double v, int k) {

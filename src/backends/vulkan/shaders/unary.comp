@@ -177,8 +177,8 @@ double apply_double(uint op, double v, bool f64) {
     }
     case 30u: return floor(v);
     case 31u: return ceil(v);
-    case 32u: return roundEven(v);
-    case 33u: return trunc(v);
+    case 32u: return m64_round_even(v);
+    case 33u: return m64_trunc(v);
     case 34u: {
       if (isnan(v)) return v;
       double r = v;
