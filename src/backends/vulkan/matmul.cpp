@@ -30,8 +30,9 @@ uint32_t tile_band() {
   const char* env = std::getenv("EMBER_VULKAN_TILE_BAND");
   if (env == nullptr) return 8;
   unsigned band = 0;
-  EMBER_CHECK(std::sscanf(env, "%u", &band) == 1 && band > 0, "[matmul] EMBER_VULKAN_TILE_BAND=\"",
-              env, "\" is not a positive number of rows of tiles");
+  EMBER_CHECK(std::sscanf(env, "%u", &band) == 1 && band > 0 && band <= 65536,
+              "[matmul] EMBER_VULKAN_TILE_BAND=\"", env,
+              "\" is not a number of rows of tiles from 1 to 65536");
   return band;
 }
 
@@ -99,8 +100,9 @@ Tiles coop_tiles(const DeviceContext& c) {
   if (const char* env = std::getenv("EMBER_VULKAN_COOP_TILES")) {
     Tiles e{};
     EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
-                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.tm % 16 == 0 && e.tn % 16 == 0 &&
-                    e.bk % 16 == 0 && e.bm % e.tm == 0 && e.bn % e.tn == 0,
+                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
+                    e.tm % 16 == 0 && e.tn % 16 == 0 && e.bk % 16 == 0 && e.bm % e.tm == 0 &&
+                    e.bn % e.tn == 0,
                 "[matmul] EMBER_VULKAN_COOP_TILES=\"", env,
                 "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and TM, TN and BK "
                 "multiples of 16 (the fragments are 16x16x16)");

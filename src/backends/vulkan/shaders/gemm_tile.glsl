@@ -14,7 +14,8 @@ GemmTile gemm_tile(uint t, uint m, uint n, uint k, uint splits, uint bm, uint bn
   const uint part = t / (tiles_m * tiles_n);
   const uint r = t - part * tiles_m * tiles_n;
   const uint chunk = ((k + splits - 1u) / splits + bk - 1u) / bk * bk;
-  const uint first = r / (band * tiles_n) * band, rows = min(band, tiles_m - first);
+  const uint b = min(band, tiles_m);  // so that b * tiles_n cannot wrap
+  const uint first = r / (b * tiles_n) * b, rows = min(b, tiles_m - first);
   const uint within = r - first * tiles_n;
   GemmTile g;
   g.batch = part / splits;

@@ -38,7 +38,8 @@ uint tile_col(uint tcol, uint j) {
 // Staged slices, as vec4s for the grouped reads: sa holds element k * BMP + row, sb k * BNP + col
 // (BM and BN are multiples of 4, matmul.cpp). A row of a slice is padded by 4 floats: staging an
 // operand that is contiguous along k puts neighbouring invocations' values a row apart, which
-// without the padding fall on one or two of the 32 banks (16-way conflicts on A's stores).
+// without the padding fall on one or two of the 32 banks (16-way conflicts on A's stores; 2-way
+// with it).
 #include "gemm_tile.glsl"
 
 const uint BMP = BM + 4u, BNP = BN + 4u;
