@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The Vulkan backend on a GPU machine that has a driver but not the Vulkan packages (the lent
-# H200 machines: NVIDIA's driver, no loader, headers, glslangValidator or validation layer).
+# H200 machines: NVIDIA's driver, no loader, headers, glslangValidator or validation layer, and
+# no GLVND, without whose libGLdispatch NVIDIA's Vulkan driver, libGLX_nvidia, does not load:
+# "Could not get 'vkCreateInstance' ... for ICD libGLX_nvidia.so.0", then no Vulkan device).
 #   here:  bash scripts/vulkan_gpu_deps.sh fetch      Debian's packages, unpacked into .dev/vk
 #   there: source scripts/vulkan_gpu_deps.sh env      the loader, the layer and NVIDIA's driver
 #          cmake ... $EMBER_VULKAN_CMAKE_ARGS         the headers and glslangValidator
@@ -11,7 +13,8 @@ case "${1:-}" in
     set -euo pipefail  # not for `env`, which is sourced into the caller's shell
     mkdir -p "$_ember_vk/debs" "$_ember_vk/root"
     (cd "$_ember_vk/debs" &&
-      apt-get download libvulkan1 libvulkan-dev glslang-tools vulkan-validationlayers)
+      apt-get download libvulkan1 libvulkan-dev glslang-tools vulkan-validationlayers \
+        libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2)
     for f in "$_ember_vk"/debs/*.deb; do dpkg -x "$f" "$_ember_vk/root"; done
     # What travels to the GPU machine counts against its 64 MiB: no documentation, registry or
     # C++ bindings (Ember includes the C headers).
