@@ -127,7 +127,7 @@ Tiles coop_tiles(const DeviceContext& c) {
 const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
                               uint32_t bindings, uint32_t push_size, const Tiles& t) {
   const std::array<uint32_t, 7> constants = {t.threads, t.bm / t.tm, t.bn / t.tn, t.tm / 16,
-                                             t.tn / 16,  t.bk,        t.band};
+                                             t.tn / 16, t.bk,        t.band};
   return c.pipeline(tiled_name(shader, t), spirv, bindings, push_size, constants);
 }
 
@@ -231,10 +231,10 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
   const Pipeline& pipeline =
-      coop  ? (c.cooperative()
-                   ? coop_pipeline(c, "matmul_coop", shaders::matmul_coop, 3, sizeof p, t)
-                   : coop_pipeline(c, "matmul_coop_emulated", shaders::matmul_coop_emulated, 3,
-                                   sizeof p, t))
+      coop
+          ? (c.cooperative() ? coop_pipeline(c, "matmul_coop", shaders::matmul_coop, 3, sizeof p, t)
+                             : coop_pipeline(c, "matmul_coop_emulated",
+                                             shaders::matmul_coop_emulated, 3, sizeof p, t))
       : f32 ? gemm_pipeline(c, "matmul_tiled", shaders::matmul_tiled, 3, sizeof p, t)
             : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
