@@ -459,6 +459,27 @@ TEST(Vulkan, Float16MatmulMatchesTheCpu) {
   if (coop != nullptr && std::string(coop) == "emulate") {  // ctest's coop_emulated. run
     EXPECT_TRUE(vulkan::cooperative_matrix(0) || vulkan::cooperative_matrix_emulated(0));
   }
+  if (vulkan::cooperative_matrix(0) || vulkan::cooperative_matrix_emulated(0)) {
+    // Other tilings (EMBER_VULKAN_COOP_TILES: 4 subgroups of 64x64; 64-wide tiles), and ones
+    // that cannot run: invocations reading half a vector, a zero-row tile.
+    for (const char* tiles : {"128,128,16,64,64", "128,64,32,64,32"}) {
+      setenv("EMBER_VULKAN_COOP_TILES", tiles, 1);
+      check(vk16({200, 136}, 98), vk16({136, 264}, 99), tiles);
+    }
+    for (const std::string bad : {"64,128,16,32,32", "0,128,32,16,16"}) {
+      setenv("EMBER_VULKAN_COOP_TILES", bad.c_str(), 1);
+      try {
+        (void)matmul(vk16({40, 64}, 98), vk16({64, 40}, 99));
+        ADD_FAILURE() << "no error for " << bad;
+      } catch (const Error& e) {
+        const std::string what = e.what();  // the limits it breaks, or the malformed value
+        EXPECT_TRUE(what.find("cooperative tiles") != std::string::npos ||
+                    what.find("EMBER_VULKAN_COOP_TILES=\"" + bad + "\"") != std::string::npos)
+            << what;
+      }
+    }
+    unsetenv("EMBER_VULKAN_COOP_TILES");
+  }
   expect_no_validation_errors();
 }
 
@@ -486,6 +507,27 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
           << e.what();
     }
   }
+  unsetenv("EMBER_VULKAN_MATMUL_TILES");
+  // Tiles in bands of other heights (EMBER_VULKAN_TILE_BAND; 1 is row by row, 100 taller than
+  // the output): every tile still computed once. 0 and past 65536 are errors naming it.
+  setenv("EMBER_VULKAN_MATMUL_TILES", "16,16,4,1,1", 1);
+  for (const char* band : {"1", "3", "100"}) {
+    setenv("EMBER_VULKAN_TILE_BAND", band, 1);
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got, want), 1e-4) << "band " << band;
+  }
+  for (const std::string bad : {"0", "100000"}) {
+    setenv("EMBER_VULKAN_TILE_BAND", bad.c_str(), 1);
+    try {
+      (void)matmul(to_device(a, vk()), to_device(b, vk()));
+      ADD_FAILURE() << "no error for band " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_TILE_BAND=\"" + bad + "\""),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  unsetenv("EMBER_VULKAN_TILE_BAND");
   unsetenv("EMBER_VULKAN_MATMUL_TILES");
   expect_no_validation_errors();
 }
