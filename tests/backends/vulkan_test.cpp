@@ -490,6 +490,7 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor a = input(Shape{2, 150, 37}, 70), b = input(Shape{37, 131}, 71);
   const DynTensor want = matmul(a, b);
+  setenv("EMBER_VULKAN_GEMM", "tiled", 1);  // gemm_tiled.glsl's tiles, on a CPU device too
   for (const char* tiles : {"128,128,16,8,8", "64,64,16,4,4", "32,64,8,2,4", "16,16,4,1,1"}) {
     setenv("EMBER_VULKAN_MATMUL_TILES", tiles, 1);
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
@@ -529,6 +530,67 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   }
   unsetenv("EMBER_VULKAN_TILE_BAND");
   unsetenv("EMBER_VULKAN_MATMUL_TILES");
+  unsetenv("EMBER_VULKAN_GEMM");
+  expect_no_validation_errors();
+}
+
+// gemm_lanes.glsl (a CPU device's float32 matmul and convolution, EMBER_VULKAN_GEMM=lanes
+// elsewhere where subgroups allow): tiles of other heights and widths, a long k (8 steps a loop
+// iteration), and the overrides' errors. Skipped on devices without its subgroups.
+TEST(Vulkan, Float32MatmulInLanesMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  const DynTensor a = input(Shape{2, 150, 37}, 72), b = input(Shape{37, 131}, 73);
+  const DynTensor want = matmul(a, b);
+  setenv("EMBER_VULKAN_GEMM", "lanes", 1);
+  try {
+    (void)matmul(to_device(a, vk()), to_device(b, vk()));
+  } catch (const Error& e) {
+    unsetenv("EMBER_VULKAN_GEMM");
+    ASSERT_NE(std::string(e.what()).find("needs subgroups of 4, 8 or 16"), std::string::npos)
+        << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  for (const char* tiles : {"32,8", "16,3", "64,1,4"}) {
+    setenv("EMBER_VULKAN_LANE_TILES", tiles, 1);
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles;
+  }
+  unsetenv("EMBER_VULKAN_LANE_TILES");
+  // A k of 20,000 (8 steps a loop iteration): summed in k order as gemm_tiled.glsl sums, so the
+  // two agree to rounding, and float32's error of 20,000 terms in order from float64's.
+  const DynTensor la = input(Shape{3, 20000}, 74), lb = input(Shape{20000, 5}, 75);
+  const DynTensor long_got =
+      to_device(matmul(to_device(la, vk()), to_device(lb, vk())), Device::cpu());
+  setenv("EMBER_VULKAN_GEMM", "tiled", 1);
+  const DynTensor tiled_got =
+      to_device(matmul(to_device(la, vk()), to_device(lb, vk())), Device::cpu());
+  setenv("EMBER_VULKAN_GEMM", "lanes", 1);
+  EXPECT_LE(max_abs_diff(long_got, tiled_got), 1e-3);
+  EXPECT_LE(
+      max_abs_diff(cast(long_got, DType::f64), matmul(cast(la, DType::f64), cast(lb, DType::f64))),
+      0.5);
+  // TM not a multiple of the subgroup; no columns; not numbers.
+  for (const std::string bad : {"13,4", "32,0", "x"}) {
+    setenv("EMBER_VULKAN_LANE_TILES", bad.c_str(), 1);
+    try {
+      (void)matmul(to_device(a, vk()), to_device(b, vk()));
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_LANE_TILES=\"" + bad + "\""),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  unsetenv("EMBER_VULKAN_LANE_TILES");
+  setenv("EMBER_VULKAN_GEMM", "fastest", 1);
+  try {
+    (void)matmul(to_device(a, vk()), to_device(b, vk()));
+    ADD_FAILURE() << "no error for EMBER_VULKAN_GEMM=fastest";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_GEMM=\"fastest\""), std::string::npos)
+        << e.what();
+  }
+  unsetenv("EMBER_VULKAN_GEMM");
   expect_no_validation_errors();
 }
 

@@ -375,14 +375,20 @@ inline void check_operands(std::string_view op, const RawTensor& x, const RawTen
   check_indexable(x, std::string(op).c_str());
 }
 
-// gemm_tiled.glsl's specialisation constants, in constant_id order (matmul.cpp).
+// gemm_tiled.glsl's and gemm_lanes.glsl's specialisation constants, in constant_id order
+// (matmul.cpp), and which of the two runs.
 struct Tiles {
   uint32_t threads, bm, bn, bk, tm, tn;
-  uint32_t band = 8;  // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
+  uint32_t band = 8;   // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
+  bool lanes = false;  // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
 };
-/// The tiles for an m x n output on this device: its default or EMBER_VULKAN_MATMUL_TILES,
-/// narrowed where the output is smaller.
-Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n);
+/// The float32 tiles for an m x n output summing k products on this device: gemm_lanes.glsl's on a
+/// CPU device (EMBER_VULKAN_LANE_TILES), else gemm_tiled.glsl's default or
+/// EMBER_VULKAN_MATMUL_TILES, narrowed where the output is smaller; EMBER_VULKAN_GEMM=tiled or
+/// =lanes picks the kernel.
+Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k);
+/// Whether this device's float32 GEMMs (matmul, convolution) take gemm_lanes.glsl.
+bool use_lanes(const DeviceContext& c);
 /// gemm_coop.glsl's tiles (matmul_coop.comp, conv_coop.comp): bm x bn, each subgroup of 32 a
 /// tm x tn part of it, bk-deep slices; or EMBER_VULKAN_COOP_TILES.
 Tiles coop_tiles(const DeviceContext& c);
@@ -392,8 +398,10 @@ const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<co
 /// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
 /// invocation's loop iterations).
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t);
-/// The pipeline of a shader built on gemm_tiled.glsl with these tiles.
+/// The pipeline of a shader built on gemm_tiled.glsl, or on gemm_lanes.glsl where t.lanes (its
+/// LANES variant `lanes`), with these tiles.
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
-                              uint32_t bindings, uint32_t push_size, const Tiles& t);
+                              std::span<const uint32_t> lanes, uint32_t bindings,
+                              uint32_t push_size, const Tiles& t);
 
 }  // namespace ember::vulkan

@@ -329,6 +329,20 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   info.pEnabledFeatures = &features;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
+  if (props_.apiVersion >= VK_API_VERSION_1_1) {
+    auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    props2.pNext = &subgroup;
+    vkGetPhysicalDeviceProperties2(physical, &props2);
+    constexpr VkSubgroupFeatureFlags kOps =
+        VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT;
+    const uint32_t size = subgroup.subgroupSize;
+    if ((subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+        (subgroup.supportedOperations & kOps) == kOps && (size == 4 || size == 8 || size == 16)) {
+      lanes_ = size;
+    }
+  }
   CooperativeFeatures coop;
   cooperative_ = coop.find(physical, props_);
   if (cooperative_) {

@@ -126,6 +126,9 @@ class DeviceContext {
   /// Whether they run gemm_coop.glsl's EMULATE variant instead, without tensor cores
   /// (EMBER_VULKAN_COOPERATIVE=emulate on a device without them: CI's test of the tiling).
   bool emulated_cooperative() const { return emulated_cooperative_; }
+  /// The subgroup size where gemm_lanes.glsl can run (4, 8 or 16 invocations, with subgroup
+  /// broadcasts in compute shaders), else 0.
+  uint32_t lanes() const { return lanes_; }
   size_t in_use() const { return in_use_; }
   size_t peak() const { return peak_; }
   size_t reserved() const { return reserved_; }
@@ -177,6 +180,7 @@ class DeviceContext {
   size_t max_binding_ = 0;
   bool cooperative_ = false;
   bool emulated_cooperative_ = false;
+  uint32_t lanes_ = 0;
 
   std::vector<std::unique_ptr<Block>> blocks_;
   std::map<uintptr_t, Block*> by_base_;

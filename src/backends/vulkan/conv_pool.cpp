@@ -109,7 +109,8 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   const Binding bs[] = {bx.binding, bw.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;
   const Pipeline& pipeline =
-      x.dtype != DType::f16 ? gemm_pipeline(c, "conv_tiled", shaders::conv_tiled, 4, sizeof q, t)
+      x.dtype != DType::f16
+          ? gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes, 4, sizeof q, t)
       : c.cooperative()
           ? coop_pipeline(c, "conv_coop", shaders::conv_coop, 4, sizeof q, t)
           : coop_pipeline(c, "conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q, t);
@@ -142,15 +143,19 @@ void sum_parts(const RawTensor& parts, int64_t splits, const RawTensor& grad_w) 
 }
 
 // Whether the data gradient takes the implicit GEMM (mode 1) rather than conv.comp's direct
-// loops: on GPUs, where the tiles' register blocking wins; not on a CPU device, where the
-// gather's integer divisions cost more than the tiles save (lavapipe: 2.9 s against 0.83 s for
-// conv2 of the Fashion-MNIST CNN at batch 256). EMBER_VULKAN_CONV_DATA=tiled or =direct
-// overrides the choice, so that CI's lavapipe tests both.
+// loops: on GPUs, where the tiles' register blocking wins, and on a CPU device through
+// gemm_lanes.glsl, or through gemm_tiled.glsl where EMBER_VULKAN_GEMM=tiled asks for a GPU's
+// kernels; not on a CPU device without gemm_lanes.glsl's subgroups, where gemm_tiled.glsl's
+// gathers cost more than the direct loops (lavapipe: 2.9 s against 0.83 s for conv2 of the
+// Fashion-MNIST CNN at batch 256). EMBER_VULKAN_CONV_DATA=tiled or =direct overrides the choice,
+// so that CI's lavapipe tests both.
 bool tiled_data_gradient(const DeviceContext& c) {
   const char* env = std::getenv("EMBER_VULKAN_CONV_DATA");
   if (env != nullptr && std::string_view(env) == "tiled") return true;
   if (env != nullptr && std::string_view(env) == "direct") return false;
-  return c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const char* gemm = std::getenv("EMBER_VULKAN_GEMM");
+  return c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU || use_lanes(c) ||
+         (gemm != nullptr && std::string_view(gemm) == "tiled");
 }
 
 }  // namespace
@@ -217,8 +222,8 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
     // Per group: [O/g, C/g * taps] x [C/g * taps, N * positions].
     const int64_t m = w.shape[0] / p.groups, n = out.numel() / out.shape[1];
     const VkPhysicalDeviceProperties& props = ctx_of(out).properties();
-    const Tiles t = coop ? coop_tiles(ctx_of(out)) : gemm_tiles(props, m, n);
     const int64_t k = w.numel() / w.shape[0];
+    const Tiles t = coop ? coop_tiles(ctx_of(out)) : gemm_tiles(ctx_of(out), m, n, k);
     EMBER_CHECK(k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
                 " products, more than ", props.deviceName,
                 " sums in one pass (its loops stop after 65,535 steps)");
@@ -256,7 +261,7 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
     const int64_t m = grad_in.shape[1] / p.groups, n = grad_in.numel() / grad_in.shape[1];
     const int64_t k = w.numel() / (w.shape[1] * p.groups);  // O/g * taps
     const VkPhysicalDeviceProperties& props = ctx_of(grad_in).properties();
-    const Tiles t = coop ? coop_tiles(ctx_of(grad_in)) : gemm_tiles(props, m, n);
+    const Tiles t = coop ? coop_tiles(ctx_of(grad_in)) : gemm_tiles(ctx_of(grad_in), m, n, k);
     if (k_parts(props, k, t) == 1) {
       return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, t, 1);
     }
@@ -319,8 +324,7 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
     // float32 parts, rounded once as they are added.
     const int64_t m = grad_w.shape[0] / p.groups, n = grad_w.numel() / grad_w.shape[0];
     const int64_t k = grad_out.numel() / grad_out.shape[1];
-    const Tiles t =
-        coop ? coop_tiles(ctx_of(grad_w)) : gemm_tiles(ctx_of(grad_w).properties(), m, n);
+    const Tiles t = coop ? coop_tiles(ctx_of(grad_w)) : gemm_tiles(ctx_of(grad_w), m, n, k);
     const int64_t tiles = p.groups * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
     const int64_t want =
         ctx_of(grad_w).properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 256;
@@ -431,9 +435,16 @@ void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, con
   q.i_word =
       indices.defined() ? bi.base * static_cast<uint32_t>(dtype_size(indices.dtype) / 4) : 0u;
   const Binding bs[] = {ba.binding, bi.binding, bo.binding};
-  c.dispatch(f32 ? c.pipeline("pool_f32", shaders::pool_f32, 3, sizeof q)
-                 : c.pipeline("pool_any", shaders::pool_any, 3, sizeof q),
-             bs, &q, sizeof q, groups_for(out.numel()));
+  // A CPU device (lavapipe) divides through fastdiv.glsl's multipliers, which each invocation
+  // sets up first: 16 elements an invocation, where windows are small (llvmpipe stops an
+  // invocation's loops, all of them together, after 65,535 steps).
+  const bool cpu = f32 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const int64_t taps = int64_t{q.g.k[0]} * q.g.k[1] * q.g.k[2];
+  const int64_t per = cpu && (q.flags & 1u) == 0 && taps <= 16 ? 16 : 1;
+  c.dispatch(cpu   ? c.pipeline("pool_cpu", shaders::pool_cpu, 3, sizeof q)
+             : f32 ? c.pipeline("pool_f32", shaders::pool_f32, 3, sizeof q)
+                   : c.pipeline("pool_any", shaders::pool_any, 3, sizeof q),
+             bs, &q, sizeof q, groups_for((out.numel() + per - 1) / per));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "binding.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
@@ -19,8 +20,8 @@ namespace ember::vulkan {
 namespace {
 
 // The name keys the pipeline, so it names the tiles (the overrides may change between calls).
-std::string tiled_name(const char* shader, const Tiles& t) {
-  return std::string(shader) + "_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
+std::string tiled_name(const std::string& shader, const Tiles& t) {
+  return shader + "_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
          std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "_" +
          std::to_string(t.band);
 }
@@ -36,14 +37,12 @@ uint32_t tile_band() {
   return band;
 }
 
-}  // namespace
-
 // A discrete GPU gets 128x128 tiles, 8x8 outputs an invocation (the usual shape of a fast
 // SGEMM); a CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
 // (6.2 GFLOPS at 512^3 against 4.9 with 8x8 and 0.95 with matmul.comp's 16x16 tiles); other
 // devices (integrated GPUs) 64x64 with 4x4. EMBER_VULKAN_MATMUL_TILES="BM,BN,BK,TM,TN"
 // overrides the choice, for tuning on a new device.
-Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) {
+Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) {
   Tiles t = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? Tiles{0, 128, 128, 16, 8, 8}
             : props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU        ? Tiles{0, 128, 128, 16, 16, 8}
                                                                      : Tiles{0, 64, 64, 16, 4, 4};
@@ -79,6 +78,52 @@ Tiles gemm_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) 
   return t;
 }
 
+// gemm_lanes.glsl's tiles: TM rows (32, or m rounded up to the subgroup) by subgroup x TN (4)
+// columns, 8 steps of k a loop iteration; EMBER_VULKAN_LANE_TILES="TM,TN" overrides.
+Tiles lane_tiles(const DeviceContext& c, int64_t m, int64_t k) {
+  const uint32_t lanes = c.lanes();
+  // One step of k a loop iteration: llvmpipe compiles a pipeline in each process, and the unrolled
+  // steps cost more there than they save; 8 where k is long (its loops stop at 65,535 steps).
+  uint32_t tm = 32, tn = 8, bk = k > 16384 ? 8 : 1;
+  if (const char* env = std::getenv("EMBER_VULKAN_LANE_TILES")) {
+    EMBER_CHECK(std::sscanf(env, "%u,%u,%u", &tm, &tn, &bk) >= 2 && tm > 0 && tm % lanes == 0 &&
+                    tn > 0 && tm * tn <= 1024 && bk > 0,
+                "[matmul] EMBER_VULKAN_LANE_TILES=\"", env,
+                "\" is not TM,TN with TM a multiple of ", lanes,
+                " (the subgroup) and TM * TN at most 1024");
+  }
+  if (m <= lanes) tm = lanes;  // a row or a few (a vector times a matrix): one pipeline more
+  Tiles t{lanes, tm, lanes * tn, bk, tm, tn};
+  t.band = tile_band();
+  t.lanes = true;
+  return t;
+}
+
+}  // namespace
+
+// Whether float32 GEMMs take gemm_lanes.glsl: by default on a CPU device (lavapipe, where the
+// staged tiles cost 50 cycles a multiply-add), or as EMBER_VULKAN_GEMM=lanes or =tiled says
+// (CI runs the tables on lavapipe through both).
+bool use_lanes(const DeviceContext& c) {
+  const char* env = std::getenv("EMBER_VULKAN_GEMM");
+  const std::string_view want = env == nullptr ? "" : env;
+  EMBER_CHECK(want.empty() || want == "lanes" || want == "tiled", "[matmul] EMBER_VULKAN_GEMM=\"",
+              want, "\" is neither lanes nor tiled");
+  if (want == "tiled") return false;
+  if (want == "lanes") {
+    EMBER_CHECK(c.lanes() > 0,
+                "[matmul] EMBER_VULKAN_GEMM=lanes needs subgroups of 4, 8 or 16 "
+                "with broadcasts; ",
+                c.properties().deviceName, " has none");
+    return true;
+  }
+  return c.lanes() > 0 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k) {
+  return use_lanes(c) ? lane_tiles(c, m, k) : tiled_tiles(c.properties(), m, n);
+}
+
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t) {
   if (props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return 1;
   // llvmpipe ends an invocation's loops, all of them together, after 65,535 iterations,
@@ -88,9 +133,11 @@ int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles&
 }
 
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
-                              uint32_t bindings, uint32_t push_size, const Tiles& t) {
+                              std::span<const uint32_t> lanes, uint32_t bindings,
+                              uint32_t push_size, const Tiles& t) {
   const std::array<uint32_t, 7> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn, t.band};
-  return c.pipeline(tiled_name(shader, t), spirv, bindings, push_size, constants);
+  return c.pipeline(tiled_name(std::string(shader) + (t.lanes ? "_lanes" : "_tiled"), t),
+                    t.lanes ? lanes : spirv, bindings, push_size, constants);
 }
 
 // 128x128 tiles of 8 subgroups of 64x32, 32 deep (16 in the emulation, for lavapipe's 32 KiB of
@@ -186,7 +233,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   const bool coop = out.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
   if (!f32 && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
   constexpr Tiles kAny{256, 16, 16, 16, 1, 1};            // matmul.comp's
-  const Tiles t = coop ? coop_tiles(c) : f32 ? gemm_tiles(c.properties(), m, n) : kAny;
+  const Tiles t = coop ? coop_tiles(c) : f32 ? gemm_tiles(c, m, n, k) : kAny;
   EMBER_CHECK((!f32 && !coop) || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k,
               " is longer than ", c.properties().deviceName,
               " sums in one pass (its loops stop after 65,535 steps)");
@@ -235,8 +282,9 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
           ? (c.cooperative() ? coop_pipeline(c, "matmul_coop", shaders::matmul_coop, 3, sizeof p, t)
                              : coop_pipeline(c, "matmul_coop_emulated",
                                              shaders::matmul_coop_emulated, 3, sizeof p, t))
-      : f32 ? gemm_pipeline(c, "matmul_tiled", shaders::matmul_tiled, 3, sizeof p, t)
-            : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
+      : f32
+          ? gemm_pipeline(c, "matmul", shaders::matmul_tiled, shaders::matmul_lanes, 3, sizeof p, t)
+          : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 

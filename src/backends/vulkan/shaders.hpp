@@ -21,6 +21,7 @@
 #include "shaders/conv_coop.spv.h"
 #include "shaders/conv_coop_emulated.spv.h"
 #include "shaders/conv_f32.spv.h"
+#include "shaders/conv_lanes.spv.h"
 #include "shaders/conv_tiled.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
@@ -36,10 +37,12 @@
 #include "shaders/matmul_any.spv.h"
 #include "shaders/matmul_coop.spv.h"
 #include "shaders/matmul_coop_emulated.spv.h"
+#include "shaders/matmul_lanes.spv.h"
 #include "shaders/matmul_tiled.spv.h"
 #include "shaders/nonzero.spv.h"
 #include "shaders/nonzero_bool.spv.h"
 #include "shaders/pool_any.spv.h"
+#include "shaders/pool_cpu.spv.h"
 #include "shaders/pool_f32.spv.h"
 #include "shaders/range.spv.h"
 #include "shaders/range_pair.spv.h"
@@ -91,13 +94,16 @@ inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> conv_coop{conv_coop_spv};
 inline constexpr std::span<const uint32_t> conv_coop_emulated{conv_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> conv_tiled{conv_tiled_spv};
+inline constexpr std::span<const uint32_t> conv_lanes{conv_lanes_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
 inline constexpr std::span<const uint32_t> matmul_coop_emulated{matmul_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
+inline constexpr std::span<const uint32_t> matmul_lanes{matmul_lanes_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> nonzero_bool{nonzero_bool_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};
+inline constexpr std::span<const uint32_t> pool_cpu{pool_cpu_spv};
 inline constexpr std::span<const uint32_t> pool_f32{pool_f32_spv};
 inline constexpr std::span<const uint32_t> range{range_spv};
 inline constexpr std::span<const uint32_t> range_pair{range_pair_spv};

@@ -13,6 +13,10 @@
 // parts written apart, out [splits, O, C/g * taps], which the caller sums.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef LANES
+#define FAST_DIVISION
+#endif
+#include "fastdiv.glsl"
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };  // mode 2: grad_out
 layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
@@ -32,20 +36,43 @@ layout(push_constant) uniform Params {
 uint in_size() { return p.in_[0] * p.in_[1] * p.in_[2]; }
 uint out_size() { return p.out_[0] * p.out_[1] * p.out_[2]; }
 uint k_size() { return p.k[0] * p.k[1] * p.k[2]; }
-uint cg() { return p.c / p.groups; }
-uint og() { return p.oc / p.groups; }
+uint CG, OG;  // a group's input and output channels (gemm_setup)
+uint cg() { return CG; }
+uint og() { return OG; }
+
+// The divisors of the index arithmetic (fastdiv.glsl), set once an invocation.
+Divisor KS, K2, K1, OS, O2, O1, IS, I2, I1, S0, S1, S2;
+void gemm_setup() {
+  CG = p.c / p.groups;
+  OG = p.oc / p.groups;
+  KS = divisor(k_size());
+  K2 = divisor(p.k[2]);
+  K1 = divisor(p.k[1]);
+  OS = divisor(out_size());
+  O2 = divisor(p.out_[2]);
+  O1 = divisor(p.out_[1]);
+  IS = divisor(in_size());
+  I2 = divisor(p.in_[2]);
+  I1 = divisor(p.in_[1]);
+  S0 = divisor(p.s[0]);
+  S1 = divisor(p.s[1]);
+  S2 = divisor(p.s[2]);
+}
+
+// A flat position within `size` = (a, b, c), split: (a, b, c) with c fastest.
+uvec3 split3(uint at, Divisor last, Divisor middle) {
+  const uint rest = quot(at, last);
+  return uvec3(quot(rest, middle), rem(rest, middle), at - rest * last.d);
+}
 
 // unfold(x) of group g: row ck = (input channel, tap), column ns = (sample, output position);
 // zero where the tap falls in the padding.
 float unfolded(uint g, uint ck, uint ns) {
-  const uint ci = ck / k_size(), tap = ck % k_size();
-  const uint n = ns / out_size(), at = ns % out_size();
-  const uint kw = tap % p.k[2], kh = (tap / p.k[2]) % p.k[1], kd = tap / (p.k[2] * p.k[1]);
-  const uint ow = at % p.out_[2], oh = (at / p.out_[2]) % p.out_[1];
-  const uint od = at / (p.out_[2] * p.out_[1]);
-  const int id = int(od * p.s[0] + kd * p.d[0]) - p.pad[0];
-  const int ih = int(oh * p.s[1] + kh * p.d[1]) - p.pad[1];
-  const int iw = int(ow * p.s[2] + kw * p.d[2]) - p.pad[2];
+  const uint ci = quot(ck, KS), n = quot(ns, OS);
+  const uvec3 kt = split3(ck - ci * KS.d, K2, K1), o = split3(ns - n * OS.d, O2, O1);
+  const int id = int(o.x * p.s[0] + kt.x * p.d[0]) - p.pad[0];
+  const int ih = int(o.y * p.s[1] + kt.y * p.d[1]) - p.pad[1];
+  const int iw = int(o.z * p.s[2] + kt.z * p.d[2]) - p.pad[2];
   if (id < 0 || id >= int(p.in_[0]) || ih < 0 || ih >= int(p.in_[1]) || iw < 0 ||
       iw >= int(p.in_[2])) {
     return 0.0;
@@ -57,17 +84,14 @@ float unfolded(uint g, uint ck, uint ns) {
 // spread(grad_out) of group g (mode 1, binding 0 holding grad_out): row ok = (output channel,
 // tap), column nr = (sample, input position).
 float spread(uint g, uint ok, uint nr) {
-  const uint oc = ok / k_size(), tap = ok % k_size();
-  const uint n = nr / in_size(), at = nr % in_size();
-  const uint kw = tap % p.k[2], kh = (tap / p.k[2]) % p.k[1], kd = tap / (p.k[2] * p.k[1]);
-  const uint iw = at % p.in_[2], ih = (at / p.in_[2]) % p.in_[1];
-  const uint id = at / (p.in_[2] * p.in_[1]);
+  const uint oc = quot(ok, KS), n = quot(nr, IS);
+  const uvec3 kt = split3(ok - oc * KS.d, K2, K1), i = split3(nr - n * IS.d, I2, I1);
   // The output position o with o * s + tap * d - pad == i, where there is one.
-  const int td = int(id) + p.pad[0] - int(kd * p.d[0]);
-  const int th = int(ih) + p.pad[1] - int(kh * p.d[1]);
-  const int tw = int(iw) + p.pad[2] - int(kw * p.d[2]);
+  const int td = int(i.x) + p.pad[0] - int(kt.x * p.d[0]);
+  const int th = int(i.y) + p.pad[1] - int(kt.y * p.d[1]);
+  const int tw = int(i.z) + p.pad[2] - int(kt.z * p.d[2]);
   if (td < 0 || th < 0 || tw < 0) return 0.0;
-  const uint od = uint(td) / p.s[0], oh = uint(th) / p.s[1], ow = uint(tw) / p.s[2];
+  const uint od = quot(uint(td), S0), oh = quot(uint(th), S1), ow = quot(uint(tw), S2);
   if (od * p.s[0] != uint(td) || oh * p.s[1] != uint(th) || ow * p.s[2] != uint(tw) ||
       od >= p.out_[0] || oh >= p.out_[1] || ow >= p.out_[2]) {
     return 0.0;
@@ -90,10 +114,10 @@ bool b_along_n() { return p.mode != 2u; }  // along output (input, mode 1) posit
 float load_a(uint g, uint row, uint k) {
   if (p.mode == 0u) return w[p.w_base + (g * og() + row) * cg() * k_size() + k];
   if (p.mode == 1u) {  // w^T: row an input channel, k = (output channel, tap)
-    const uint oc = k / k_size(), tap = k % k_size();
+    const uint oc = quot(k, KS), tap = k - oc * KS.d;
     return w[p.w_base + ((g * og() + oc) * cg() + row) * k_size() + tap];
   }
-  const uint n = k / out_size(), at = k % out_size();
+  const uint n = quot(k, OS), at = k - n * OS.d;
   return w[p.w_base + (n * p.oc + g * og() + row) * out_size() + at];
 }
 float load_b(uint g, uint k, uint col) {
@@ -102,13 +126,13 @@ float load_b(uint g, uint k, uint col) {
 }
 void store(uint g, uint split, uint row, uint col, float v) {
   if (p.mode == 1u) {
-    const uint n = col / in_size(), at = col % in_size();
+    const uint n = quot(col, IS), at = col - n * IS.d;
     o[p.out_base + (n * p.c + g * cg() + row) * in_size() + at] = v;
     return;
   }
   const uint oc = g * og() + row;
   if (p.mode == 0u) {
-    const uint n = col / out_size(), at = col % out_size();
+    const uint n = quot(col, OS), at = col - n * OS.d;
     if ((p.flags & 1u) != 0u) v += bias[p.b_base + oc];
     if ((p.flags & 2u) != 0u && v < 0.0) v = 0.0;  // the fused relu (NaN stays, as relu())
     o[p.out_base + (n * p.oc + oc) * out_size() + at] = v;
@@ -117,4 +141,8 @@ void store(uint g, uint split, uint row, uint col, float v) {
   }
 }
 
+#ifdef LANES
+#include "gemm_lanes.glsl"
+#else
 #include "gemm_tiled.glsl"
+#endif

@@ -7,6 +7,7 @@
 //   float load_b(uint batch, uint k, uint col)        an element of B (in range)
 //   void store(uint batch, uint split, uint row, uint col, float v)   part `split`'s sum
 //   bool a_along_k(), b_along_n()                     the operands' contiguous directions
+//   void gemm_setup()                                 what an invocation computes first
 // A workgroup computes a BM x BN tile of out, each invocation TM x TN of it in registers, from
 // BK-deep slices of A and B staged in shared memory. The tile sizes are specialisation constants
 // chosen per device (matmul.cpp). Where TM and TN are multiples of 4, an invocation's rows come in
@@ -95,6 +96,7 @@ void stash() {
 }
 
 void main() {
+  gemm_setup();
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
   const uint tid = gl_LocalInvocationID.x;
   const uint col_step = BN / TN;  // invocations along a row of the tile

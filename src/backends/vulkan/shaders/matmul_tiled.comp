@@ -18,6 +18,7 @@ uint gemm_n() { return p.n; }
 uint gemm_k() { return p.k; }
 uint gemm_splits() { return 1u; }
 uint gemm_tiles() { return p.tiles; }
+void gemm_setup() {}
 bool a_along_k() { return p.a_col == 1; }
 bool b_along_n() { return p.b_col == 1 || p.b_row != 1; }
 float load_a(uint batch, uint row, uint k) {
@@ -30,4 +31,8 @@ void store(uint batch, uint split, uint row, uint col, float v) {
   o[p.out_base + (batch * p.m + row) * p.n + col] = v;
 }
 
+#ifdef LANES
+#include "gemm_lanes.glsl"
+#else
 #include "gemm_tiled.glsl"
+#endif

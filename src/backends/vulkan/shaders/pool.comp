@@ -43,12 +43,34 @@ bool adaptive() { return (p.flags & 1u) != 0u; }
 uint in_size() { return p.in_[0] * p.in_[1] * p.in_[2]; }
 uint out_size() { return p.out_[0] * p.out_[1] * p.out_[2]; }
 
+#include "fastdiv.glsl"
+
+// The divisors of the index arithmetic (fastdiv.glsl), per slot, set once an invocation.
+Divisor IN[3], OUT[3], S[3], D[3], IS, OS;
+void setup() {
+  for (int j = 0; j < 3; ++j) {
+    IN[j] = divisor(p.in_[j]);
+    OUT[j] = divisor(p.out_[j]);
+    S[j] = divisor(p.s[j]);
+    D[j] = divisor(p.d[j]);
+  }
+  IS = divisor(in_size());
+  OS = divisor(out_size());
+}
+
+// Position `at` of a plane of sizes `size`, split into its three slots.
+uvec3 split3(uint at, Divisor last, Divisor middle) {
+  const uint rest = quot(at, last);
+  return uvec3(quot(rest, middle), rem(rest, middle), at - rest * last.d);
+}
+
 // The average window of output position o along slot j: [lo, hi) clipped to the input, and
 // the count it divides by (avg_window in core/pool_geometry.hpp).
 ivec3 window(int j, int o) {
   if (adaptive()) {
     const int n = int(p.in_[j]), m = int(p.out_[j]);
-    const int lo = o * n / m, hi = ((o + 1) * n + m - 1) / m;
+    const int lo = int(quot(uint(o * n), OUT[j]));
+    const int hi = int(quot(uint((o + 1) * n + m - 1), OUT[j]));
     return ivec3(lo, hi, hi - lo);
   }
   int lo = o * int(p.s[j]) - p.pad[j];
@@ -115,13 +137,16 @@ VALUE average_of(uint plane_at, uint od, uint oh, uint ow) {
 // caller against the window itself.
 ivec2 candidates(int j, int i) {
   const int n = int(p.in_[j]), m = int(p.out_[j]);
-  if (adaptive()) return ivec2(max(i * m / n - 1, 0), min((i + 1) * m / n + 1, m - 1) + 1);
+  if (adaptive()) {
+    return ivec2(max(int(quot(uint(i * m), IN[j])) - 1, 0),
+                 min(int(quot(uint((i + 1) * m), IN[j])) + 1, m - 1) + 1);
+  }
   // o * s - pad <= i + (k - 1) * d, and o * s - pad >= i - (k - 1) * d - ... : the span of
   // starts that reach i with any tap.
   const int reach = (int(p.k[j]) - 1) * int(p.d[j]);
   const int lo = i + p.pad[j] - reach;
-  const int first = lo <= 0 ? 0 : (lo + int(p.s[j]) - 1) / int(p.s[j]);
-  const int last = min((i + p.pad[j]) / int(p.s[j]), m - 1);
+  const int first = lo <= 0 ? 0 : int(quot(uint(lo) + p.s[j] - 1u, S[j]));
+  const int last = min(int(quot(uint(i + p.pad[j]), S[j])), m - 1);
   return ivec2(first, last + 1);
 }
 
@@ -132,7 +157,9 @@ bool reads(int j, int o, int i) {
     return w.x <= i && i < w.y;
   }
   const int t = i + p.pad[j] - o * int(p.s[j]);
-  return t >= 0 && t % int(p.d[j]) == 0 && t / int(p.d[j]) < int(p.k[j]);
+  if (t < 0) return false;
+  const uint q = quot(uint(t), D[j]);
+  return q * p.d[j] == uint(t) && q < p.k[j];
 }
 
 int index_at(uint e) {
@@ -140,9 +167,9 @@ int index_at(uint e) {
 }
 
 VALUE backward(uint i) {
-  const uint plane = i / in_size(), at = i % in_size();
-  const int iw = int(at % p.in_[2]), ih = int(at / p.in_[2] % p.in_[1]),
-            id = int(at / (p.in_[2] * p.in_[1]));
+  const uint plane = quot(i, IS), at = i - plane * IS.d;
+  const ivec3 pos = ivec3(split3(at, IN[2], IN[1]));
+  const int id = pos.x, ih = pos.y, iw = pos.z;
   const ivec2 cd = candidates(0, id), ch = candidates(1, ih), cw = candidates(2, iw);
   VALUE sum = 0.0;
   for (int od = cd.x; od < cd.y; ++od) {
@@ -166,15 +193,16 @@ VALUE backward(uint i) {
 }
 
 void main() {
+  setup();
   const uint stride = gl_NumWorkGroups.x * 256u;
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += stride) {
     if (p.mode >= 2u) {
       STORE(p.out_base + i, backward(i));
       continue;
     }
-    const uint plane = i / out_size(), at = i % out_size();
-    const uint ow = at % p.out_[2], oh = at / p.out_[2] % p.out_[1],
-               od = at / (p.out_[2] * p.out_[1]);
+    const uint plane = quot(i, OS), at = i - plane * OS.d;
+    const uvec3 pos = split3(at, OUT[2], OUT[1]);
+    const uint od = pos.x, oh = pos.y, ow = pos.z;
     if (p.mode == 1u) {
       STORE(p.out_base + i, average_of(plane * in_size(), od, oh, ow));
       continue;
