@@ -230,11 +230,14 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
   const bool f32 = out.dtype == DType::f32;
+  // int32 (int8 weights' products) through gemm_lanes.glsl too where float32 takes it.
+  const bool int32_lanes = out.dtype == DType::i32 && use_lanes(c);
+  const bool gemm = f32 || int32_lanes;
   const bool coop = out.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
-  if (!f32 && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
-  constexpr Tiles kAny{256, 16, 16, 16, 1, 1};            // matmul.comp's
-  const Tiles t = coop ? coop_tiles(c) : f32 ? gemm_tiles(c, m, n, k) : kAny;
-  EMBER_CHECK((!f32 && !coop) || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k,
+  if (!gemm && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
+  constexpr Tiles kAny{256, 16, 16, 16, 1, 1};             // matmul.comp's
+  const Tiles t = coop ? coop_tiles(c) : gemm ? gemm_tiles(c, m, n, k) : kAny;
+  EMBER_CHECK((!gemm && !coop) || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k,
               " is longer than ", c.properties().deviceName,
               " sums in one pass (its loops stop after 65,535 steps)");
   const int64_t tiles = batch * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
@@ -284,7 +287,9 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
                                              shaders::matmul_coop_emulated, 3, sizeof p, t))
       : f32
           ? gemm_pipeline(c, "matmul", shaders::matmul_tiled, shaders::matmul_lanes, 3, sizeof p, t)
-          : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
+      : int32_lanes ? gemm_pipeline(c, "matmul_i32", shaders::matmul_lanes_i32,
+                                    shaders::matmul_lanes_i32, 3, sizeof p, t)
+                    : c.pipeline("matmul_any", shaders::matmul_any, 3, sizeof p);
   c.dispatch(pipeline, bs, &p, sizeof p, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 

@@ -38,6 +38,7 @@
 #include "shaders/matmul_coop.spv.h"
 #include "shaders/matmul_coop_emulated.spv.h"
 #include "shaders/matmul_lanes.spv.h"
+#include "shaders/matmul_lanes_i32.spv.h"
 #include "shaders/matmul_tiled.spv.h"
 #include "shaders/nonzero.spv.h"
 #include "shaders/nonzero_bool.spv.h"
@@ -100,6 +101,7 @@ inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
 inline constexpr std::span<const uint32_t> matmul_coop_emulated{matmul_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
 inline constexpr std::span<const uint32_t> matmul_lanes{matmul_lanes_spv};
+inline constexpr std::span<const uint32_t> matmul_lanes_i32{matmul_lanes_i32_spv};
 inline constexpr std::span<const uint32_t> nonzero{nonzero_spv};
 inline constexpr std::span<const uint32_t> nonzero_bool{nonzero_bool_spv};
 inline constexpr std::span<const uint32_t> pool_any{pool_any_spv};

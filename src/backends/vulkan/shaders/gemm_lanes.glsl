@@ -7,7 +7,11 @@
 // workgroup is one subgroup and stages nothing. Its tile is TM rows by THREADS * TN columns; lane
 // l sums columns l, l + THREADS, ... of every row, reading TN values of B a k and TM / THREADS of
 // A, which reach the other lanes by broadcast: each value read is used in TM (B) or
-// THREADS * TN (A) multiply-adds.
+// THREADS * TN (A) multiply-adds. The includer's GEMM_T, where it defines one, is the element
+// type (int: wrapping sums); float otherwise.
+#ifndef GEMM_T
+#define GEMM_T float
+#endif
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_EXT_control_flow_attributes : require
@@ -22,9 +26,12 @@ layout(constant_id = 6) const uint BAND = 8;  // rows of tiles a band (gemm_tile
 
 #include "gemm_tile.glsl"
 
+float madd(float a, float b, float c) { return fma(a, b, c); }
+int madd(int a, int b, int c) { return a * b + c; }
+
 // Lane l's v in every lane. A broadcast's lane must be a constant in SPIR-V 1.3, so the lane is a
 // case label; the unrolled loops that call this make it a constant, and the switch folds away.
-float lane_value(float v, uint l) {
+GEMM_T lane_value(GEMM_T v, uint l) {
   switch (l) {
     case 0u: return subgroupBroadcast(v, 0u);
     case 1u: return subgroupBroadcast(v, 1u);
@@ -51,26 +58,26 @@ void main() {
   const uint lane = gl_SubgroupInvocationID;
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
     const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK, BAND);
-    float acc[TM][TN];
+    GEMM_T acc[TM][TN];
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
-      [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
+      [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = GEMM_T(0);
     }
     for (uint k0 = g.k_begin; k0 < g.k_end; k0 += BK) {
       [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
         const uint kx = k0 + kk;
         const bool in_k = kx < g.k_end;
-        float av[TM / THREADS], bv[TN];
+        GEMM_T av[TM / THREADS], bv[TN];
         [[unroll]] for (uint q = 0u; q < TM / THREADS; ++q) {
           const uint row = g.row0 + q * THREADS + lane;
-          av[q] = in_k && row < m ? load_a(g.batch, row, kx) : 0.0;
+          av[q] = in_k && row < m ? load_a(g.batch, row, kx) : GEMM_T(0);
         }
         [[unroll]] for (uint j = 0u; j < TN; ++j) {
           const uint col = g.col0 + j * THREADS + lane;
-          bv[j] = in_k && col < n ? load_b(g.batch, kx, col) : 0.0;
+          bv[j] = in_k && col < n ? load_b(g.batch, kx, col) : GEMM_T(0);
         }
         [[unroll]] for (uint i = 0u; i < TM; ++i) {
-          const float ai = lane_value(av[i / THREADS], i % THREADS);
-          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
+          const GEMM_T ai = lane_value(av[i / THREADS], i % THREADS);
+          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = madd(ai, bv[j], acc[i][j]);
         }
       }
     }

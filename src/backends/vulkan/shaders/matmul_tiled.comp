@@ -1,11 +1,19 @@
 // Batched float32 matmul, out [B, M, N] = a [B, M, K] x b [B, K, N], over strided operands (a
 // transposed view, a batch broadcast with stride 0, negative strides), written contiguous, through
-// gemm_tiled.glsl's register-blocked tiles.
+// gemm_tiled.glsl's register-blocked tiles, or gemm_lanes.glsl's with LANES (a CPU device), which
+// LANES_INT32 runs on int32 (wrapping sums, as the int64 sums of matmul.comp's ANY variant
+// truncated: int8 weights' products on lavapipe).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Out { float o[]; };
+#ifdef LANES_INT32
+#define LANES
+#define GEMM_T int
+#else
+#define GEMM_T float
+#endif
+layout(std430, set = 0, binding = 0) readonly buffer A { GEMM_T a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { GEMM_T b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Out { GEMM_T o[]; };
 layout(push_constant) uniform Params {
   uint m, n, k, tiles;
   uint a_base, b_base, out_base, pad0;
@@ -21,13 +29,13 @@ uint gemm_tiles() { return p.tiles; }
 void gemm_setup() {}
 bool a_along_k() { return p.a_col == 1; }
 bool b_along_n() { return p.b_col == 1 || p.b_row != 1; }
-float load_a(uint batch, uint row, uint k) {
+GEMM_T load_a(uint batch, uint row, uint k) {
   return a[int(p.a_base) + int(batch) * p.a_batch + int(row) * p.a_row + int(k) * p.a_col];
 }
-float load_b(uint batch, uint k, uint col) {
+GEMM_T load_b(uint batch, uint k, uint col) {
   return b[int(p.b_base) + int(batch) * p.b_batch + int(k) * p.b_row + int(col) * p.b_col];
 }
-void store(uint batch, uint split, uint row, uint col, float v) {
+void store(uint batch, uint split, uint row, uint col, GEMM_T v) {
   o[p.out_base + (batch * p.m + row) * p.n + col] = v;
 }
 
