@@ -546,7 +546,7 @@ TEST(Vulkan, Float32MatmulInLanesMatchesTheCpu) {
     (void)matmul(to_device(a, vk()), to_device(b, vk()));
   } catch (const Error& e) {
     unsetenv("EMBER_VULKAN_GEMM");
-    ASSERT_NE(std::string(e.what()).find("needs subgroups of 4, 8 or 16"), std::string::npos)
+    ASSERT_NE(std::string(e.what()).find("needs a CPU device with subgroups"), std::string::npos)
         << e.what();
     GTEST_SKIP() << e.what();
   }
@@ -599,7 +599,8 @@ TEST(Vulkan, Float32MatmulInLanesMatchesTheCpu) {
 // device sums it.
 TEST(Vulkan, Float32SumsTooLongForLlvmpipeAreErrorsThere) {
   EMBER_REQUIRE_VULKAN();
-  const int64_t k = 600000;  // 37,500 slices of 16
+  const int64_t k =
+      600000;  // 37,500 slices of 16 (gemm_tiled.glsl), 37,500 loop steps of 16 (gemm_lanes.glsl)
   const DynTensor a = input(Shape{1, k}, 90), b = input(Shape{k, 1}, 91);
   const bool llvmpipe = vulkan::device_name(0).find("llvmpipe") != std::string::npos;
   try {
@@ -1149,7 +1150,7 @@ TEST(Vulkan, ProfileTimesEveryShader) {
   EXPECT_EQ(count("binary32_"), 2) << table;
   EXPECT_EQ(count("copy"), 1) << table;  // the read-back
   // Reset: nothing since.
-  EXPECT_EQ(vulkan::profile(0).find("matmul_tiled"), std::string::npos);
+  EXPECT_EQ(vulkan::profile(0).find("matmul_"), std::string::npos);
   expect_no_validation_errors();
 }
 

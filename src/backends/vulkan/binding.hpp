@@ -398,6 +398,10 @@ const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<co
 /// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
 /// invocation's loop iterations).
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t);
+/// Refuses, on a CPU device, a dispatch of `tiles` tiles summing k_part products each whose
+/// invocations would loop past llvmpipe's 65,535 steps (which it ends silently).
+void check_tile_steps(const DeviceContext& c, const char* op, int64_t tiles, int64_t k_part,
+                      const Tiles& t);
 /// The pipeline of a shader built on gemm_tiled.glsl, or on gemm_lanes.glsl where t.lanes (its
 /// LANES variant `lanes`), with these tiles.
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,

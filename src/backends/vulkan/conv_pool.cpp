@@ -89,7 +89,7 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
 // in mode 1), w or grad_out (1), bias (2, may be undefined) and out: an implicit GEMM of an m x n
 // output per group, its k in `splits` parts written apart (out [splits, ...]).
 void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, const RawTensor& bias,
-                         const RawTensor& out, int64_t m, int64_t n, const Tiles& t,
+                         const RawTensor& out, int64_t m, int64_t n, int64_t k, const Tiles& t,
                          int64_t splits) {
   DeviceContext& c = ctx_of(out);
   std::lock_guard lock(c.mu);
@@ -97,6 +97,7 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
       int64_t{q.groups} * splits * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
   EMBER_CHECK(tiles < (int64_t{1} << 32), "[conv] ", out.shape,
               " has more tiles than the Vulkan kernel counts");
+  check_tile_steps(c, "conv", tiles, (k + splits - 1) / splits, t);
   const Bound bx = bind_bytes(c, x), bw = bind_bytes(c, w), bo = bind_bytes(c, out);
   const Bound bb = bias.defined() ? bind_bytes(c, bias) : bo;  // unread without flags & 1
   q.a_base = bx.base;
@@ -227,7 +228,7 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
     EMBER_CHECK(k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
                 " products, more than ", props.deviceName,
                 " sums in one pass (its loops stop after 65,535 steps)");
-    return dispatch_conv_tiled(q, x, w, bias, out, m, n, t, 1);
+    return dispatch_conv_tiled(q, x, w, bias, out, m, n, k, t, 1);
   }
   q.flags = 0;
   q.count = static_cast<uint32_t>(out.numel());
@@ -263,7 +264,7 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
     const VkPhysicalDeviceProperties& props = ctx_of(grad_in).properties();
     const Tiles t = coop ? coop_tiles(ctx_of(grad_in)) : gemm_tiles(ctx_of(grad_in), m, n, k);
     if (k_parts(props, k, t) == 1) {
-      return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, t, 1);
+      return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, k, t, 1);
     }
   }
   q.count = static_cast<uint32_t>(grad_in.numel());
@@ -331,12 +332,12 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
     const int64_t splits = std::max({int64_t{1}, std::min(k / 512, (want + tiles - 1) / tiles),
                                      k_parts(ctx_of(grad_w).properties(), k, t)});
     if (splits == 1 && !coop) {
-      dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, m, n, t, 1);
+      dispatch_conv_tiled(q, x, grad_out, RawTensor(), grad_w, m, n, k, t, 1);
     } else {
       const int64_t e = grad_w.numel();
       const RawTensor parts{allocate(static_cast<size_t>(splits * e) * sizeof(float), x.device()),
                             Shape{splits, e}, Strides{e, 1}, 0, DType::f32};
-      dispatch_conv_tiled(q, x, grad_out, RawTensor(), parts, m, n, t, splits);
+      dispatch_conv_tiled(q, x, grad_out, RawTensor(), parts, m, n, k, t, splits);
       sum_parts(parts, splits, grad_w);
     }
     if (grad_bias.defined() && grad_bias.numel() > 0) bias_gradient(*this, grad_out, grad_bias);
@@ -435,12 +436,19 @@ void dispatch_pool(PoolPush q, const RawTensor& a, const RawTensor& indices, con
   q.i_word =
       indices.defined() ? bi.base * static_cast<uint32_t>(dtype_size(indices.dtype) / 4) : 0u;
   const Binding bs[] = {ba.binding, bi.binding, bo.binding};
-  // A CPU device (lavapipe) divides through fastdiv.glsl's multipliers, which each invocation
-  // sets up first: 16 elements an invocation, where windows are small (llvmpipe stops an
-  // invocation's loops, all of them together, after 65,535 steps).
-  const bool cpu = f32 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  const int64_t taps = int64_t{q.g.k[0]} * q.g.k[1] * q.g.k[2];
-  const int64_t per = cpu && (q.flags & 1u) == 0 && taps <= 16 ? 16 : 1;
+  // A CPU device (lavapipe) divides through fastdiv.glsl's multipliers (pool_cpu), which each
+  // invocation sets up first, so it takes 16 elements an invocation; where an element's loops
+  // are short: the window's taps, or backward the outputs whose windows may hold it (llvmpipe
+  // stops an invocation's loops, all of them together, after 65,535 steps). Adaptive windows
+  // and long loops take pool_f32, an element an invocation.
+  int64_t steps = 1;
+  for (int j = 0; j < 3; ++j) {
+    const int64_t k = q.g.k[j], reach = (k - 1) * q.g.d[j] / q.g.s[j] + 1;
+    steps *= q.mode >= 2 ? std::min<int64_t>(reach, q.g.out[j]) : k;
+  }
+  const bool cpu = f32 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+                   (q.flags & 1u) == 0 && steps <= 16;
+  const int64_t per = cpu ? 16 : 1;
   c.dispatch(cpu   ? c.pipeline("pool_cpu", shaders::pool_cpu, 3, sizeof q)
              : f32 ? c.pipeline("pool_f32", shaders::pool_f32, 3, sizeof q)
                    : c.pipeline("pool_any", shaders::pool_any, 3, sizeof q),

@@ -78,19 +78,26 @@ Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n)
   return t;
 }
 
-// gemm_lanes.glsl's tiles: TM rows (32, or m rounded up to the subgroup) by subgroup x TN (4)
-// columns, 8 steps of k a loop iteration; EMBER_VULKAN_LANE_TILES="TM,TN" overrides.
+// gemm_lanes.glsl's tiles: TM rows (32; the subgroup where m is no more) by subgroup x TN (8)
+// columns; EMBER_VULKAN_LANE_TILES="TM,TN[,BK]" overrides. As few steps of k a loop iteration as
+// llvmpipe's 65,535-step cap allows (1 up to a k of 32,768, at most 16): it compiles each
+// pipeline in each process, and unrolled steps cost more compile time there than they save.
 Tiles lane_tiles(const DeviceContext& c, int64_t m, int64_t k) {
   const uint32_t lanes = c.lanes();
-  // One step of k a loop iteration: llvmpipe compiles a pipeline in each process, and the unrolled
-  // steps cost more there than they save; 8 where k is long (its loops stop at 65,535 steps).
-  uint32_t tm = 32, tn = 8, bk = k > 16384 ? 8 : 1;
+  uint32_t tm = 32, tn = 8, bk = 1;
+  while (bk < 16 && k > int64_t{bk} * 32768) bk *= 2;
   if (const char* env = std::getenv("EMBER_VULKAN_LANE_TILES")) {
-    EMBER_CHECK(std::sscanf(env, "%u,%u,%u", &tm, &tn, &bk) >= 2 && tm > 0 && tm % lanes == 0 &&
-                    tn > 0 && tm * tn <= 1024 && bk > 0,
-                "[matmul] EMBER_VULKAN_LANE_TILES=\"", env,
-                "\" is not TM,TN with TM a multiple of ", lanes,
-                " (the subgroup) and TM * TN at most 1024");
+    unsigned e_tm = 0, e_tn = 0, e_bk = bk;
+    int end = 0;
+    const int got = std::sscanf(env, "%u,%u%n,%u%n", &e_tm, &e_tn, &end, &e_bk, &end);
+    EMBER_CHECK(
+        got >= 2 && env[end] == '\0' && e_tm > 0 && e_tm <= 1024 && e_tm % lanes == 0 && e_tn > 0 &&
+            e_tn <= 1024 && uint64_t{e_tm} * e_tn <= 1024 && e_bk > 0 && e_bk <= 64,
+        "[matmul] EMBER_VULKAN_LANE_TILES=\"", env, "\" is not TM,TN[,BK] with TM a multiple of ",
+        lanes, " (the subgroup), TM * TN at most 1024 and BK at most 64");
+    tm = e_tm;
+    tn = e_tn;
+    bk = e_bk;
   }
   if (m <= lanes) tm = lanes;  // a row or a few (a vector times a matrix): one pipeline more
   Tiles t{lanes, tm, lanes * tn, bk, tm, tn};
@@ -103,21 +110,19 @@ Tiles lane_tiles(const DeviceContext& c, int64_t m, int64_t k) {
 
 // Whether float32 GEMMs take gemm_lanes.glsl: by default on a CPU device (lavapipe, where the
 // staged tiles cost 50 cycles a multiply-add), or as EMBER_VULKAN_GEMM=lanes or =tiled says
-// (CI runs the tables on lavapipe through both).
+// (CI runs the tables on lavapipe through both). Only a CPU device: the kernel takes a workgroup
+// for one whole subgroup, which a GPU need not make it without VK_EXT_subgroup_size_control.
 bool use_lanes(const DeviceContext& c) {
   const char* env = std::getenv("EMBER_VULKAN_GEMM");
   const std::string_view want = env == nullptr ? "" : env;
   EMBER_CHECK(want.empty() || want == "lanes" || want == "tiled", "[matmul] EMBER_VULKAN_GEMM=\"",
               want, "\" is neither lanes nor tiled");
-  if (want == "tiled") return false;
-  if (want == "lanes") {
-    EMBER_CHECK(c.lanes() > 0,
-                "[matmul] EMBER_VULKAN_GEMM=lanes needs subgroups of 4, 8 or 16 "
-                "with broadcasts; ",
-                c.properties().deviceName, " has none");
-    return true;
-  }
-  return c.lanes() > 0 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const bool can = c.lanes() > 0 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  EMBER_CHECK(want != "lanes" || can,
+              "[matmul] EMBER_VULKAN_GEMM=lanes needs a CPU device with subgroups of 4, 8 or 16 "
+              "and their broadcasts; ",
+              c.properties().deviceName, " is not one");
+  return want != "tiled" && can;
 }
 
 Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k) {
@@ -127,9 +132,20 @@ Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k) {
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t) {
   if (props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return 1;
   // llvmpipe ends an invocation's loops, all of them together, after 65,535 iterations,
-  // silently: keep each part's slices (and the loop over tiles) well below.
+  // silently: keep each part's slices well below (check_tile_steps counts the tile loop).
   constexpr int64_t kSlices = 32768;
   return (k + int64_t{t.bk} * kSlices - 1) / (int64_t{t.bk} * kSlices);
+}
+
+void check_tile_steps(const DeviceContext& c, const char* op, int64_t tiles, int64_t k_part,
+                      const Tiles& t) {
+  if (c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return;
+  // A workgroup runs every 65,535th tile (the dispatch's limit), each k_part / bk slices, after
+  // a few hundred steps of set-up (fastdiv.glsl's divisors).
+  const int64_t steps = (tiles + 65534) / 65535 * ((k_part + t.bk - 1) / t.bk) + 1024;
+  EMBER_CHECK(steps < 65535, "[", op, "] ", tiles, " tiles of ", k_part, " products each take ",
+              steps, " loop steps an invocation, more than ", c.properties().deviceName,
+              " runs (its loops stop after 65,535 steps)");
 }
 
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
@@ -231,7 +247,8 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   std::lock_guard lock(c.mu);
   const bool f32 = out.dtype == DType::f32;
   // int32 (int8 weights' products) through gemm_lanes.glsl too where float32 takes it.
-  const bool int32_lanes = out.dtype == DType::i32 && use_lanes(c);
+  const bool int32_lanes = out.dtype == DType::i32 && use_lanes(c) &&
+                           k_parts(c.properties(), k, gemm_tiles(c, m, n, k)) == 1;
   const bool gemm = f32 || int32_lanes;
   const bool coop = out.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
   if (!gemm && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
@@ -243,6 +260,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   const int64_t tiles = batch * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
   EMBER_CHECK(tiles < (int64_t{1} << 32), "[matmul] ", out.shape,
               " has more tiles than the Vulkan kernel counts");
+  if (gemm || coop) check_tile_steps(c, "matmul", tiles, k, t);
   struct {
     uint32_t m, n, k, tiles;
     uint32_t a_base, b_base, out_base, type;

@@ -1,4 +1,5 @@
-// Float32 convolution as an implicit GEMM per group through gemm_tiled.glsl's tiles, on the
+// Float32 convolution as an implicit GEMM per group through gemm_tiled.glsl's tiles (or, with
+// LANES, a CPU device's, gemm_lanes.glsl's and fastdiv.glsl's multiply-high division), on the
 // geometry of conv.comp (contiguous NC + three right-aligned spatial slots, grouped, strided,
 // padded, dilated). The columns of the unfolded input (every input value a kernel tap reads for
 // one output position) are gathered as the tiles load them, never stored:
@@ -57,12 +58,6 @@ void gemm_setup() {
   S0 = divisor(p.s[0]);
   S1 = divisor(p.s[1]);
   S2 = divisor(p.s[2]);
-}
-
-// A flat position within `size` = (a, b, c), split: (a, b, c) with c fastest.
-uvec3 split3(uint at, Divisor last, Divisor middle) {
-  const uint rest = quot(at, last);
-  return uvec3(quot(rest, middle), rem(rest, middle), at - rest * last.d);
 }
 
 // unfold(x) of group g: row ck = (input channel, tap), column ns = (sample, output position);

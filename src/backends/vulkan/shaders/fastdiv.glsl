@@ -1,6 +1,7 @@
 // Division by a divisor fixed for a dispatch. With FAST_DIVISION (the variants for a CPU device:
-// conv_tiled.comp's LANES, pool.comp's CPU), a multiply-high and shifts (Granlund and Montgomery, "Division by invariant integers using
-// multiplication", 1994, the round-up method), for 1 <= d <= 2^31 and any n: llvmpipe has no
+// conv_lanes, pool_cpu), a multiply-high and shifts (Granlund and Montgomery, "Division by
+// invariant integers using multiplication", 1994, the round-up method), for 1 <= d <= 2^31 and
+// any n: llvmpipe has no
 // vector integer division and divides lane by lane, about 25 cycles each, which made the index
 // arithmetic of conv_tiled.comp's gathers and of pooling most of their time on lavapipe.
 // divisor() costs a 32-step loop, so an invocation should divide by it many times. Otherwise
@@ -43,3 +44,9 @@ uint quot(uint n, Divisor v) { return n / v.d; }
 #endif
 
 uint rem(uint n, Divisor v) { return n - quot(n, v) * v.d; }
+
+// A flat position in three slots (c fastest, sizes [_, middle, last]) split into them.
+uvec3 split3(uint at, Divisor last, Divisor middle) {
+  const uint rest = quot(at, last);
+  return uvec3(quot(rest, middle), rem(rest, middle), at - rest * last.d);
+}

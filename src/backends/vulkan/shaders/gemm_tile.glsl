@@ -1,5 +1,5 @@
-// Which tile of out a workgroup's t-th turn computes, shared by gemm_tiled.glsl and
-// gemm_coop.glsl: tiles run over batches (groups), split-K parts, then bands of `band` rows of
+// Which tile of out a workgroup's t-th turn computes, shared by gemm_tiled.glsl, gemm_lanes.glsl
+// and gemm_coop.glsl: tiles run over batches (groups), split-K parts, then bands of `band` rows of
 // bm x bn tiles, column by column within a band, so that the workgroups running at once read a
 // few rows of A and columns of B, which stay in the GPU's cache, rather than all of B (a band of
 // 1 is row by row). Part `split` of k is whole slices of bk long and summed apart (the caller

@@ -8,8 +8,9 @@
 //   mode 2: max pool backward, out [planes, *in] = the sum of a = grad_out at the outputs whose
 //           index is this element
 //   mode 3: average pool backward, out = the sum of grad_out / count over the windows holding it
-// An invocation per output element; the backward modes gather from the outputs that can reach
-// an input element (no atomics, so run-to-run identical).
+// An invocation per output element (16 in the FAST_DIVISION variant for a CPU device,
+// pool_cpu, whose fastdiv.glsl divisors each invocation sets up first); the backward modes gather
+// from the outputs that can reach an input element (no atomics, so run-to-run identical).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
@@ -56,12 +57,6 @@ void setup() {
   }
   IS = divisor(in_size());
   OS = divisor(out_size());
-}
-
-// Position `at` of a plane of sizes `size`, split into its three slots.
-uvec3 split3(uint at, Divisor last, Divisor middle) {
-  const uint rest = quot(at, last);
-  return uvec3(quot(rest, middle), rem(rest, middle), at - rest * last.d);
 }
 
 // The average window of output position o along slot j: [lo, hi) clipped to the input, and
