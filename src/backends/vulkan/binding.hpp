@@ -387,6 +387,8 @@ struct Tiles {
 /// EMBER_VULKAN_MATMUL_TILES, narrowed where the output is smaller; EMBER_VULKAN_GEMM=tiled or
 /// =lanes picks the kernel.
 Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k);
+/// EMBER_VULKAN_GEMM: "lanes", "tiled", or "" where unset (an error for anything else).
+std::string_view gemm_choice();
 /// Whether this device's float32 GEMMs (matmul, convolution) take gemm_lanes.glsl.
 bool use_lanes(const DeviceContext& c);
 /// gemm_coop.glsl's tiles (matmul_coop.comp, conv_coop.comp): bm x bn, each subgroup of 32 a

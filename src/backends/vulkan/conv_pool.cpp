@@ -154,9 +154,8 @@ bool tiled_data_gradient(const DeviceContext& c) {
   const char* env = std::getenv("EMBER_VULKAN_CONV_DATA");
   if (env != nullptr && std::string_view(env) == "tiled") return true;
   if (env != nullptr && std::string_view(env) == "direct") return false;
-  const char* gemm = std::getenv("EMBER_VULKAN_GEMM");
   return c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU || use_lanes(c) ||
-         (gemm != nullptr && std::string_view(gemm) == "tiled");
+         gemm_choice() == "tiled";
 }
 
 }  // namespace

@@ -112,11 +112,16 @@ Tiles lane_tiles(const DeviceContext& c, int64_t m, int64_t k) {
 // staged tiles cost 50 cycles a multiply-add), or as EMBER_VULKAN_GEMM=lanes or =tiled says
 // (CI runs the tables on lavapipe through both). Only a CPU device: the kernel takes a workgroup
 // for one whole subgroup, which a GPU need not make it without VK_EXT_subgroup_size_control.
-bool use_lanes(const DeviceContext& c) {
+std::string_view gemm_choice() {
   const char* env = std::getenv("EMBER_VULKAN_GEMM");
   const std::string_view want = env == nullptr ? "" : env;
   EMBER_CHECK(want.empty() || want == "lanes" || want == "tiled", "[matmul] EMBER_VULKAN_GEMM=\"",
               want, "\" is neither lanes nor tiled");
+  return want;
+}
+
+bool use_lanes(const DeviceContext& c) {
+  const std::string_view want = gemm_choice();
   const bool can = c.lanes() > 0 && c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   EMBER_CHECK(want != "lanes" || can,
               "[matmul] EMBER_VULKAN_GEMM=lanes needs a CPU device with subgroups of 4, 8 or 16 "
