@@ -1126,6 +1126,9 @@ TEST(Vulkan, ProfileTimesEveryShader) {
   EXPECT_GT(total_ms, 0.0) << table;
   EXPECT_EQ(count("binary32_"), 2) << table;
   EXPECT_EQ(count("copy"), 1) << table;  // the read-back
+  // Then the pipelines built since the reset, matmul's among them, with their host time.
+  EXPECT_NE(table.find(" pipelines built in "), std::string::npos) << table;
+  EXPECT_NE(table.find("\n  matmul_"), std::string::npos) << table;
   // Reset: nothing since.
   EXPECT_EQ(vulkan::profile(0).find("matmul_"), std::string::npos);
   expect_no_validation_errors();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -360,6 +361,7 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   vkGetDeviceQueue(device_, family_, 0, &queue_);
   const char* profile = std::getenv("EMBER_VULKAN_PROFILE");
   if (profile != nullptr && std::string_view(profile) == "1") {
+    time_builds_ = true;
     if (props[family_].timestampValidBits > 0) {
       profile_queries_ = static_cast<uint32_t>(kSubmitEvery) + 1;
       const uint32_t bits = props[family_].timestampValidBits;
@@ -720,7 +722,24 @@ std::string DeviceContext::profile(bool reset) {
                   t.ns * 1e-3 / static_cast<double>(t.count), total > 0 ? 100 * t.ns / total : 0);
     out += line;
   }
-  if (reset) timings_.clear();
+  // Compilation is host time before the first dispatch: a driver that compiles slowly shows
+  // here rather than in the commands' times.
+  std::vector<std::pair<std::string, double>> built(builds_.begin(), builds_.end());
+  std::sort(built.begin(), built.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  double build_ms = 0;
+  for (const auto& b : built) build_ms += b.second;
+  std::snprintf(line, sizeof line, "%zu pipelines built in %.1f ms of host time%s\n", built.size(),
+                build_ms, built.empty() ? "" : ", the slowest:");
+  out += line;
+  for (size_t i = 0; i < std::min<size_t>(built.size(), 5); ++i) {
+    std::snprintf(line, sizeof line, "  %-40s %9.1f ms\n", built[i].first.c_str(), built[i].second);
+    out += line;
+  }
+  if (reset) {
+    timings_.clear();
+    builds_.clear();
+  }
   return out;
 }
 
@@ -771,10 +790,19 @@ const Pipeline& DeviceContext::pipeline(const std::string& name, std::span<const
                                   constants.size_bytes(), constants.data()};
   if (!constants.empty()) ci.stage.pSpecializationInfo = &spec;
   ci.layout = p.layout;
+  const auto start = std::chrono::steady_clock::now();
   const VkResult r =
       vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   check(r, name.c_str(), "vkCreateComputePipelines");
+  if (time_builds_) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    builds_[name] = ms;
+    // Streamed too, so that a slow compilation shows while it holds the first step up.
+    if (ms >= 100)
+      std::fprintf(stderr, "ember: vulkan:%d built %s in %.0f ms\n", index_, name.c_str(), ms);
+  }
   auto& [key, made] = *pipelines_.emplace(name, p).first;
   made.name = &key;
   return made;

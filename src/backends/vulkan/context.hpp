@@ -136,7 +136,8 @@ class DeviceContext {
   void empty_cache();
 
   /// Whether commands are timed (EMBER_VULKAN_PROFILE=1), and the times so far per label as a
-  /// table, longest total first; `reset` starts the count again. Waits for the work queued.
+  /// table, longest total first, then the pipelines built and the host time their compilation
+  /// took; `reset` starts the count again. Waits for the work queued.
   bool profiling() const { return profile_queries_ != 0; }
   std::string profile(bool reset);
 
@@ -199,6 +200,8 @@ class DeviceContext {
   uint32_t profile_queries_ = 0;  // timestamps per submission; 0 when not profiling
   uint64_t timestamp_mask_ = 0;   // the queue's valid timestamp bits
   std::map<std::string, Timing> timings_;
+  bool time_builds_ = false;              // EMBER_VULKAN_PROFILE=1, timestamps or not
+  std::map<std::string, double> builds_;  // pipeline name: ms to create it
 };
 
 /// The context of vulkan:index (made on first use); fails naming the index when there is none.

@@ -115,7 +115,9 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
       const float m = fmod_of(x, y);
       float q = (x - m) / y;
       if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
-      if (q == 0.0) return negative_bit(x) != negative_bit(y) ? -0.0 : 0.0;
+      // The zero's sign from bits: NVIDIA's compiler folds a select of -0.0 and 0.0 to one of them.
+      const uint sign = (floatBitsToUint(x) ^ floatBitsToUint(y)) & 0x80000000u;
+      if (q == 0.0) return uintBitsToFloat(sign);
       const float f = floor(q);
       return q - f > 0.5 ? f + 1.0 : f;
     }
@@ -240,7 +242,7 @@ uint64_t apply_any(uint op, uint t, uint64_t xb, uint64_t yb) {
         double q = (x - m) / y;
         if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
         if (q == 0.0) {
-          r = (doubleBitsToUint64(x / y) >> 63) != 0UL ? -0.0 : 0.0;
+          r = uint64BitsToDouble(doubleBitsToUint64(x / y) & (1UL << 63));  // signed zero, as above
           break;
         }
         const double f = floor(q);
