@@ -380,22 +380,25 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   pool.queueFamilyIndex = family_;
   check(vkCreateCommandPool(device_, &pool, nullptr, &pool_), "vulkan", "vkCreateCommandPool");
 
-  // Tensors: device-local memory, host-visible too where the device has it (lavapipe, resizable
-  // BAR); staging for transfers: host-visible and coherent.
+  // Tensors: device-local memory that the host cannot map where there is such (a discrete GPU's
+  // VRAM; the mappable part may be a 256 MiB window). Staging for transfers: host memory that
+  // is cached where possible, since read-backs copy out of it: host reads of a GPU's mapped
+  // VRAM cross PCIe uncached, which made every read-back on an H100 slow. On lavapipe both are
+  // its one memory type.
+  constexpr VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                  visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                  cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
   bool found = false;
-  device_type_ =
-      find_memory_type(physical,
-                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                       0, &found);
-  device_is_host_visible_ = found;
-  if (!found) {
-    device_type_ = find_memory_type(physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, &found);
-    EMBER_CHECK(found, "[vulkan] vulkan:", index, " has no device-local memory type");
+  device_type_ = find_memory_type(physical, local, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, &found);
+  if (!found) device_type_ = find_memory_type(physical, local, 0, &found);
+  EMBER_CHECK(found, "[vulkan] vulkan:", index, " has no device-local memory type");
+  const std::array<std::pair<VkMemoryPropertyFlags, VkMemoryPropertyFlags>, 4> staging = {
+      {{visible | cached, local}, {visible, local}, {visible | cached, 0}, {visible, 0}}};
+  for (const auto& [want, avoid] : staging) {
+    host_type_ = find_memory_type(physical, want, avoid, &found);
+    if (found) break;
   }
-  host_type_ = find_memory_type(
-      physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0,
-      &found);
   EMBER_CHECK(found, "[vulkan] vulkan:", index, " has no host-visible coherent memory type");
 }
 
@@ -417,7 +420,7 @@ Block& DeviceContext::new_block(size_t size, bool staging) {
   vkGetBufferMemoryRequirements(device_, b->buffer, &req);
   auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   ai.allocationSize = req.size;
-  ai.memoryTypeIndex = staging && !device_is_host_visible_ ? host_type_ : device_type_;
+  ai.memoryTypeIndex = staging ? host_type_ : device_type_;
   const VkResult r = vkAllocateMemory(device_, &ai, nullptr, &b->memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, b->buffer, nullptr);
@@ -425,7 +428,7 @@ Block& DeviceContext::new_block(size_t size, bool staging) {
                result_name(r), "; ", in_use_, " bytes in use, ", reserved_, " reserved)");
   }
   check(vkBindBufferMemory(device_, b->buffer, b->memory, 0), "allocate", "vkBindBufferMemory");
-  if (staging || device_is_host_visible_) {  // staging blocks and lavapipe's
+  if (staging) {
     check(vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped), "allocate",
           "vkMapMemory");
   }

@@ -47,7 +47,7 @@ struct Block {
   VkBuffer buffer = VK_NULL_HANDLE;
   size_t size = 0;
   uintptr_t base = 0;
-  void* mapped = nullptr;         // host-visible blocks (staging; every block on lavapipe)
+  void* mapped = nullptr;         // staging blocks, mapped for the host
   bool staging = false;           // for transfers: host-visible, reused only once idle
   std::map<size_t, size_t> free;  // offset -> size of each free range, coalesced
 };
@@ -175,7 +175,6 @@ class DeviceContext {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   PFN_vkCmdPushDescriptorSetKHR push_descriptors_ = nullptr;
   uint32_t device_type_ = 0, host_type_ = 0;  // memory types: tensors, staging
-  bool device_is_host_visible_ = false;
   bool wide_ = false;
   size_t max_allocation_ = 0;  // maxMemoryAllocationSize: the largest tensor
   size_t max_binding_ = 0;
