@@ -484,8 +484,8 @@ TEST(Vulkan, Float16MatmulMatchesTheCpu) {
 }
 
 // matmul_tiled.comp under other tile sizes than this device's (a discrete GPU's 128x128 of 8x8
-// included), on sizes that end inside a tile and a k that ends inside a slice; a malformed
-// EMBER_VULKAN_MATMUL_TILES is an error naming it.
+// included), on sizes that end inside a tile and a k that ends inside a slice, and the k loop
+// unrolled in other steps; a malformed EMBER_VULKAN_MATMUL_TILES is an error naming it.
 TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor a = input(Shape{2, 150, 37}, 70), b = input(Shape{37, 131}, 71);
@@ -517,6 +517,20 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
                  "EMBER_VULKAN_TILE_BAND=\"" + bad + "\"");
   }
   unsetenv("EMBER_VULKAN_TILE_BAND");
+  // The k loop unrolled 1, 3 (not dividing the slice) and 16 steps at a time
+  // (EMBER_VULKAN_K_UNROLL; a GPU takes 2); 0 and past the slice are errors naming it.
+  setenv("EMBER_VULKAN_MATMUL_TILES", "64,64,16,4,4", 1);
+  for (const char* unroll : {"1", "3", "16"}) {
+    setenv("EMBER_VULKAN_K_UNROLL", unroll, 1);
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got, want), 1e-4) << "k unroll " << unroll;
+  }
+  for (const std::string bad : {"0", "17"}) {
+    setenv("EMBER_VULKAN_K_UNROLL", bad.c_str(), 1);
+    expect_error([&] { (void)matmul(to_device(a, vk()), to_device(b, vk())); },
+                 "EMBER_VULKAN_K_UNROLL=\"" + bad + "\"");
+  }
+  unsetenv("EMBER_VULKAN_K_UNROLL");
   unsetenv("EMBER_VULKAN_MATMUL_TILES");
   unsetenv("EMBER_VULKAN_GEMM");
   expect_no_validation_errors();

@@ -379,8 +379,9 @@ inline void check_operands(std::string_view op, const RawTensor& x, const RawTen
 // (matmul.cpp), and which of the two runs.
 struct Tiles {
   uint32_t threads, bm, bn, bk, tm, tn;
-  uint32_t band = 8;   // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
-  bool lanes = false;  // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
+  uint32_t band = 8;    // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
+  uint32_t unroll = 0;  // gemm_tiled.glsl's k steps an iteration of its slice loop (0: all)
+  bool lanes = false;   // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
 };
 /// The float32 tiles for an m x n output summing k products on this device: gemm_lanes.glsl's on a
 /// CPU device (EMBER_VULKAN_LANE_TILES), else gemm_tiled.glsl's default or

@@ -23,7 +23,30 @@ namespace {
 std::string tiled_name(const std::string& shader, const Tiles& t) {
   return shader + "_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
          std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "_" +
-         std::to_string(t.band);
+         std::to_string(t.band) + (t.unroll > 0 ? "_u" + std::to_string(t.unroll) : "");
+}
+
+// The k steps gemm_tiled.glsl's slice loop takes an iteration: 2 on a GPU, the whole slice (0)
+// on a CPU device, or EMBER_VULKAN_K_UNROLL (for tuning, and for CI to run a GPU's loop on
+// lavapipe). Unrolled whole, NVIDIA's compiler (driver 580, an H100) took 37 s to build a
+// 128x128 tile of 8x8 (6 s 8 deep, 0.6 s not unrolled): a minute and more before a model's
+// first step, and tests past their time limits. llvmpipe counts every loop step against its cap
+// (k_parts), so a CPU device keeps one loop.
+uint32_t k_unroll(const VkPhysicalDeviceProperties& props, uint32_t bk) {
+  const char* env = std::getenv("EMBER_VULKAN_K_UNROLL");
+  if (env == nullptr) {
+    return props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : std::min(2u, bk);
+  }
+  unsigned u = 0;
+  EMBER_CHECK(std::sscanf(env, "%u", &u) == 1 && u > 0 && u <= bk,
+              "[matmul] EMBER_VULKAN_K_UNROLL=\"", env,
+              "\" is not a number of k steps from 1 to the slice's ", bk);
+  return u < bk ? u : 0;
+}
+
+// Loop steps a slice takes: the slice loop's, and the k loop's where it is not unrolled whole.
+int64_t slice_steps(const Tiles& t) {
+  return 1 + (t.unroll > 0 ? (int64_t{t.bk} + t.unroll - 1) / t.unroll : 0);
 }
 
 // Bands of 8 rows of tiles, or EMBER_VULKAN_TILE_BAND (1: row by row), for tuning.
@@ -67,6 +90,7 @@ Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n)
   while (t.bn / 2 >= n && halves(t.bn, t.tn) && threads(t.bm, t.bn / 2) >= 64) t.bn /= 2;
   t.threads = (t.bm / t.tm) * (t.bn / t.tn);
   t.band = tile_band();
+  t.unroll = k_unroll(props, t.bk);
   const auto& l = props.limits;
   const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn + 8) * sizeof(float);  // rows padded by 4
   EMBER_CHECK(t.threads <= l.maxComputeWorkGroupInvocations &&
@@ -138,8 +162,8 @@ int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles&
   if (props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return 1;
   // llvmpipe ends an invocation's loops, all of them together, after 65,535 iterations,
   // silently: keep each part's slices well below (check_tile_steps counts the tile loop).
-  constexpr int64_t kSlices = 32768;
-  return (k + int64_t{t.bk} * kSlices - 1) / (int64_t{t.bk} * kSlices);
+  const int64_t slices = 32768 / slice_steps(t);
+  return (k + int64_t{t.bk} * slices - 1) / (int64_t{t.bk} * slices);
 }
 
 void check_tile_steps(const DeviceContext& c, const char* op, int64_t tiles, int64_t k_part,
@@ -147,7 +171,8 @@ void check_tile_steps(const DeviceContext& c, const char* op, int64_t tiles, int
   if (c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return;
   // A workgroup runs every 65,535th tile (the dispatch's limit), each k_part / bk slices, after
   // a few hundred steps of set-up (fastdiv.glsl's divisors).
-  const int64_t steps = (tiles + 65534) / 65535 * ((k_part + t.bk - 1) / t.bk) + 1024;
+  const int64_t steps =
+      (tiles + 65534) / 65535 * ((k_part + t.bk - 1) / t.bk) * slice_steps(t) + 1024;
   EMBER_CHECK(steps < 65535, "[", op, "] ", tiles, " tiles of ", k_part, " products each take ",
               steps, " loop steps an invocation, more than ", c.properties().deviceName,
               " runs (its loops stop after 65,535 steps)");
@@ -156,7 +181,8 @@ void check_tile_steps(const DeviceContext& c, const char* op, int64_t tiles, int
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
                               std::span<const uint32_t> lanes, uint32_t bindings,
                               uint32_t push_size, const Tiles& t) {
-  const std::array<uint32_t, 7> constants = {t.threads, t.bm, t.bn, t.bk, t.tm, t.tn, t.band};
+  const std::array<uint32_t, 8> constants = {
+      t.threads, t.bm, t.bn, t.bk, t.tm, t.tn, t.band, t.unroll == 0 ? t.bk : t.unroll};
   return c.pipeline(tiled_name(std::string(shader) + (t.lanes ? "_lanes" : "_tiled"), t),
                     t.lanes ? lanes : spirv, bindings, push_size, constants);
 }

@@ -26,6 +26,7 @@ layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 6) const uint BAND = 8;  // rows of tiles a band (gemm_tile.glsl)
+layout(constant_id = 7) const uint UNROLL = 16;  // k steps an iteration of the slice loop
 
 // Row (column) of output i (j) of an invocation within its tile, in either layout.
 const bool VEC = ((TM | TN) & 3u) == 0u;  // not &&: glslang 12 leaves a spec constant's && undefined
@@ -95,19 +96,49 @@ void stash() {
   }
 }
 
+float acc[TM][TN];  // this invocation's sums
+uint trow, tcol;    // and its place in the tile
+
+// Step kk of the staged slice into the sums.
+void product(uint kk) {
+  float ra[TM], rb[TN];
+  if (VEC) {  // TM / 4 and TN / 4 vec4 reads (folded away when the constants say so)
+    [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) {
+      const vec4 v = sa[(kk * BMP + tile_row(trow, g * 4u)) / 4u];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) ra[g * 4u + i] = v[i];
+    }
+    [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) {
+      const vec4 v = sb[(kk * BNP + tile_col(tcol, g * 4u)) / 4u];
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) rb[g * 4u + j] = v[j];
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < TM; ++i) {
+      const uint at = kk * BMP + tile_row(trow, i);
+      ra[i] = sa[at / 4u][at % 4u];
+    }
+    [[unroll]] for (uint j = 0u; j < TN; ++j) {
+      const uint at = kk * BNP + tile_col(tcol, j);
+      rb[j] = sb[at / 4u][at % 4u];
+    }
+  }
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
+    [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = fma(ra[i], rb[j], acc[i][j]);
+  }
+}
+
 void main() {
   gemm_setup();
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
   const uint tid = gl_LocalInvocationID.x;
   const uint col_step = BN / TN;  // invocations along a row of the tile
-  const uint trow = tid / col_step, tcol = tid % col_step;
+  trow = tid / col_step;
+  tcol = tid % col_step;
   along_k = a_along_k();
   along_n = b_along_n();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
     const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK, BAND);
     const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
     const uint row0 = g.row0, col0 = g.col0;
-    float acc[TM][TN];
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
       [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
     }
@@ -116,29 +147,16 @@ void main() {
       stash();
       barrier();
       if (k0 + BK < k_end) fetch(batch, row0, col0, k0 + BK, k_end, m, n);
-      [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
-        float ra[TM], rb[TN];
-        if (VEC) {  // TM / 4 and TN / 4 vec4 reads (folded away when the constants say so)
-          [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) {
-            const vec4 v = sa[(kk * BMP + tile_row(trow, g * 4u)) / 4u];
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) ra[g * 4u + i] = v[i];
+      // UNROLL steps an iteration (k_unroll in matmul.cpp): unrolled whole, NVIDIA's compiler
+      // took 37 s to build a pipeline. A CPU device keeps the one loop (llvmpipe counts every
+      // loop step against its cap): the branch is on constants, so one side remains.
+      if (UNROLL >= BK) {
+        [[unroll]] for (uint kk = 0u; kk < BK; ++kk) product(kk);
+      } else {
+        [[dont_unroll]] for (uint k2 = 0u; k2 < BK; k2 += UNROLL) {
+          [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+            if (k2 + u < BK) product(k2 + u);
           }
-          [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) {
-            const vec4 v = sb[(kk * BNP + tile_col(tcol, g * 4u)) / 4u];
-            [[unroll]] for (uint j = 0u; j < 4u; ++j) rb[g * 4u + j] = v[j];
-          }
-        } else {
-          [[unroll]] for (uint i = 0u; i < TM; ++i) {
-            const uint at = kk * BMP + tile_row(trow, i);
-            ra[i] = sa[at / 4u][at % 4u];
-          }
-          [[unroll]] for (uint j = 0u; j < TN; ++j) {
-            const uint at = kk * BNP + tile_col(tcol, j);
-            rb[j] = sb[at / 4u][at % 4u];
-          }
-        }
-        [[unroll]] for (uint i = 0u; i < TM; ++i) {
-          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = fma(ra[i], rb[j], acc[i][j]);
         }
       }
       barrier();
