@@ -1,5 +1,5 @@
 // Float32 convolution as an implicit GEMM per group through gemm_tiled.glsl's tiles (or, with
-// LANES, a CPU device's, gemm_lanes.glsl's and fastdiv.glsl's multiply-high division), on the
+// LANES, a CPU device's, gemm_lanes.glsl's), dividing by fastdiv.glsl's multiply-high, on the
 // geometry of conv.comp (contiguous NC + three right-aligned spatial slots, grouped, strided,
 // padded, dilated). The columns of the unfolded input (every input value a kernel tap reads for
 // one output position) are gathered as the tiles load them, never stored:
@@ -14,9 +14,9 @@
 // parts written apart, out [splits, O, C/g * taps], which the caller sums.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifdef LANES
+// On every device: a GPU has no integer divider either (a 32-bit division is a sequence of some
+// twenty instructions on NVIDIA's), and the gathers divide six to nine times an element.
 #define FAST_DIVISION
-#endif
 #include "fastdiv.glsl"
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };  // mode 2: grad_out
@@ -41,7 +41,9 @@ uint CG, OG;  // a group's input and output channels (gemm_setup)
 uint cg() { return CG; }
 uint og() { return OG; }
 
-// The divisors of the index arithmetic (fastdiv.glsl), set once an invocation.
+// The divisors of the index arithmetic (fastdiv.glsl), set once an invocation. All of them,
+// whatever the mode: setting some in a branch on the mode made lavapipe's training step 30%
+// slower.
 Divisor KS, K2, K1, OS, O2, O1, IS, I2, I1, S0, S1, S2;
 void gemm_setup() {
   CG = p.c / p.groups;

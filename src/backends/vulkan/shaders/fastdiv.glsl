@@ -1,11 +1,12 @@
-// Division by a divisor fixed for a dispatch. With FAST_DIVISION (the variants for a CPU device:
-// conv_lanes, pool_cpu), a multiply-high and shifts (Granlund and Montgomery, "Division by
-// invariant integers using multiplication", 1994, the round-up method), for 1 <= d <= 2^31 and
-// any n: llvmpipe has no
-// vector integer division and divides lane by lane, about 25 cycles each, which made the index
-// arithmetic of conv_tiled.comp's gathers and of pooling most of their time on lavapipe.
-// divisor() costs a 32-step loop, so an invocation should divide by it many times. Otherwise
-// (a GPU) the plain division, whose divisor() costs nothing.
+// Division by a divisor fixed for a dispatch. With FAST_DIVISION (conv_tiled.comp, and
+// pool_cpu, pooling's variant for a CPU device), a multiply-high and shifts (Granlund and
+// Montgomery, "Division by invariant integers using multiplication", 1994, the round-up method),
+// for 1 <= d <= 2^31 and any n: llvmpipe has no vector integer division and divides lane by
+// lane, about 25 cycles each, and a GPU's is a sequence of instructions; either made the index
+// arithmetic of the convolution gathers and of pooling most of their time. divisor() costs a
+// 32-step loop (a fixed count, which compilers unroll: ending it early where the remainder runs
+// out made lavapipe's training step 40% slower), so an invocation should divide by it many
+// times. Otherwise the plain division, whose divisor() costs nothing.
 struct Divisor {
   uint d, m, s1, s2;
 };
