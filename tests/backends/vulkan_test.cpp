@@ -517,15 +517,15 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
                  "EMBER_VULKAN_TILE_BAND=\"" + bad + "\"");
   }
   unsetenv("EMBER_VULKAN_TILE_BAND");
-  // The k loop unrolled 1, 3 (not dividing the slice) and 16 steps at a time
-  // (EMBER_VULKAN_K_UNROLL; a GPU takes 2); 0 and past the slice are errors naming it.
+  // The k loop unrolled 1, 3 (not dividing the slice), 16 and more than the slice steps at a
+  // time (EMBER_VULKAN_K_UNROLL; a GPU takes 2); 0 and text are errors naming it.
   setenv("EMBER_VULKAN_MATMUL_TILES", "64,64,16,4,4", 1);
-  for (const char* unroll : {"1", "3", "16"}) {
+  for (const char* unroll : {"1", "3", "16", "40"}) {
     setenv("EMBER_VULKAN_K_UNROLL", unroll, 1);
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, want), 1e-4) << "k unroll " << unroll;
   }
-  for (const std::string bad : {"0", "17"}) {
+  for (const std::string bad : {"0", "2x", "two"}) {
     setenv("EMBER_VULKAN_K_UNROLL", bad.c_str(), 1);
     expect_error([&] { (void)matmul(to_device(a, vk()), to_device(b, vk())); },
                  "EMBER_VULKAN_K_UNROLL=\"" + bad + "\"");
@@ -1140,9 +1140,9 @@ TEST(Vulkan, ProfileTimesEveryShader) {
   EXPECT_GT(total_ms, 0.0) << table;
   EXPECT_EQ(count("binary32_"), 2) << table;
   EXPECT_EQ(count("copy"), 1) << table;  // the read-back
-  // Then the pipelines built since the reset, matmul's among them, with their host time.
+  // Then the pipelines built since the reset, with their host time (matmul's among them where
+  // no earlier test in this process built it).
   EXPECT_NE(table.find(" pipelines built in "), std::string::npos) << table;
-  EXPECT_NE(table.find("\n  matmul_"), std::string::npos) << table;
   // Reset: nothing since.
   EXPECT_EQ(vulkan::profile(0).find("matmul_"), std::string::npos);
   expect_no_validation_errors();

@@ -375,12 +375,13 @@ inline void check_operands(std::string_view op, const RawTensor& x, const RawTen
   check_indexable(x, std::string(op).c_str());
 }
 
-// gemm_tiled.glsl's and gemm_lanes.glsl's specialisation constants, in constant_id order
-// (matmul.cpp), and which of the two runs.
+// A GEMM's tiling: gemm_tiled.glsl's and gemm_lanes.glsl's specialisation constants, mostly in
+// constant_id order (gemm_pipeline in matmul.cpp; coop_pipeline derives gemm_coop.glsl's), and
+// which of the two runs.
 struct Tiles {
   uint32_t threads, bm, bn, bk, tm, tn;
   uint32_t band = 8;    // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
-  uint32_t unroll = 0;  // gemm_tiled.glsl's k steps an iteration of its slice loop (0: all)
+  uint32_t unroll = 0;  // gemm_tiled.glsl's k steps an iteration within a slice (0: all of bk)
   bool lanes = false;   // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
 };
 /// The float32 tiles for an m x n output summing k products on this device: gemm_lanes.glsl's on a

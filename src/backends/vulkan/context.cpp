@@ -145,7 +145,8 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
   vkGetPhysicalDeviceMemoryProperties(physical, &m);
   for (uint32_t i = 0; i < m.memoryTypeCount; ++i) {
     const VkMemoryPropertyFlags f = m.memoryTypes[i].propertyFlags;
-    if ((f & want) == want && (f & avoid) == 0) {
+    // Never protected memory, which only protected queues may touch.
+    if ((f & want) == want && (f & (avoid | VK_MEMORY_PROPERTY_PROTECTED_BIT)) == 0) {
       *found = true;
       return i;
     }
@@ -421,6 +422,12 @@ Block& DeviceContext::new_block(size_t size, bool staging) {
   auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = staging ? host_type_ : device_type_;
+  if ((req.memoryTypeBits & (1u << ai.memoryTypeIndex)) == 0) {
+    vkDestroyBuffer(device_, b->buffer, nullptr);
+    EMBER_FAIL("[allocate] vulkan:", index_, " cannot back a storage buffer with memory type ",
+               ai.memoryTypeIndex, " (", staging ? "staging" : "tensors",
+               "; the buffer takes types ", req.memoryTypeBits, ")");
+  }
   const VkResult r = vkAllocateMemory(device_, &ai, nullptr, &b->memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, b->buffer, nullptr);

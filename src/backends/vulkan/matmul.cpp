@@ -26,25 +26,26 @@ std::string tiled_name(const std::string& shader, const Tiles& t) {
          std::to_string(t.band) + (t.unroll > 0 ? "_u" + std::to_string(t.unroll) : "");
 }
 
-// The k steps gemm_tiled.glsl's slice loop takes an iteration: 2 on a GPU, the whole slice (0)
-// on a CPU device, or EMBER_VULKAN_K_UNROLL (for tuning, and for CI to run a GPU's loop on
-// lavapipe). Unrolled whole, NVIDIA's compiler (driver 580, an H100) took 37 s to build a
-// 128x128 tile of 8x8 (6 s 8 deep, 0.6 s not unrolled): a minute and more before a model's
-// first step, and tests past their time limits. llvmpipe counts every loop step against its cap
-// (k_parts), so a CPU device keeps one loop.
+// The k steps an iteration of gemm_tiled.glsl's k loop (over one staged slice) takes: 2 on a
+// GPU, the whole slice (0) on a CPU device, or EMBER_VULKAN_K_UNROLL, at most the slice (for
+// tuning, and for CI to run a GPU's loop on lavapipe). Unrolled whole, NVIDIA's compiler (driver
+// 580, an H100) took 37 s to build a 128x128 tile of 8x8 (6 s 8 deep, 0.6 s not unrolled): a
+// minute and more before a model's first step, and tests past their time limits. llvmpipe
+// counts every loop step against its cap (k_parts), so a CPU device keeps one loop.
 uint32_t k_unroll(const VkPhysicalDeviceProperties& props, uint32_t bk) {
-  const char* env = std::getenv("EMBER_VULKAN_K_UNROLL");
-  if (env == nullptr) {
-    return props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : std::min(2u, bk);
+  uint32_t u = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? bk : 2;
+  if (const char* env = std::getenv("EMBER_VULKAN_K_UNROLL")) {
+    unsigned v = 0;
+    int end = 0;
+    EMBER_CHECK(std::sscanf(env, "%u%n", &v, &end) == 1 && env[end] == '\0' && v > 0,
+                "[matmul] EMBER_VULKAN_K_UNROLL=\"", env, "\" is not a positive number of k steps");
+    u = v;
   }
-  unsigned u = 0;
-  EMBER_CHECK(std::sscanf(env, "%u", &u) == 1 && u > 0 && u <= bk,
-              "[matmul] EMBER_VULKAN_K_UNROLL=\"", env,
-              "\" is not a number of k steps from 1 to the slice's ", bk);
-  return u < bk ? u : 0;
+  return u < bk ? u : 0;  // 0: the slice unrolled whole
 }
 
-// Loop steps a slice takes: the slice loop's, and the k loop's where it is not unrolled whole.
+// Loop steps a slice takes: one of the loop over slices, and the k loop's where it is not
+// unrolled whole.
 int64_t slice_steps(const Tiles& t) {
   return 1 + (t.unroll > 0 ? (int64_t{t.bk} + t.unroll - 1) / t.unroll : 0);
 }

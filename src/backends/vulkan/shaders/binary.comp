@@ -115,9 +115,7 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
       const float m = fmod_of(x, y);
       float q = (x - m) / y;
       if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
-      // The zero's sign from bits: NVIDIA's compiler folds a select of -0.0 and 0.0 to one of them.
-      const uint sign = (floatBitsToUint(x) ^ floatBitsToUint(y)) & 0x80000000u;
-      if (q == 0.0) return uintBitsToFloat(sign);
+      if (q == 0.0) return signed_by(0.0, negative_bit(x) != negative_bit(y));
       const float f = floor(q);
       return q - f > 0.5 ? f + 1.0 : f;
     }

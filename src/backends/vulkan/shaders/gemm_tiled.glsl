@@ -26,7 +26,7 @@ layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 6) const uint BAND = 8;  // rows of tiles a band (gemm_tile.glsl)
-layout(constant_id = 7) const uint UNROLL = 16;  // k steps an iteration of the slice loop
+layout(constant_id = 7) const uint UNROLL = 16;  // k steps an iteration within a slice
 
 // Row (column) of output i (j) of an invocation within its tile, in either layout.
 const bool VEC = ((TM | TN) & 3u) == 0u;  // not &&: glslang 12 leaves a spec constant's && undefined
@@ -155,7 +155,7 @@ void main() {
       } else {
         [[dont_unroll]] for (uint k2 = 0u; k2 < BK; k2 += UNROLL) {
           [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            if (k2 + u < BK) product(k2 + u);
+            if (BK % UNROLL == 0u || k2 + u < BK) product(k2 + u);  // folds when it divides
           }
         }
       }

@@ -6,6 +6,11 @@
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
 float inf_value() { return uintBitsToFloat(0x7f800000u); }
 bool negative_bit(float v) { return (floatBitsToUint(v) >> 31) != 0u; }
+// m (+0 or +inf) negated where `negative`, through its bits: NVIDIA's compiler folds a select
+// between -0.0 and 0.0 to one of them (floor_divide gave -0 for +0 on an H100).
+float signed_by(float m, bool negative) {
+  return uintBitsToFloat(floatBitsToUint(m) | (negative ? 0x80000000u : 0u));
+}
 
 // x * 2^e, exactly where the result is a normal float, through powers of two built from their
 // bits: a driver may compute ldexp as x * exp2(e), whose 2^e overflows (e past 127) or vanishes
@@ -35,8 +40,7 @@ float pow_of(float v, float y) {
   const bool integer = y == floor(y);
   const bool odd = integer && abs(y) < 16777216.0 && mod(y, 2.0) != 0.0;
   if (v == 0.0) {
-    const float m = y > 0.0 ? 0.0 : inf_value();
-    return odd && negative_bit(v) ? -m : m;
+    return signed_by(y > 0.0 ? 0.0 : inf_value(), odd && negative_bit(v));
   }
   if (isinf(y)) {
     const float a = abs(v);
@@ -44,8 +48,7 @@ float pow_of(float v, float y) {
     return (a > 1.0) == (y > 0.0) ? inf_value() : 0.0;
   }
   if (isinf(v)) {  // -inf: +-inf or +-0 by the exponent's sign and parity
-    const float m = y > 0.0 ? inf_value() : 0.0;
-    return v < 0.0 && odd ? -m : m;
+    return signed_by(y > 0.0 ? inf_value() : 0.0, v < 0.0 && odd);
   }
   if (v > 0.0) return pow(v, y);
   if (!integer) return nan_value();

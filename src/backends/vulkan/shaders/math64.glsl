@@ -312,7 +312,7 @@ double m64_pow(double x, double y) {
   const bool odd = integer && abs(y) < 9007199254740992.0LF && mod(y, 2.0LF) != 0.0LF;
   if (x == 0.0LF) {
     const bool neg_zero = (doubleBitsToUint64(x) >> 63) != 0UL;
-    if (y > 0.0LF) return odd && neg_zero ? -0.0LF : 0.0LF;
+    if (y > 0.0LF) return uint64BitsToDouble(odd && neg_zero ? 1UL << 63 : 0UL);  // as signed_by
     return odd && neg_zero ? -m64_inf() : m64_inf();
   }
   if (isinf(y)) {
@@ -321,8 +321,8 @@ double m64_pow(double x, double y) {
     return (ax > 1.0LF) == (y > 0.0LF) ? m64_inf() : 0.0LF;
   }
   if (isinf(x)) {
-    const double m = y > 0.0LF ? m64_inf() : 0.0LF;
-    return x < 0.0LF && odd ? -m : m;
+    const double m = y > 0.0LF ? m64_inf() : 0.0LF;  // its sign through bits, as signed_by
+    return uint64BitsToDouble(doubleBitsToUint64(m) | (x < 0.0LF && odd ? 1UL << 63 : 0UL));
   }
   if (x < 0.0LF && !integer) return m64_nan();
   if (integer && abs(y) <= 64.0LF) {  // by squaring: a few ulps, where exp(y log x) loses more
