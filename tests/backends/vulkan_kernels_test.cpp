@@ -61,6 +61,43 @@ ConvParams conv_params(const ConvCase& k) {
   return p;
 }
 
+// gemm_tiled.glsl's convolution (a GPU's) with the gathers' divisions as multiply-highs (the
+// default) and as plain divisions (EMBER_VULKAN_CONV_DIVISION=plain, kept to compare speeds on
+// a GPU): every case and gradient the Cpu's either way; another value is an error naming it.
+TEST(VulkanKernels, ConvolutionDividesEitherWay) {
+  EMBER_REQUIRE_VULKAN();
+  setenv("EMBER_VULKAN_GEMM", "tiled", 1);  // gemm_tiled.glsl on a CPU device too
+  uint64_t seed = 300;
+  for (const ConvCase& k : conv_cases()) {
+    const ConvParams p = conv_params(k);
+    const DynTensor x = signed_input(k.x, seed++), w = signed_input(k.w, seed++);
+    const DynTensor y = convolution(x, w, DynTensor(), p, false);
+    const DynTensor gy = signed_input(y.shape(), seed++);
+    const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, false});
+    const std::string what = to_string(k.x) + " * " + to_string(k.w);
+    for (const char* how : {"fast", "plain"}) {
+      setenv("EMBER_VULKAN_CONV_DIVISION", how, 1);
+      expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false), y, 1e-4,
+                      what + " " + how);
+      const ConvGrads got =
+          conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, false});
+      expect_near_cpu(got.input, want.input, 1e-4, what + " grad input " + how);
+      expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight " + how);
+    }
+  }
+  setenv("EMBER_VULKAN_CONV_DIVISION", "slow", 1);
+  const ConvCase& k = conv_cases()[0];
+  expect_error(
+      [&] {
+        (void)convolution(on_vk(signed_input(k.x, 1)), on_vk(signed_input(k.w, 2)), DynTensor(),
+                          conv_params(k), false);
+      },
+      "EMBER_VULKAN_CONV_DIVISION=\"slow\"");
+  unsetenv("EMBER_VULKAN_CONV_DIVISION");
+  unsetenv("EMBER_VULKAN_GEMM");
+  expect_no_validation_errors();
+}
+
 // Every gradient of a convolution and its transposed form against the Cpu's.
 TEST(VulkanKernels, ConvolutionMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();

@@ -85,6 +85,17 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
              bs, &q, sizeof q, groups);
 }
 
+// EMBER_VULKAN_CONV_DIVISION=plain: conv_tiled.comp's gathers divide with the plain division
+// rather than fastdiv.glsl's multiply-high (=fast, the default), to measure which a GPU runs
+// faster. The lanes kernel (a CPU device) always multiplies.
+bool plain_division() {
+  const char* env = std::getenv("EMBER_VULKAN_CONV_DIVISION");
+  const std::string_view want = env == nullptr ? "fast" : env;
+  EMBER_CHECK(want == "fast" || want == "plain", "[conv] EMBER_VULKAN_CONV_DIVISION=\"", want,
+              "\" is neither fast nor plain");
+  return want == "plain";
+}
+
 // Records conv_tiled.comp (float32), or conv_coop.comp (float16), with x (binding 0; grad_out
 // in mode 1), w or grad_out (1), bias (2, may be undefined) and out: an implicit GEMM of an m x n
 // output per group, its k in `splits` parts written apart (out [splits, ...]).
@@ -111,7 +122,10 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   constexpr int64_t kMaxGroups = 65535;
   const Pipeline& pipeline =
       x.dtype != DType::f16
-          ? gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes, 4, sizeof q, t)
+          ? (plain_division() ? gemm_pipeline(c, "conv_plaindiv", shaders::conv_tiled_plain,
+                                              shaders::conv_lanes, 4, sizeof q, t)
+                              : gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes,
+                                              4, sizeof q, t))
       : c.cooperative()
           ? coop_pipeline(c, "conv_coop", shaders::conv_coop, 4, sizeof q, t)
           : coop_pipeline(c, "conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q, t);

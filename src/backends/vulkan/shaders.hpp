@@ -23,6 +23,7 @@
 #include "shaders/conv_f32.spv.h"
 #include "shaders/conv_lanes.spv.h"
 #include "shaders/conv_tiled.spv.h"
+#include "shaders/conv_tiled_plain.spv.h"
 #include "shaders/convert.spv.h"
 #include "shaders/convert64.spv.h"
 #include "shaders/convert_pair.spv.h"
@@ -96,6 +97,7 @@ inline constexpr std::span<const uint32_t> conv_coop{conv_coop_spv};
 inline constexpr std::span<const uint32_t> conv_coop_emulated{conv_coop_emulated_spv};
 inline constexpr std::span<const uint32_t> conv_tiled{conv_tiled_spv};
 inline constexpr std::span<const uint32_t> conv_lanes{conv_lanes_spv};
+inline constexpr std::span<const uint32_t> conv_tiled_plain{conv_tiled_plain_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
 inline constexpr std::span<const uint32_t> matmul_coop_emulated{matmul_coop_emulated_spv};

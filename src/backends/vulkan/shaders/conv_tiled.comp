@@ -15,8 +15,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // On every device: a GPU has no integer divider either (a 32-bit division is a sequence of some
-// twenty instructions on NVIDIA's), and the gathers divide six to nine times an element.
+// twenty instructions on NVIDIA's), and the gathers divide six to nine times an element. The
+// PLAIN_DIVISION variant (EMBER_VULKAN_CONV_DIVISION=plain) keeps the division, to compare: the
+// divisors' twelve registers may cost a GPU more than the divisions.
+#ifndef PLAIN_DIVISION
 #define FAST_DIVISION
+#endif
 #include "fastdiv.glsl"
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };  // mode 2: grad_out
