@@ -63,7 +63,8 @@ ConvParams conv_params(const ConvCase& k) {
 
 // gemm_tiled.glsl's convolution (a GPU's) with the gathers' divisions as multiply-highs (the
 // default) and as plain divisions (EMBER_VULKAN_CONV_DIVISION=plain, kept to compare speeds on
-// a GPU): every case and gradient the Cpu's either way; another value is an error naming it.
+// a GPU): every case and gradient the Cpu's either way; another value, or an unknown
+// EMBER_VULKAN_CONV_DATA, is an error naming it.
 TEST(VulkanKernels, ConvolutionDividesEitherWay) {
   EMBER_REQUIRE_VULKAN();
   setenv("EMBER_VULKAN_GEMM", "tiled", 1);  // gemm_tiled.glsl on a CPU device too
@@ -94,6 +95,18 @@ TEST(VulkanKernels, ConvolutionDividesEitherWay) {
       },
       "EMBER_VULKAN_CONV_DIVISION=\"slow\"");
   unsetenv("EMBER_VULKAN_CONV_DIVISION");
+  // So is an unknown choice of the data gradient's kernel.
+  setenv("EMBER_VULKAN_CONV_DATA", "gemm", 1);
+  const DynTensor x = signed_input(k.x, 3), w = signed_input(k.w, 4);
+  const DynTensor gy =
+      signed_input(convolution(x, w, DynTensor(), conv_params(k), false).shape(), 5);
+  expect_error(
+      [&] {
+        (void)conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), conv_params(k),
+                            {true, false, false});
+      },
+      "EMBER_VULKAN_CONV_DATA=\"gemm\"");
+  unsetenv("EMBER_VULKAN_CONV_DATA");
   unsetenv("EMBER_VULKAN_GEMM");
   expect_no_validation_errors();
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -374,6 +375,13 @@ inline void check_operands(std::string_view op, const RawTensor& x, const RawTen
   EMBER_CHECK(out.is_contiguous(), "[", op, "] the Vulkan backend writes contiguous outputs");
   check_indexable(x, std::string(op).c_str());
 }
+
+/// The tuning overrides' parsing (EMBER_VULKAN_GEMM, _TILE_BAND, ...): the environment
+/// variable's value, which must be one of `words` (`fallback` where unset), or a whole number
+/// from lo to hi; anything else is an error naming the variable, its value and `op`.
+std::string_view env_word(const char* name, const char* op,
+                          std::initializer_list<std::string_view> words, std::string_view fallback);
+uint32_t env_count(const char* name, const char* op, uint32_t lo, uint32_t hi, uint32_t fallback);
 
 // A GEMM's tiling: gemm_tiled.glsl's and gemm_lanes.glsl's specialisation constants, mostly in
 // constant_id order (gemm_pipeline in matmul.cpp; coop_pipeline derives gemm_coop.glsl's), and

@@ -89,11 +89,7 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
 // rather than fastdiv.glsl's multiply-high (=fast, the default), to measure which a GPU runs
 // faster. The lanes kernel (a CPU device) always multiplies.
 bool plain_division() {
-  const char* env = std::getenv("EMBER_VULKAN_CONV_DIVISION");
-  const std::string_view want = env == nullptr ? "fast" : env;
-  EMBER_CHECK(want == "fast" || want == "plain", "[conv] EMBER_VULKAN_CONV_DIVISION=\"", want,
-              "\" is neither fast nor plain");
-  return want == "plain";
+  return env_word("EMBER_VULKAN_CONV_DIVISION", "conv", {"fast", "plain"}, "fast") == "plain";
 }
 
 // Records conv_tiled.comp (float32), or conv_coop.comp (float16), with x (binding 0; grad_out
@@ -165,9 +161,9 @@ void sum_parts(const RawTensor& parts, int64_t splits, const RawTensor& grad_w) 
 // Fashion-MNIST CNN at batch 256). EMBER_VULKAN_CONV_DATA=tiled or =direct overrides the choice,
 // so that CI's lavapipe tests both.
 bool tiled_data_gradient(const DeviceContext& c) {
-  const char* env = std::getenv("EMBER_VULKAN_CONV_DATA");
-  if (env != nullptr && std::string_view(env) == "tiled") return true;
-  if (env != nullptr && std::string_view(env) == "direct") return false;
+  const std::string_view want =
+      env_word("EMBER_VULKAN_CONV_DATA", "conv_backward_data", {"tiled", "direct"}, "");
+  if (!want.empty()) return want == "tiled";
   return c.properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU || use_lanes(c) ||
          gemm_choice() == "tiled";
 }

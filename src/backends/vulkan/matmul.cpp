@@ -17,6 +17,30 @@
 
 namespace ember::vulkan {
 
+std::string_view env_word(const char* name, const char* op,
+                          std::initializer_list<std::string_view> words,
+                          std::string_view fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return fallback;
+  std::string listed;
+  for (std::string_view w : words) {
+    if (w == env) return w;
+    listed += std::string(listed.empty() ? "" : " or ") + std::string(w);
+  }
+  EMBER_FAIL("[", op, "] ", name, "=\"", env, "\" is not ", listed);
+}
+
+uint32_t env_count(const char* name, const char* op, uint32_t lo, uint32_t hi, uint32_t fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return fallback;
+  unsigned long long v = 0;
+  int end = 0;
+  EMBER_CHECK(std::sscanf(env, "%llu%n", &v, &end) == 1 && env[end] == '\0' && env[0] != '-' &&
+                  v >= lo && v <= hi,
+              "[", op, "] ", name, "=\"", env, "\" is not a whole number from ", lo, " to ", hi);
+  return static_cast<uint32_t>(v);
+}
+
 namespace {
 
 // The name keys the pipeline, so it names the tiles (the overrides may change between calls).
@@ -33,14 +57,8 @@ std::string tiled_name(const std::string& shader, const Tiles& t) {
 // minute and more before a model's first step, and tests past their time limits. llvmpipe
 // counts every loop step against its cap (k_parts), so a CPU device keeps one loop.
 uint32_t k_unroll(const VkPhysicalDeviceProperties& props, uint32_t bk) {
-  uint32_t u = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? bk : 2;
-  if (const char* env = std::getenv("EMBER_VULKAN_K_UNROLL")) {
-    unsigned v = 0;
-    int end = 0;
-    EMBER_CHECK(std::sscanf(env, "%u%n", &v, &end) == 1 && env[end] == '\0' && v > 0,
-                "[matmul] EMBER_VULKAN_K_UNROLL=\"", env, "\" is not a positive number of k steps");
-    u = v;
-  }
+  const uint32_t u = env_count("EMBER_VULKAN_K_UNROLL", "matmul", 1, UINT32_MAX,
+                               props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? bk : 2);
   return u < bk ? u : 0;  // 0: the slice unrolled whole
 }
 
@@ -51,15 +69,7 @@ int64_t slice_steps(const Tiles& t) {
 }
 
 // Bands of 8 rows of tiles, or EMBER_VULKAN_TILE_BAND (1: row by row), for tuning.
-uint32_t tile_band() {
-  const char* env = std::getenv("EMBER_VULKAN_TILE_BAND");
-  if (env == nullptr) return 8;
-  unsigned band = 0;
-  EMBER_CHECK(std::sscanf(env, "%u", &band) == 1 && band > 0 && band <= 65536,
-              "[matmul] EMBER_VULKAN_TILE_BAND=\"", env,
-              "\" is not a number of rows of tiles from 1 to 65536");
-  return band;
-}
+uint32_t tile_band() { return env_count("EMBER_VULKAN_TILE_BAND", "matmul", 1, 65536, 8); }
 
 // A discrete GPU gets 128x128 tiles, 8x8 outputs an invocation (the usual shape of a fast
 // SGEMM); a CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
@@ -138,11 +148,7 @@ Tiles lane_tiles(const DeviceContext& c, int64_t m, int64_t k) {
 // (CI runs the tables on lavapipe through both). Only a CPU device: the kernel takes a workgroup
 // for one whole subgroup, which a GPU need not make it without VK_EXT_subgroup_size_control.
 std::string_view gemm_choice() {
-  const char* env = std::getenv("EMBER_VULKAN_GEMM");
-  const std::string_view want = env == nullptr ? "" : env;
-  EMBER_CHECK(want.empty() || want == "lanes" || want == "tiled", "[matmul] EMBER_VULKAN_GEMM=\"",
-              want, "\" is neither lanes nor tiled");
-  return want;
+  return env_word("EMBER_VULKAN_GEMM", "matmul", {"lanes", "tiled"}, "");
 }
 
 bool use_lanes(const DeviceContext& c) {
