@@ -490,15 +490,16 @@ TEST(Vulkan, Int64ScansExtremesAndNonzeroMatchTheCpu) {
   expect_no_validation_errors();
 }
 
-// float32's pow, atan2, hypot, remainder, fmod and floor_divide, and the integers' pow, division
-// and shifts: in double and int64 where the device has them, and as a device without float64
-// (`no_float64.`) in float32 (fmod exact; pow, atan2 and hypot by the driver's functions, with
-// C's zeros, infinities and signs) and int32 or two words.
+// float32's division, pow, atan2, hypot, remainder, fmod and floor_divide, and the integers' pow,
+// division and shifts: in double and int64 where the device has them, and as a device without
+// float64 (`no_float64.`) in float32 (division correctly rounded and fmod exact on any driver;
+// pow, atan2 and hypot within a few ulps, with C's zeros, infinities and signs) and int32 or two
+// words.
 TEST(Vulkan, Float32BinaryMathAndIntegerDivisionMatchTheCpu) {
   EMBER_REQUIRE_VULKAN();
   using Binary = DynTensor (*)(const DynTensor&, const DynTensor&);
   const std::vector<std::pair<const char*, Binary>> exact = {
-      {"remainder", remainder}, {"fmod", fmod}, {"floor_divide", floor_divide}};
+      {"div", div}, {"remainder", remainder}, {"fmod", fmod}, {"floor_divide", floor_divide}};
   const std::vector<std::pair<const char*, Binary>> rounded = {
       {"pow", pow}, {"atan2", atan2}, {"hypot", hypot}};
   const DynTensor a = sub(mul(input(Shape{6, 40}, 73), 40.0), 40.0);  // both signs, up to 40

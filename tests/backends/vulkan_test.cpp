@@ -1090,16 +1090,16 @@ TEST(Vulkan, LongReductionsOfFewOutputsMatchTheCpu) {
   expect_no_validation_errors();
 }
 
-// EMBER_VULKAN_PROFILE=1 (ctest runs this test a second time so, as `profiled.`): the device
-// times every command, and vulkan::profile lists each shader's count; without it, profile() says
-// how to turn it on.
+// EMBER_VULKAN_PROFILE=1 (ctest runs this test a second time so, as `profiled.`, and a third
+// with =groups, as `profiled_groups.`): the device times every command, and vulkan::profile
+// lists each shader's count (with =groups, each shader and workgroup count's, as
+// "name@groups"); without it, profile() says how to turn it on.
 TEST(Vulkan, ProfileTimesEveryShader) {
   EMBER_REQUIRE_VULKAN();
   const char* env = std::getenv("EMBER_VULKAN_PROFILE");
-  if (env != nullptr && std::string(env) == "1" && !vulkan::profiling(0)) {
-    GTEST_SKIP() << "vulkan:0's queue has no timestamps";
-  }
-  if (env == nullptr || std::string(env) != "1") {
+  const bool on = env != nullptr && (std::string(env) == "1" || std::string(env) == "groups");
+  if (on && !vulkan::profiling(0)) GTEST_SKIP() << "vulkan:0's queue has no timestamps";
+  if (!on) {
     EXPECT_THROW(
         {
           try {
@@ -1138,6 +1138,12 @@ TEST(Vulkan, ProfileTimesEveryShader) {
   double total_ms = 0;
   line >> name >> commands >> total_ms;
   EXPECT_GT(total_ms, 0.0) << table;
+  // With =groups the label ends in the workgroups dispatched: 64x64 takes one or a few.
+  const size_t at = name.find('@');
+  EXPECT_EQ(at != std::string::npos, std::string(env) == "groups") << name;
+  if (at != std::string::npos) {
+    EXPECT_GE(std::atol(name.c_str() + at + 1), 1) << name;
+  }
   EXPECT_EQ(count("binary32_"), 2) << table;
   EXPECT_EQ(count("copy"), 1) << table;  // the read-back
   // Then the pipelines built since the reset, with their host time (matmul's among them where

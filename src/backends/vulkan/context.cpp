@@ -361,7 +361,10 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
                      : "vkCreateDevice (with VK_KHR_push_descriptor)");
   vkGetDeviceQueue(device_, family_, 0, &queue_);
   const char* profile = std::getenv("EMBER_VULKAN_PROFILE");
-  if (profile != nullptr && std::string_view(profile) == "1") {
+  if (profile != nullptr) {
+    profile_groups_ = std::string_view(profile) == "groups";
+    EMBER_CHECK(profile_groups_ || std::string_view(profile) == "1",
+                "[vulkan] EMBER_VULKAN_PROFILE=\"", profile, "\" is not 1 or groups");
     time_builds_ = true;
     if (props[family_].timestampValidBits > 0) {
       profile_queries_ = static_cast<uint32_t>(kSubmitEvery) + 1;
@@ -603,7 +606,7 @@ VkCommandBuffer DeviceContext::recording() {
   return current_.cb;
 }
 
-void DeviceContext::barrier(const std::string* label) {
+void DeviceContext::barrier(const std::string* label, uint32_t groups) {
   // Every command reads what the ones before it wrote (compute and transfer alike).
   auto m = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   m.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -613,7 +616,9 @@ void DeviceContext::barrier(const std::string* label) {
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vkCmdPipelineBarrier(current_.cb, stages, stages, 0, 1, &m, 0, nullptr, 0, nullptr);
   if (profiling()) {
-    current_.labels.push_back(label);
+    std::string name = label ? *label : std::string("?");
+    if (profile_groups_ && groups > 0) name += "@" + std::to_string(groups);
+    current_.labels.push_back(std::move(name));
     vkCmdWriteTimestamp(current_.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, current_.queries,
                         static_cast<uint32_t>(current_.labels.size()));
   }
@@ -642,7 +647,7 @@ void DeviceContext::dispatch(const Pipeline& p, std::span<const Binding> binding
                     static_cast<uint32_t>(bindings.size()), writes.data());
   if (push_size) vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
   vkCmdDispatch(cb, std::max(groups, 1u), 1, 1);
-  barrier(p.name);
+  barrier(p.name, std::max(groups, 1u));
 }
 
 void DeviceContext::copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset,
@@ -704,7 +709,7 @@ void DeviceContext::collect(Submission& s) {
                               ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT),
         "profile", "vkGetQueryPoolResults");
   for (uint32_t i = 0; i < n; ++i) {
-    Timing& t = timings_[s.labels[i] ? *s.labels[i] : std::string("?")];
+    Timing& t = timings_[s.labels[i]];
     ++t.count;
     // Differences modulo the valid bits: a counter narrower than 64 bits may wrap.
     const uint64_t elapsed = (ticks[i + 1] - ticks[i]) & timestamp_mask_;

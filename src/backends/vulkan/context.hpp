@@ -135,9 +135,10 @@ class DeviceContext {
   void reset_peak() { peak_ = in_use_; }
   void empty_cache();
 
-  /// Whether commands are timed (EMBER_VULKAN_PROFILE=1), and the times so far per label as a
-  /// table, longest total first, then the pipelines built and the host time their compilation
-  /// took; `reset` starts the count again. Waits for the work queued.
+  /// Whether commands are timed (EMBER_VULKAN_PROFILE=1, or =groups to key each dispatch by its
+  /// pipeline and workgroup count, which tells one shape from another), and the times so far per
+  /// label as a table, longest total first, then the pipelines built and the host time their
+  /// compilation took; `reset` starts the count again. Waits for the work queued.
   bool profiling() const { return profile_queries_ != 0; }
   std::string profile(bool reset);
 
@@ -147,7 +148,7 @@ class DeviceContext {
     VkFence fence = VK_NULL_HANDLE;
     uint64_t serial = 0;
     VkQueryPool queries = VK_NULL_HANDLE;  // profiling: a timestamp after each command
-    std::vector<const std::string*> labels;
+    std::vector<std::string> labels;
   };
   struct Timing {
     uint64_t count = 0;
@@ -161,7 +162,7 @@ class DeviceContext {
 
   VkCommandBuffer recording();
   void retire(bool wait);
-  void barrier(const std::string* label);
+  void barrier(const std::string* label, uint32_t groups = 0);
   void collect(Submission& s);
   Block& new_block(size_t size, bool staging);
   void give_back(uintptr_t address, size_t nbytes);
@@ -200,6 +201,7 @@ class DeviceContext {
   uint64_t timestamp_mask_ = 0;   // the queue's valid timestamp bits
   std::map<std::string, Timing> timings_;
   bool time_builds_ = false;              // EMBER_VULKAN_PROFILE=1, timestamps or not
+  bool profile_groups_ = false;           // EMBER_VULKAN_PROFILE=groups
   std::map<std::string, double> builds_;  // pipeline name: ms to create it
 };
 

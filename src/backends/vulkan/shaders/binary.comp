@@ -91,7 +91,11 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
     case 0u: return x + y;
     case 1u: return x - y;
     case 2u: return x * y;
+#if !defined(ANY) && !defined(WIDE)
+    case 3u: return div_of(x, y);  // correctly rounded (math32.glsl), as the Cpu's
+#else
     case 3u: return x / y;
+#endif
     // NaN propagates, as PyTorch's; otherwise the Cpu's select (maximum(+0, -0) is -0)
     case 4u: return (isnan(x) || isnan(y)) ? x + y : (x > y ? x : y);
     case 5u: return (isnan(x) || isnan(y)) ? x + y : (x < y ? x : y);
@@ -113,7 +117,7 @@ FLOAT apply_float(uint op, FLOAT x, FLOAT y) {
         return negative_bit(x) != negative_bit(y) ? -inf_value() : inf_value();
       }
       const float m = fmod_of(x, y);
-      float q = (x - m) / y;
+      float q = div_of(x - m, y);
       if (m != 0.0 && ((y < 0.0) != (m < 0.0))) q -= 1.0;
       if (q == 0.0) return signed_by(0.0, negative_bit(x) != negative_bit(y));
       const float f = floor(q);

@@ -1,7 +1,7 @@
 // float32 math with the Cpu's (C's) conventions where GLSL leaves results undefined, for the
-// default variants of unary.comp and binary.comp, which serve devices without float64: pow,
-// fmod (exact), atan and atan2 (a few ulps), hypot. pow's precision is the driver's exp2 and
-// log2, hypot's its square root.
+// default variants of unary.comp and binary.comp, which serve devices without float64: division
+// (correctly rounded), pow (a few ulps), fmod (exact), atan and atan2 (a few ulps), hypot.
+// hypot's precision is the driver's square root.
 
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
 float inf_value() { return uintBitsToFloat(0x7f800000u); }
@@ -27,6 +27,117 @@ float scale2(float x, int e) {
   return x * uintBitsToFloat(uint(clamp(e, -126, 127) + 127) << 23u);
 }
 
+// |v| = m * 2^e with m in [0.5, 1), for a finite nonzero v, subnormals too: from the bits, since
+// a driver may flush a subnormal to zero in any arithmetic (frexp's included).
+float significand(float v, out int e) {
+  uint b = floatBitsToUint(v) & 0x7fffffffu;
+  if (b < 0x00800000u) {  // subnormal: b * 2^-149, its leading bit moved to the exponent's place
+    const int top = findMSB(b);
+    e = top - 148;
+    b <<= uint(23 - top);
+  } else {
+    e = int(b >> 23u) - 126;
+  }
+  return uintBitsToFloat(0x3f000000u | (b & 0x007fffffu));
+}
+
+// a * b as hi + lo exactly, for a and b of moderate size (|a|, |b| below 2^100 and the product
+// normal): Dekker's product of Veltkamp's halves, a product or a sum at a time. Not fma, which
+// Vulkan lets a driver compute as a rounded product and a sum; `precise` keeps the compiler
+// from fusing or reordering.
+void two_product(float a, float b, out float hi, out float lo) {
+  precise const float ca = 4097.0 * a, cb = 4097.0 * b;
+  precise const float ah = ca - (ca - a), bh = cb - (cb - b);
+  precise const float al = a - ah, bl = b - bh;
+  precise const float h = a * b;
+  precise const float l = ((ah * bh - h) + ah * bl + al * bh) + al * bl;
+  hi = h;
+  lo = l;
+}
+
+// |mx - q * my|, exactly where it is a float (as it is for q within an ulp or so of mx / my):
+// q * my as hi + lo, and mx - hi exact (Sterbenz: hi is within a factor of 2 of mx).
+float remainder_of(float mx, float my, float q) {
+  float hi, lo;
+  two_product(q, my, hi, lo);
+  precise const float r = (mx - hi) - lo;
+  return abs(r);
+}
+
+// x / y correctly rounded, as the Cpu's: Vulkan allows 2.5 ulps, and NVIDIA's division is
+// x * (1 / y), an ulp off at times and 0 for |y| past 2^126 (floor_divide and atan2 of huge
+// values went wrong on an H100). The significands' quotient by the driver, corrected once by its
+// exact remainder (Newton's step), then the nearest of it and its neighbours by their exact
+// remainders, then scaled; a subnormal quotient is rounded once, to its multiple of 2^-149, and
+// written as bits (a driver that flushes subnormals would have flushed it in the scaling).
+float div_of(float x, float y) {
+  if (isnan(x) || isnan(y)) return nan_value();
+  const bool negative = negative_bit(x) != negative_bit(y);
+  const bool x_zero = (floatBitsToUint(x) & 0x7fffffffu) == 0u;
+  const bool y_zero = (floatBitsToUint(y) & 0x7fffffffu) == 0u;
+  if (isinf(x)) return isinf(y) ? nan_value() : signed_by(inf_value(), negative);
+  if (y_zero) return x_zero ? nan_value() : signed_by(inf_value(), negative);
+  if (isinf(y) || x_zero) return signed_by(0.0, negative);
+  int ex, ey;
+  const float mx = significand(x, ex), my = significand(y, ey);
+  float q = mx / my;  // in (0.5, 2): where the driver's division keeps its 2.5 ulps
+  float hi, lo;
+  two_product(q, my, hi, lo);
+  precise const float r = (mx - hi) - lo;
+  precise const float refined = q + r / my;
+  q = refined;
+  const uint bits = floatBitsToUint(q);
+  const float below = uintBitsToFloat(bits - 1u), above = uintBitsToFloat(bits + 1u);
+  float best = remainder_of(mx, my, q);
+  const float r_below = remainder_of(mx, my, below), r_above = remainder_of(mx, my, above);
+  if (r_below < best) {
+    q = below;
+    best = r_below;
+  }
+  if (r_above < best) q = above;
+  const int scale = ex - ey;
+  if (scale >= (q >= 1.0 ? -126 : -125)) return signed_by(scale2(q, scale), negative);
+  // Subnormal: the whole number c nearest to mx / my * 2^t (t = scale + 149, below 24), ties to
+  // even, by the exact remainders of c - 1, c and c + 1; the float is then c's bits.
+  const int t = scale + 149;
+  if (t < -1) return signed_by(0.0, negative);  // under half the least subnormal
+  const float scaled = scale2(mx, t), c = roundEven(scale2(q, t));  // both exact
+  float nearest = c, least = remainder_of(scaled, my, c);
+  for (int i = -1; i <= 1; i += 2) {
+    const float other = c + float(i);
+    if (other < 0.0) continue;
+    const float r_other = remainder_of(scaled, my, other);
+    if (r_other < least || (r_other == least && mod(other, 2.0) == 0.0)) {
+      nearest = other;
+      least = r_other;
+    }
+  }
+  return signed_by(uintBitsToFloat(uint(nearest)), negative);
+}
+
+// x^y for a finite x > 0 and finite y, as 2^(y log2 x) with y log2 x carried in pieces: x =
+// m 2^e with m in [sqrt(1/2), sqrt(2)), y e and y log2(m) each as an exact sum of two floats,
+// their whole parts apart from their fractions. GLSL's pow is exp2(y * log2(x)), whose rounding
+// of y log2 x (99.66 for 1e-30^-1) cost 4e-6 of the result on an H100.
+float pow_positive(float x, float y) {
+  if (x == 1.0) return 1.0;  // (-1)^y of an even y too; otherwise |y| < 2^100 past the estimate
+  int e;
+  float m = significand(x, e);
+  if (m < 0.70710678) {
+    m *= 2.0;
+    e -= 1;
+  }
+  const float lm = log2(m), fe = float(e);
+  const float estimate = y * fe + y * lm;  // y log2 x, roughly; past 300 the result is 0 or inf
+  if (!(abs(estimate) < 300.0)) return estimate > 0.0 ? inf_value() : 0.0;
+  float ah, al, bh, bl;
+  two_product(y, fe, ah, al);
+  two_product(y, lm, bh, bl);
+  const float na = roundEven(ah), nb = roundEven(bh);
+  precise const float f = ((ah - na) + (bh - nb)) + (al + bl);  // each difference exact
+  return scale2(exp2(f), int(na + nb));
+}
+
 // x^y as C's pow: y = 2 is x * x and y = 0.5 the square root (as the Cpu computes them), x^0
 // and 1^y are 1 (even for NaN), a zero base gives a zero or an infinity signed for an odd
 // integer exponent, and a negative base keeps its sign's parity for an integer exponent and is
@@ -50,9 +161,9 @@ float pow_of(float v, float y) {
   if (isinf(v)) {  // -inf: +-inf or +-0 by the exponent's sign and parity
     return signed_by(y > 0.0 ? inf_value() : 0.0, v < 0.0 && odd);
   }
-  if (v > 0.0) return pow(v, y);
+  if (v > 0.0) return pow_positive(v, y);
   if (!integer) return nan_value();
-  const float m = pow(-v, y);
+  const float m = pow_positive(-v, y);
   return odd ? -m : m;
 }
 
@@ -111,7 +222,7 @@ float atan2_of(float y, float x) {
   } else if (isinf(y)) {
     r = half_pi;
   } else {
-    r = atan_of(abs(y / x));
+    r = atan_of(abs(div_of(y, x)));
     if (x < 0.0) r = pi - r;
   }
   return negative_bit(y) ? -r : r;
