@@ -392,11 +392,12 @@ struct Tiles {
   uint32_t unroll = 0;  // gemm_tiled.glsl's k steps an iteration within a slice (0: all of bk)
   bool lanes = false;   // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
 };
-/// The float32 tiles for an m x n output summing k products on this device: gemm_lanes.glsl's on a
-/// CPU device (EMBER_VULKAN_LANE_TILES), else gemm_tiled.glsl's default or
-/// EMBER_VULKAN_MATMUL_TILES, narrowed where the output is smaller; EMBER_VULKAN_GEMM=tiled or
-/// =lanes picks the kernel.
-Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k);
+/// The float32 tiles for `batch` m x n outputs summing k products on this device (a convolution's
+/// where `conv`): gemm_lanes.glsl's on a CPU device (EMBER_VULKAN_LANE_TILES), else
+/// gemm_tiled.glsl's default or EMBER_VULKAN_MATMUL_TILES (EMBER_VULKAN_CONV_TILES), narrowed
+/// where the output is smaller; EMBER_VULKAN_GEMM=tiled or =lanes picks the kernel.
+Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
+                 bool conv = false);
 /// EMBER_VULKAN_GEMM: "lanes", "tiled", or "" where unset (an error for anything else).
 std::string_view gemm_choice();
 /// Whether this device's float32 GEMMs (matmul, convolution) take gemm_lanes.glsl.

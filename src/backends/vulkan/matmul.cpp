@@ -71,21 +71,32 @@ int64_t slice_steps(const Tiles& t) {
 // Bands of 8 rows of tiles, or EMBER_VULKAN_TILE_BAND (1: row by row), for tuning.
 uint32_t tile_band() { return env_count("EMBER_VULKAN_TILE_BAND", "matmul", 1, 65536, 8); }
 
-// A discrete GPU gets 128x128 tiles, 8x8 outputs an invocation (the usual shape of a fast
-// SGEMM); a CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
+// Tiles for gemm_tiled.glsl. A discrete GPU (measured on an H100 beside cuBLAS, docs/VULKAN.md):
+// a matmul of at least 256 tiles of 128x128 gets those, 8 deep, 8x8 outputs an invocation (the
+// usual shape of a fast SGEMM); a smaller one 64x64 tiles of 4x4, four times the workgroups to
+// spread over the GPU. A convolution always gets 64x64 of 4x4: with 8x8 an invocation NVIDIA's
+// compiler spilled the gathers' index arithmetic to memory (256-656 bytes a thread), six times
+// slower. A CPU device (lavapipe), where barriers and invocations cost most, 16x8 an invocation
 // (6.2 GFLOPS at 512^3 against 4.9 with 8x8 and 0.95 with matmul.comp's 16x16 tiles); other
-// devices (integrated GPUs) 64x64 with 4x4. EMBER_VULKAN_MATMUL_TILES="BM,BN,BK,TM,TN"
-// overrides the choice, for tuning on a new device.
-Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t m, int64_t n) {
-  Tiles t = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? Tiles{0, 128, 128, 16, 8, 8}
-            : props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU        ? Tiles{0, 128, 128, 16, 16, 8}
-                                                                     : Tiles{0, 64, 64, 16, 4, 4};
-  if (const char* env = std::getenv("EMBER_VULKAN_MATMUL_TILES")) {
+// devices (integrated GPUs) 64x64 with 4x4. EMBER_VULKAN_MATMUL_TILES="BM,BN,BK,TM,TN" (and
+// EMBER_VULKAN_CONV_TILES for convolutions) overrides the choice, for tuning on a new device.
+Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t batch, int64_t m, int64_t n,
+                  bool conv) {
+  constexpr Tiles kSmall{0, 64, 64, 16, 4, 4};
+  Tiles t = kSmall;
+  if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && !conv) {
+    const int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
+    if (big >= 256) t = Tiles{0, 128, 128, 8, 8, 8};
+  } else if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    t = Tiles{0, 128, 128, 16, 16, 8};
+  }
+  const char* name = conv ? "EMBER_VULKAN_CONV_TILES" : "EMBER_VULKAN_MATMUL_TILES";
+  if (const char* env = std::getenv(name)) {
     Tiles e{};
     EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
                     e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
                     e.bm % e.tm == 0 && e.bn % e.tn == 0 && e.bm % 4 == 0 && e.bn % 4 == 0,
-                "[matmul] EMBER_VULKAN_MATMUL_TILES=\"", env,
+                "[", conv ? "conv" : "matmul", "] ", name, "=\"", env,
                 "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and BM and BN "
                 "multiples of 4 (the shared slices are vec4s)");
     t = e;
@@ -161,8 +172,9 @@ bool use_lanes(const DeviceContext& c) {
   return want != "tiled" && can;
 }
 
-Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k) {
-  return use_lanes(c) ? lane_tiles(c, m, k) : tiled_tiles(c.properties(), m, n);
+Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k, int64_t batch,
+                 bool conv) {
+  return use_lanes(c) ? lane_tiles(c, m, k) : tiled_tiles(c.properties(), batch, m, n, conv);
 }
 
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t) {
@@ -286,12 +298,12 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   const bool f32 = out.dtype == DType::f32;
   // int32 (int8 weights' products) through gemm_lanes.glsl too where float32 takes it.
   const bool int32_lanes = out.dtype == DType::i32 && use_lanes(c) &&
-                           k_parts(c.properties(), k, gemm_tiles(c, m, n, k)) == 1;
+                           k_parts(c.properties(), k, gemm_tiles(c, m, n, k, batch)) == 1;
   const bool gemm = f32 || int32_lanes;
   const bool coop = out.dtype == DType::f16 && (c.cooperative() || c.emulated_cooperative());
   if (!gemm && !coop) check_wide(c, "matmul", out.dtype);  // matmul.comp's ANY variant
   constexpr Tiles kAny{256, 16, 16, 16, 1, 1};             // matmul.comp's
-  const Tiles t = coop ? coop_tiles(c) : gemm ? gemm_tiles(c, m, n, k) : kAny;
+  const Tiles t = coop ? coop_tiles(c) : gemm ? gemm_tiles(c, m, n, k, batch) : kAny;
   EMBER_CHECK((!gemm && !coop) || k_parts(c.properties(), k, t) == 1, "[matmul] k = ", k,
               " is longer than ", c.properties().deviceName,
               " sums in one pass (its loops stop after 65,535 steps)");
