@@ -4,6 +4,7 @@
 // Cpu on the same random inputs. Skipped, saying so, without a Vulkan device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -107,6 +108,45 @@ TEST(VulkanKernels, ConvolutionDividesEitherWay) {
       },
       "EMBER_VULKAN_CONV_DATA=\"gemm\"");
   unsetenv("EMBER_VULKAN_CONV_DATA");
+  unsetenv("EMBER_VULKAN_GEMM");
+  expect_no_validation_errors();
+}
+
+// The convolutions' own tiles (EMBER_VULKAN_CONV_TILES, apart from the matmuls'): other shapes
+// than this device's (8x8 an invocation, which a GPU's convolutions no longer take; 2x4; 8 deep)
+// give the Cpu's values and gradients; a malformed value is an error naming it.
+TEST(VulkanKernels, ConvolutionUnderOtherTilesMatchesTheCpu) {
+  EMBER_REQUIRE_VULKAN();
+  setenv("EMBER_VULKAN_GEMM", "tiled", 1);
+  uint64_t seed = 400;
+  const std::vector<ConvCase>& cases = conv_cases();
+  for (size_t i = 0; i < std::min<size_t>(cases.size(), 2); ++i) {
+    const ConvCase& k = cases[i];
+    const ConvParams p = conv_params(k);
+    const DynTensor x = signed_input(k.x, seed++), w = signed_input(k.w, seed++);
+    const DynTensor y = convolution(x, w, DynTensor(), p, false);
+    const DynTensor gy = signed_input(y.shape(), seed++);
+    const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, false});
+    const std::string what = to_string(k.x) + " * " + to_string(k.w);
+    for (const char* tiles : {"128,128,16,8,8", "32,64,8,2,4"}) {
+      setenv("EMBER_VULKAN_CONV_TILES", tiles, 1);
+      expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false), y, 1e-4,
+                      what + " " + tiles);
+      const ConvGrads got =
+          conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, false});
+      expect_near_cpu(got.input, want.input, 1e-4, what + " grad input " + tiles);
+      expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight " + tiles);
+    }
+  }
+  setenv("EMBER_VULKAN_CONV_TILES", "64,64,16,3,4", 1);
+  const ConvCase& k = cases[0];
+  expect_error(
+      [&] {
+        (void)convolution(on_vk(signed_input(k.x, 1)), on_vk(signed_input(k.w, 2)), DynTensor(),
+                          conv_params(k), false);
+      },
+      "EMBER_VULKAN_CONV_TILES=\"64,64,16,3,4\"");
+  unsetenv("EMBER_VULKAN_CONV_TILES");
   unsetenv("EMBER_VULKAN_GEMM");
   expect_no_validation_errors();
 }
