@@ -402,9 +402,9 @@ Tiles gemm_tiles(const DeviceContext& c, int64_t m, int64_t n, int64_t k, int64_
 std::string_view gemm_choice();
 /// Whether this device's float32 GEMMs (matmul, convolution) take gemm_lanes.glsl.
 bool use_lanes(const DeviceContext& c);
-/// gemm_coop.glsl's tiles (matmul_coop.comp, conv_coop.comp): bm x bn, each subgroup of 32 a
-/// tm x tn part of it, bk-deep slices; or EMBER_VULKAN_COOP_TILES.
-Tiles coop_tiles(const DeviceContext& c);
+/// gemm_coop.glsl's tiles (matmul_coop.comp, or conv_coop.comp where `conv`): bm x bn, each
+/// subgroup of 32 a tm x tn part of it, bk-deep slices; or EMBER_VULKAN_COOP_TILES.
+Tiles coop_tiles(const DeviceContext& c, bool conv);
 /// The pipeline of a shader built on gemm_coop.glsl with these tiles.
 const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
                               uint32_t bindings, uint32_t push_size, const Tiles& t);

@@ -161,8 +161,8 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
 // its device scope, which the other shaders' atomics use once the model is on).
 // EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant);
 // =emulate, on a device without them, runs the shader's EMULATE variant (for CI).
-// gemm_coop.glsl's default tiles' shared memory (coop_tiles: 128x128 of 8 subgroups, 32 deep; 16
-// in the EMULATE variant).
+// gemm_coop.glsl's default tiles' shared memory, the larger of coop_tiles' (a convolution's
+// 128x128, 32 deep, as much as 8 subgroups need; a matmul's 16 deep), and the EMULATE variant's.
 constexpr uint32_t kCoopSharedBytes = coop_shared_bytes(128, 128, 32, 8);
 constexpr uint32_t kEmulatedCoopSharedBytes = coop_shared_bytes(128, 128, 16, 8);
 

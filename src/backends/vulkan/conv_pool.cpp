@@ -234,7 +234,7 @@ void VulkanBackend::conv(const RawTensor& x, const RawTensor& w, const RawTensor
     const VkPhysicalDeviceProperties& props = ctx_of(out).properties();
     const int64_t k = w.numel() / w.shape[0];
     const Tiles t =
-        coop ? coop_tiles(ctx_of(out)) : gemm_tiles(ctx_of(out), m, n, k, p.groups, true);
+        coop ? coop_tiles(ctx_of(out), true) : gemm_tiles(ctx_of(out), m, n, k, p.groups, true);
     EMBER_CHECK(k_parts(props, k, t) == 1, "[conv] ", w.shape, ": each output sums ", k,
                 " products, more than ", props.deviceName,
                 " sums in one pass (its loops stop after 65,535 steps)");
@@ -272,8 +272,8 @@ void VulkanBackend::conv_backward_data(const RawTensor& grad_out, const RawTenso
     const int64_t m = grad_in.shape[1] / p.groups, n = grad_in.numel() / grad_in.shape[1];
     const int64_t k = w.numel() / (w.shape[1] * p.groups);  // O/g * taps
     const VkPhysicalDeviceProperties& props = ctx_of(grad_in).properties();
-    const Tiles t =
-        coop ? coop_tiles(ctx_of(grad_in)) : gemm_tiles(ctx_of(grad_in), m, n, k, p.groups, true);
+    const Tiles t = coop ? coop_tiles(ctx_of(grad_in), true)
+                         : gemm_tiles(ctx_of(grad_in), m, n, k, p.groups, true);
     if (k_parts(props, k, t) == 1) {
       return dispatch_conv_tiled(q, grad_out, w, RawTensor(), grad_in, m, n, k, t, 1);
     }
@@ -336,8 +336,8 @@ void VulkanBackend::conv_backward_weight(const RawTensor& x, const RawTensor& gr
     // float32 parts, rounded once as they are added.
     const int64_t m = grad_w.shape[0] / p.groups, n = grad_w.numel() / grad_w.shape[0];
     const int64_t k = grad_out.numel() / grad_out.shape[1];
-    const Tiles t =
-        coop ? coop_tiles(ctx_of(grad_w)) : gemm_tiles(ctx_of(grad_w), m, n, k, p.groups, true);
+    const Tiles t = coop ? coop_tiles(ctx_of(grad_w), true)
+                         : gemm_tiles(ctx_of(grad_w), m, n, k, p.groups, true);
     const int64_t tiles = p.groups * ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn);
     const int64_t want =
         ctx_of(grad_w).properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 8 : 256;
