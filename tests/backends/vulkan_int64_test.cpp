@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -487,6 +488,39 @@ TEST(Vulkan, Int64ScansExtremesAndNonzeroMatchTheCpu) {
       expect_same(any(xv, dims), any(x, dims), d + " any");
     }
   }
+  expect_no_validation_errors();
+}
+
+// float32 division bit for bit as the Cpu's on every driver (math32.glsl's div_of; Vulkan allows
+// 2.5 ulps): 65,536 pairs of random bit patterns (subnormals, huge and tiny quotients, overflow
+// and underflow, NaN and infinities among them), and subnormal quotients exactly halfway between
+// two subnormals, which round to the even one.
+TEST(Vulkan, Float32DivisionIsCorrectlyRounded) {
+  EMBER_REQUIRE_VULKAN();
+  const size_t n = 65536;
+  std::vector<float> x(n), y(n);
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&] {  // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
+  };
+  const size_t ties = 4096;
+  for (size_t i = 0; i < n - ties; ++i) {
+    const uint32_t a = next(), b = next();
+    std::memcpy(&x[i], &a, 4);
+    std::memcpy(&y[i], &b, 4);
+  }
+  // (2k + 1) 2^(j - 150) / 2^j = (k + 1/2) 2^-149: a tie between subnormals k and k + 1.
+  for (size_t i = n - ties; i < n; ++i) {
+    const uint32_t k = next() & 0x7fffffu, j = 1 + next() % 100;
+    x[i] = std::ldexp(static_cast<float>(2 * k + 1), static_cast<int>(j) - 150);
+    y[i] = (i % 2 == 0 ? 1.0f : -1.0f) * std::ldexp(1.0f, static_cast<int>(j));
+  }
+  const DynTensor a = from_data(TensorData::from(x, Shape{static_cast<int64_t>(n)}), Device::cpu());
+  const DynTensor b = from_data(TensorData::from(y, Shape{static_cast<int64_t>(n)}), Device::cpu());
+  expect_same(div(to_device(a, vk()), to_device(b, vk())), div(a, b), "div");
   expect_no_validation_errors();
 }
 

@@ -213,7 +213,9 @@ const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<co
 // EMBER_VULKAN_COOP_TILES="BM,BN,BK,TM,TN" overrides both, for tuning on a new device.
 Tiles coop_tiles(const DeviceContext& c, bool conv) {
   Tiles t{0, 128, 128, 16, 64, 32};
-  if (conv && c.cooperative() && c.properties().limits.maxComputeWorkGroupInvocations >= 512) {
+  const auto& limits = c.properties().limits;
+  if (conv && c.cooperative() && limits.maxComputeWorkGroupInvocations >= 512 &&
+      limits.maxComputeWorkGroupSize[0] >= 512) {
     t = Tiles{0, 128, 128, 32, 32, 32};
   }
   if (const char* env = std::getenv("EMBER_VULKAN_COOP_TILES")) {
@@ -222,7 +224,7 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
                     e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
                     e.tm % 16 == 0 && e.tn % 16 == 0 && e.bk % 16 == 0 && e.bm % e.tm == 0 &&
                     e.bn % e.tn == 0,
-                "[matmul] EMBER_VULKAN_COOP_TILES=\"", env,
+                "[", conv ? "conv" : "matmul", "] EMBER_VULKAN_COOP_TILES=\"", env,
                 "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and TM, TN and BK "
                 "multiples of 16 (the fragments are 16x16x16)");
     t = e;
@@ -235,9 +237,10 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
                   t.threads <= props.limits.maxComputeWorkGroupSize[0] &&
                   shared <= props.limits.maxComputeSharedMemorySize &&
                   t.bm * t.bk / 8 % t.threads == 0 && t.bk * t.bn / 8 % t.threads == 0,
-              "[matmul] cooperative tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn,
-              " need ", t.threads, " invocations, each reading whole vectors of a slice, and ",
-              shared, " bytes of shared memory; ", props.deviceName, " has ",
+              "[", conv ? "conv" : "matmul", "] cooperative tiles ", t.bm, "x", t.bn, "x", t.bk,
+              " of ", t.tm, "x", t.tn, " need ", t.threads,
+              " invocations, each reading whole vectors of a slice, and ", shared,
+              " bytes of shared memory; ", props.deviceName, " has ",
               props.limits.maxComputeWorkGroupInvocations, " and ",
               props.limits.maxComputeSharedMemorySize);
   return t;

@@ -547,18 +547,15 @@ void VulkanBackend::binary(BinaryOp op, const RawTensor& a, const RawTensor& b,
     binary(op, a4, b4, o4);
     return copy(o4, out);
   }
-  // float32 division in double where the device has it: a driver's float division may be off
-  // by 2.5 ulps (NVIDIA's is), while the double quotient rounds to the Cpu's float exactly. So
-  // are float32's pow, atan2, hypot, remainder, fmod and floor_divide (binary.comp's ANY
-  // variant); without float64 they take its float32 variant (math32.glsl).
+  // float32's pow, atan2, hypot, remainder, fmod and floor_divide in double where the device has
+  // it (binary.comp's ANY variant), in float32 (math32.glsl) where it does not. Division is
+  // float32's everywhere: math32.glsl's div_of rounds it correctly on any driver.
   const bool wide = ctx_of(out).wide();
-  const bool exact_div = code == 3 && a.dtype == DType::f32 && wide;
   // int32 and int64 take every op in the word variants (int64 in PAIR on a device without
   // WIDE's features); the 1-byte integers and Bool in the ANY one.
   const bool pair = int64_in_pairs(ctx_of(out), a.dtype);
   const bool any =
-      !to_bool && !pair &&
-      (is_float ? (code > 7 && (wide || a.dtype != DType::f32)) || exact_div : !word_int);
+      !to_bool && !pair && (is_float ? code > 7 && (wide || a.dtype != DType::f32) : !word_int);
   into_contiguous(*this, out,
                   [&](const RawTensor& o) { dispatch_binary(to_bool, code, a, b, o, name, any); });
 }

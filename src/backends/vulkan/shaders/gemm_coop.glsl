@@ -11,7 +11,8 @@
 //       out's row from column col, 8 float32 sums (row < m; the columns past n to be skipped)
 // A workgroup of SGM x SGN subgroups of 32 computes a BM x BN tile of out, each subgroup a
 // (FM * 16) x (FN * 16) part of it as FM x FN fragments of 16x16 (specialisation constants,
-// coop_tiles in matmul.cpp: by default 2 x 4 subgroups of 4 x 2 fragments, 128x128). BK-deep
+// coop_tiles in matmul.cpp: 128x128, a matmul's 2 x 4 subgroups of 4 x 2 fragments, a
+// convolution's 4 x 4 of 2 x 2). BK-deep
 // slices of A and B are staged in shared memory, twice: the next slice is read from memory into
 // registers while the fragments work on the current one, then stored to the other half, so one
 // barrier a slice suffices. Rows of shared memory are padded by 8 halves so that the fragments'

@@ -1,7 +1,7 @@
 // float32 math with the Cpu's (C's) conventions where GLSL leaves results undefined, for the
-// default variants of unary.comp and binary.comp, which serve devices without float64: division
-// (correctly rounded), pow (a few ulps), fmod (exact), atan and atan2 (a few ulps), hypot.
-// hypot's precision is the driver's square root.
+// default variants of unary.comp and binary.comp (division on every device; the rest where the
+// device has no float64): division (correctly rounded), pow (y log2 x in exact pieces), fmod
+// (exact), atan and atan2 (a few ulps), hypot. hypot's precision is the driver's square root.
 
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
 float inf_value() { return uintBitsToFloat(0x7f800000u); }
@@ -107,7 +107,7 @@ float div_of(float x, float y) {
     const float other = c + float(i);
     if (other < 0.0) continue;
     const float r_other = remainder_of(scaled, my, other);
-    if (r_other < least || (r_other == least && mod(other, 2.0) == 0.0)) {
+    if (r_other < least || (r_other == least && (uint(other) & 1u) == 0u)) {
       nearest = other;
       least = r_other;
     }
@@ -118,9 +118,14 @@ float div_of(float x, float y) {
 // x^y for a finite x > 0 and finite y, as 2^(y log2 x) with y log2 x carried in pieces: x =
 // m 2^e with m in [sqrt(1/2), sqrt(2)), y e and y log2(m) each as an exact sum of two floats,
 // their whole parts apart from their fractions. GLSL's pow is exp2(y * log2(x)), whose rounding
-// of y log2 x (99.66 for 1e-30^-1) cost 4e-6 of the result on an H100.
+// of y log2 x (99.66 for 1e-30^-1) cost 4e-6 of the result on an H100. What remains is the
+// driver's log2(m), rounded once (Vulkan allows 2^-21 absolute), times y, and its exp2 of a
+// fraction: a few ulps for small exponents, about |y| ulps at worst for large ones.
 float pow_positive(float x, float y) {
-  if (x == 1.0) return 1.0;  // (-1)^y of an even y too; otherwise |y| < 2^100 past the estimate
+  if (x == 1.0) return 1.0;  // (-1)^y of an even y too
+  // |log2 x| >= 2^-24 for any other float, so past 2^33 |y log2 x| > 512: 0 or inf. (A driver's
+  // log2 near 1 may be 0, so the estimate below cannot tell; and it keeps two_product's y small.)
+  if (abs(y) >= 8589934592.0) return (x > 1.0) == (y > 0.0) ? inf_value() : 0.0;
   int e;
   float m = significand(x, e);
   if (m < 0.70710678) {
