@@ -113,8 +113,9 @@ TEST(VulkanKernels, ConvolutionDividesEitherWay) {
 }
 
 // The convolutions' own tiles (EMBER_VULKAN_CONV_TILES, apart from the matmuls'): other shapes
-// than this device's (8x8 an invocation, which a GPU's convolutions no longer take; 2x4; 8 deep)
-// give the Cpu's values and gradients; a malformed value is an error naming it.
+// than this device's (8x8 an invocation, which a GPU's convolutions no longer take; 2x4; 8 deep;
+// two slices staged at once) give the Cpu's values and gradients; a malformed value is an error
+// naming it.
 TEST(VulkanKernels, ConvolutionUnderOtherTilesMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();
   setenv("EMBER_VULKAN_GEMM", "tiled", 1);
@@ -128,8 +129,10 @@ TEST(VulkanKernels, ConvolutionUnderOtherTilesMatchesTheCpu) {
     const DynTensor gy = signed_input(y.shape(), seed++);
     const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, false});
     const std::string what = to_string(k.x) + " * " + to_string(k.w);
-    for (const char* tiles : {"128,128,16,8,8", "32,64,8,2,4"}) {
-      setenv("EMBER_VULKAN_CONV_TILES", tiles, 1);
+    for (const char* tiles : {"128,128,16,8,8", "32,64,8,2,4", "64,64,16,4,4 in two stages"}) {
+      const std::string spec(tiles);
+      setenv("EMBER_VULKAN_CONV_TILES", spec.substr(0, spec.find(' ')).c_str(), 1);
+      setenv("EMBER_VULKAN_STAGES", spec.find(" in two") != std::string::npos ? "2" : "1", 1);
       expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false), y, 1e-4,
                       what + " " + tiles);
       const ConvGrads got =
@@ -138,6 +141,7 @@ TEST(VulkanKernels, ConvolutionUnderOtherTilesMatchesTheCpu) {
       expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight " + tiles);
     }
   }
+  unsetenv("EMBER_VULKAN_STAGES");
   setenv("EMBER_VULKAN_CONV_TILES", "64,64,16,3,4", 1);
   const ConvCase& k = cases[0];
   expect_error(

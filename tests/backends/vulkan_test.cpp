@@ -527,6 +527,18 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
                  "EMBER_VULKAN_K_UNROLL=\"" + bad + "\"");
   }
   unsetenv("EMBER_VULKAN_K_UNROLL");
+  // Two slices staged at once (EMBER_VULKAN_STAGES=2, one barrier a slice), k in several slices
+  // and ending inside one; 3 is an error naming it.
+  setenv("EMBER_VULKAN_STAGES", "2", 1);
+  for (const char* tiles : {"128,128,8,8,8", "64,64,16,4,4", "32,64,8,2,4"}) {
+    setenv("EMBER_VULKAN_MATMUL_TILES", tiles, 1);
+    const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles << " in two stages";
+  }
+  setenv("EMBER_VULKAN_STAGES", "3", 1);
+  expect_error([&] { (void)matmul(to_device(a, vk()), to_device(b, vk())); },
+               "EMBER_VULKAN_STAGES=\"3\"");
+  unsetenv("EMBER_VULKAN_STAGES");
   unsetenv("EMBER_VULKAN_MATMUL_TILES");
   unsetenv("EMBER_VULKAN_GEMM");
   expect_no_validation_errors();

@@ -390,6 +390,7 @@ struct Tiles {
   uint32_t threads, bm, bn, bk, tm, tn;
   uint32_t band = 8;    // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
   uint32_t unroll = 0;  // gemm_tiled.glsl's k steps an iteration within a slice (0: all of bk)
+  uint32_t stages = 1;  // gemm_tiled.glsl's slices staged at once (EMBER_VULKAN_STAGES)
   bool lanes = false;   // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
 };
 /// The float32 tiles for `batch` m x n outputs summing k products on this device (a convolution's

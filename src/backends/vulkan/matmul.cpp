@@ -47,18 +47,20 @@ namespace {
 std::string tiled_name(const std::string& shader, const Tiles& t) {
   return shader + "_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
          std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "_" +
-         std::to_string(t.band) + (t.unroll > 0 ? "_u" + std::to_string(t.unroll) : "");
+         std::to_string(t.band) + (t.unroll > 0 ? "_u" + std::to_string(t.unroll) : "") +
+         (t.stages > 1 ? "_s" + std::to_string(t.stages) : "");
 }
 
 // The k steps an iteration of gemm_tiled.glsl's k loop (over one staged slice) takes: 2 on a
-// GPU, the whole slice (0) on a CPU device, or EMBER_VULKAN_K_UNROLL, at most the slice (for
-// tuning, and for CI to run a GPU's loop on lavapipe). Unrolled whole, NVIDIA's compiler (driver
+// GPU and where EMBER_VULKAN_GEMM=tiled asks a CPU device for a GPU's kernels (CI's `tiled.`
+// runs on lavapipe), the whole slice (0) on a CPU device otherwise, or EMBER_VULKAN_K_UNROLL, at
+// most the slice (for tuning). Unrolled whole, NVIDIA's compiler (driver
 // 580, an H100) took 37 s to build a 128x128 tile of 8x8 (6 s 8 deep, 0.6 s not unrolled): a
 // minute and more before a model's first step, and tests past their time limits. llvmpipe
 // counts every loop step against its cap (k_parts), so a CPU device keeps one loop.
 uint32_t k_unroll(const VkPhysicalDeviceProperties& props, uint32_t bk) {
-  const uint32_t u = env_count("EMBER_VULKAN_K_UNROLL", "matmul", 1, UINT32_MAX,
-                               props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? bk : 2);
+  const bool cpu = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && gemm_choice() != "tiled";
+  const uint32_t u = env_count("EMBER_VULKAN_K_UNROLL", "matmul", 1, UINT32_MAX, cpu ? bk : 2);
   return u < bk ? u : 0;  // 0: the slice unrolled whole
 }
 
@@ -113,8 +115,12 @@ Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t batch, int64_
   t.threads = (t.bm / t.tm) * (t.bn / t.tn);
   t.band = tile_band();
   t.unroll = k_unroll(props, t.bk);
+  // Two slices staged at once (EMBER_VULKAN_STAGES=2): one barrier a slice instead of two, for
+  // twice the shared memory. For measuring on a GPU; one by default.
+  t.stages = env_count("EMBER_VULKAN_STAGES", conv ? "conv" : "matmul", 1, 2, 1);
   const auto& l = props.limits;
-  const uint64_t shared = uint64_t{t.bk} * (t.bm + t.bn + 8) * sizeof(float);  // rows padded by 4
+  const uint64_t shared =
+      uint64_t{t.stages} * t.bk * (t.bm + t.bn + 8) * sizeof(float);  // rows padded by 4
   EMBER_CHECK(t.threads <= l.maxComputeWorkGroupInvocations &&
                   t.threads <= l.maxComputeWorkGroupSize[0] &&
                   shared <= l.maxComputeSharedMemorySize,
@@ -200,8 +206,8 @@ void check_tile_steps(const DeviceContext& c, const char* op, int64_t tiles, int
 const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
                               std::span<const uint32_t> lanes, uint32_t bindings,
                               uint32_t push_size, const Tiles& t) {
-  const std::array<uint32_t, 8> constants = {
-      t.threads, t.bm, t.bn, t.bk, t.tm, t.tn, t.band, t.unroll == 0 ? t.bk : t.unroll};
+  const std::array<uint32_t, 9> constants = {
+      t.threads, t.bm, t.bn, t.bk, t.tm, t.tn, t.band, t.unroll == 0 ? t.bk : t.unroll, t.stages};
   return c.pipeline(tiled_name(std::string(shader) + (t.lanes ? "_lanes" : "_tiled"), t),
                     t.lanes ? lanes : spirv, bindings, push_size, constants);
 }

@@ -27,6 +27,7 @@ layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 6) const uint BAND = 8;  // rows of tiles a band (gemm_tile.glsl)
 layout(constant_id = 7) const uint UNROLL = 16;  // k steps an iteration within a slice
+layout(constant_id = 8) const uint STAGES = 1;   // slices staged at once: 1, or 2 (see main)
 
 // Row (column) of output i (j) of an invocation within its tile, in either layout.
 const bool VEC = ((TM | TN) & 3u) == 0u;  // not &&: glslang 12 leaves a spec constant's && undefined
@@ -45,8 +46,9 @@ uint tile_col(uint tcol, uint j) {
 #include "gemm_tile.glsl"
 
 const uint BMP = BM + 4u, BNP = BN + 4u;
-shared vec4 sa[BK * BMP / 4u];
-shared vec4 sb[BK * BNP / 4u];
+shared vec4 sa[STAGES * BK * BMP / 4u];
+shared vec4 sb[STAGES * BK * BNP / 4u];
+uint a_stage = 0u, b_stage = 0u;  // where the slice being multiplied starts in sa and sb
 
 // The next slice, read from memory into registers while the current one is multiplied, then
 // stored to shared memory: memory latency hides behind the arithmetic.
@@ -78,20 +80,21 @@ void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end, uint m, uint n
   }
 }
 
-void stash() {
+// Into stage `stage` of the staged slices.
+void stash(uint stage) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
     const uint e = tid + i * THREADS;
     if (e >= BM * BK) break;
     const uvec2 at = a_element(e);
-    const uint s = at.y * BMP + at.x;
+    const uint s = stage * BK * BMP + at.y * BMP + at.x;
     sa[s / 4u][s % 4u] = pa[i];
   }
   [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
     const uint e = tid + i * THREADS;
     if (e >= BK * BN) break;
     const uvec2 at = b_element(e);
-    const uint s = at.y * BNP + at.x;
+    const uint s = stage * BK * BNP + at.y * BNP + at.x;
     sb[s / 4u][s % 4u] = pb[i];
   }
 }
@@ -104,25 +107,41 @@ void product(uint kk) {
   float ra[TM], rb[TN];
   if (VEC) {  // TM / 4 and TN / 4 vec4 reads (folded away when the constants say so)
     [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) {
-      const vec4 v = sa[(kk * BMP + tile_row(trow, g * 4u)) / 4u];
+      const vec4 v = sa[(a_stage + kk * BMP + tile_row(trow, g * 4u)) / 4u];
       [[unroll]] for (uint i = 0u; i < 4u; ++i) ra[g * 4u + i] = v[i];
     }
     [[unroll]] for (uint g = 0u; g < TN / 4u; ++g) {
-      const vec4 v = sb[(kk * BNP + tile_col(tcol, g * 4u)) / 4u];
+      const vec4 v = sb[(b_stage + kk * BNP + tile_col(tcol, g * 4u)) / 4u];
       [[unroll]] for (uint j = 0u; j < 4u; ++j) rb[g * 4u + j] = v[j];
     }
   } else {
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
-      const uint at = kk * BMP + tile_row(trow, i);
+      const uint at = a_stage + kk * BMP + tile_row(trow, i);
       ra[i] = sa[at / 4u][at % 4u];
     }
     [[unroll]] for (uint j = 0u; j < TN; ++j) {
-      const uint at = kk * BNP + tile_col(tcol, j);
+      const uint at = b_stage + kk * BNP + tile_col(tcol, j);
       rb[j] = sb[at / 4u][at % 4u];
     }
   }
   [[unroll]] for (uint i = 0u; i < TM; ++i) {
     [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = fma(ra[i], rb[j], acc[i][j]);
+  }
+}
+
+// The staged slice's k steps into the sums: UNROLL steps an iteration (k_unroll in
+// matmul.cpp): unrolled whole, NVIDIA's compiler took 37 s to build a pipeline. A CPU device
+// keeps the one loop (llvmpipe counts every loop step against its cap): the branch is on
+// constants, so one side remains.
+void multiply_slice() {
+  if (UNROLL >= BK) {
+    [[unroll]] for (uint kk = 0u; kk < BK; ++kk) product(kk);
+  } else {
+    [[dont_unroll]] for (uint k2 = 0u; k2 < BK; k2 += UNROLL) {
+      [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+        if (BK % UNROLL == 0u || k2 + u < BK) product(k2 + u);  // folds when it divides
+      }
+    }
   }
 }
 
@@ -143,23 +162,31 @@ void main() {
       [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
     }
     fetch(batch, row0, col0, k_begin, k_end, m, n);
-    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-      stash();
-      barrier();
-      if (k0 + BK < k_end) fetch(batch, row0, col0, k0 + BK, k_end, m, n);
-      // UNROLL steps an iteration (k_unroll in matmul.cpp): unrolled whole, NVIDIA's compiler
-      // took 37 s to build a pipeline. A CPU device keeps the one loop (llvmpipe counts every
-      // loop step against its cap): the branch is on constants, so one side remains.
-      if (UNROLL >= BK) {
-        [[unroll]] for (uint kk = 0u; kk < BK; ++kk) product(kk);
-      } else {
-        [[dont_unroll]] for (uint k2 = 0u; k2 < BK; k2 += UNROLL) {
-          [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            if (BK % UNROLL == 0u || k2 + u < BK) product(k2 + u);  // folds when it divides
-          }
-        }
+    if (STAGES == 1u) {  // one staged slice: a barrier once it is stored, another once it is used
+      for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+        stash(0u);
+        barrier();
+        if (k0 + BK < k_end) fetch(batch, row0, col0, k0 + BK, k_end, m, n);
+        multiply_slice();
+        barrier();
       }
+    } else {  // two: the next slice is stored beside the one in use, one barrier a slice
+      stash(0u);
       barrier();
+      uint stage = 0u;
+      for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+        const bool more = k0 + BK < k_end;
+        if (more) fetch(batch, row0, col0, k0 + BK, k_end, m, n);
+        a_stage = stage * BK * BMP;
+        b_stage = stage * BK * BNP;
+        multiply_slice();
+        // The other stage was last read before the previous barrier: free to overwrite.
+        if (more) stash(stage ^ 1u);
+        barrier();
+        stage ^= 1u;
+      }
+      a_stage = 0u;
+      b_stage = 0u;
     }
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
       const uint row = row0 + tile_row(trow, i);
