@@ -62,6 +62,46 @@ ConvParams conv_params(const ConvCase& k) {
   return p;
 }
 
+// A case's convolution and its input and weight gradients on the Cpu, for comparing with
+// vulkan:0's under settings of the caller's.
+struct ConvReference {
+  ConvParams p;
+  DynTensor x, w, y, gy;
+  ConvGrads grads;
+  std::string what;
+};
+
+ConvReference conv_reference(const ConvCase& k, uint64_t& seed) {
+  ConvReference r;
+  r.p = conv_params(k);
+  r.x = signed_input(k.x, seed++);
+  r.w = signed_input(k.w, seed++);
+  r.y = convolution(r.x, r.w, DynTensor(), r.p, false);
+  r.gy = signed_input(r.y.shape(), seed++);
+  r.grads = conv_backward(r.x, r.w, DynTensor(), r.gy, r.p, {true, true, false});
+  r.what = to_string(k.x) + " * " + to_string(k.w);
+  return r;
+}
+
+void expect_vulkan_as_reference(const ConvReference& r, const std::string& setting) {
+  expect_near_cpu(convolution(on_vk(r.x), on_vk(r.w), DynTensor(), r.p, false), r.y, 1e-4,
+                  r.what + " " + setting);
+  const ConvGrads got =
+      conv_backward(on_vk(r.x), on_vk(r.w), DynTensor(), on_vk(r.gy), r.p, {true, true, false});
+  expect_near_cpu(got.input, r.grads.input, 1e-4, r.what + " grad input " + setting);
+  expect_near_cpu(got.weight, r.grads.weight, 1e-3, r.what + " grad weight " + setting);
+}
+
+// A forward convolution of case k on vulkan:0 is an error whose message holds `message`.
+void expect_conv_error(const ConvCase& k, const std::string& message) {
+  expect_error(
+      [&] {
+        (void)convolution(on_vk(signed_input(k.x, 1)), on_vk(signed_input(k.w, 2)), DynTensor(),
+                          conv_params(k), false);
+      },
+      message);
+}
+
 // gemm_tiled.glsl's convolution (a GPU's) with the gathers' divisions as multiply-highs (the
 // default) and as plain divisions (EMBER_VULKAN_CONV_DIVISION=plain, kept to compare speeds on
 // a GPU): every case and gradient the Cpu's either way; another value, or an unknown
@@ -71,30 +111,15 @@ TEST(VulkanKernels, ConvolutionDividesEitherWay) {
   setenv("EMBER_VULKAN_GEMM", "tiled", 1);  // gemm_tiled.glsl on a CPU device too
   uint64_t seed = 300;
   for (const ConvCase& k : conv_cases()) {
-    const ConvParams p = conv_params(k);
-    const DynTensor x = signed_input(k.x, seed++), w = signed_input(k.w, seed++);
-    const DynTensor y = convolution(x, w, DynTensor(), p, false);
-    const DynTensor gy = signed_input(y.shape(), seed++);
-    const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, false});
-    const std::string what = to_string(k.x) + " * " + to_string(k.w);
+    const ConvReference r = conv_reference(k, seed);
     for (const char* how : {"fast", "plain"}) {
       setenv("EMBER_VULKAN_CONV_DIVISION", how, 1);
-      expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false), y, 1e-4,
-                      what + " " + how);
-      const ConvGrads got =
-          conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, false});
-      expect_near_cpu(got.input, want.input, 1e-4, what + " grad input " + how);
-      expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight " + how);
+      expect_vulkan_as_reference(r, how);
     }
   }
   setenv("EMBER_VULKAN_CONV_DIVISION", "slow", 1);
   const ConvCase& k = conv_cases()[0];
-  expect_error(
-      [&] {
-        (void)convolution(on_vk(signed_input(k.x, 1)), on_vk(signed_input(k.w, 2)), DynTensor(),
-                          conv_params(k), false);
-      },
-      "EMBER_VULKAN_CONV_DIVISION=\"slow\"");
+  expect_conv_error(k, "EMBER_VULKAN_CONV_DIVISION=\"slow\"");
   unsetenv("EMBER_VULKAN_CONV_DIVISION");
   // So is an unknown choice of the data gradient's kernel.
   setenv("EMBER_VULKAN_CONV_DATA", "gemm", 1);
@@ -122,34 +147,17 @@ TEST(VulkanKernels, ConvolutionUnderOtherTilesMatchesTheCpu) {
   uint64_t seed = 400;
   const std::vector<ConvCase>& cases = conv_cases();
   for (size_t i = 0; i < std::min<size_t>(cases.size(), 2); ++i) {
-    const ConvCase& k = cases[i];
-    const ConvParams p = conv_params(k);
-    const DynTensor x = signed_input(k.x, seed++), w = signed_input(k.w, seed++);
-    const DynTensor y = convolution(x, w, DynTensor(), p, false);
-    const DynTensor gy = signed_input(y.shape(), seed++);
-    const ConvGrads want = conv_backward(x, w, DynTensor(), gy, p, {true, true, false});
-    const std::string what = to_string(k.x) + " * " + to_string(k.w);
+    const ConvReference r = conv_reference(cases[i], seed);
     for (const char* tiles : {"128,128,16,8,8", "32,64,8,2,4", "64,64,16,4,4 in two stages"}) {
       const std::string spec(tiles);
       setenv("EMBER_VULKAN_CONV_TILES", spec.substr(0, spec.find(' ')).c_str(), 1);
       setenv("EMBER_VULKAN_STAGES", spec.find(" in two") != std::string::npos ? "2" : "1", 1);
-      expect_near_cpu(convolution(on_vk(x), on_vk(w), DynTensor(), p, false), y, 1e-4,
-                      what + " " + tiles);
-      const ConvGrads got =
-          conv_backward(on_vk(x), on_vk(w), DynTensor(), on_vk(gy), p, {true, true, false});
-      expect_near_cpu(got.input, want.input, 1e-4, what + " grad input " + tiles);
-      expect_near_cpu(got.weight, want.weight, 1e-3, what + " grad weight " + tiles);
+      expect_vulkan_as_reference(r, tiles);
     }
   }
   unsetenv("EMBER_VULKAN_STAGES");
   setenv("EMBER_VULKAN_CONV_TILES", "64,64,16,3,4", 1);
-  const ConvCase& k = cases[0];
-  expect_error(
-      [&] {
-        (void)convolution(on_vk(signed_input(k.x, 1)), on_vk(signed_input(k.w, 2)), DynTensor(),
-                          conv_params(k), false);
-      },
-      "EMBER_VULKAN_CONV_TILES=\"64,64,16,3,4\"");
+  expect_conv_error(cases[0], "EMBER_VULKAN_CONV_TILES=\"64,64,16,3,4\"");
   unsetenv("EMBER_VULKAN_CONV_TILES");
   unsetenv("EMBER_VULKAN_GEMM");
   expect_no_validation_errors();
