@@ -535,6 +535,17 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles << " in two stages";
   }
+  // More tiles than a dispatch's 65,535 workgroups (a batch of 66,000 small products), so that
+  // some workgroups go on to a second tile, the staged slices reused, in either mode.
+  unsetenv("EMBER_VULKAN_MATMUL_TILES");
+  const DynTensor many_a = input(Shape{66000, 4, 9}, 72), many_b = input(Shape{66000, 9, 4}, 73);
+  const DynTensor many_want = matmul(many_a, many_b);
+  for (const char* stages : {"1", "2"}) {
+    setenv("EMBER_VULKAN_STAGES", stages, 1);
+    const DynTensor got =
+        to_device(matmul(to_device(many_a, vk()), to_device(many_b, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got, many_want), 1e-4) << "66,000 tiles in " << stages << " stages";
+  }
   setenv("EMBER_VULKAN_STAGES", "3", 1);
   expect_error([&] { (void)matmul(to_device(a, vk()), to_device(b, vk())); },
                "EMBER_VULKAN_STAGES=\"3\"");

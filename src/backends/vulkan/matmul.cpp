@@ -124,7 +124,8 @@ Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t batch, int64_
   EMBER_CHECK(t.threads <= l.maxComputeWorkGroupInvocations &&
                   t.threads <= l.maxComputeWorkGroupSize[0] &&
                   shared <= l.maxComputeSharedMemorySize,
-              "[matmul] tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn, " need ",
+              "[", conv ? "conv" : "matmul", "] tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm,
+              "x", t.tn, " in ", t.stages, t.stages == 1 ? " stage" : " stages", " need ",
               t.threads, " invocations and ", shared, " bytes of shared memory; ", props.deviceName,
               " has ", l.maxComputeWorkGroupInvocations, " and ", l.maxComputeSharedMemorySize);
   return t;
