@@ -546,6 +546,12 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
         to_device(matmul(to_device(many_a, vk()), to_device(many_b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, many_want), 1e-4) << "66,000 tiles in " << stages << " stages";
   }
+  // Tiles whose two stages no device's shared memory holds (260 KiB) are an error that says so.
+  setenv("EMBER_VULKAN_STAGES", "2", 1);
+  setenv("EMBER_VULKAN_MATMUL_TILES", "256,256,64,16,16", 1);
+  expect_error([&] { (void)matmul(to_device(a, vk()), to_device(b, vk())); },
+               "tiles 256x256x64 of 16x16 in 2 stages need 256 invocations and 266240 bytes");
+  unsetenv("EMBER_VULKAN_MATMUL_TILES");
   setenv("EMBER_VULKAN_STAGES", "3", 1);
   expect_error([&] { (void)matmul(to_device(a, vk()), to_device(b, vk())); },
                "EMBER_VULKAN_STAGES=\"3\"");

@@ -73,6 +73,26 @@ int64_t slice_steps(const Tiles& t) {
 // Bands of 8 rows of tiles, or EMBER_VULKAN_TILE_BAND (1: row by row), for tuning.
 uint32_t tile_band() { return env_count("EMBER_VULKAN_TILE_BAND", "matmul", 1, 65536, 8); }
 
+// An override of the tiles, "BM,BN,BK,TM,TN" in the variable `name`, into t where it is set:
+// positive sizes, TM dividing BM and TN dividing BN, and each a multiple of `multiple` (BM and
+// BN for gemm_tiled.glsl's vec4 slices; TM, TN and BK for gemm_coop.glsl's 16x16x16 fragments);
+// anything else is an error naming the variable and saying why.
+void env_tiles(const char* name, const char* op, bool fragments, Tiles& t) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return;
+  Tiles e{};
+  const bool parsed = std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
+                      e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
+                      e.bm % e.tm == 0 && e.bn % e.tn == 0;
+  const bool aligned = fragments ? e.tm % 16 == 0 && e.tn % 16 == 0 && e.bk % 16 == 0
+                                 : e.bm % 4 == 0 && e.bn % 4 == 0;
+  EMBER_CHECK(parsed && aligned, "[", op, "] ", name, "=\"", env,
+              "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and ",
+              fragments ? "TM, TN and BK multiples of 16 (the fragments are 16x16x16)"
+                        : "BM and BN multiples of 4 (the shared slices are vec4s)");
+  t = e;
+}
+
 // Tiles for gemm_tiled.glsl. A discrete GPU (measured on an H100 beside cuBLAS, docs/VULKAN.md):
 // a matmul of at least 256 tiles of 128x128 gets those, 8 deep, 8x8 outputs an invocation (the
 // usual shape of a fast SGEMM); a smaller one 64x64 tiles of 4x4, four times the workgroups to
@@ -84,25 +104,15 @@ uint32_t tile_band() { return env_count("EMBER_VULKAN_TILE_BAND", "matmul", 1, 6
 // EMBER_VULKAN_CONV_TILES for convolutions) overrides the choice, for tuning on a new device.
 Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t batch, int64_t m, int64_t n,
                   bool conv) {
-  constexpr Tiles kSmall{0, 64, 64, 16, 4, 4};
-  Tiles t = kSmall;
+  const char* op = conv ? "conv" : "matmul";
+  Tiles t{0, 64, 64, 16, 4, 4};
   if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && !conv) {
     const int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
     if (big >= 256) t = Tiles{0, 128, 128, 8, 8, 8};
   } else if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
     t = Tiles{0, 128, 128, 16, 16, 8};
   }
-  const char* name = conv ? "EMBER_VULKAN_CONV_TILES" : "EMBER_VULKAN_MATMUL_TILES";
-  if (const char* env = std::getenv(name)) {
-    Tiles e{};
-    EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
-                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
-                    e.bm % e.tm == 0 && e.bn % e.tn == 0 && e.bm % 4 == 0 && e.bn % 4 == 0,
-                "[", conv ? "conv" : "matmul", "] ", name, "=\"", env,
-                "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and BM and BN "
-                "multiples of 4 (the shared slices are vec4s)");
-    t = e;
-  }
+  env_tiles(conv ? "EMBER_VULKAN_CONV_TILES" : "EMBER_VULKAN_MATMUL_TILES", op, false, t);
   // An output of one small tile (a batch of tiny products) takes 16x16 tiles of an output an
   // invocation; big tiles would leave most of their invocations idle.
   if (m * n <= 256) t = Tiles{0, 16, 16, 16, 1, 1};
@@ -117,17 +127,17 @@ Tiles tiled_tiles(const VkPhysicalDeviceProperties& props, int64_t batch, int64_
   t.unroll = k_unroll(props, t.bk);
   // Two slices staged at once (EMBER_VULKAN_STAGES=2): one barrier a slice instead of two, for
   // twice the shared memory. For measuring on a GPU; one by default.
-  t.stages = env_count("EMBER_VULKAN_STAGES", conv ? "conv" : "matmul", 1, 2, 1);
+  t.stages = env_count("EMBER_VULKAN_STAGES", op, 1, 2, 1);
   const auto& l = props.limits;
   const uint64_t shared =
       uint64_t{t.stages} * t.bk * (t.bm + t.bn + 8) * sizeof(float);  // rows padded by 4
   EMBER_CHECK(t.threads <= l.maxComputeWorkGroupInvocations &&
                   t.threads <= l.maxComputeWorkGroupSize[0] &&
                   shared <= l.maxComputeSharedMemorySize,
-              "[", conv ? "conv" : "matmul", "] tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm,
-              "x", t.tn, " in ", t.stages, t.stages == 1 ? " stage" : " stages", " need ",
-              t.threads, " invocations and ", shared, " bytes of shared memory; ", props.deviceName,
-              " has ", l.maxComputeWorkGroupInvocations, " and ", l.maxComputeSharedMemorySize);
+              "[", op, "] tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn, " in ",
+              t.stages, t.stages == 1 ? " stage" : " stages", " need ", t.threads,
+              " invocations and ", shared, " bytes of shared memory; ", props.deviceName, " has ",
+              l.maxComputeWorkGroupInvocations, " and ", l.maxComputeSharedMemorySize);
   return t;
 }
 
@@ -225,17 +235,8 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
       limits.maxComputeWorkGroupSize[0] >= 512) {
     t = Tiles{0, 128, 128, 32, 32, 32};
   }
-  if (const char* env = std::getenv("EMBER_VULKAN_COOP_TILES")) {
-    Tiles e{};
-    EMBER_CHECK(std::sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 &&
-                    e.tm > 0 && e.tn > 0 && e.bk > 0 && e.bm >= e.tm && e.bn >= e.tn &&
-                    e.tm % 16 == 0 && e.tn % 16 == 0 && e.bk % 16 == 0 && e.bm % e.tm == 0 &&
-                    e.bn % e.tn == 0,
-                "[", conv ? "conv" : "matmul", "] EMBER_VULKAN_COOP_TILES=\"", env,
-                "\" is not BM,BN,BK,TM,TN with TM dividing BM, TN dividing BN, and TM, TN and BK "
-                "multiples of 16 (the fragments are 16x16x16)");
-    t = e;
-  }
+  const char* op = conv ? "conv" : "matmul";
+  env_tiles("EMBER_VULKAN_COOP_TILES", op, true, t);
   t.threads = 32 * (t.bm / t.tm) * (t.bn / t.tn);
   t.band = tile_band();
   const auto& props = c.properties();
@@ -244,10 +245,9 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
                   t.threads <= props.limits.maxComputeWorkGroupSize[0] &&
                   shared <= props.limits.maxComputeSharedMemorySize &&
                   t.bm * t.bk / 8 % t.threads == 0 && t.bk * t.bn / 8 % t.threads == 0,
-              "[", conv ? "conv" : "matmul", "] cooperative tiles ", t.bm, "x", t.bn, "x", t.bk,
-              " of ", t.tm, "x", t.tn, " need ", t.threads,
-              " invocations, each reading whole vectors of a slice, and ", shared,
-              " bytes of shared memory; ", props.deviceName, " has ",
+              "[", op, "] cooperative tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn,
+              " need ", t.threads, " invocations, each reading whole vectors of a slice, and ",
+              shared, " bytes of shared memory; ", props.deviceName, " has ",
               props.limits.maxComputeWorkGroupInvocations, " and ",
               props.limits.maxComputeSharedMemorySize);
   return t;
