@@ -485,12 +485,18 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor a = input(Shape{2, 150, 37}, 70), b = input(Shape{37, 131}, 71);
   const DynTensor want = matmul(a, b);
+  // k and n multiples of 4: rows read 4 at a time (128-bit loads), where the tiles allow.
+  const DynTensor a4 = input(Shape{2, 150, 40}, 72), b4 = input(Shape{40, 132}, 73);
+  const DynTensor want4 = matmul(a4, b4);
   setenv("EMBER_VULKAN_GEMM", "tiled", 1);  // gemm_tiled.glsl's tiles, on a CPU device too
   for (const char* tiles :
        {"128,128,8,8,8", "128,128,16,8,8", "64,64,16,4,4", "32,64,8,2,4", "16,16,4,1,1"}) {
     setenv("EMBER_VULKAN_MATMUL_TILES", tiles, 1);
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles;
+    const DynTensor got4 =
+        to_device(matmul(to_device(a4, vk()), to_device(b4, vk())), Device::cpu());
+    EXPECT_LE(max_abs_diff(got4, want4), 1e-4) << tiles << ", k and n multiples of 4";
   }
   // TM not dividing BM; BM not a multiple of 4 (the shared slices are vec4s).
   for (const std::string bad : {"64,64,16,3,4", "18,16,4,1,1"}) {

@@ -331,7 +331,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
     uint32_t m, n, k, tiles;
     uint32_t a_base, b_base, out_base, type;
     int32_t a_batch, a_row, a_col;
-    uint32_t flags;  // matmul_coop.comp's: which operands it reads 8 halves at a time
+    uint32_t flags;  // which operands the shader reads 8 halves (float32: 4 values) at a time
     int32_t b_batch, b_row, b_col, pad2;
   } p{};
   const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);
@@ -352,16 +352,18 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   p.b_batch = b_strides[0];
   p.b_row = b_strides[1];
   p.b_col = b_strides[2];
-  if (coop) {
-    // 128-bit reads and writes where rows are unit-stride and every row starts 8-aligned.
-    auto aligned = [](int64_t v) { return v % 8 == 0; };
+  // 128-bit reads (8 halves, 4 floats: `w` elements) of the operands whose rows are unit-stride
+  // and all start w-aligned, flags 1 (a) and 2 (b); 4: out's rows written so (float16).
+  auto rows_by = [&](int64_t w) {
+    auto aligned = [w](int64_t v) { return v % w == 0; };
     const bool vec_a =
         p.a_col == 1 && aligned(k) && aligned(p.a_row) && aligned(p.a_batch) && aligned(p.a_base);
     const bool vec_b =
         p.b_col == 1 && aligned(n) && aligned(p.b_row) && aligned(p.b_batch) && aligned(p.b_base);
     const bool vec_out = aligned(n) && aligned(p.out_base);
-    p.flags = (vec_a ? 1u : 0u) | (vec_b ? 2u : 0u) | (vec_out ? 4u : 0u);
-  }
+    return (vec_a ? 1u : 0u) | (vec_b ? 2u : 0u) | (vec_out && coop ? 4u : 0u);
+  };
+  if (coop || f32) p.flags = rows_by(coop ? 8 : 4);
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
   const Pipeline& pipeline =

@@ -8,6 +8,11 @@
 //   void store(uint batch, uint split, uint row, uint col, float v)   part `split`'s sum
 //   bool a_along_k(), b_along_n()                     the operands' contiguous directions
 //   void gemm_setup()                                 what an invocation computes first
+// and, where it defines GEMM_VEC4, reads of 4 neighbours at once (a 128-bit load):
+//   bool a_vec4(), b_vec4()                 whether A's rows (B's) are read 4 along k (n) at a time
+//   vec4 load_a4(uint batch, uint row, uint k), vec4 load_b4(uint batch, uint k, uint col)
+//       (4 elements wholly in range or wholly out: the includer asks only where k (n) is a
+//       multiple of 4)
 // A workgroup computes a BM x BN tile of out, each invocation TM x TN of it in registers, from
 // BK-deep slices of A and B staged in shared memory. The tile sizes are specialisation constants
 // chosen per device (matmul.cpp). Where TM and TN are multiples of 4, an invocation's rows come in
@@ -60,17 +65,44 @@ bool along_k, along_n;  // consecutive invocations load along an operand's conti
 uvec2 a_element(uint e) { return along_k ? uvec2(e / BK, e % BK) : uvec2(e % BM, e / BM); }
 uvec2 b_element(uint e) { return along_n ? uvec2(e % BN, e / BN) : uvec2(e / BK, e % BK); }
 
+// 128-bit reads of A (B) where the includer offers them and each invocation's share of a slice
+// is whole vectors: a quarter of the load instructions and their address arithmetic.
+const uint A_VECS = ((BM * BK) % (4u * THREADS) | BK % 4u) == 0u ? A_PER / 4u : 0u;  // not &&
+const uint B_VECS = (BK * BN) % (4u * THREADS) == 0u ? B_PER / 4u : 0u;
+bool vec_a = false, vec_b = false;  // the includer's a_vec4() && along_k, b_vec4() && along_n
+
 // Loops of a fixed count, which the compiler unrolls: llvmpipe caps the iterations of a loop in
 // an invocation, and a loop from tid to the slice's end ran past it on long ks.
 void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end, uint m, uint n) {
   const uint tid = gl_LocalInvocationID.x;
-  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
-    const uint e = tid + i * THREADS;
-    if (e >= BM * BK) break;
-    const uvec2 at = a_element(e);
-    const uint row = row0 + at.x, kk = k0 + at.y;
-    pa[i] = (row < m && kk < k_end) ? load_a(batch, row, kk) : 0.0;
+#ifdef GEMM_VEC4
+  if (vec_a) {  // vector v: row v / (BK / 4) of the tile, k from 4 (v % (BK / 4))
+    [[unroll]] for (uint i = 0u; i < A_VECS; ++i) {
+      const uint v = tid + i * THREADS, row = row0 + v / (BK / 4u), kk = k0 + (v % (BK / 4u)) * 4u;
+      const vec4 x = row < m && kk < k_end ? load_a4(batch, row, kk) : vec4(0.0);
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) pa[4u * i + c] = x[c];
+    }
+  } else
+#endif
+  {
+    [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+      const uint e = tid + i * THREADS;
+      if (e >= BM * BK) break;
+      const uvec2 at = a_element(e);
+      const uint row = row0 + at.x, kk = k0 + at.y;
+      pa[i] = (row < m && kk < k_end) ? load_a(batch, row, kk) : 0.0;
+    }
   }
+#ifdef GEMM_VEC4
+  if (vec_b) {  // vector v: k v / (BN / 4) of the slice, columns from 4 (v % (BN / 4))
+    [[unroll]] for (uint i = 0u; i < B_VECS; ++i) {
+      const uint v = tid + i * THREADS, kk = k0 + v / (BN / 4u), col = col0 + (v % (BN / 4u)) * 4u;
+      const vec4 x = col < n && kk < k_end ? load_b4(batch, kk, col) : vec4(0.0);
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) pb[4u * i + c] = x[c];
+    }
+    return;
+  }
+#endif
   [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
     const uint e = tid + i * THREADS;
     if (e >= BK * BN) break;
@@ -83,12 +115,30 @@ void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end, uint m, uint n
 // Into stage `stage` of the staged slices.
 void stash(uint stage) {
   const uint tid = gl_LocalInvocationID.x;
-  [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
-    const uint e = tid + i * THREADS;
-    if (e >= BM * BK) break;
-    const uvec2 at = a_element(e);
-    const uint s = stage * BK * BMP + at.y * BMP + at.x;
-    sa[s / 4u][s % 4u] = pa[i];
+  if (A_VECS > 0u && vec_a) {  // a vector's 4 ks are 4 rows of the slice apart
+    [[unroll]] for (uint i = 0u; i < A_VECS; ++i) {
+      const uint v = tid + i * THREADS;
+      const uint s = stage * BK * BMP + (v % (BK / 4u)) * 4u * BMP + v / (BK / 4u);
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        sa[(s + c * BMP) / 4u][(s + c * BMP) % 4u] = pa[4u * i + c];
+      }
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < A_PER; ++i) {
+      const uint e = tid + i * THREADS;
+      if (e >= BM * BK) break;
+      const uvec2 at = a_element(e);
+      const uint s = stage * BK * BMP + at.y * BMP + at.x;
+      sa[s / 4u][s % 4u] = pa[i];
+    }
+  }
+  if (B_VECS > 0u && vec_b) {  // a vector's columns are neighbours: one vec4 of the slice
+    [[unroll]] for (uint i = 0u; i < B_VECS; ++i) {
+      const uint v = tid + i * THREADS;
+      const uint s = stage * BK * BNP + (v / (BN / 4u)) * BNP + (v % (BN / 4u)) * 4u;
+      sb[s / 4u] = vec4(pb[4u * i], pb[4u * i + 1u], pb[4u * i + 2u], pb[4u * i + 3u]);
+    }
+    return;
   }
   [[unroll]] for (uint i = 0u; i < B_PER; ++i) {
     const uint e = tid + i * THREADS;
@@ -154,6 +204,10 @@ void main() {
   tcol = tid % col_step;
   along_k = a_along_k();
   along_n = b_along_n();
+#ifdef GEMM_VEC4
+  vec_a = A_VECS > 0u && along_k && a_vec4();
+  vec_b = B_VECS > 0u && along_n && b_vec4();
+#endif
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
     const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK, BAND);
     const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
