@@ -85,11 +85,16 @@ void dispatch_conv(ConvPush q, const RawTensor& a, const RawTensor& w, const Raw
              bs, &q, sizeof q, groups);
 }
 
-// EMBER_VULKAN_CONV_DIVISION=plain: conv_tiled.comp's gathers divide with the plain division
-// rather than fastdiv.glsl's multiply-high (=fast, the default), to measure which a GPU runs
-// faster. The lanes kernel (a CPU device) always multiplies.
-bool plain_division() {
-  return env_word("EMBER_VULKAN_CONV_DIVISION", "conv", {"fast", "plain"}, "fast") == "plain";
+// Whether conv_tiled.comp's gathers divide with the plain division (a GPU) or fastdiv.glsl's
+// multiply-high (a CPU device); EMBER_VULKAN_CONV_DIVISION=plain or =fast overrides. On an H100
+// the multipliers' registers cost more than the divisions save: 244 registers an invocation
+// against 75 (the driver's statistics), one workgroup an SM against three, and the CNN's step
+// 2.1-2.2 ms against 1.84. llvmpipe divides lane by lane (539 against 480 ms for the conv
+// bench). The lanes kernel (a CPU device) always multiplies.
+bool plain_division(const DeviceContext& c) {
+  const bool cpu = c.properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  return env_word("EMBER_VULKAN_CONV_DIVISION", "conv", {"fast", "plain"},
+                  cpu ? "fast" : "plain") == "plain";
 }
 
 // Records conv_tiled.comp (float32), or conv_coop.comp (float16), with x (binding 0; grad_out
@@ -118,7 +123,7 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   constexpr int64_t kMaxGroups = 65535;
   const Pipeline& pipeline =
       x.dtype != DType::f16
-          ? (plain_division() ? gemm_pipeline(c, "conv_plaindiv", shaders::conv_tiled_plain,
+          ? (plain_division(c) ? gemm_pipeline(c, "conv_plaindiv", shaders::conv_tiled_plain,
                                               shaders::conv_lanes, 4, sizeof q, t)
                               : gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes,
                                               4, sizeof q, t))

@@ -14,10 +14,9 @@
 // parts written apart, out [splits, O, C/g * taps], which the caller sums.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// On every device: a GPU has no integer divider either (a 32-bit division is a sequence of some
-// twenty instructions on NVIDIA's), and the gathers divide six to nine times an element. The
-// PLAIN_DIVISION variant (EMBER_VULKAN_CONV_DIVISION=plain) keeps the division, to compare: the
-// divisors' twelve registers may cost a GPU more than the divisions.
+// On a CPU device (llvmpipe divides lane by lane), as the gathers divide six to nine times an
+// element. A GPU takes the PLAIN_DIVISION variant (conv_pool.cpp's plain_division): the twelve
+// divisors' registers cost it more than the divisions (some twenty instructions each) save.
 #ifndef PLAIN_DIVISION
 #define FAST_DIVISION
 #endif
