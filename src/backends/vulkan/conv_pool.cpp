@@ -124,9 +124,9 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
   const Pipeline& pipeline =
       x.dtype != DType::f16
           ? (plain_division(c) ? gemm_pipeline(c, "conv_plaindiv", shaders::conv_tiled_plain,
-                                              shaders::conv_lanes, 4, sizeof q, t)
-                              : gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes,
-                                              4, sizeof q, t))
+                                               shaders::conv_lanes, 4, sizeof q, t)
+                               : gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes,
+                                               4, sizeof q, t))
       : c.cooperative()
           ? coop_pipeline(c, "conv_coop", shaders::conv_coop, 4, sizeof q, t)
           : coop_pipeline(c, "conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q, t);
