@@ -148,14 +148,19 @@ TEST(VulkanKernels, ConvolutionUnderOtherTilesMatchesTheCpu) {
   const std::vector<ConvCase>& cases = conv_cases();
   for (size_t i = 0; i < std::min<size_t>(cases.size(), 2); ++i) {
     const ConvReference r = conv_reference(cases[i], seed);
-    for (const char* tiles : {"128,128,16,8,8", "32,64,8,2,4", "64,64,16,4,4 in two stages"}) {
+    // The GPU's defaults (64x64 of 4x4, plain division) among them, on a CPU device too.
+    for (const char* tiles : {"128,128,16,8,8", "32,64,8,2,4", "64,64,16,4,4 in two stages",
+                              "64,64,16,4,4 dividing plainly"}) {
       const std::string spec(tiles);
       setenv("EMBER_VULKAN_CONV_TILES", spec.substr(0, spec.find(' ')).c_str(), 1);
       setenv("EMBER_VULKAN_STAGES", spec.find(" in two") != std::string::npos ? "2" : "1", 1);
+      setenv("EMBER_VULKAN_CONV_DIVISION",
+             spec.find(" dividing plainly") != std::string::npos ? "plain" : "fast", 1);
       expect_vulkan_as_reference(r, tiles);
     }
   }
   unsetenv("EMBER_VULKAN_STAGES");
+  unsetenv("EMBER_VULKAN_CONV_DIVISION");
   setenv("EMBER_VULKAN_CONV_TILES", "64,64,16,3,4", 1);
   expect_conv_error(cases[0], "EMBER_VULKAN_CONV_TILES=\"64,64,16,3,4\"");
   unsetenv("EMBER_VULKAN_CONV_TILES");

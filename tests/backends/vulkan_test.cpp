@@ -485,18 +485,41 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
   EMBER_REQUIRE_VULKAN();
   const DynTensor a = input(Shape{2, 150, 37}, 70), b = input(Shape{37, 131}, 71);
   const DynTensor want = matmul(a, b);
-  // k and n multiples of 4: rows read 4 at a time (128-bit loads), where the tiles allow.
-  const DynTensor a4 = input(Shape{2, 150, 40}, 72), b4 = input(Shape{40, 132}, 73);
-  const DynTensor want4 = matmul(a4, b4);
+  // k and n multiples of 4: rows that are unit-stride and start 4-aligned are read 4 at a time
+  // (128-bit loads) where each invocation's share of a slice is whole vectors (the first three
+  // tile shapes below); any other operand value by value, beside it in the same product.
+  const DynTensor a4 = input(Shape{2, 150, 40}, 74), b4 = input(Shape{40, 132}, 75);
+  const DynTensor at4 = input(Shape{2, 40, 150}, 76), bt4 = input(Shape{132, 40}, 77);
+  const DynTensor wide = input(Shape{2, 150, 44}, 78);  // rows of 44, read from column 4 or 1
+  struct Layout {
+    const char* name;
+    DynTensor a, b;  // on vk()
+    DynTensor want;
+  };
+  const std::vector<Layout> layouts = {
+      {"both read 4 at a time", to_device(a4, vk()), to_device(b4, vk()), matmul(a4, b4)},
+      {"a only (b transposed)", to_device(a4, vk()), transpose(to_device(bt4, vk()), 0, 1),
+       matmul(a4, transpose(bt4, 0, 1))},
+      {"b only (a transposed)", transpose(to_device(at4, vk()), 1, 2), to_device(b4, vk()),
+       matmul(transpose(at4, 1, 2), b4)},
+      {"a's rows padded, from column 4", slice(to_device(wide, vk()), 2, 4, 44, 1),
+       to_device(b4, vk()), matmul(slice(wide, 2, 4, 44, 1), b4)},
+      {"a from column 1 (unaligned)", slice(to_device(wide, vk()), 2, 1, 41, 1),
+       to_device(b4, vk()), matmul(slice(wide, 2, 1, 41, 1), b4)},
+  };
+  auto expect_layouts = [&](const std::string& how) {
+    for (const Layout& l : layouts) {
+      EXPECT_LE(max_abs_diff(to_device(matmul(l.a, l.b), Device::cpu()), l.want), 1e-4)
+          << how << ", " << l.name;
+    }
+  };
   setenv("EMBER_VULKAN_GEMM", "tiled", 1);  // gemm_tiled.glsl's tiles, on a CPU device too
   for (const char* tiles :
        {"128,128,8,8,8", "128,128,16,8,8", "64,64,16,4,4", "32,64,8,2,4", "16,16,4,1,1"}) {
     setenv("EMBER_VULKAN_MATMUL_TILES", tiles, 1);
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles;
-    const DynTensor got4 =
-        to_device(matmul(to_device(a4, vk()), to_device(b4, vk())), Device::cpu());
-    EXPECT_LE(max_abs_diff(got4, want4), 1e-4) << tiles << ", k and n multiples of 4";
+    expect_layouts(tiles);
   }
   // TM not dividing BM; BM not a multiple of 4 (the shared slices are vec4s).
   for (const std::string bad : {"64,64,16,3,4", "18,16,4,1,1"}) {
@@ -540,6 +563,7 @@ TEST(Vulkan, Float32MatmulUnderEveryTileShapeMatchesTheCpu) {
     setenv("EMBER_VULKAN_MATMUL_TILES", tiles, 1);
     const DynTensor got = to_device(matmul(to_device(a, vk()), to_device(b, vk())), Device::cpu());
     EXPECT_LE(max_abs_diff(got, want), 1e-4) << tiles << " in two stages";
+    expect_layouts(std::string(tiles) + " in two stages");
   }
   // More tiles than a dispatch's 65,535 workgroups (a batch of 66,000 small products), so that
   // some workgroups go on to a second tile, the staged slices reused, in either mode.

@@ -331,7 +331,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
     uint32_t m, n, k, tiles;
     uint32_t a_base, b_base, out_base, type;
     int32_t a_batch, a_row, a_col;
-    uint32_t flags;  // which operands the shader reads 8 halves (float32: 4 values) at a time
+    uint32_t flags;  // 128-bit reads of a (1) and b (2), writes of out (4, float16): rows_by
     int32_t b_batch, b_row, b_col, pad2;
   } p{};
   const Bound ba = bind_bytes(c, a), bb = bind_bytes(c, b), bo = bind_bytes(c, out);

@@ -11,8 +11,9 @@
 // and, where it defines GEMM_VEC4, reads of 4 neighbours at once (a 128-bit load):
 //   bool a_vec4(), b_vec4()                 whether A's rows (B's) are read 4 along k (n) at a time
 //   vec4 load_a4(uint batch, uint row, uint k), vec4 load_b4(uint batch, uint k, uint col)
-//       (4 elements wholly in range or wholly out: the includer asks only where k (n) is a
-//       multiple of 4)
+//       (the includer says yes only where k (n) is a multiple of 4 and element (row, k) of A,
+//       (k, col) of B, is at a multiple of 4 whenever k (col) is: a vector is wholly in range or
+//       out; this loop asks only at k (col) multiples of 4)
 // A workgroup computes a BM x BN tile of out, each invocation TM x TN of it in registers, from
 // BK-deep slices of A and B staged in shared memory. The tile sizes are specialisation constants
 // chosen per device (matmul.cpp). Where TM and TN are multiples of 4, an invocation's rows come in
@@ -69,7 +70,9 @@ uvec2 b_element(uint e) { return along_n ? uvec2(e % BN, e / BN) : uvec2(e / BK,
 // is whole vectors: a quarter of the load instructions and their address arithmetic.
 const uint A_VECS = ((BM * BK) % (4u * THREADS) | BK % 4u) == 0u ? A_PER / 4u : 0u;  // not &&
 const uint B_VECS = (BK * BN) % (4u * THREADS) == 0u ? B_PER / 4u : 0u;
-bool vec_a = false, vec_b = false;  // the includer's a_vec4() && along_k, b_vec4() && along_n
+const uint BK4 = (BK + 3u) / 4u;  // A's vectors a row of a slice (never 0: none read where BK < 4)
+// The includer's a_vec4() && along_k where A_VECS > 0, b_vec4() && along_n where B_VECS > 0.
+bool vec_a = false, vec_b = false;
 
 // Loops of a fixed count, which the compiler unrolls: llvmpipe caps the iterations of a loop in
 // an invocation, and a loop from tid to the slice's end ran past it on long ks.
@@ -78,7 +81,7 @@ void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end, uint m, uint n
 #ifdef GEMM_VEC4
   if (vec_a) {  // vector v: row v / (BK / 4) of the tile, k from 4 (v % (BK / 4))
     [[unroll]] for (uint i = 0u; i < A_VECS; ++i) {
-      const uint v = tid + i * THREADS, row = row0 + v / (BK / 4u), kk = k0 + (v % (BK / 4u)) * 4u;
+      const uint v = tid + i * THREADS, row = row0 + v / BK4, kk = k0 + (v % BK4) * 4u;
       const vec4 x = row < m && kk < k_end ? load_a4(batch, row, kk) : vec4(0.0);
       [[unroll]] for (uint c = 0u; c < 4u; ++c) pa[4u * i + c] = x[c];
     }
@@ -118,7 +121,7 @@ void stash(uint stage) {
   if (A_VECS > 0u && vec_a) {  // a vector's 4 ks are 4 rows of the slice apart
     [[unroll]] for (uint i = 0u; i < A_VECS; ++i) {
       const uint v = tid + i * THREADS;
-      const uint s = stage * BK * BMP + (v % (BK / 4u)) * 4u * BMP + v / (BK / 4u);
+      const uint s = stage * BK * BMP + (v % BK4) * 4u * BMP + v / BK4;
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         sa[(s + c * BMP) / 4u][(s + c * BMP) % 4u] = pa[4u * i + c];
       }
