@@ -1,8 +1,9 @@
 // Float32 convolution as an implicit GEMM per group through gemm_tiled.glsl's tiles (or, with
 // LANES, a CPU device's, gemm_lanes.glsl's), dividing by fastdiv.glsl's multiply-high on a CPU
 // device and plainly on a GPU (PLAIN_DIVISION, below), on the geometry of conv.comp (contiguous
-// NC + three right-aligned spatial slots, grouped, strided, padded, dilated). The columns of the unfolded input (every input value a kernel tap reads for
-// one output position) are gathered as the tiles load them, never stored:
+// NC + three right-aligned spatial slots, grouped, strided, padded, dilated). The columns of the
+// unfolded input (every input value a kernel tap reads for one output position) are gathered as
+// the tiles load them, never stored:
 //   mode 0, forward:         y [n, oc, s] = w [oc, ci*tap] x unfold(x) [ci*tap, (n, s)] (+ bias)
 //   mode 1, backward data:   gx [n, ci, r] = w^T [ci, oc*tap] x spread(grad_out) [oc*tap, (n, r)]
 //   mode 2, backward weight: gw [oc, ci*tap] = grad_out [oc, (n, s)] x unfold(x)^T [(n, s), ci*tap]

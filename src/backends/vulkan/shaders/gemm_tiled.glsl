@@ -36,7 +36,7 @@ layout(constant_id = 7) const uint UNROLL = 16;  // k steps an iteration within 
 layout(constant_id = 8) const uint STAGES = 1;   // slices staged at once: 1, or 2 (see main)
 
 // Row (column) of output i (j) of an invocation within its tile, in either layout.
-const bool VEC = ((TM | TN) & 3u) == 0u;  // not &&: glslang 12 leaves a spec constant's && undefined
+const bool VEC = ((TM | TN) & 3u) == 0u;  // not &&: glslang 12 leaves spec constants' && undefined
 uint tile_row(uint trow, uint i) {
   return VEC ? (i / 4u) * (4u * BM / TM) + trow * 4u + i % 4u : trow + i * (BM / TM);
 }
