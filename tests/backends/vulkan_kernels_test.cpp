@@ -102,9 +102,9 @@ void expect_conv_error(const ConvCase& k, const std::string& message) {
       message);
 }
 
-// gemm_tiled.glsl's convolution (a GPU's) with the gathers' divisions as multiply-highs (the
-// default) and as plain divisions (EMBER_VULKAN_CONV_DIVISION=plain, kept to compare speeds on
-// a GPU): every case and gradient the Cpu's either way; another value, or an unknown
+// gemm_tiled.glsl's convolution (a GPU's) with the gathers' divisions as multiply-highs (a CPU
+// device's default, EMBER_VULKAN_CONV_DIVISION=fast) and as plain divisions (a GPU's, =plain):
+// every case and gradient the Cpu's either way; another value, or an unknown
 // EMBER_VULKAN_CONV_DATA, is an error naming it.
 TEST(VulkanKernels, ConvolutionDividesEitherWay) {
   EMBER_REQUIRE_VULKAN();
