@@ -285,6 +285,11 @@ TEST(OnnxLoader, AbsurdSizes) {
   wrong.mutable_graph()->mutable_initializer(0)->set_dims(0, 1000000);
   expect_error([&] { onnx::load(write(wrong, "count")); },
                {"tensor 'w' of shape [1000000] has 3 values in float_data, expected 1000000"});
+  // A shape that would take 256 GiB is refused by its count before any of it is allocated
+  // (a fuzzer's finding: the buffer used to be sized first).
+  wrong.mutable_graph()->mutable_initializer(0)->set_dims(0, int64_t{1} << 36);
+  expect_error([&] { onnx::load(write(wrong, "count_huge")); },
+               {"has 3 values in float_data, expected 68719476736"});
 
   pb::ModelProto raw = tiny_model();
   auto* r = raw.mutable_graph()->mutable_initializer(0);

@@ -194,40 +194,60 @@ TensorData convert_tensor(const pb::TensorProto& t, const Reader& r) {
     }
     bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
+    // The typed field's count is checked before the buffer is sized: a tensor that claims a huge
+    // shape without the values to match fails instead of allocating it.
+    const char* field = nullptr;
+    int64_t count = 0;
+    switch (t.data_type()) {
+      case pb::TensorProto::FLOAT:
+        field = "float_data";
+        count = t.float_data_size();
+        break;
+      case pb::TensorProto::DOUBLE:
+        field = "double_data";
+        count = t.double_data_size();
+        break;
+      case pb::TensorProto::INT64:
+        field = "int64_data";
+        count = t.int64_data_size();
+        break;
+      case pb::TensorProto::INT32:
+      case pb::TensorProto::INT8:
+      case pb::TensorProto::UINT8:
+      case pb::TensorProto::BOOL:
+      case pb::TensorProto::FLOAT16:
+      case pb::TensorProto::BFLOAT16:  // bit patterns in int32_data
+        field = "int32_data";
+        count = t.int32_data_size();
+        break;
+      default:
+        r.fail("unsupported element type " + type_name(t.data_type()) + " (tensor '" + name + "')");
+    }
+    expect_count(count, field);
     bytes.resize(static_cast<size_t>(nbytes));
     switch (t.data_type()) {
       case pb::TensorProto::FLOAT:
-        expect_count(t.float_data_size(), "float_data");
         convert_into<float, float>(t.float_data().data(), numel, bytes.data());
         break;
       case pb::TensorProto::DOUBLE:
-        expect_count(t.double_data_size(), "double_data");
         convert_into<double, double>(t.double_data().data(), numel, bytes.data());
         break;
       case pb::TensorProto::INT64:
-        expect_count(t.int64_data_size(), "int64_data");
         convert_into<int64_t, int64_t>(t.int64_data().data(), numel, bytes.data());
         break;
       case pb::TensorProto::INT32:
-        expect_count(t.int32_data_size(), "int32_data");
         convert_into<int32_t, int32_t>(t.int32_data().data(), numel, bytes.data());
         break;
       case pb::TensorProto::INT8:
-        expect_count(t.int32_data_size(), "int32_data");
         convert_into<int32_t, int8_t>(t.int32_data().data(), numel, bytes.data());
         break;
       case pb::TensorProto::UINT8:
       case pb::TensorProto::BOOL:
-        expect_count(t.int32_data_size(), "int32_data");
         convert_into<int32_t, uint8_t>(t.int32_data().data(), numel, bytes.data());
         break;
-      case pb::TensorProto::FLOAT16:
-      case pb::TensorProto::BFLOAT16:  // bit patterns in int32_data
-        expect_count(t.int32_data_size(), "int32_data");
+      default:  // FLOAT16, BFLOAT16
         convert_into<int32_t, uint16_t>(t.int32_data().data(), numel, bytes.data());
         break;
-      default:
-        r.fail("unsupported element type " + type_name(t.data_type()) + " (tensor '" + name + "')");
     }
   }
   if (dtype == DType::boolean) {
