@@ -9,6 +9,7 @@
 # and the Vulkan packages of scripts/vulkan_gpu_deps.sh fetch (carried in .dev); installs nothing.
 # Usage: bash scripts/vulkan_coop_ceiling.sh
 set -uo pipefail
+# shellcheck disable=SC2086,SC2017  # a configuration is split into arguments; th / 32 is exact
 cd "$(dirname "$0")/.." || exit 1
 if [[ ! -d .dev/vk/root ]]; then
   echo "vulkan_coop_ceiling.sh: run scripts/vulkan_gpu_deps.sh fetch first" >&2
