@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2086,SC2017,SC2034  # configurations split into arguments; th / 32 is exact
 # How fast NVIDIA's Vulkan driver can run float16 cooperative matrices at all, on a GPU machine,
 # apart from Ember's build (docs/PERFORMANCE.md, "what NVIDIA's Vulkan driver can give float16"):
 #   1. mma.sync m16n8k16 from CUDA on registers (bench/vulkan_ceiling/mma_sync.cu): the card;
@@ -9,7 +10,6 @@
 # and the Vulkan packages of scripts/vulkan_gpu_deps.sh fetch (carried in .dev); installs nothing.
 # Usage: bash scripts/vulkan_coop_ceiling.sh
 set -uo pipefail
-# shellcheck disable=SC2086,SC2017  # a configuration is split into arguments; th / 32 is exact
 cd "$(dirname "$0")/.." || exit 1
 if [[ ! -d .dev/vk/root ]]; then
   echo "vulkan_coop_ceiling.sh: run scripts/vulkan_gpu_deps.sh fetch first" >&2
