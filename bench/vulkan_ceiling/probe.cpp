@@ -10,7 +10,8 @@
 //   tile count). flop: the work of one dispatch. check=1 compares 64 outputs, read as float16,
 //   with double sums. Settings: PROBE_KHR=1 enables VK_KHR_cooperative_matrix (SPIR-V 1.6
 //   shaders) instead of VK_NV_cooperative_matrix; PROBE_ANY=1 takes the first device without
-//   either (lavapipe, for matmul_coop.comp's EMULATE variant).
+//   either (lavapipe, for matmul_coop.comp's EMULATE variant); PROBE_NO_STATS=1 builds the
+//   pipeline without capturing the driver's statistics.
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
@@ -120,9 +121,10 @@ int main(int argc, char** argv) {
   std::vector<VkExtensionProperties> listed(extension_count);
   vkEnumerateDeviceExtensionProperties(pd, nullptr, &extension_count, listed.data());
   const char* stats_name = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-  const bool has_stats = std::any_of(listed.begin(), listed.end(), [&](const auto& e) {
-    return std::strcmp(e.extensionName, stats_name) == 0;
-  });
+  const bool has_stats = std::getenv("PROBE_NO_STATS") == nullptr &&
+                         std::any_of(listed.begin(), listed.end(), [&](const auto& e) {
+                           return std::strcmp(e.extensionName, stats_name) == 0;
+                         });
   if (has_stats) {
     stats.pNext = features.pNext;
     features.pNext = &stats;
