@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "ember/io/file.hpp"
 #include "ir.hpp"
@@ -194,60 +195,40 @@ TensorData convert_tensor(const pb::TensorProto& t, const Reader& r) {
     }
     bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
-    // The typed field's count is checked before the buffer is sized: a tensor that claims a huge
-    // shape without the values to match fails instead of allocating it.
-    const char* field = nullptr;
-    int64_t count = 0;
+    // One typed field: its count is checked before the buffer is sized, so that a tensor that
+    // claims a huge shape without the values to match fails instead of allocating it.
+    auto take = [&](const auto& values, const char* field, auto dst) {
+      using Src = typename std::decay_t<decltype(values)>::value_type;
+      expect_count(values.size(), field);
+      bytes.resize(static_cast<size_t>(nbytes));
+      convert_into<Src, decltype(dst)>(values.data(), numel, bytes.data());
+    };
     switch (t.data_type()) {
       case pb::TensorProto::FLOAT:
-        field = "float_data";
-        count = t.float_data_size();
+        take(t.float_data(), "float_data", float{});
         break;
       case pb::TensorProto::DOUBLE:
-        field = "double_data";
-        count = t.double_data_size();
+        take(t.double_data(), "double_data", double{});
         break;
       case pb::TensorProto::INT64:
-        field = "int64_data";
-        count = t.int64_data_size();
+        take(t.int64_data(), "int64_data", int64_t{});
         break;
       case pb::TensorProto::INT32:
+        take(t.int32_data(), "int32_data", int32_t{});
+        break;
       case pb::TensorProto::INT8:
+        take(t.int32_data(), "int32_data", int8_t{});
+        break;
       case pb::TensorProto::UINT8:
       case pb::TensorProto::BOOL:
+        take(t.int32_data(), "int32_data", uint8_t{});
+        break;
       case pb::TensorProto::FLOAT16:
       case pb::TensorProto::BFLOAT16:  // bit patterns in int32_data
-        field = "int32_data";
-        count = t.int32_data_size();
+        take(t.int32_data(), "int32_data", uint16_t{});
         break;
       default:
         r.fail("unsupported element type " + type_name(t.data_type()) + " (tensor '" + name + "')");
-    }
-    expect_count(count, field);
-    bytes.resize(static_cast<size_t>(nbytes));
-    switch (t.data_type()) {
-      case pb::TensorProto::FLOAT:
-        convert_into<float, float>(t.float_data().data(), numel, bytes.data());
-        break;
-      case pb::TensorProto::DOUBLE:
-        convert_into<double, double>(t.double_data().data(), numel, bytes.data());
-        break;
-      case pb::TensorProto::INT64:
-        convert_into<int64_t, int64_t>(t.int64_data().data(), numel, bytes.data());
-        break;
-      case pb::TensorProto::INT32:
-        convert_into<int32_t, int32_t>(t.int32_data().data(), numel, bytes.data());
-        break;
-      case pb::TensorProto::INT8:
-        convert_into<int32_t, int8_t>(t.int32_data().data(), numel, bytes.data());
-        break;
-      case pb::TensorProto::UINT8:
-      case pb::TensorProto::BOOL:
-        convert_into<int32_t, uint8_t>(t.int32_data().data(), numel, bytes.data());
-        break;
-      default:  // FLOAT16, BFLOAT16
-        convert_into<int32_t, uint16_t>(t.int32_data().data(), numel, bytes.data());
-        break;
     }
   }
   if (dtype == DType::boolean) {
