@@ -14,21 +14,28 @@ layout(constant_id = 2) const uint FN = 2;
 layout(constant_id = 3) const uint ITERS = 1024;
 layout(std430, binding = 0) readonly buffer A4 { uvec4 a4[]; };
 layout(std430, binding = 2) buffer O4 { uvec4 o4[]; };
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 void main() {
   fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  ACC acc[FM][FN];
   [[unroll]] for (uint i = 0u; i < FM; ++i) coopMatLoadNV(fa[i], a4, i * 32u, 2u, false);
-  [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatLoadNV(fb[j], a4, 1024u + j * 32u, 2u, false);
+  [[unroll]] for (uint j = 0u; j < FN; ++j) {
+    coopMatLoadNV(fb[j], a4, 1024u + j * 32u, 2u, false);
+  }
   [[unroll]] for (uint i = 0u; i < FM; ++i) {
-    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = ACC(0.0);
   }
   for (uint it = 0u; it < ITERS; ++it) {
     [[unroll]] for (uint i = 0u; i < FM; ++i) {
-      [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+      [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    }
     }
   }
   const uint base = (gl_WorkGroupID.x * (THREADS / 32u) + gl_SubgroupID) * FM * FN * 64u;
   [[unroll]] for (uint i = 0u; i < FM; ++i) {
-    [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatStoreNV(acc[i][j], o4, base + (i * FN + j) * 64u, 4u, false);
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      coopMatStoreNV(acc[i][j], o4, base + (i * FN + j) * 64u, 4u, false);
+    }
   }
 }
