@@ -406,8 +406,14 @@ bool use_lanes(const DeviceContext& c);
 /// gemm_coop.glsl's tiles (matmul_coop.comp, or conv_coop.comp where `conv`): bm x bn, each
 /// subgroup of 32 a tm x tn part of it, bk-deep slices; or EMBER_VULKAN_COOP_TILES.
 Tiles coop_tiles(const DeviceContext& c, bool conv);
-/// The pipeline of a shader built on gemm_coop.glsl with these tiles.
-const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
+/// gemm_coop.glsl's includer compiled three ways: for VK_NV_cooperative_matrix, rewritten for
+/// VK_KHR_cooperative_matrix, and its EMULATE variant.
+struct CoopShaders {
+  std::span<const uint32_t> nv, khr, emulated;
+};
+/// The pipeline of `op`'s shader built on gemm_coop.glsl with these tiles, in the variant the
+/// device takes (DeviceContext::cooperative_khr, emulated_cooperative).
+const Pipeline& coop_pipeline(DeviceContext& c, const char* op, const CoopShaders& shaders,
                               uint32_t bindings, uint32_t push_size, const Tiles& t);
 /// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
 /// invocation's loop iterations).

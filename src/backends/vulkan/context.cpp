@@ -75,6 +75,7 @@ struct Instance {
   std::vector<VkPhysicalDevice> devices;
   std::vector<std::unique_ptr<DeviceContext>> contexts;
   std::mutex mu;
+  uint32_t validation_version = 0;  // the validation layer's Vulkan version, where it is on
 
   Instance() {
     auto app = make<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
@@ -103,6 +104,13 @@ struct Instance {
       return;
     }
     if (validate) {
+      uint32_t count = 0;
+      vkEnumerateInstanceLayerProperties(&count, nullptr);
+      std::vector<VkLayerProperties> layers(count);
+      vkEnumerateInstanceLayerProperties(&count, layers.data());
+      for (const VkLayerProperties& l : layers) {
+        if (std::strcmp(l.layerName, layer) == 0) validation_version = l.specVersion;
+      }
       auto create_messenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
           vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
       auto m = make<VkDebugUtilsMessengerCreateInfoEXT>(
@@ -155,26 +163,66 @@ uint32_t find_memory_type(VkPhysicalDevice physical, VkMemoryPropertyFlags want,
   return 0;
 }
 
-// What float16 matmul on tensor cores (matmul_coop.comp) needs: VK_NV_cooperative_matrix with
-// 16x16x16 float16 fragments summed in float32 for subgroups of 32, and what the shader's SPIR-V
-// declares besides: 16-bit storage buffers, float16 arithmetic and the Vulkan memory model (with
-// its device scope, which the other shaders' atomics use once the model is on).
-// EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant);
-// =emulate, on a device without them, runs the shader's EMULATE variant (for CI).
+// VK_KHR_cooperative_matrix, declared here as the Vulkan registry defines it: Vulkan's headers
+// have it from 1.3.255, Debian bookworm's are 1.3.239.
+namespace khr {
+constexpr auto kFeaturesType = static_cast<VkStructureType>(1000506000);
+constexpr auto kShapeType = static_cast<VkStructureType>(1000506001);
+constexpr auto kPropertiesType = static_cast<VkStructureType>(1000506002);
+constexpr const char* kExtension = "VK_KHR_cooperative_matrix";
+constexpr uint32_t kFloat16 = 0, kFloat32 = 1, kScopeSubgroup = 3;
+struct Features {  // VkPhysicalDeviceCooperativeMatrixFeaturesKHR
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+};
+struct Properties {  // VkPhysicalDeviceCooperativeMatrixPropertiesKHR
+  VkStructureType sType;
+  void* pNext;
+  VkShaderStageFlags cooperativeMatrixSupportedStages;
+};
+struct Shape {  // VkCooperativeMatrixPropertiesKHR
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MSize, NSize, KSize, AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  uint32_t scope;
+};
+using ListShapes = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, Shape*);
+}  // namespace khr
+
+// What float16 matmul on tensor cores (matmul_coop.comp) needs: VK_KHR_cooperative_matrix, or
+// else VK_NV_cooperative_matrix, with 16x8x16 or 16x16x16 float16 fragments summed in float32
+// for subgroups of 32, and what the shader's SPIR-V declares besides: 16-bit storage buffers,
+// float16 arithmetic and the Vulkan memory model (with its device scope, which the other
+// shaders' atomics use once the model is on). KHR first: on an H100 its 16x8x16 products ran at
+// the card's mma.sync speed, NV's at two thirds of it (docs/VULKAN.md).
+// EMBER_VULKAN_COOPERATIVE=0 leaves them off (float16 matmul then takes the ANY variant); =nv or
+// =khr takes that extension only; =emulate, on a device without them, runs the shader's EMULATE
+// variant (for CI).
 // gemm_coop.glsl's default tiles' shared memory, the larger of coop_tiles' (a convolution's
 // 128x128, 32 deep, as much as 8 subgroups need; a matmul's 16 deep), and the EMULATE variant's.
 constexpr uint32_t kCoopSharedBytes = coop_shared_bytes(128, 128, 32, 8);
 constexpr uint32_t kEmulatedCoopSharedBytes = coop_shared_bytes(128, 128, 16, 8);
 
+std::string_view cooperative_choice() {
+  const char* env = std::getenv("EMBER_VULKAN_COOPERATIVE");
+  return env != nullptr ? env : "";
+}
+
 struct CooperativeFeatures {
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix{};
+  khr::Features khr_matrix{};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV nv_matrix{};
   VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model{};
   VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16{};
   VkPhysicalDevice16BitStorageFeatures storage16{};
+  bool khr = false;                // which extension find() took
+  uint32_t fragment_columns = 16;  // and the fragments' columns (gemm_coop.glsl's FC)
 
-  // The four, cleared and linked: matrix -> memory_model -> float16 -> storage16.
-  void chain() {
-    matrix = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+  // The four, cleared and linked: the matrix's -> memory_model -> float16 -> storage16.
+  void* chain() {
+    khr_matrix = khr::Features{khr::kFeaturesType, nullptr, VK_FALSE, VK_FALSE};
+    nv_matrix = make<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
     memory_model = make<VkPhysicalDeviceVulkanMemoryModelFeaturesKHR>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR);
@@ -182,81 +230,143 @@ struct CooperativeFeatures {
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR);
     storage16 = make<VkPhysicalDevice16BitStorageFeatures>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
-    matrix.pNext = &memory_model;
     memory_model.pNext = &float16;
     float16.pNext = &storage16;
+    if (khr) {
+      khr_matrix.pNext = &memory_model;
+      return &khr_matrix;
+    }
+    nv_matrix.pNext = &memory_model;
+    return &nv_matrix;
   }
 
-  static constexpr const char* kExtensions[] = {
-      VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
-      VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, VK_KHR_16BIT_STORAGE_EXTENSION_NAME};
+  static constexpr const char* kExtensions[] = {VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
+                                                VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME,
+                                                VK_KHR_16BIT_STORAGE_EXTENSION_NAME};
+  const char* matrix_extension() const {
+    return khr ? khr::kExtension : VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  }
 
   bool find(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& props) {
-    const char* env = std::getenv("EMBER_VULKAN_COOPERATIVE");
-    if (env != nullptr && std::string_view(env) == "0") return false;
+    const std::string_view choice = cooperative_choice();
+    if (choice == "0") return false;
     uint32_t n = 0;
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
     std::vector<VkExtensionProperties> offered(n);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, offered.data());
-    for (const char* want : kExtensions) {
-      const bool found = std::any_of(offered.begin(), offered.end(), [&](const auto& e) {
-        return std::strcmp(e.extensionName, want) == 0;
-      });
-      if (!found) return false;
-    }
+    const auto has = [&](const char* want) {
+      return std::any_of(offered.begin(), offered.end(),
+                         [&](const auto& e) { return std::strcmp(e.extensionName, want) == 0; });
+    };
+    if (!std::all_of(std::begin(kExtensions), std::end(kExtensions), has)) return false;
     // vkGetPhysicalDeviceFeatures2 and Properties2 are Vulkan 1.1's, which the instance asks for.
     if (props.apiVersion < VK_API_VERSION_1_1) return false;
-    chain();
+    if (props.limits.maxComputeSharedMemorySize < kCoopSharedBytes ||
+        props.limits.maxComputeWorkGroupInvocations < 256) {
+      return false;  // gemm_coop.glsl's workgroups: 8 subgroups of 32
+    }
+    // A validation layer older than the KHR extension (Vulkan 1.3.255; Debian bookworm's is
+    // 1.3.239) reports its structures and SPIR-V as errors: NV then, which it knows.
+    const uint32_t layer = instance().validation_version;
+    const bool layer_knows_khr = layer == 0 || layer >= VK_MAKE_API_VERSION(0, 1, 3, 255);
+    for (const bool k : {true, false}) {
+      if (choice == (k ? "nv" : "khr") || (k && !layer_knows_khr)) continue;
+      khr = k;
+      if (has(matrix_extension()) && usable(physical)) return true;
+    }
+    return false;
+  }
+
+  // Whether the extension `khr` says has the features, the compute stage, subgroups of 32 and
+  // a fragment shape gemm_coop.glsl takes (fragment_columns).
+  bool usable(VkPhysicalDevice physical) {
     auto features = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-    features.pNext = &matrix;
+    features.pNext = chain();
     vkGetPhysicalDeviceFeatures2(physical, &features);
-    if (!matrix.cooperativeMatrix || !memory_model.vulkanMemoryModel || !float16.shaderFloat16 ||
+    if (!(khr ? khr_matrix.cooperativeMatrix : nv_matrix.cooperativeMatrix) ||
+        !memory_model.vulkanMemoryModel || !float16.shaderFloat16 ||
         !storage16.storageBuffer16BitAccess || !memory_model.vulkanMemoryModelDeviceScope) {
       return false;
     }
     auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
-    auto stages = make<VkPhysicalDeviceCooperativeMatrixPropertiesNV>(
+    auto nv_stages = make<VkPhysicalDeviceCooperativeMatrixPropertiesNV>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV);
-    subgroup.pNext = &stages;
+    khr::Properties khr_stages{khr::kPropertiesType, nullptr, 0};
+    subgroup.pNext = khr ? static_cast<void*>(&khr_stages) : static_cast<void*>(&nv_stages);
     auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props2.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(physical, &props2);
-    if ((stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) == 0) return false;
-    if (subgroup.subgroupSize != 32) return false;
-    if (props.limits.maxComputeSharedMemorySize < kCoopSharedBytes ||
-        props.limits.maxComputeWorkGroupInvocations < 256) {
-      return false;  // gemm_coop.glsl's workgroups: 8 subgroups of 32
-    }
+    const VkShaderStageFlags stages = khr ? khr_stages.cooperativeMatrixSupportedStages
+                                          : nv_stages.cooperativeMatrixSupportedStages;
+    if ((stages & VK_SHADER_STAGE_COMPUTE_BIT) == 0 || subgroup.subgroupSize != 32) return false;
+    fragment_columns = khr ? khr_columns(physical) : nv_columns(physical);
+    return fragment_columns != 0;
+  }
+
+  // 8 where the device lists 16x8x16 float16 x float16 + float32 at subgroup scope, else 16
+  // where it lists 16x16x16, else 0; EMBER_VULKAN_FRAGMENT_COLUMNS=16 prefers 16 (for tuning).
+  static uint32_t pick_columns(bool has8, bool has16) {
+    const char* env = std::getenv("EMBER_VULKAN_FRAGMENT_COLUMNS");
+    if (env != nullptr && std::string_view(env) == "16" && has16) return 16;
+    return has8 ? 8 : has16 ? 16 : 0;
+  }
+
+  static uint32_t khr_columns(VkPhysicalDevice physical) {
+    auto list = reinterpret_cast<khr::ListShapes>(vkGetInstanceProcAddr(
+        instance().instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    if (list == nullptr) return 0;
+    uint32_t count = 0;
+    list(physical, &count, nullptr);
+    khr::Shape blank{};
+    blank.sType = khr::kShapeType;
+    std::vector<khr::Shape> all(count, blank);
+    list(physical, &count, all.data());
+    const auto lists = [&](uint32_t columns) {
+      return std::any_of(all.begin(), all.end(), [&](const khr::Shape& s) {
+        return s.MSize == 16 && s.NSize == columns && s.KSize == 16 && s.AType == khr::kFloat16 &&
+               s.BType == khr::kFloat16 && s.CType == khr::kFloat32 &&
+               s.ResultType == khr::kFloat32 && !s.saturatingAccumulation &&
+               s.scope == khr::kScopeSubgroup;
+      });
+    };
+    return pick_columns(lists(8), lists(16));
+  }
+
+  // NV's 16x16x16 only: its 16x8x16 were no faster on an H100.
+  static uint32_t nv_columns(VkPhysicalDevice physical) {
     auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
         vkGetInstanceProcAddr(instance().instance,
                               "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-    if (list == nullptr) return false;
-    uint32_t shapes = 0;
-    list(physical, &shapes, nullptr);
+    if (list == nullptr) return 0;
+    uint32_t count = 0;
+    list(physical, &count, nullptr);
     std::vector<VkCooperativeMatrixPropertiesNV> all(
-        shapes,
+        count,
         make<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
-    list(physical, &shapes, all.data());
-    return std::any_of(all.begin(), all.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
+    list(physical, &count, all.data());
+    const bool has16 = std::any_of(all.begin(), all.end(), [](const auto& s) {
       return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 &&
              s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
              s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
              s.scope == VK_SCOPE_SUBGROUP_NV;
     });
+    return pick_columns(false, has16);
   }
 
   // The chain for VkDeviceCreateInfo::pNext, asking for just what the shader uses.
   void* enable(std::vector<const char*>& extensions) {
-    chain();
-    matrix.cooperativeMatrix = VK_TRUE;
+    void* head = chain();
+    khr_matrix.cooperativeMatrix = VK_TRUE;
+    nv_matrix.cooperativeMatrix = VK_TRUE;
     memory_model.vulkanMemoryModel = VK_TRUE;
     // With the memory model on, the other shaders' atomics (Device scope) need its device scope.
     memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
     float16.shaderFloat16 = VK_TRUE;
     storage16.storageBuffer16BitAccess = VK_TRUE;
     extensions.insert(extensions.end(), std::begin(kExtensions), std::end(kExtensions));
-    return &matrix;
+    extensions.push_back(matrix_extension());
+    return head;
   }
 };
 
@@ -349,16 +459,20 @@ DeviceContext::DeviceContext(VkPhysicalDevice physical, int index) : index_(inde
   cooperative_ = coop.find(physical, props_);
   if (cooperative_) {
     info.pNext = coop.enable(extensions);
+    cooperative_khr_ = coop.khr;
+    fragment_columns_ = coop.fragment_columns;
   } else {
-    const char* env = std::getenv("EMBER_VULKAN_COOPERATIVE");
-    emulated_cooperative_ = env != nullptr && std::string_view(env) == "emulate" &&
+    emulated_cooperative_ = cooperative_choice() == "emulate" &&
                             props_.limits.maxComputeSharedMemorySize >= kEmulatedCoopSharedBytes;
+    fragment_columns_ = 8;  // the KHR shape, which the GPUs measured run
   }
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(physical, &info, nullptr, &device_), "vulkan",
-        cooperative_ ? "vkCreateDevice (with VK_KHR_push_descriptor and VK_NV_cooperative_matrix)"
-                     : "vkCreateDevice (with VK_KHR_push_descriptor)");
+        !cooperative_ ? "vkCreateDevice (with VK_KHR_push_descriptor)"
+        : cooperative_khr_
+            ? "vkCreateDevice (with VK_KHR_push_descriptor and VK_KHR_cooperative_matrix)"
+            : "vkCreateDevice (with VK_KHR_push_descriptor and VK_NV_cooperative_matrix)");
   vkGetDeviceQueue(device_, family_, 0, &queue_);
   const char* profile = std::getenv("EMBER_VULKAN_PROFILE");
   // "1", or "groups" (each dispatch keyed by its workgroups too); anything else leaves it off.

@@ -120,9 +120,14 @@ class DeviceContext {
 
   /// Whether shaders may use 64-bit integers and floats (shaderInt64 and shaderFloat64).
   bool wide() const { return wide_; }
-  /// Whether float16 matmul and convolution run on tensor cores (VK_NV_cooperative_matrix,
-  /// gemm_coop.glsl).
+  /// Whether float16 matmul and convolution run on tensor cores (VK_KHR_cooperative_matrix, or
+  /// VK_NV_cooperative_matrix where the device lacks KHR; gemm_coop.glsl).
   bool cooperative() const { return cooperative_; }
+  /// Whether through VK_KHR_cooperative_matrix (the *_khr shaders).
+  bool cooperative_khr() const { return cooperative_khr_; }
+  /// The columns of gemm_coop.glsl's B and accumulator fragments: 8 where the device lists
+  /// 16x8x16 products (KHR; and for the emulation), else 16.
+  uint32_t fragment_columns() const { return fragment_columns_; }
   /// Whether they run gemm_coop.glsl's EMULATE variant instead, without tensor cores
   /// (EMBER_VULKAN_COOPERATIVE=emulate on a device without them: CI's test of the tiling).
   bool emulated_cooperative() const { return emulated_cooperative_; }
@@ -180,6 +185,8 @@ class DeviceContext {
   size_t max_allocation_ = 0;  // maxMemoryAllocationSize: the largest tensor
   size_t max_binding_ = 0;
   bool cooperative_ = false;
+  bool cooperative_khr_ = false;
+  uint32_t fragment_columns_ = 16;
   bool emulated_cooperative_ = false;
   uint32_t lanes_ = 0;
 

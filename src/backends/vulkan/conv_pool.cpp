@@ -127,9 +127,9 @@ void dispatch_conv_tiled(ConvPush q, const RawTensor& x, const RawTensor& w, con
                                                shaders::conv_lanes, 4, sizeof q, t)
                                : gemm_pipeline(c, "conv", shaders::conv_tiled, shaders::conv_lanes,
                                                4, sizeof q, t))
-      : c.cooperative()
-          ? coop_pipeline(c, "conv_coop", shaders::conv_coop, 4, sizeof q, t)
-          : coop_pipeline(c, "conv_coop_emulated", shaders::conv_coop_emulated, 4, sizeof q, t);
+          : coop_pipeline(c, "conv",
+                          {shaders::conv_coop, shaders::conv_coop_khr, shaders::conv_coop_emulated},
+                          4, sizeof q, t);
   c.dispatch(pipeline, bs, &q, sizeof q, static_cast<uint32_t>(std::min(tiles, kMaxGroups)));
 }
 

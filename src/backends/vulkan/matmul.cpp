@@ -1,13 +1,14 @@
 // The Vulkan backend's batched matmul (OpFamily::Matmul): float32 through matmul_tiled.comp,
 // register-blocked tiles whose sizes are chosen per device; float16 on tensor cores through
-// matmul_coop.comp where the device has VK_NV_cooperative_matrix; the other dtypes through
-// matmul.comp's ANY variant (16x16 tiles, summing in double or int64).
+// matmul_coop.comp where the device has VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix; the
+// other dtypes through matmul.comp's ANY variant (16x16 tiles, summing in double or int64).
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "binding.hpp"
 #include "ember/backends/vulkan/vulkan.hpp"
@@ -253,11 +254,19 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
   return t;
 }
 
-const Pipeline& coop_pipeline(DeviceContext& c, const char* shader, std::span<const uint32_t> spirv,
+const Pipeline& coop_pipeline(DeviceContext& c, const char* op, const CoopShaders& shaders,
                               uint32_t bindings, uint32_t push_size, const Tiles& t) {
-  const std::array<uint32_t, 7> constants = {t.threads, t.bm / t.tm, t.bn / t.tn, t.tm / 16,
-                                             t.tn / 16, t.bk,        t.band};
-  return c.pipeline(tiled_name(shader, t), spirv, bindings, push_size, constants);
+  const uint32_t fc = c.fragment_columns();
+  EMBER_CHECK(t.tn % fc == 0, "[", op, "] cooperative tiles ", t.tm, "x", t.tn,
+              " a subgroup: its columns are not a multiple of the fragments' ", fc);
+  const std::array<uint32_t, 8> constants = {t.threads, t.bm / t.tm, t.bn / t.tn, t.tm / 16,
+                                             t.tn / fc, t.bk,        t.band,      fc};
+  // The variant: emulated (no tensor cores), KHR, or NV.
+  const auto [variant, spirv] = !c.cooperative() ? std::pair{"_coop_emulated", shaders.emulated}
+                                : c.cooperative_khr() ? std::pair{"_coop_khr", shaders.khr}
+                                                      : std::pair{"_coop", shaders.nv};
+  const std::string name = std::string(op) + variant + "_f" + std::to_string(fc);
+  return c.pipeline(tiled_name(name, t), spirv, bindings, push_size, constants);
 }
 
 // A matmul whose operand is wider than a binding (the vocabulary projection of a language model
@@ -367,10 +376,10 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
   const Binding bs[] = {ba.binding, bb.binding, bo.binding};
   constexpr int64_t kMaxGroups = 65535;  // maxComputeWorkGroupCount[0]'s guaranteed minimum
   const Pipeline& pipeline =
-      coop
-          ? (c.cooperative() ? coop_pipeline(c, "matmul_coop", shaders::matmul_coop, 3, sizeof p, t)
-                             : coop_pipeline(c, "matmul_coop_emulated",
-                                             shaders::matmul_coop_emulated, 3, sizeof p, t))
+      coop ? coop_pipeline(
+                 c, "matmul",
+                 {shaders::matmul_coop, shaders::matmul_coop_khr, shaders::matmul_coop_emulated}, 3,
+                 sizeof p, t)
       : f32
           ? gemm_pipeline(c, "matmul", shaders::matmul_tiled, shaders::matmul_lanes, 3, sizeof p, t)
       : int32_lanes ? gemm_pipeline(c, "matmul_i32", shaders::matmul_lanes_i32,

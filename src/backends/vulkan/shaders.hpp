@@ -20,6 +20,7 @@
 #include "shaders/conv_any.spv.h"
 #include "shaders/conv_coop.spv.h"
 #include "shaders/conv_coop_emulated.spv.h"
+#include "shaders/conv_coop_khr.spv.h"
 #include "shaders/conv_f32.spv.h"
 #include "shaders/conv_lanes.spv.h"
 #include "shaders/conv_tiled.spv.h"
@@ -38,6 +39,7 @@
 #include "shaders/matmul_any.spv.h"
 #include "shaders/matmul_coop.spv.h"
 #include "shaders/matmul_coop_emulated.spv.h"
+#include "shaders/matmul_coop_khr.spv.h"
 #include "shaders/matmul_lanes.spv.h"
 #include "shaders/matmul_lanes_i32.spv.h"
 #include "shaders/matmul_tiled.spv.h"
@@ -95,12 +97,14 @@ inline constexpr std::span<const uint32_t> index_pair{index_pair_spv};
 inline constexpr std::span<const uint32_t> index_any{index_any_spv};
 inline constexpr std::span<const uint32_t> conv_coop{conv_coop_spv};
 inline constexpr std::span<const uint32_t> conv_coop_emulated{conv_coop_emulated_spv};
+inline constexpr std::span<const uint32_t> conv_coop_khr{conv_coop_khr_spv};
 inline constexpr std::span<const uint32_t> conv_tiled{conv_tiled_spv};
 inline constexpr std::span<const uint32_t> conv_lanes{conv_lanes_spv};
 inline constexpr std::span<const uint32_t> conv_tiled_plain{conv_tiled_plain_spv};
 inline constexpr std::span<const uint32_t> matmul_any{matmul_any_spv};
 inline constexpr std::span<const uint32_t> matmul_coop{matmul_coop_spv};
 inline constexpr std::span<const uint32_t> matmul_coop_emulated{matmul_coop_emulated_spv};
+inline constexpr std::span<const uint32_t> matmul_coop_khr{matmul_coop_khr_spv};
 inline constexpr std::span<const uint32_t> matmul_tiled{matmul_tiled_spv};
 inline constexpr std::span<const uint32_t> matmul_lanes{matmul_lanes_spv};
 inline constexpr std::span<const uint32_t> matmul_lanes_i32{matmul_lanes_i32_spv};

@@ -10,9 +10,10 @@
 //   void store8(uint batch, uint split, uint row, uint col, float v[8])
 //       out's row from column col, 8 float32 sums (row < m; the columns past n to be skipped)
 // A workgroup of SGM x SGN subgroups of 32 computes a BM x BN tile of out, each subgroup a
-// (FM * 16) x (FN * 16) part of it as FM x FN fragments of 16x16 (specialisation constants,
-// coop_tiles in matmul.cpp: 128x128, a matmul's 2 x 4 subgroups of 4 x 2 fragments, a
-// convolution's 4 x 4 of 2 x 2). BK-deep
+// (FM * 16) x (FN * FC) part of it as FM x FN fragments of 16 x FC, FC 16 or 8 (specialisation
+// constants, coop_tiles in matmul.cpp: 128x128, a matmul's 2 x 4 subgroups of 64x32, a
+// convolution's 4 x 4 of 32x32; 16x8x16 products where the device lists them, as NVIDIA's KHR
+// driver does, whose 16x16x16 run at a third of the speed). BK-deep
 // slices of A and B are staged in shared memory, twice: the next slice is read from memory into
 // registers while the fragments work on the current one, then stored to the other half, so one
 // barrier a slice suffices. Rows of shared memory are padded by 8 halves so that the fragments'
@@ -24,12 +25,14 @@
 // EMULATE compiles the same tiling without cooperative matrices, for CI's lavapipe: a "subgroup"
 // is 32 consecutive invocations, a fragment load remembers where its rows are in shared memory,
 // the product reads them there, and invocation l holds row l / 2, columns 8 (l % 2) to 8 (l % 2)
-// + 7 of an accumulator. Everything else (loads, staging, edges, the scratch, the stores) is the
+// + 7 of an accumulator (with FC = 8, columns 4 (l % 2) to 4 (l % 2) + 3). Everything else (loads, staging, edges, the scratch, the stores) is the
 // code the GPU runs. Its slices are 16 deep, to fit lavapipe's 32 KiB of shared memory.
 // The includer enables the extensions (before its first declaration): GL_EXT_control_flow_
 // attributes, and without EMULATE GL_NV_cooperative_matrix, GL_EXT_shader_explicit_arithmetic_
 // types_float16, GL_KHR_memory_scope_semantics and GL_KHR_shader_subgroup_basic; and it includes
-// half.glsl. pack8 is defined here.
+// half.glsl. pack8 is defined here. The build compiles it for GL_NV_cooperative_matrix (all that
+// Debian's glslang 12 knows) and rewrites a copy into VK_KHR_cooperative_matrix (spirv_khr.hpp),
+// which needs A's and B's fragment types apart: B's columns, FC, are a specialisation constant.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint THREADS = 256;  // 32 * SGM * SGN
 layout(constant_id = 1) const uint SGM = 2;        // subgroups along the tile's rows
@@ -38,10 +41,12 @@ layout(constant_id = 3) const uint FM = 4;         // a subgroup's fragments alo
 layout(constant_id = 4) const uint FN = 2;         // and columns
 layout(constant_id = 5) const uint BK = 32;        // a multiple of 16
 layout(constant_id = 6) const uint BAND = 8;       // rows of tiles a band (gemm_tile.glsl)
+layout(constant_id = 7) const uint FC = 16;        // a fragment's columns: 16 or 8
 
 #include "gemm_tile.glsl"
 
-const uint F = 16u, BM = SGM * FM * F, BN = SGN * FN * F;
+const uint F = 16u, BM = SGM * FM * F, BN = SGN * FN * FC;
+const uint PER = F / FC;  // fragments side by side in a subgroup's 16x16 scratch
 const uint SA = (BK + 8u) / 8u;               // a row of A's slice, in vectors of 8 halves
 const uint SB = (BN + 8u) / 8u;               // a row of B's slice
 const uint A_VECS = BM * SA;                  // A's slice
@@ -107,12 +112,12 @@ float shared_half(bool of_a, uint vec, uint i) {  // half i from vector `vec` of
 void load_a(out Frag f, uint at, uint stride) { f = Frag(at, stride); }
 void load_b(out Frag f, uint at, uint stride) { f = Frag(at, stride); }
 
-// acc += fa x fb for this invocation's row and 8 columns.
+// acc += fa x fb for this invocation's row and FC / 2 columns.
 void mul_add(Frag fa, Frag fb, inout float acc[8]) {
-  const uint row = lane / 2u, col = (lane % 2u) * 8u;
+  const uint row = lane / 2u, col = (lane % 2u) * (FC / 2u);
   [[unroll]] for (uint kk = 0u; kk < F; ++kk) {
     const float x = shared_half(true, fa.at + row * fa.stride, kk);
-    [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+    [[unroll]] for (uint j = 0u; j < FC / 2u; ++j) {
       acc[j] = fma(x, shared_half(false, fb.at + kk * fb.stride, col + j), acc[j]);
     }
   }
@@ -122,16 +127,17 @@ void zero(out float acc[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) acc[j] = 0.0;
 }
 
-// The fragment into this subgroup's scratch (its own row and columns).
-void to_scratch(float acc[8]) {
-  const uint at = sg * SCRATCH + (lane / 2u) * 5u + (lane % 2u) * 2u;
+// The fragment into this subgroup's scratch from column vector `cv` (its own row and columns).
+void to_scratch(float acc[8], uint cv) {
+  const uint at = sg * SCRATCH + (lane / 2u) * 5u + cv + (lane % 2u) * (FC / 8u);
   scratch(at) = floatBitsToUint(vec4(acc[0], acc[1], acc[2], acc[3]));
-  scratch(at + 1u) = floatBitsToUint(vec4(acc[4], acc[5], acc[6], acc[7]));
+  if (FC == 16u) scratch(at + 1u) = floatBitsToUint(vec4(acc[4], acc[5], acc[6], acc[7]));
 }
+void scratch_written() {}
 #else
 #define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, FC>
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, FC>
 
 // Offsets and strides count the arrays' elements: vectors of 8 halves, or of 4 floats' bits
 // (glslang 12 stores a float32 matrix to integer arrays only).
@@ -141,8 +147,8 @@ void load_b(out FRAG_B f, uint at, uint stride) {
 }
 void mul_add(FRAG_A fa, FRAG_B fb, inout ACC acc) { acc = coopMatMulAddNV(fa, fb, acc); }
 void zero(out ACC acc) { acc = ACC(0.0); }
-void to_scratch(ACC acc) {
-  coopMatStoreNV(acc, pool, sg * SCRATCH, 5u, false);
+void to_scratch(ACC acc, uint cv) { coopMatStoreNV(acc, pool, sg * SCRATCH + cv, 5u, false); }
+void scratch_written() {
   subgroupMemoryBarrierShared();
   subgroupBarrier();
 }
@@ -182,7 +188,7 @@ void main() {
           load_a(fa[i], stage * A_VECS + ((wm * FM + i) * F) * SA + kk / 8u, SA);
         }
         [[unroll]] for (uint j = 0u; j < FN; ++j) {
-          load_b(fb[j], stage * B_VECS + kk * SB + ((wn * FN + j) * F) / 8u, SB);
+          load_b(fb[j], stage * B_VECS + kk * SB + ((wn * FN + j) * FC) / 8u, SB);
         }
         [[unroll]] for (uint i = 0u; i < FM; ++i) {
           [[unroll]] for (uint j = 0u; j < FN; ++j) mul_add(fa[i], fb[j], acc[i][j]);
@@ -193,15 +199,17 @@ void main() {
       barrier();
       stage ^= 1u;
     }
-    // Out, a fragment at a time: invocation `lane` stores row lane / 2, 8 of its columns.
+    // Out, 16x16 at a time (PER fragments): invocation `lane` stores row lane / 2, 8 of its
+    // columns.
     [[unroll]] for (uint i = 0u; i < FM; ++i) {
-      [[unroll]] for (uint j = 0u; j < FN; ++j) {
-        to_scratch(acc[i][j]);
+      [[unroll]] for (uint j = 0u; j < FN; j += PER) {
+        [[unroll]] for (uint jj = 0u; jj < PER; ++jj) to_scratch(acc[i][j + jj], jj * FC / 4u);
+        scratch_written();
         const uint at = sg * SCRATCH + (lane / 2u) * 5u + (lane % 2u) * 2u;
         const vec4 lo = uintBitsToFloat(scratch(at)), hi = uintBitsToFloat(scratch(at + 1u));
         const float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
         const uint row = row0 + (wm * FM + i) * F + lane / 2u;
-        const uint col = col0 + (wn * FN + j) * F + (lane % 2u) * 8u;
+        const uint col = col0 + (wn * FN + j) * FC + (lane % 2u) * 8u;
         if (row < m && col < n) store8(batch, split, row, col, v);
 #ifndef EMULATE
         subgroupBarrier();  // the scratch is read before the next fragment overwrites it
