@@ -13,7 +13,7 @@
 // (FM * 16) x (FN * FC) part of it as FM x FN fragments of 16 x FC, FC 16 or 8 (specialisation
 // constants, coop_tiles in matmul.cpp: 128x128, a matmul's 2 x 4 subgroups of 64x32, a
 // convolution's 4 x 4 of 32x32; 16x8x16 products where the device lists them, as NVIDIA's KHR
-// driver does, whose 16x16x16 run at a third of the speed). BK-deep
+// driver does: mma.sync's shape, which its multiply-add alone ran 3x faster than 16x16x16). BK-deep
 // slices of A and B are staged in shared memory, twice: the next slice is read from memory into
 // registers while the fragments work on the current one, then stored to the other half, so one
 // barrier a slice suffices. Rows of shared memory are padded by 8 halves so that the fragments'
@@ -25,8 +25,9 @@
 // EMULATE compiles the same tiling without cooperative matrices, for CI's lavapipe: a "subgroup"
 // is 32 consecutive invocations, a fragment load remembers where its rows are in shared memory,
 // the product reads them there, and invocation l holds row l / 2, columns 8 (l % 2) to 8 (l % 2)
-// + 7 of an accumulator (with FC = 8, columns 4 (l % 2) to 4 (l % 2) + 3). Everything else (loads, staging, edges, the scratch, the stores) is the
-// code the GPU runs. Its slices are 16 deep, to fit lavapipe's 32 KiB of shared memory.
+// + 7 of an accumulator (with FC = 8, columns 4 (l % 2) to 4 (l % 2) + 3). Everything else
+// (loads, staging, edges, the scratch, the stores) is the code the GPU runs. Its slices are 16
+// deep, to fit lavapipe's 32 KiB of shared memory, and its fragments 16x8 (context.cpp).
 // The includer enables the extensions (before its first declaration): GL_EXT_control_flow_
 // attributes, and without EMULATE GL_NV_cooperative_matrix, GL_EXT_shader_explicit_arithmetic_
 // types_float16, GL_KHR_memory_scope_semantics and GL_KHR_shader_subgroup_basic; and it includes
