@@ -2,8 +2,8 @@
 # The Vulkan benchmarks of issue 18 on a GPU machine, beside the Cuda backend in the same binary:
 # configures with the Vulkan packages that scripts/vulkan_gpu_deps.sh fetched into .dev/vk,
 # builds bench_vulkan (Release, Cuda on), runs the f32 4096³ and f16 8192³ matmuls and the
-# Fashion-MNIST CNN training step on vulkan:0 and cuda:0, then float16 matmul under each
-# cooperative tiling given. Installs nothing; logs go to EMBER_LOG_DIR when set.
+# Fashion-MNIST CNN training step on vulkan:0 and cuda:0, float16 matmul once more on
+# VK_NV_cooperative_matrix, then under each cooperative tiling given. Installs nothing; logs go to EMBER_LOG_DIR when set.
 #
 # Usage: bash scripts/vulkan_gpu_bench.sh [BM,BN,BK,TM,TN ...]   (EMBER_VULKAN_COOP_TILES values)
 # Settings: EMBER_BENCH_BUILD (build directory, default build-gpu), EMBER_BENCH_MIN_TIME (0.3).
@@ -28,6 +28,10 @@ EMBER_BENCH_MIN_TIME=${EMBER_BENCH_MIN_TIME:-0.3} "$bench" \
   --benchmark_filter='(matmul|cnn).*(vulkan|cuda)' > "$logs/bench.log" 2>&1
 status=$?
 grep -E '^(matmul|cnn)|rror' "$logs/bench.log"
+# Float16 again through VK_NV_cooperative_matrix, the fallback where a device lacks KHR.
+echo "matmul_f16 on VK_NV_cooperative_matrix: $(EMBER_VULKAN_COOPERATIVE=nv \
+  EMBER_BENCH_MIN_TIME=0.3 "$bench" --benchmark_filter='matmul_f16/vulkan' 2>&1 |
+  grep -E '^matmul|rror' | awk '{print $2, $3, $NF}')"
 for tiles in "$@"; do
   echo "EMBER_VULKAN_COOP_TILES=$tiles: $(EMBER_VULKAN_COOP_TILES=$tiles EMBER_BENCH_MIN_TIME=0.2 \
     "$bench" --benchmark_filter='matmul_f16/vulkan' 2>&1 | grep -E '^matmul|rror' |
