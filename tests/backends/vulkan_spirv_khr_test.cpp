@@ -25,7 +25,7 @@ namespace ember::vulkan {
 namespace {
 
 constexpr uint32_t kOpConstant = 43, kOpCapability = 17;
-constexpr uint32_t kLoadNV = 5359, kMulAddNV = 5361;
+constexpr uint32_t kTypeNV = 5358, kLoadNV = 5359, kMulAddNV = 5361;
 constexpr uint32_t kTypeKHR = 4456, kLoadKHR = 4457, kStoreKHR = 4458, kMulAddKHR = 4459;
 
 struct Instruction {
@@ -136,6 +136,13 @@ TEST(SpirvKhr, ModulesItCannotFollowAreErrors) {
   // One fragment type for A and B (KHR needs them apart): the multiply-add given A twice.
   expect_error(edited(kMulAddNV, [](std::span<uint32_t> w) { w[3] = w[2]; }),
                "is used as A and as B");
+  // A multiply-add whose operand comes from no instruction the rewrite follows (here a type).
+  uint32_t type = 0;
+  for (const Instruction& in : walk(std::span<const uint32_t>(matmul_coop_spv))) {
+    if (in.op == kTypeNV && type == 0) type = in.operands[0];
+  }
+  expect_error(edited(kMulAddNV, [&](std::span<uint32_t> w) { w[2] = type; }),
+               "comes from an instruction the rewrite does not follow");
   // A load whose column-major operand is no boolean constant.
   expect_error(edited(kLoadNV, [](std::span<uint32_t> w) { w[4] = w[2]; }),
                "is not a constant true or false");
