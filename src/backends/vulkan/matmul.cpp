@@ -244,12 +244,10 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
   const uint32_t shared = coop_shared_bytes(t.bm, t.bn, t.bk, t.threads / 32);
   EMBER_CHECK(t.threads <= props.limits.maxComputeWorkGroupInvocations &&
                   t.threads <= props.limits.maxComputeWorkGroupSize[0] &&
-                  shared <= props.limits.maxComputeSharedMemorySize &&
-                  t.bm * t.bk / 8 % t.threads == 0 && t.bk * t.bn / 8 % t.threads == 0,
+                  shared <= props.limits.maxComputeSharedMemorySize,
               "[", op, "] cooperative tiles ", t.bm, "x", t.bn, "x", t.bk, " of ", t.tm, "x", t.tn,
-              " need ", t.threads, " invocations, each reading whole vectors of a slice, and ",
-              shared, " bytes of shared memory; ", props.deviceName, " has ",
-              props.limits.maxComputeWorkGroupInvocations, " and ",
+              " need ", t.threads, " invocations and ", shared, " bytes of shared memory; ",
+              props.deviceName, " has ", props.limits.maxComputeWorkGroupInvocations, " and ",
               props.limits.maxComputeSharedMemorySize);
   return t;
 }

@@ -52,8 +52,11 @@ const uint SA = (BK + 8u) / 8u;               // a row of A's slice, in vectors 
 const uint SB = (BN + 8u) / 8u;               // a row of B's slice
 const uint A_VECS = BM * SA;                  // A's slice
 const uint B_VECS = BK * SB;                  // B's slice
-const uint A_LOADS = BM * BK / 8u / THREADS;  // vectors an invocation reads a slice (the host
-const uint B_LOADS = BK * BN / 8u / THREADS;  // keeps them whole)
+const uint A_SLICE = BM * BK / 8u, B_SLICE = BK * BN / 8u;  // a slice's vectors
+// Vectors an invocation reads a slice: the last may be read by some invocations only (a 256x128
+// tile's B slice, 16 deep, is 256 vectors for 512 invocations).
+const uint A_LOADS = (A_SLICE + THREADS - 1u) / THREADS;
+const uint B_LOADS = (B_SLICE + THREADS - 1u) / THREADS;
 const uint SCRATCH = F * 5u;  // a 16x16 fragment of float32 bits: rows of 4 vectors + 1 of padding
 const uint SLICES = 2u * (A_VECS + B_VECS), SCRATCHES = SGM * SGN * SCRATCH;
 
@@ -76,10 +79,12 @@ uvec4 ra[A_LOADS], rb[B_LOADS];  // the next slice, on its way to shared memory
 void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end) {
   [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
     const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
+    if (A_SLICE % THREADS != 0u && v >= A_SLICE) break;
     ra[i] = fetch_a(batch, row0 + row, k0 + kv * 8u, k_end);
   }
   [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
     const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
+    if (B_SLICE % THREADS != 0u && v >= B_SLICE) break;
     rb[i] = fetch_b(batch, k0 + kk, col0 + cv * 8u, k_end);
   }
 }
@@ -87,10 +92,12 @@ void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end) {
 void put(uint stage) {
   [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
     const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
+    if (A_SLICE % THREADS != 0u && v >= A_SLICE) break;
     sa(stage * A_VECS + row * SA + kv) = ra[i];
   }
   [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
     const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
+    if (B_SLICE % THREADS != 0u && v >= B_SLICE) break;
     sb(stage * B_VECS + kk * SB + cv) = rb[i];
   }
 }
