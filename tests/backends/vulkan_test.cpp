@@ -474,6 +474,19 @@ TEST(Vulkan, Float16MatmulMatchesTheCpu) {
       }
     }
     unsetenv("EMBER_VULKAN_COOP_TILES");
+    // One slice read ahead (a convolution's default) and a malformed choice.
+    setenv("EMBER_VULKAN_COOP_AHEAD", "1", 1);
+    check(vk16({200, 136}, 98), vk16({136, 264}, 99), "one slice ahead");
+    check(vk16({64, 40}, 98), vk16({40, 24}, 99), "one slice ahead, k = 40");
+    setenv("EMBER_VULKAN_COOP_AHEAD", "3", 1);
+    try {
+      (void)matmul(vk16({40, 64}, 98), vk16({64, 40}, 99));
+      ADD_FAILURE() << "no error for EMBER_VULKAN_COOP_AHEAD=3";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("EMBER_VULKAN_COOP_AHEAD=\"3\""), std::string::npos)
+          << e.what();
+    }
+    unsetenv("EMBER_VULKAN_COOP_AHEAD");
   }
   expect_no_validation_errors();
 }

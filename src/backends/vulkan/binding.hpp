@@ -391,6 +391,7 @@ struct Tiles {
   uint32_t band = 8;    // rows of tiles a band (gemm_tile.glsl); EMBER_VULKAN_TILE_BAND overrides
   uint32_t unroll = 0;  // gemm_tiled.glsl's k steps an iteration within a slice (0: all of bk)
   uint32_t stages = 1;  // gemm_tiled.glsl's slices staged at once (EMBER_VULKAN_STAGES)
+  uint32_t ahead = 1;   // gemm_coop.glsl's slices read ahead (EMBER_VULKAN_COOP_AHEAD)
   bool lanes = false;   // gemm_lanes.glsl (a CPU device) rather than gemm_tiled.glsl
 };
 /// The float32 tiles for `batch` m x n outputs summing k products on this device (a convolution's
@@ -412,9 +413,11 @@ struct CoopShaders {
   std::span<const uint32_t> nv, khr, emulated;
 };
 /// The pipeline of `op`'s shader built on gemm_coop.glsl with these tiles, in the variant the
-/// device takes (DeviceContext::cooperative_khr, emulated_cooperative).
+/// device takes (DeviceContext::cooperative_khr, emulated_cooperative); `flags` is the shader's
+/// own specialisation constant 9 (matmul_coop.comp's FLAGS).
 const Pipeline& coop_pipeline(DeviceContext& c, const char* op, const CoopShaders& shaders,
-                              uint32_t bindings, uint32_t push_size, const Tiles& t);
+                              uint32_t bindings, uint32_t push_size, const Tiles& t,
+                              uint32_t flags = 0);
 /// The fewest parts a k must be split into on this device (1 but on llvmpipe, which caps an
 /// invocation's loop iterations).
 int64_t k_parts(const VkPhysicalDeviceProperties& props, int64_t k, const Tiles& t);

@@ -49,7 +49,8 @@ std::string tiled_name(const std::string& shader, const Tiles& t) {
   return shader + "_" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
          std::to_string(t.bk) + "_" + std::to_string(t.tm) + "x" + std::to_string(t.tn) + "_" +
          std::to_string(t.band) + (t.unroll > 0 ? "_u" + std::to_string(t.unroll) : "") +
-         (t.stages > 1 ? "_s" + std::to_string(t.stages) : "");
+         (t.stages > 1 ? "_s" + std::to_string(t.stages) : "") +
+         (t.ahead > 1 ? "_a" + std::to_string(t.ahead) : "");
 }
 
 // The k steps an iteration of gemm_tiled.glsl's k loop (over one staged slice) takes: 2 on a
@@ -224,11 +225,13 @@ const Pipeline& gemm_pipeline(DeviceContext& c, const char* shader, std::span<co
                     t.lanes ? lanes : spirv, bindings, push_size, constants);
 }
 
-// 128x128 tiles, 16 deep, of 8 subgroups of 64x32 each; a convolution on tensor cores, where 512
-// invocations fit, 32 deep of 16 subgroups of 32x32. On an H100 (beside each other in one run):
-// matmul 8192^3 6.2 ms against 7.1 with 32-deep slices; the conv bench 1.5 ms against 3.5 with
-// the matmul's tiles. The emulation (lavapipe, 32 KiB of shared memory) keeps the matmul's.
-// EMBER_VULKAN_COOP_TILES="BM,BN,BK,TM,TN" overrides both, for tuning on a new device.
+// 128x128 tiles, 16 deep, of 8 subgroups of 64x32 each, read two slices ahead; a convolution on
+// tensor cores, where 512 invocations fit, 32 deep of 16 subgroups of 32x32, one slice ahead. On
+// an H100 (beside each other in one run): matmul 8192^3 6.2 ms against 7.1 with 32-deep slices;
+// the conv bench 1.5 ms against 3.5 with the matmul's tiles, and 1.8 two slices ahead. The
+// emulation (lavapipe, 32 KiB of shared memory) keeps the matmul's.
+// EMBER_VULKAN_COOP_TILES="BM,BN,BK,TM,TN" and EMBER_VULKAN_COOP_AHEAD=1|2 override both, for
+// tuning on a new device.
 Tiles coop_tiles(const DeviceContext& c, bool conv) {
   Tiles t{0, 128, 128, 16, 64, 32};
   const auto& limits = c.properties().limits;
@@ -238,6 +241,7 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
   }
   const char* op = conv ? "conv" : "matmul";
   env_tiles("EMBER_VULKAN_COOP_TILES", op, true, t);
+  t.ahead = env_count("EMBER_VULKAN_COOP_AHEAD", op, 1, 2, conv ? 1 : 2);
   t.threads = 32 * (t.bm / t.tm) * (t.bn / t.tn);
   t.band = tile_band();
   const auto& props = c.properties();
@@ -253,17 +257,19 @@ Tiles coop_tiles(const DeviceContext& c, bool conv) {
 }
 
 const Pipeline& coop_pipeline(DeviceContext& c, const char* op, const CoopShaders& shaders,
-                              uint32_t bindings, uint32_t push_size, const Tiles& t) {
+                              uint32_t bindings, uint32_t push_size, const Tiles& t,
+                              uint32_t flags) {
   const uint32_t fc = c.fragment_columns();
   EMBER_CHECK(t.tn % fc == 0, "[", op, "] cooperative tiles ", t.tm, "x", t.tn,
               " a subgroup: its columns are not a multiple of the fragments' ", fc);
-  const std::array<uint32_t, 8> constants = {t.threads, t.bm / t.tm, t.bn / t.tn, t.tm / 16,
-                                             t.tn / fc, t.bk,        t.band,      fc};
+  const std::array<uint32_t, 10> constants = {
+      t.threads, t.bm / t.tm, t.bn / t.tn, t.tm / 16, t.tn / fc, t.bk, t.band, fc, t.ahead, flags};
   // The variant: emulated (no tensor cores), KHR, or NV.
   const auto [variant, spirv] = !c.cooperative() ? std::pair{"_coop_emulated", shaders.emulated}
                                 : c.cooperative_khr() ? std::pair{"_coop_khr", shaders.khr}
                                                       : std::pair{"_coop", shaders.nv};
-  const std::string name = std::string(op) + variant + "_f" + std::to_string(fc);
+  const std::string name =
+      std::string(op) + variant + "_f" + std::to_string(fc) + "_v" + std::to_string(flags);
   return c.pipeline(tiled_name(name, t), spirv, bindings, push_size, constants);
 }
 
@@ -377,7 +383,7 @@ void VulkanBackend::matmul(const RawTensor& a, const RawTensor& b, const RawTens
       coop ? coop_pipeline(
                  c, "matmul",
                  {shaders::matmul_coop, shaders::matmul_coop_khr, shaders::matmul_coop_emulated}, 3,
-                 sizeof p, t)
+                 sizeof p, t, p.flags)
       : f32
           ? gemm_pipeline(c, "matmul", shaders::matmul_tiled, shaders::matmul_lanes, 3, sizeof p, t)
       : int32_lanes ? gemm_pipeline(c, "matmul_i32", shaders::matmul_lanes_i32,

@@ -14,13 +14,17 @@
 // constants, coop_tiles in matmul.cpp: 128x128, a matmul's 2 x 4 subgroups of 64x32, a
 // convolution's 4 x 4 of 32x32; 16x8x16 products where the device lists them, as NVIDIA's KHR
 // driver does: mma.sync's shape, which its multiply-add alone ran 3x faster than 16x16x16). BK-deep
-// slices of A and B are staged in shared memory, twice: the next slice is read from memory into
-// registers while the fragments work on the current one, then stored to the other half, so one
-// barrier a slice suffices. Rows of shared memory are padded by 8 halves so that the fragments'
-// loads do not fall on one bank. The sums leave through a float32 scratch per subgroup, 8 of them
-// per invocation, so that the includer rounds once, after any bias; the scratch reuses the
-// slices' memory once the last slice is read. Taken only where the device lists 16x16x16 float16
-// x float16 + float32 for subgroups of 32 (context.cpp).
+// slices of A and B are staged in shared memory, twice, and read from memory AHEAD slices ahead
+// into registers. With 1, slice s + 1 is read while the fragments work on slice s, then stored to
+// the other half. With 2 (a matmul's), slice s + 2 is read while s computes and s + 1, read
+// during s - 1, is stored: a read has two slices' work to arrive in, for a second set of
+// registers (8 more: 236 against 203 TFLOPS at 8192^3 on an H100, where a convolution, whose
+// gathers hold more, ran slower). Either way one barrier a slice suffices. Rows of shared memory
+// are padded by 8 halves so that the fragments' loads do not fall on one bank. The sums leave
+// through a float32 scratch per subgroup, 8 of them per invocation, so that the includer rounds
+// once, after any bias; the scratch reuses the slices' memory once the last slice is read.
+// Taken only where the device lists 16x16x16 float16 x float16 + float32 for subgroups of 32
+// (context.cpp).
 //
 // EMULATE compiles the same tiling without cooperative matrices, for CI's lavapipe: a "subgroup"
 // is 32 consecutive invocations, a fragment load remembers where its rows are in shared memory,
@@ -43,6 +47,7 @@ layout(constant_id = 4) const uint FN = 2;         // and columns
 layout(constant_id = 5) const uint BK = 32;        // a multiple of 16
 layout(constant_id = 6) const uint BAND = 8;       // rows of tiles a band (gemm_tile.glsl)
 layout(constant_id = 7) const uint FC = 16;        // a fragment's columns: 16 or 8
+layout(constant_id = 8) const uint AHEAD = 2;      // slices read ahead: 1 or 2
 
 #include "gemm_tile.glsl"
 
@@ -74,33 +79,36 @@ uvec4 pack8(uint h[8]) {
                h[6] | (h[7] << 16u));
 }
 
-uvec4 ra[A_LOADS], rb[B_LOADS];  // the next slice, on its way to shared memory
+// Two slices on their way to shared memory: even ones in ra0 and rb0, odd ones in ra1 and rb1
+// (two named sets, not an array of two, so that they stay in registers).
+uvec4 ra0[A_LOADS], rb0[B_LOADS], ra1[A_LOADS], rb1[B_LOADS];
 
-void fetch(uint batch, uint row0, uint col0, uint k0, uint k_end) {
-  [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
-    const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
-    if (A_SLICE % THREADS != 0u && v >= A_SLICE) break;
-    ra[i] = fetch_a(batch, row0 + row, k0 + kv * 8u, k_end);
+#define FETCH_INTO(RA, RB)                                                     \
+  [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {                             \
+    const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u); \
+    if (A_SLICE % THREADS != 0u && v >= A_SLICE) break;                        \
+    RA[i] = fetch_a(batch, row0 + row, k0 + kv * 8u, k_end);                   \
+  }                                                                            \
+  [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {                             \
+    const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);  \
+    if (B_SLICE % THREADS != 0u && v >= B_SLICE) break;                        \
+    RB[i] = fetch_b(batch, k0 + kk, col0 + cv * 8u, k_end);                    \
   }
-  [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
-    const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
-    if (B_SLICE % THREADS != 0u && v >= B_SLICE) break;
-    rb[i] = fetch_b(batch, k0 + kk, col0 + cv * 8u, k_end);
+#define PUT_FROM(RA, RB)                                                       \
+  [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {                             \
+    const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u); \
+    if (A_SLICE % THREADS != 0u && v >= A_SLICE) break;                        \
+    sa(stage * A_VECS + row * SA + kv) = RA[i];                                \
+  }                                                                            \
+  [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {                             \
+    const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);  \
+    if (B_SLICE % THREADS != 0u && v >= B_SLICE) break;                        \
+    sb(stage * B_VECS + kk * SB + cv) = RB[i];                                 \
   }
-}
-
-void put(uint stage) {
-  [[unroll]] for (uint i = 0u; i < A_LOADS; ++i) {
-    const uint v = tid + i * THREADS, row = v / (BK / 8u), kv = v % (BK / 8u);
-    if (A_SLICE % THREADS != 0u && v >= A_SLICE) break;
-    sa(stage * A_VECS + row * SA + kv) = ra[i];
-  }
-  [[unroll]] for (uint i = 0u; i < B_LOADS; ++i) {
-    const uint v = tid + i * THREADS, kk = v / (BN / 8u), cv = v % (BN / 8u);
-    if (B_SLICE % THREADS != 0u && v >= B_SLICE) break;
-    sb(stage * B_VECS + kk * SB + cv) = rb[i];
-  }
-}
+void fetch0(uint batch, uint row0, uint col0, uint k0, uint k_end) { FETCH_INTO(ra0, rb0) }
+void fetch1(uint batch, uint row0, uint col0, uint k0, uint k_end) { FETCH_INTO(ra1, rb1) }
+void put0(uint stage) { PUT_FROM(ra0, rb0) }
+void put1(uint stage) { PUT_FROM(ra1, rb1) }
 
 #ifdef EMULATE
 // A fragment: where its 16 rows start in shared memory, in vectors, and their stride.
@@ -162,6 +170,26 @@ void scratch_written() {
 }
 #endif
 
+ACC acc[FM][FN];
+uint wm, wn;  // this subgroup's part of the tile
+
+// acc += the slice in shared-memory stage `stage`.
+void compute(uint stage) {
+  [[unroll]] for (uint kk = 0u; kk < BK; kk += F) {
+    FRAG_A fa[FM];
+    FRAG_B fb[FN];
+    [[unroll]] for (uint i = 0u; i < FM; ++i) {
+      load_a(fa[i], stage * A_VECS + ((wm * FM + i) * F) * SA + kk / 8u, SA);
+    }
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      load_b(fb[j], stage * B_VECS + kk * SB + ((wn * FN + j) * FC) / 8u, SB);
+    }
+    [[unroll]] for (uint i = 0u; i < FM; ++i) {
+      [[unroll]] for (uint j = 0u; j < FN; ++j) mul_add(fa[i], fb[j], acc[i][j]);
+    }
+  }
+}
+
 void main() {
   tid = gl_LocalInvocationID.x;
 #ifdef EMULATE
@@ -171,41 +199,47 @@ void main() {
   sg = gl_SubgroupID;  // subgroups are 32 wide (context.cpp checks)
   lane = gl_SubgroupInvocationID;
 #endif
-  const uint wm = sg / SGN, wn = sg % SGN;  // this subgroup's part of the tile
+  wm = sg / SGN;
+  wn = sg % SGN;
   const uint m = gemm_m(), n = gemm_n(), k = gemm_k();
   for (uint t = gl_WorkGroupID.x; t < gemm_tiles(); t += gl_NumWorkGroups.x) {
     const GemmTile g = gemm_tile(t, m, n, k, gemm_splits(), BM, BN, BK, BAND);
     const uint batch = g.batch, split = g.split, k_begin = g.k_begin, k_end = g.k_end;
     const uint row0 = g.row0, col0 = g.col0;
-    ACC acc[FM][FN];
     [[unroll]] for (uint i = 0u; i < FM; ++i) {
       [[unroll]] for (uint j = 0u; j < FN; ++j) zero(acc[i][j]);
     }
-    fetch(batch, row0, col0, k_begin, k_end);
+    fetch0(batch, row0, col0, k_begin, k_end);
+    if (AHEAD == 2u && k_begin + BK < k_end) fetch1(batch, row0, col0, k_begin + BK, k_end);
     barrier();  // the previous tile's scratch is read
-    put(0u);
+    put0(0u);
     barrier();
-    uint stage = 0u;
-    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-      const bool more = k0 + BK < k_end;
-      if (more) fetch(batch, row0, col0, k0 + BK, k_end);  // in flight while the fragments work
-      [[unroll]] for (uint kk = 0u; kk < BK; kk += F) {
-        FRAG_A fa[FM];
-        FRAG_B fb[FN];
-        [[unroll]] for (uint i = 0u; i < FM; ++i) {
-          load_a(fa[i], stage * A_VECS + ((wm * FM + i) * F) * SA + kk / 8u, SA);
-        }
-        [[unroll]] for (uint j = 0u; j < FN; ++j) {
-          load_b(fb[j], stage * B_VECS + kk * SB + ((wn * FN + j) * FC) / 8u, SB);
-        }
-        [[unroll]] for (uint i = 0u; i < FM; ++i) {
-          [[unroll]] for (uint j = 0u; j < FN; ++j) mul_add(fa[i], fb[j], acc[i][j]);
-        }
+    if (AHEAD == 2u) {
+      // Two slices an iteration, the even one in stage 0 and the odd one in stage 1; a stage is
+      // filled only after the barrier that follows its last read.
+      for (uint k0 = k_begin; k0 < k_end; k0 += 2u * BK) {
+        const bool odd = k0 + BK < k_end, next = k0 + 2u * BK < k_end;
+        if (next) fetch0(batch, row0, col0, k0 + 2u * BK, k_end);
+        compute(0u);
+        if (odd) put1(1u);
+        barrier();
+        if (!odd) break;
+        if (k0 + 3u * BK < k_end) fetch1(batch, row0, col0, k0 + 3u * BK, k_end);
+        compute(1u);
+        if (next) put0(0u);
+        barrier();
       }
-      // The other half was last read before the previous barrier: free to fill.
-      if (more) put(stage ^ 1u);
-      barrier();
-      stage ^= 1u;
+    } else {
+      uint stage = 0u;
+      for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+        const bool more = k0 + BK < k_end;
+        if (more) fetch0(batch, row0, col0, k0 + BK, k_end);  // in flight while the fragments work
+        compute(stage);
+        // The other half was last read before the previous barrier: free to fill.
+        if (more) put0(stage ^ 1u);
+        barrier();
+        stage ^= 1u;
+      }
     }
     // Out, 16x16 at a time (PER fragments): invocation `lane` stores row lane / 2, 8 of its
     // columns.

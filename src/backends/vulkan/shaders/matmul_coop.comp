@@ -3,7 +3,9 @@
 // even, by bit manipulation), as cuBLAS does. Operands whose rows are unit-stride and 8-element
 // aligned are read 128 bits at a time, any other layout element by element; out is written 128
 // bits at a time where its rows are 8-aligned, element by element otherwise (atomic and/or on the
-// word: two invocations may share it). `flags` says which.
+// word: two invocations may share it). FLAGS says which: a specialisation constant, so that a
+// pipeline drops the element-by-element paths it never takes and their registers (8 fewer, which
+// let gemm_coop.glsl read two slices ahead within 128).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -25,9 +27,13 @@ layout(push_constant) uniform Params {
   uint m, n, k, tiles;
   uint a_base, b_base, out_base, type;  // bases in halves from each binding's start
   int a_batch, a_row, a_col;
-  uint flags;  // 1: a's rows are read 8 halves at a time, 2: b's, 4: out's written so
+  uint flags;  // unread: FLAGS
   int b_batch, b_row, b_col, pad;
 } p;
+
+// 1: a's rows are read 8 halves at a time, 2: b's, 4: out's written so (after gemm_coop.glsl's
+// constants).
+layout(constant_id = 9) const uint FLAGS = 0;
 
 #include "half.glsl"
 
@@ -44,7 +50,7 @@ uint gemm_tiles() { return p.tiles; }
 
 uvec4 fetch_a(uint batch, uint row, uint kk, uint k_end) {
   const int a0 = int(p.a_base) + int(batch) * p.a_batch;
-  if ((p.flags & 1u) != 0u) {  // k is a multiple of 8: a vector is wholly in or out
+  if ((FLAGS & 1u) != 0u) {  // k is a multiple of 8: a vector is wholly in or out
     return row < p.m && kk < k_end ? a4[(a0 + int(row) * p.a_row + int(kk)) / 8] : uvec4(0u);
   }
   uint h[8];
@@ -57,7 +63,7 @@ uvec4 fetch_a(uint batch, uint row, uint kk, uint k_end) {
 
 uvec4 fetch_b(uint batch, uint kk, uint col, uint k_end) {
   const int b0 = int(p.b_base) + int(batch) * p.b_batch;
-  if ((p.flags & 2u) != 0u) {  // n is a multiple of 8
+  if ((FLAGS & 2u) != 0u) {  // n is a multiple of 8
     return kk < k_end && col < p.n ? b4[(b0 + int(kk) * p.b_row + int(col)) / 8] : uvec4(0u);
   }
   uint h[8];
@@ -72,7 +78,7 @@ void store8(uint batch, uint split, uint row, uint col, float v[8]) {
   uint h[8];
   [[unroll]] for (uint i = 0u; i < 8u; ++i) h[i] = to_f16(v[i]);
   const uint at = p.out_base + (batch * p.m + row) * p.n + col;
-  if ((p.flags & 4u) != 0u) {  // n a multiple of 8, `at` of 8 too
+  if ((FLAGS & 4u) != 0u) {  // n a multiple of 8, `at` of 8 too
     o4[at / 8u] = pack8(h);
     return;
   }
