@@ -324,6 +324,18 @@ TEST(VulkanKernels, Float16ConvolutionMatchesFloat64) {
     check(got_relu.weight, want_relu.weight, what + " relu grad weight");
     check(got_relu.bias, want_relu.bias, what + " relu grad bias");
   }
+  if (vulkan::cooperative_matrix(0) || vulkan::cooperative_matrix_emulated(0)) {
+    // Two slices read ahead, a matmul's default, in the convolutions' own loads.
+    setenv("EMBER_VULKAN_COOP_AHEAD", "2", 1);
+    for (const ConvCase& k : conv_cases()) {
+      const ConvParams p = conv_params(k);
+      const DynTensor x = f16(signed_input(k.x, seed++)), w = f16(signed_input(k.w, seed++));
+      const DynTensor y = convolution(f64(x), f64(w), DynTensor(), p, false);
+      check(convolution(on_vk(x), on_vk(w), DynTensor(), p, false), y,
+            to_string(k.x) + " * " + to_string(k.w) + " two slices ahead");
+    }
+    unsetenv("EMBER_VULKAN_COOP_AHEAD");
+  }
   const char* coop = std::getenv("EMBER_VULKAN_COOPERATIVE");
   if (coop != nullptr && std::string(coop) == "emulate") {  // ctest's coop_emulated. run
     EXPECT_TRUE(vulkan::cooperative_matrix(0) || vulkan::cooperative_matrix_emulated(0));
