@@ -18,13 +18,13 @@
 // into registers. With 1, slice s + 1 is read while the fragments work on slice s, then stored to
 // the other half. With 2 (a matmul's), slice s + 2 is read while s computes and s + 1, read
 // during s - 1, is stored: a read has two slices' work to arrive in, for a second set of
-// registers (8 more: 236 against 203 TFLOPS at 8192^3 on an H100, where a convolution, whose
-// gathers hold more, ran slower). Either way one barrier a slice suffices. Rows of shared memory
-// are padded by 8 halves so that the fragments' loads do not fall on one bank. The sums leave
-// through a float32 scratch per subgroup, 8 of them per invocation, so that the includer rounds
-// once, after any bias; the scratch reuses the slices' memory once the last slice is read.
-// Taken only where the device lists 16x16x16 float16 x float16 + float32 for subgroups of 32
-// (context.cpp).
+// registers (8 more; with matmul_coop.comp's FLAGS freeing as many, 236 against 203 TFLOPS at
+// 8192^3 on an H100, where a convolution, whose gathers hold more, ran slower). Either way one
+// barrier a slice suffices. Rows of shared memory are padded by 8 halves so that the fragments'
+// loads do not fall on one bank. The sums leave through a float32 scratch per subgroup, 8 of them
+// per invocation, so that the includer rounds once, after any bias; the scratch reuses the
+// slices' memory once the last slice is read. Taken only where the device lists 16x16x16 float16
+// x float16 + float32 for subgroups of 32 (context.cpp).
 //
 // EMULATE compiles the same tiling without cooperative matrices, for CI's lavapipe: a "subgroup"
 // is 32 consecutive invocations, a fragment load remembers where its rows are in shared memory,
