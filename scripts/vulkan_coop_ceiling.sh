@@ -3,6 +3,8 @@
 # How fast NVIDIA's Vulkan driver can run float16 cooperative matrices at all, on a GPU machine,
 # apart from Ember's build (docs/PERFORMANCE.md, "what NVIDIA's Vulkan driver can give float16"):
 #   1. mma.sync m16n8k16 from CUDA on registers (bench/vulkan_ceiling/mma_sync.cu): the card;
+#      then a CUDA GEMM on it under Vulkan's limits and with cp.async, beside cuBLAS
+#      (gemm_staged.cu);
 #   2. VK_NV_cooperative_matrix's multiply-add on registers, no memory traffic (registers.comp);
 #   3. the tile loop alone, fragments from shared memory, no traffic, no barrier (shared.comp);
 #   4. the backend's matmul_coop.comp at 8192³ over tilings, its outputs checked;
@@ -22,6 +24,7 @@ dir=bench/vulkan_ceiling
 tmp=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | head -1
 nvcc -O3 -arch=sm_90 -o "$tmp/mma_sync" $dir/mma_sync.cu || exit 1
+nvcc -O3 -std=c++17 -arch=sm_90 -o "$tmp/gemm_staged" $dir/gemm_staged.cu -lcublas || exit 1
 g++ -O2 -std=c++17 -I$vk/include -o "$tmp/probe" $dir/probe.cpp \
   $vk/lib/x86_64-linux-gnu/libvulkan.so.1 || exit 1
 for s in registers shared; do
@@ -32,6 +35,8 @@ $glslang -V --target-env vulkan1.1 --quiet -o "$tmp/matmul_coop.spv" \
 
 echo "== mma.sync from CUDA (blocks an SM, warps a block)"
 for c in "2 8" "1 8" "4 8" "1 4" "2 4"; do "$tmp/mma_sync" $c; done
+echo "== a CUDA GEMM, 8192^3: slices through registers (as Vulkan must) or by cp.async"
+"$tmp/gemm_staged" 8192
 groups=528  # 4 workgroups an SM of 132
 echo "== multiply-add on registers (threads, fragments along rows and columns, iterations)"
 for c in "256 4 2 2048" "256 4 4 1024" "128 4 4 2048" "256 2 2 4096" "512 4 2 1024"; do

@@ -8,10 +8,13 @@
 //   a and b are n x n random float16, out n x n x 4 bytes; the push constants are
 //   matmul_coop.comp's for a row-major n^3 product of `groups` tiles (PROBE_TILES overrides the
 //   tile count). flop: the work of one dispatch. check=1 compares 64 outputs, read as float16,
-//   with double sums. Settings: PROBE_KHR=1 enables VK_KHR_cooperative_matrix (SPIR-V 1.6
-//   shaders) instead of VK_NV_cooperative_matrix; PROBE_ANY=1 takes the first device without
-//   either (lavapipe, for matmul_coop.comp's EMULATE variant); PROBE_NO_STATS=1 builds the
-//   pipeline without capturing the driver's statistics.
+//   with double sums. PROBE_DUMP=file writes the driver's pipeline cache there (to look
+//   for the compiled binary in it). Settings: PROBE_KHR=1 enables
+//   VK_KHR_cooperative_matrix (SPIR-V 1.6 shaders) instead of VK_NV_cooperative_matrix; PROBE_ANY=1
+//   takes the first device without either (lavapipe, for matmul_coop.comp's EMULATE variant);
+//   PROBE_NO_STATS=1 builds the pipeline without capturing the driver's statistics;
+//   PROBE_NO_ROBUST=1 turns robust buffer access off, as the backend has it (the probe otherwise
+//   enables every feature listed).
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
@@ -130,6 +133,8 @@ int main(int argc, char** argv) {
     features.pNext = &stats;
   }
   vkGetPhysicalDeviceFeatures2(pd, &features);
+  // The backend leaves robust buffer access off (its bounds checks are the shaders' own).
+  if (std::getenv("PROBE_NO_ROBUST")) features.features.robustBufferAccess = VK_FALSE;
   float priority = 1;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qi.queueCount = 1;
@@ -256,8 +261,21 @@ int main(int argc, char** argv) {
               &si};
   ci.layout = layout;
   if (has_stats) ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  const char* dump = std::getenv("PROBE_DUMP");
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  if (dump) {
+    VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    CK(vkCreatePipelineCache(dev, &pci, nullptr, &cache));
+  }
   VkPipeline pipeline;
-  CK(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline));
+  CK(vkCreateComputePipelines(dev, cache, 1, &ci, nullptr, &pipeline));
+  if (dump) {
+    size_t size = 0;
+    CK(vkGetPipelineCacheData(dev, cache, &size, nullptr));
+    std::vector<char> data(size);
+    CK(vkGetPipelineCacheData(dev, cache, &size, data.data()));
+    std::ofstream(dump, std::ios::binary).write(data.data(), std::streamsize(size));
+  }
   std::string statistics;
   if (has_stats) {
     auto get = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
