@@ -143,22 +143,21 @@ __global__ void __launch_bounds__(Shape<BM, BN, BK, WM, WN>::kThreads)
       }
     }
   } else {
+    auto copy = [](half* to, const half* from) {  // 16 bytes, memory to shared, no registers
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(to)), "l"(from));
+    };
     auto issue = [&](int s) {
       const int stage = s % STAGES;
       if (s < slices) {
 #pragma unroll
         for (int i = 0; i < S::kLoadsA; ++i) {
           const At at = a_at(i, s * BK);
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                           smem_addr(sa + stage * S::kStageA + at.to)),
-                       "l"(at.from));
+          copy(sa + stage * S::kStageA + at.to, at.from);
         }
 #pragma unroll
         for (int i = 0; i < S::kLoadsB; ++i) {
           const At at = b_at(i, s * BK);
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                           smem_addr(sb + stage * S::kStageB + at.to)),
-                       "l"(at.from));
+          copy(sb + stage * S::kStageB + at.to, at.from);
         }
       }
       asm volatile("cp.async.commit_group;\n" ::);
@@ -190,6 +189,26 @@ struct Problem {
   half *a, *b, *c;
 };
 
+// Milliseconds a launch, the best of 5 rounds of 5 after one to warm up.
+template <class Launch>
+float best_ms(Launch launch) {
+  launch();
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  float best = 1e30f;
+  for (int r = 0; r < 5; ++r) {
+    cudaEventRecord(e0);
+    for (int i = 0; i < 5; ++i) launch();
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    best = std::min(best, ms / 5);
+  }
+  return best;
+}
+
 template <int BM, int BN, int BK, int WM, int WN, Fill FILL, int STAGES>
 void run(const Problem& p) {
   using S = Shape<BM, BN, BK, WM, WN>;
@@ -200,20 +219,7 @@ void run(const Problem& p) {
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, S::kThreads, 0);
   const int n = p.n, blocks = (n / BM) * (n / BN);
   cudaMemset(p.c, 0, size_t(n) * n * sizeof(half));
-  kernel<<<blocks, S::kThreads>>>(p.a, p.b, p.c, n);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(e0);
-    for (int i = 0; i < 5; ++i) kernel<<<blocks, S::kThreads>>>(p.a, p.b, p.c, n);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    best = std::min(best, ms / 5);
-  }
+  const float best = best_ms([&] { kernel<<<blocks, S::kThreads>>>(p.a, p.b, p.c, n); });
   std::vector<half> out(size_t(n) * n);
   cudaMemcpy(out.data(), p.c, out.size() * sizeof(half), cudaMemcpyDeviceToHost);
   std::mt19937 rng(7);
@@ -261,20 +267,7 @@ int main(int argc, char** argv) {
                    CUDA_R_16F, p.n, &zero, p.c, CUDA_R_16F, p.n, CUBLAS_COMPUTE_32F,
                    CUBLAS_GEMM_DEFAULT);
     };
-    gemm();
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float best = 1e30f;
-    for (int r = 0; r < 5; ++r) {
-      cudaEventRecord(e0);
-      for (int i = 0; i < 5; ++i) gemm();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
-      best = std::min(best, ms / 5);
-    }
+    const float best = best_ms(gemm);
     std::printf("cuBLAS: %.3f ms, %.1f TFLOPS\n", best,
                 2.0 * p.n * p.n * double(p.n) / best * 1e-9);
     cublasDestroy(h);
