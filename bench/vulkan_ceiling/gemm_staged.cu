@@ -39,7 +39,8 @@ __device__ inline unsigned smem_addr(const void* p) {
 
 template <int BM, int BN, int BK, int WM, int WN, Fill FILL, int STAGES>
 __global__ void __launch_bounds__(Shape<BM, BN, BK, WM, WN>::kThreads)
-    gemm(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int n) {
+    gemm(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int n,
+         int band) {
   using S = Shape<BM, BN, BK, WM, WN>;
   constexpr int FM = WM / 16, FN = WN / 8;
   constexpr int kStages = FILL == REG ? 2 : STAGES;  // of shared memory
@@ -49,7 +50,11 @@ __global__ void __launch_bounds__(Shape<BM, BN, BK, WM, WN>::kThreads)
   half* sb = pool + kStages * S::kStageA;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / (BN / WN), wn = warp % (BN / WN);
-  const int tiles_n = n / BN, row0 = blockIdx.x / tiles_n * BM, col0 = blockIdx.x % tiles_n * BN;
+  // Tiles in bands of `band` rows of tiles, down a band's column first (gemm_tile.glsl's order;
+  // 1: row after row).
+  const int tiles_n = n / BN, per_band = band * tiles_n, in_band = blockIdx.x % per_band;
+  const int row0 = (blockIdx.x / per_band * band + in_band % band) * BM;
+  const int col0 = in_band / band * BN;
   float acc[FM][FN][4] = {};
 
   // Where vector i of this invocation's share of a slice lies, in memory and in a stage.
@@ -210,7 +215,7 @@ float best_ms(Launch launch) {
 }
 
 template <int BM, int BN, int BK, int WM, int WN, Fill FILL, int STAGES>
-void run(const Problem& p) {
+void run(const Problem& p, int band = 8) {
   using S = Shape<BM, BN, BK, WM, WN>;
   auto kernel = gemm<BM, BN, BK, WM, WN, FILL, STAGES>;
   cudaFuncAttributes attr{};
@@ -219,7 +224,7 @@ void run(const Problem& p) {
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, S::kThreads, 0);
   const int n = p.n, blocks = (n / BM) * (n / BN);
   cudaMemset(p.c, 0, size_t(n) * n * sizeof(half));
-  const float best = best_ms([&] { kernel<<<blocks, S::kThreads>>>(p.a, p.b, p.c, n); });
+  const float best = best_ms([&] { kernel<<<blocks, S::kThreads>>>(p.a, p.b, p.c, n, band); });
   std::vector<half> out(size_t(n) * n);
   cudaMemcpy(out.data(), p.c, out.size() * sizeof(half), cudaMemcpyDeviceToHost);
   std::mt19937 rng(7);
@@ -233,11 +238,12 @@ void run(const Problem& p) {
         worst, std::fabs(double(__half2float(out[i * n + j])) - want) / (std::fabs(want) + 1));
   }
   std::printf(
-      "%s %dx%dx%d, warps of %dx%d, %s %d: %.3f ms, %.1f TFLOPS; %d registers, %d blocks an SM, "
+      "%s %dx%dx%d, warps of %dx%d, %s %d, bands of %d: %.3f ms, %.1f TFLOPS; %d registers, %d "
+      "blocks an SM, "
       "%zu bytes shared; worst error %.1e (%s) %s\n",
       FILL == REG ? "registers" : "cp.async", BM, BN, BK, WM, WN, FILL == REG ? "ahead" : "stages",
-      FILL == REG ? STAGES - 1 : STAGES, best, 2.0 * n * n * double(n) / best * 1e-9, attr.numRegs,
-      per_sm, attr.sharedSizeBytes, worst, worst < 2e-2 ? "ok" : "WRONG",
+      FILL == REG ? STAGES - 1 : STAGES, band, best, 2.0 * n * n * double(n) / best * 1e-9,
+      attr.numRegs, per_sm, attr.sharedSizeBytes, worst, worst < 2e-2 ? "ok" : "WRONG",
       cudaGetErrorString(cudaGetLastError()));
 }
 
@@ -274,9 +280,11 @@ int main(int argc, char** argv) {
   }
   // gemm_coop.glsl's default, then deeper slices, then 64x64 warps; STAGES - 1 slices ahead.
   run<128, 128, 16, 64, 32, REG, 2>(p);
+  run<128, 128, 16, 64, 32, REG, 3>(p, 1);
   run<128, 128, 16, 64, 32, REG, 3>(p);
   run<128, 128, 32, 64, 32, REG, 2>(p);
   run<128, 128, 32, 64, 32, REG, 3>(p);
+  run<128, 128, 16, 64, 64, REG, 3>(p);
   run<128, 128, 32, 64, 64, REG, 2>(p);
   run<128, 256, 16, 64, 64, REG, 2>(p);
   run<128, 256, 16, 64, 64, REG, 3>(p);
