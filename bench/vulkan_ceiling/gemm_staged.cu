@@ -15,6 +15,8 @@
 #include <random>
 #include <vector>
 
+#include "mma.cuh"
+
 namespace {
 
 enum Fill { REG, ASYNC };
@@ -90,12 +92,7 @@ __global__ void __launch_bounds__(Shape<BM, BN, BK, WM, WN>::kThreads)
       for (int i = 0; i < FM; ++i) {
 #pragma unroll
         for (int j = 0; j < FN; ++j) {
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-              "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
-              : "r"(fa[i][0]), "r"(fa[i][1]), "r"(fa[i][2]), "r"(fa[i][3]), "r"(fb[j][0]),
-                "r"(fb[j][1]));
+          mma_16816(acc[i][j], fa[i], fb[j]);
         }
       }
     }

@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
+
+#include "mma.cuh"
 constexpr int ITERS = 4096, ACC = 16;
 __global__ void kernel(float* out, unsigned seed) {
   unsigned a[4], b[2];
@@ -13,11 +15,7 @@ __global__ void kernel(float* out, unsigned seed) {
   for (int it = 0; it < ITERS; ++it) {
 #pragma unroll
     for (int j = 0; j < ACC; ++j) {
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      mma_16816(c[j], a, b);
     }
   }
   float s = 0;
